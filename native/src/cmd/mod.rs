@@ -1,0 +1,3 @@
+//! One module per subcommand; each exposes `XxxArgs` (clap) and `run(&XxxArgs) -> anyhow::Result<()>`.
+
+pub mod sos;

@@ -1,0 +1,31 @@
+//! `culturelens`: the command-line front end. Parses arguments, picks the Burn device and hands
+//! each subcommand to its module in `cmd/`. All metric code lives in `culturelens-core`.
+
+mod cmd;
+mod device;
+
+use clap::{Parser, Subcommand};
+
+/// Measure how the language of a prompt, rather than its meaning, shapes text-to-image outputs.
+#[derive(Parser)]
+#[command(name = "culturelens", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Sos(cmd::sos::SosArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Sos(args) => cmd::sos::run(args),
+    };
+    if let Err(err) = result {
+        eprintln!("error: {err:#}");
+        std::process::exit(1);
+    }
+}
