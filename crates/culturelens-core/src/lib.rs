@@ -1,1 +1,12 @@
-//! culturelens core
+//! culturelens core: the metric (and, later, model) code of culturelens, written once against
+//! Burn's runtime [`Device`](burn::tensor::Device) so the same code runs on the CPU (`flex`),
+//! wgpu/WebGPU and CUDA backends, natively and in the browser (wasm32).
+//!
+//! Invariants: no file or network I/O here (callers hand in slices and strings); no concrete
+//! backend is named outside tests; every device read-back is explicit, so the browser can do it
+//! asynchronously.
+
+pub mod demo;
+pub mod rng;
+pub mod sos;
+pub mod stats;

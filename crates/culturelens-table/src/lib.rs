@@ -1,1 +1,199 @@
-//! table
+//! Embedding tables, the data contract every culturelens command shares: N × d embeddings plus one
+//! metadata row per embedding.
+//!
+//! Two on-disk forms are read and written:
+//! - `.npy` (float32/float16/float64, C order, N × d) with a CSV metadata file (header row);
+//! - Parquet with a list column `embedding` and metadata columns.
+//!
+//! Loading validates what every metric relies on — row counts agree, values are finite, no row has
+//! zero norm — and errors name the file, row and column. Outputs are written atomically
+//! ([`write_atomic`]). This crate does file I/O and must stay out of `culturelens-core`.
+
+mod atomic;
+mod error;
+mod matrix;
+mod meta;
+mod npy;
+mod parquet_io;
+
+use std::path::Path;
+
+pub use atomic::write_atomic;
+pub use error::{Location, TableError};
+pub use matrix::Matrix;
+pub use meta::{KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv};
+pub use npy::{npy_shape, parse_npy, read_npy, write_npy};
+pub use parquet_io::{EMBEDDING_COLUMN, read_parquet, write_parquet};
+
+/// N × d embeddings with one metadata row per embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingTable {
+    pub embeddings: Matrix,
+    pub meta: Metadata,
+}
+
+impl EmbeddingTable {
+    /// Pairs embeddings and metadata; panics if their row counts differ (use [`load_table`] for
+    /// validated input).
+    pub fn new(embeddings: Matrix, meta: Metadata) -> Self {
+        assert_eq!(embeddings.rows(), meta.n_rows(), "embeddings and metadata must have the same rows");
+        Self { embeddings, meta }
+    }
+
+    pub fn len(&self) -> usize {
+        self.embeddings.rows()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn dim(&self) -> usize {
+        self.embeddings.cols()
+    }
+
+    /// Checks that every value is finite and no row has zero norm; the error names the file, the
+    /// row and the first offending dimension.
+    pub fn validate(&self, embeddings_path: Option<&Path>) -> Result<(), TableError> {
+        let at = embeddings_path.map(Location::file).unwrap_or_default();
+        if self.is_empty() {
+            return Err(TableError::invalid(at, "the table has no rows"));
+        }
+        if self.dim() == 0 {
+            return Err(TableError::invalid(at, "embeddings have zero dimensions"));
+        }
+        for row in 0..self.len() {
+            let v = self.embeddings.row(row);
+            if let Some(col) = v.iter().position(|x| !x.is_finite()) {
+                return Err(TableError::invalid(
+                    at.clone().row(row).column(format!("dim {col}")),
+                    format!("non-finite value {}", v[col]),
+                ));
+            }
+            if v.iter().all(|x| *x == 0.0) {
+                return Err(TableError::invalid(
+                    at.clone().row(row),
+                    "zero-norm embedding (all values are 0): it has no direction, so cosine similarities are undefined",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads and validates an embedding table: `embeddings` is `.npy` (then `meta` is a CSV file, or
+/// `None` for embeddings without metadata) or `.parquet` (then `meta` must be `None`).
+pub fn load_table(embeddings: &Path, meta: Option<&Path>) -> Result<EmbeddingTable, TableError> {
+    let ext = embeddings.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let table = match ext.as_deref() {
+        Some("parquet") | Some("pq") => {
+            if let Some(m) = meta {
+                return Err(TableError::invalid(
+                    Location::file(m),
+                    "a Parquet table carries its own metadata columns; do not pass a separate metadata file",
+                ));
+            }
+            read_parquet(embeddings)?
+        }
+        Some("npy") => {
+            let matrix = read_npy(embeddings)?;
+            let metadata = match meta {
+                Some(m) => read_metadata_csv(m)?,
+                None => Metadata::empty(matrix.rows()),
+            };
+            if metadata.n_rows() != matrix.rows() {
+                return Err(TableError::invalid(
+                    metadata.location(),
+                    format!(
+                        "row-count mismatch: the metadata has {} data rows but {} has {} embeddings",
+                        metadata.n_rows(),
+                        embeddings.display(),
+                        matrix.rows()
+                    ),
+                ));
+            }
+            EmbeddingTable::new(matrix, metadata)
+        }
+        _ => {
+            return Err(TableError::format(
+                Location::file(embeddings),
+                "unknown embeddings format: expected a .npy or .parquet file",
+            ));
+        }
+    };
+    table.validate(Some(embeddings))?;
+    Ok(table)
+}
+
+/// Writes `table` atomically: `out` ending in `.parquet` gets one Parquet file; `out` ending in
+/// `.npy` gets the matrix plus `meta_out` (CSV) when given.
+pub fn save_table(table: &EmbeddingTable, out: &Path, meta_out: Option<&Path>) -> Result<(), TableError> {
+    let ext = out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("parquet") | Some("pq") => write_atomic(out, |w| write_parquet(w, table)),
+        Some("npy") => {
+            write_atomic(out, |w| write_npy(w, &table.embeddings))?;
+            match meta_out {
+                Some(m) => write_atomic(m, |w| write_metadata_csv(w, &table.meta)),
+                None => Ok(()),
+            }
+        }
+        _ => Err(TableError::format(Location::file(out), "output must end in .npy or .parquet")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> EmbeddingTable {
+        let meta = Metadata::from_columns(
+            None,
+            vec![
+                ("model".into(), vec!["A".into(), "B".into()]),
+                ("language".into(), vec!["en".into(), "de".into()]),
+            ],
+        )
+        .unwrap();
+        EmbeddingTable::new(Matrix::new(2, 3, vec![1.0, 0.0, 0.5, -1.0, 2.0, 0.0]), meta)
+    }
+
+    #[test]
+    fn npy_csv_and_parquet_roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = table();
+        let (npy, csv, pq) =
+            (dir.path().join("e.npy"), dir.path().join("m.csv"), dir.path().join("t.parquet"));
+        save_table(&t, &npy, Some(&csv)).unwrap();
+        save_table(&t, &pq, None).unwrap();
+        let a = load_table(&npy, Some(&csv)).unwrap();
+        let b = load_table(&pq, None).unwrap();
+        for back in [a, b] {
+            assert_eq!(back.embeddings, t.embeddings);
+            assert_eq!(back.meta.column("language").unwrap(), ["en", "de"]);
+            assert_eq!(back.meta.names(), ["model", "language"]);
+        }
+    }
+
+    #[test]
+    fn validation_names_row_and_column() {
+        let mut t = table();
+        t.embeddings = Matrix::new(2, 3, vec![1.0, 0.0, 0.5, 0.0, f32::NAN, 0.0]);
+        let err = t.validate(Some(Path::new("e.npy"))).unwrap_err().to_string();
+        assert_eq!(err, "e.npy, row 1, column dim 1: non-finite value NaN");
+        t.embeddings = Matrix::new(2, 3, vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+        let err = t.validate(Some(Path::new("e.npy"))).unwrap_err().to_string();
+        assert!(err.starts_with("e.npy, row 0: zero-norm embedding"), "{err}");
+    }
+
+    #[test]
+    fn row_count_mismatch_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = table();
+        let (npy, csv) = (dir.path().join("e.npy"), dir.path().join("m.csv"));
+        save_table(&t, &npy, None).unwrap();
+        std::fs::write(&csv, "model,language\nA,en\n").unwrap();
+        let err = load_table(&npy, Some(&csv)).unwrap_err().to_string();
+        assert!(err.contains("row-count mismatch: the metadata has 1 data rows"), "{err}");
+    }
+}

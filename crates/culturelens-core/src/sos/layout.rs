@@ -1,0 +1,209 @@
+//! Which outputs share a reference vector and which share a joint score: integer group ids built
+//! on the host from the metadata columns, before any tensor work.
+//!
+//! - Surface reference `sur_l` (SoS paper §4.1): all outputs prompted in language `l`.
+//! - Semantic reference `sem_c`: all outputs that target culture `c`.
+//! - Both are pooled across all models by default ([`Pooling::All`], paper §4.1) or computed per
+//!   model ([`Pooling::PerModel`]). When a `layer` column is given, references are always computed
+//!   per (model, layer) (paper §5.1: "separately for each layer and model").
+//! - A joint score cell is one (model, [layer,] language, culture) triple.
+
+use std::collections::HashMap;
+
+/// How reference vectors are pooled across models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pooling {
+    /// One `sur_l`/`sem_c` from the outputs of all models (paper §4.1, the default).
+    #[default]
+    All,
+    /// One `sur_l`/`sem_c` per model.
+    PerModel,
+}
+
+/// The metadata columns SoS reads, one value per output. `layer` and `person` are optional.
+#[derive(Debug, Clone, Copy)]
+pub struct SosColumns<'a> {
+    pub model: &'a [String],
+    pub language: &'a [String],
+    pub culture: &'a [String],
+    pub layer: Option<&'a [String]>,
+    pub person: Option<&'a [String]>,
+}
+
+/// A joint-score cell: one (model, layer, language, culture) combination.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cell {
+    pub model: String,
+    /// `None` when the table has no `layer` column.
+    pub layer: Option<String>,
+    pub language: String,
+    pub culture: String,
+}
+
+/// A problem with the metadata that makes SoS undefined; `row` is the 0-based data row.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("row {row}, column {column}: empty value (every output needs a {column})")]
+    EmptyValue { row: usize, column: &'static str },
+    #[error("column {column} has {len} values but there are {expected} outputs")]
+    Length { column: &'static str, len: usize, expected: usize },
+    #[error("no outputs to score")]
+    Empty,
+}
+
+/// Group ids for every output plus the names behind them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SosLayout {
+    pub pooling: Pooling,
+    pub has_layer: bool,
+    /// Surface-reference group of each output.
+    pub sur_group: Vec<u32>,
+    /// Semantic-reference group of each output.
+    pub sem_group: Vec<u32>,
+    /// Human-readable key of each surface group (e.g. `de` or `SD21/layer 4/de`).
+    pub sur_names: Vec<String>,
+    /// Human-readable key of each semantic group.
+    pub sem_names: Vec<String>,
+    /// Joint-score cell of each output.
+    pub cell: Vec<u32>,
+    /// The cells, sorted by (model, layer, language, culture).
+    pub cells: Vec<Cell>,
+    /// Person term of each output, when the table has a `person` column.
+    pub person: Option<Vec<String>>,
+}
+
+impl SosLayout {
+    /// Builds the groups from the metadata columns; every value must be non-empty.
+    pub fn new(cols: SosColumns<'_>, pooling: Pooling) -> Result<SosLayout, LayoutError> {
+        let n = cols.model.len();
+        if n == 0 {
+            return Err(LayoutError::Empty);
+        }
+        let mut named: Vec<(&'static str, &[String])> =
+            vec![("model", cols.model), ("language", cols.language), ("culture", cols.culture)];
+        if let Some(layer) = cols.layer {
+            named.push(("layer", layer));
+        }
+        if let Some(person) = cols.person {
+            named.push(("person", person));
+        }
+        for (column, values) in &named {
+            if values.len() != n {
+                return Err(LayoutError::Length { column, len: values.len(), expected: n });
+            }
+            if let Some(row) = values.iter().position(|v| v.trim().is_empty()) {
+                return Err(LayoutError::EmptyValue { row, column });
+            }
+        }
+        let layer = |i: usize| cols.layer.map(|l| l[i].as_str());
+        // References are per model when asked, and always per (model, layer) when layers exist.
+        let ref_scope = |i: usize| -> String {
+            match (pooling, layer(i)) {
+                (_, Some(l)) => format!("{}/layer {}/", cols.model[i], l),
+                (Pooling::PerModel, None) => format!("{}/", cols.model[i]),
+                (Pooling::All, None) => String::new(),
+            }
+        };
+        let (sur_group, sur_names) = intern((0..n).map(|i| format!("{}{}", ref_scope(i), cols.language[i])));
+        let (sem_group, sem_names) = intern((0..n).map(|i| format!("{}{}", ref_scope(i), cols.culture[i])));
+
+        let mut cells: Vec<Cell> = (0..n)
+            .map(|i| Cell {
+                model: cols.model[i].clone(),
+                layer: layer(i).map(str::to_string),
+                language: cols.language[i].clone(),
+                culture: cols.culture[i].clone(),
+            })
+            .collect();
+        let cell_of_row = cells.clone();
+        cells.sort();
+        cells.dedup();
+        let index: HashMap<&Cell, u32> = cells.iter().enumerate().map(|(i, c)| (c, i as u32)).collect();
+        let cell = cell_of_row.iter().map(|c| index[c]).collect();
+
+        Ok(SosLayout {
+            pooling,
+            has_layer: cols.layer.is_some(),
+            sur_group,
+            sem_group,
+            sur_names,
+            sem_names,
+            cell,
+            cells,
+            person: cols.person.map(<[String]>::to_vec),
+        })
+    }
+
+    /// Number of outputs.
+    pub fn len(&self) -> usize {
+        self.cell.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cell.is_empty()
+    }
+
+    /// Number of outputs in each surface and semantic group.
+    pub fn group_counts(&self) -> (Vec<usize>, Vec<usize>) {
+        let count = |groups: &[u32], k: usize| {
+            let mut c = vec![0usize; k];
+            groups.iter().for_each(|g| c[*g as usize] += 1);
+            c
+        };
+        (count(&self.sur_group, self.sur_names.len()), count(&self.sem_group, self.sem_names.len()))
+    }
+}
+
+/// Assigns dense ids to keys in order of first appearance.
+fn intern(keys: impl Iterator<Item = String>) -> (Vec<u32>, Vec<String>) {
+    let mut ids = HashMap::new();
+    let mut names = Vec::new();
+    let groups = keys
+        .map(|k| {
+            *ids.entry(k.clone()).or_insert_with(|| {
+                names.push(k);
+                (names.len() - 1) as u32
+            })
+        })
+        .collect();
+    (groups, names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn pooled_per_model_and_per_layer_groups() {
+        let model = s(&["A", "A", "B", "B"]);
+        let language = s(&["en", "de", "en", "de"]);
+        let culture = s(&["X", "X", "Y", "X"]);
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let all = SosLayout::new(cols, Pooling::All).unwrap();
+        assert_eq!(all.sur_group, [0, 1, 0, 1]);
+        assert_eq!(all.sem_group, [0, 0, 1, 0]);
+        assert_eq!(all.cells.len(), 4);
+        let per = SosLayout::new(cols, Pooling::PerModel).unwrap();
+        assert_eq!(per.sur_group, [0, 1, 2, 3]);
+        assert_eq!(per.sem_names, ["A/X", "B/Y", "B/X"]);
+        let layer = s(&["4", "4", "4", "8"]);
+        let with_layer = SosLayout::new(SosColumns { layer: Some(&layer), ..cols }, Pooling::All).unwrap();
+        assert_eq!(with_layer.sur_names, ["A/layer 4/en", "A/layer 4/de", "B/layer 4/en", "B/layer 8/de"]);
+    }
+
+    #[test]
+    fn empty_values_are_rejected_with_row_and_column() {
+        let model = s(&["A", "A"]);
+        let language = s(&["en", " "]);
+        let culture = s(&["X", "Y"]);
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let err = SosLayout::new(cols, Pooling::All).unwrap_err();
+        assert_eq!(err, LayoutError::EmptyValue { row: 1, column: "language" });
+    }
+}

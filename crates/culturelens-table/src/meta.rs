@@ -1,0 +1,234 @@
+//! Per-embedding metadata: named string columns, one value per embedding row, read from and
+//! written to CSV with a header row. Known columns are listed in [`KNOWN_COLUMNS`]; any other
+//! column is kept and can be used for grouping.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Location, TableError};
+
+/// The metadata columns culturelens knows by name (the embedding-table contract).
+pub const KNOWN_COLUMNS: [&str; 9] =
+    ["model", "language", "culture", "template", "person", "seed", "layer", "prompt", "image"];
+
+/// Column-major string metadata with a fixed number of rows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Metadata {
+    source: Option<PathBuf>,
+    names: Vec<String>,
+    columns: Vec<Vec<String>>,
+    rows: usize,
+}
+
+impl Metadata {
+    /// Metadata with `rows` rows and no columns (embeddings given without metadata).
+    pub fn empty(rows: usize) -> Self {
+        Self { rows, ..Self::default() }
+    }
+
+    /// Builds metadata from named columns, rejecting duplicated names and ragged columns.
+    pub fn from_columns(
+        source: Option<PathBuf>,
+        columns: Vec<(String, Vec<String>)>,
+    ) -> Result<Self, TableError> {
+        let at = source.as_deref().map(Location::file).unwrap_or_default();
+        let rows = columns.first().map_or(0, |(_, v)| v.len());
+        let mut meta = Self { source, rows, ..Self::default() };
+        for (name, values) in columns {
+            if meta.names.contains(&name) {
+                return Err(TableError::invalid(at.column(name.as_str()), "duplicated column name"));
+            }
+            if values.len() != rows {
+                return Err(TableError::invalid(
+                    at.column(name.as_str()),
+                    format!("column has {} values but the table has {rows} rows", values.len()),
+                ));
+            }
+            meta.names.push(name);
+            meta.columns.push(values);
+        }
+        Ok(meta)
+    }
+
+    pub fn n_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Column names in file order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The file this metadata was read from, if any.
+    pub fn source(&self) -> Option<&Path> {
+        self.source.as_deref()
+    }
+
+    pub fn set_source(&mut self, source: PathBuf) {
+        self.source = Some(source);
+    }
+
+    /// A location in this metadata's source file, for error messages.
+    pub fn location(&self) -> Location {
+        self.source.as_deref().map(Location::file).unwrap_or_default()
+    }
+
+    pub fn column(&self, name: &str) -> Option<&[String]> {
+        self.names.iter().position(|n| n == name).map(|i| self.columns[i].as_slice())
+    }
+
+    /// The column `name`; an error naming the file and the columns present when it is missing.
+    pub fn require_column(&self, name: &str) -> Result<&[String], TableError> {
+        self.column(name).ok_or_else(|| {
+            TableError::invalid(
+                self.location().column(name),
+                format!("required column is missing (columns present: {})", self.names.join(", ")),
+            )
+        })
+    }
+
+    /// Like [`Metadata::require_column`], and every value must be non-empty.
+    pub fn require_nonempty_column(&self, name: &str) -> Result<&[String], TableError> {
+        let col = self.require_column(name)?;
+        if let Some(row) = col.iter().position(|v| v.trim().is_empty()) {
+            let mut at = self.location().row(row).column(name);
+            if self.source.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "csv")) {
+                at = at.line(row as u64 + 2);
+            }
+            return Err(TableError::invalid(at, "empty value: every row needs one for this column"));
+        }
+        Ok(col)
+    }
+
+    /// Keeps only the rows in `indices` (in that order).
+    pub fn select_rows(&self, indices: &[usize]) -> Metadata {
+        Metadata {
+            source: self.source.clone(),
+            names: self.names.clone(),
+            columns: self.columns.iter().map(|c| indices.iter().map(|&i| c[i].clone()).collect()).collect(),
+            rows: indices.len(),
+        }
+    }
+
+    /// Iterates `(name, values)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.names.iter().map(String::as_str).zip(self.columns.iter().map(Vec::as_slice))
+    }
+}
+
+/// Reads a metadata CSV (header row required, comma-separated, UTF-8).
+pub fn read_metadata_csv(path: &Path) -> Result<Metadata, TableError> {
+    let file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
+    read_metadata_csv_from(file, Some(path.to_path_buf()))
+}
+
+/// Reads metadata CSV from any reader; `source` names it in errors.
+pub fn read_metadata_csv_from(
+    reader: impl std::io::Read,
+    source: Option<PathBuf>,
+) -> Result<Metadata, TableError> {
+    let at = source.as_deref().map(Location::file).unwrap_or_default();
+    let mut rdr = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(reader);
+    let headers = rdr.headers().map_err(|e| csv_error(&at, e))?.clone();
+    if headers.is_empty() || headers.iter().all(|h| h.trim().is_empty()) {
+        return Err(TableError::format(at, "the CSV has no header row"));
+    }
+    let names: Vec<String> =
+        headers.iter().map(|h| h.trim().trim_start_matches('\u{feff}').to_string()).collect();
+    for (i, name) in names.iter().enumerate() {
+        if name.is_empty() {
+            return Err(TableError::format(
+                at.line(1).column(format!("#{}", i + 1)),
+                "empty column name in header",
+            ));
+        }
+        if names[..i].contains(name) {
+            return Err(TableError::format(
+                at.line(1).column(name.as_str()),
+                "duplicated column name in header",
+            ));
+        }
+    }
+    let mut columns: Vec<Vec<String>> = vec![Vec::new(); names.len()];
+    for record in rdr.records() {
+        let record = record.map_err(|e| csv_error(&at, e))?;
+        for (col, value) in columns.iter_mut().zip(record.iter()) {
+            col.push(value.to_string());
+        }
+    }
+    Metadata::from_columns(source, names.into_iter().zip(columns).collect())
+}
+
+fn csv_error(at: &Location, e: csv::Error) -> TableError {
+    let mut at = at.clone();
+    if let Some(pos) = e.position() {
+        at = at.line(pos.line());
+        if pos.record() > 0 {
+            at = at.row(pos.record() as usize - 1);
+        }
+    }
+    let message = match e.kind() {
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+            format!("row has {len} fields but the header has {expected_len}")
+        }
+        csv::ErrorKind::Utf8 { .. } => "invalid UTF-8".to_string(),
+        _ => e.to_string(),
+    };
+    TableError::format(at, message)
+}
+
+/// Writes metadata as CSV with a header row.
+pub fn write_metadata_csv(w: &mut dyn Write, meta: &Metadata) -> std::io::Result<()> {
+    let mut wtr = csv::Writer::from_writer(w);
+    wtr.write_record(meta.names())?;
+    for row in 0..meta.n_rows() {
+        wtr.write_record(meta.columns.iter().map(|c| c[row].as_str()))?;
+    }
+    wtr.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Metadata, TableError> {
+        read_metadata_csv_from(text.as_bytes(), Some(PathBuf::from("m.csv")))
+    }
+
+    #[test]
+    fn reads_columns_and_keeps_unknown_ones() {
+        let m = read("model,language,culture,extra\nA,en,German,x\nB,de,French,y\n").unwrap();
+        assert_eq!(m.n_rows(), 2);
+        assert_eq!(m.column("extra").unwrap(), ["x", "y"]);
+        assert_eq!(m.require_column("culture").unwrap(), ["German", "French"]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let err = read("model,language,model\nA,en,B\n").unwrap_err().to_string();
+        assert_eq!(err, "m.csv, line 1, column model: duplicated column name in header");
+        let err = read("model,language\nA,en\nB\n").unwrap_err().to_string();
+        assert_eq!(err, "m.csv, line 3 (data row 1): row has 1 fields but the header has 2");
+        let m = read("model,language\nA,en\nB,\n").unwrap();
+        let err = m.require_nonempty_column("language").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "m.csv, line 3 (data row 1), column language: empty value: every row needs one for this column"
+        );
+        let err = m.require_column("culture").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "m.csv, column culture: required column is missing (columns present: model, language)"
+        );
+    }
+
+    #[test]
+    fn csv_roundtrip() {
+        let m = read("a,b\n\"x,1\",2\n3,\"q\"\"\"\n").unwrap();
+        let mut buf = Vec::new();
+        write_metadata_csv(&mut buf, &m).unwrap();
+        let back = read(std::str::from_utf8(&buf).unwrap()).unwrap();
+        assert_eq!(back.column("a").unwrap(), m.column("a").unwrap());
+        assert_eq!(back.column("b").unwrap(), ["2", "q\""]);
+    }
+}
