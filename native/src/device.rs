@@ -25,9 +25,9 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device> {
 
 #[cfg(feature = "wgpu")]
 fn wgpu_device() -> Result<Device> {
-    Device::wgpu_options()
-        .init()
-        .context("no wgpu adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)")
+    Device::wgpu_options().init().context(
+        "no wgpu adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
+    )
 }
 
 #[cfg(not(feature = "wgpu"))]
@@ -42,5 +42,7 @@ fn cuda_device() -> Result<Device> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_device() -> Result<Device> {
-    bail!("this culturelens binary was built without the `cuda` feature (cargo build --release --features cuda)")
+    bail!(
+        "this culturelens binary was built without the `cuda` feature (cargo build --release --features cuda)"
+    )
 }

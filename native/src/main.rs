@@ -17,12 +17,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Sos(cmd::sos::SosArgs),
+    Demo(cmd::demo::DemoArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -1,3 +1,4 @@
 //! One module per subcommand; each exposes `XxxArgs` (clap) and `run(&XxxArgs) -> anyhow::Result<()>`.
 
+pub mod demo;
 pub mod sos;

@@ -1,0 +1,217 @@
+//! `culturelens sos`: Surface-over-Semantics scores (SoS paper Eq. 1) of an embedding table.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use culturelens_core::sos::{Pooling, SosColumns, SosLayout, SosReport, SosValues};
+use culturelens_table::{EmbeddingTable, load_table, write_atomic};
+
+use crate::device::{DeviceChoice, select_device};
+
+const CONVENTIONS: &str = "\
+Computes the Surface-over-Semantics score of the SoS paper, Eq. (1):
+
+    SoS(o) = cos(sem_c, e_o) - cos(sur_l, e_o)        in [-1, 1]
+
+Negative: the output looks like other outputs prompted in the same language (surface);
+positive: like other outputs that target the same culture (semantics).
+
+Conventions:
+  * Embeddings are L2-normalised first (any positive scaling of a row changes nothing).
+  * sur_l = mean of all outputs prompted in language l; sem_c = mean of all outputs that
+    target culture c. The mean includes the output itself.
+  * --pool all (default, paper 4.1): references pooled across all models.
+    --pool per-model: references computed per model.
+  * With a `layer` column, references are computed per (model, layer) (paper 5.1) and the
+    output gets a `layer` column after `model`.
+  * Joint SoS of a (model, language, culture) cell = mean over its outputs (templates x person
+    terms x seeds). OUT.csv: model,language,culture,n,sos (full f64 precision).
+  * Per-model summary (Fig. 2): mean, median, quartiles, min, max of the per-output scores.
+  * Strong surface tendency (5.2): a model-language pair whose median per-output SoS is at or
+    below the 25th percentile of the medians of all model-language pairs.
+  * Language x language Pearson correlation of joint SoS over (model, culture) cells present
+    for both languages (Fig. 5); undefined (null) for < 2 shared cells or zero variance.
+  * Per-person-term means (App. C.4) when a `person` column exists.
+  * Quantiles interpolate linearly between order statistics (numpy's default).
+
+Input: --embeddings E.npy --meta M.csv (float32/float16 N x d, C order; CSV with a header) or
+--embeddings T.parquet (list column `embedding` plus metadata columns). Required metadata
+columns: model, language, culture; optional: layer, person. Values must be non-empty; rows
+must be finite with non-zero norm. Outputs are written atomically.";
+
+/// Arguments of `culturelens sos`.
+#[derive(clap::Args, Debug)]
+#[command(about = "Surface-over-Semantics scores of an embedding table (SoS paper Eq. 1)", long_about = CONVENTIONS)]
+pub struct SosArgs {
+    /// Embeddings: N x d `.npy` (float32/float16) with --meta, or a `.parquet` table.
+    #[arg(long, value_name = "FILE")]
+    pub embeddings: PathBuf,
+    /// Metadata CSV, one row per embedding (header row; columns model, language, culture, ...).
+    #[arg(long, value_name = "FILE")]
+    pub meta: Option<PathBuf>,
+    /// Output CSV of joint scores: model,language,culture,n,sos.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// How reference vectors are pooled across models.
+    #[arg(long, value_enum, default_value_t = PoolArg::All)]
+    pub pool: PoolArg,
+    /// Also write every output's score (row order of the input) to this CSV.
+    #[arg(long, value_name = "FILE")]
+    pub per_image: Option<PathBuf>,
+    /// Also write the full report (summaries, medians and flags, correlations, person means) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Backend that runs the tensor work.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PoolArg {
+    All,
+    PerModel,
+}
+
+impl From<PoolArg> for Pooling {
+    fn from(p: PoolArg) -> Self {
+        match p {
+            PoolArg::All => Pooling::All,
+            PoolArg::PerModel => Pooling::PerModel,
+        }
+    }
+}
+
+pub fn run(args: &SosArgs) -> Result<()> {
+    let table = load_table(&args.embeddings, args.meta.as_deref())?;
+    let device = select_device(args.device)?;
+    let (layout, values, report) = score_table(&table, args.pool.into(), &device)?;
+    write_joint_csv(&args.out, &report)?;
+    if let Some(path) = &args.per_image {
+        write_per_image_csv(path, &layout, &values)?;
+    }
+    if let Some(path) = &args.report {
+        let json = serde_json::to_vec_pretty(&report)?;
+        write_atomic(path, |w| w.write_all(&json))?;
+    }
+    print_summary(&layout, &report, &mut std::io::stdout().lock())?;
+    Ok(())
+}
+
+/// Validates the metadata columns SoS needs and scores the table on `device`.
+pub fn score_table(
+    table: &EmbeddingTable,
+    pooling: Pooling,
+    device: &burn::tensor::Device,
+) -> Result<(SosLayout, SosValues, SosReport)> {
+    let meta = &table.meta;
+    let cols = SosColumns {
+        model: meta.require_nonempty_column("model")?,
+        language: meta.require_nonempty_column("language")?,
+        culture: meta.require_nonempty_column("culture")?,
+        layer: meta.column("layer").map(|_| meta.require_nonempty_column("layer")).transpose()?,
+        person: meta.column("person").map(|_| meta.require_nonempty_column("person")).transpose()?,
+    };
+    let (layout, values, report) =
+        culturelens_core::sos::sos(table.embeddings.data(), table.dim(), cols, pooling, device)
+            .context("SoS cannot be computed for this table")?;
+    Ok((layout, values, report))
+}
+
+/// Writes the joint scores: `model,[layer,]language,culture,n,sos`.
+pub fn write_joint_csv(path: &Path, report: &SosReport) -> Result<()> {
+    let has_layer = report.joint.first().is_some_and(|j| j.layer.is_some());
+    write_atomic(path, |w| {
+        let mut out = csv::Writer::from_writer(w);
+        let mut header = vec!["model"];
+        if has_layer {
+            header.push("layer");
+        }
+        header.extend(["language", "culture", "n", "sos"]);
+        out.write_record(&header)?;
+        for j in &report.joint {
+            let mut row = vec![j.model.clone()];
+            row.extend(j.layer.clone());
+            row.extend([j.language.clone(), j.culture.clone(), j.n.to_string(), j.sos.to_string()]);
+            out.write_record(&row)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}
+
+fn write_per_image_csv(path: &Path, layout: &SosLayout, values: &SosValues) -> Result<()> {
+    write_atomic(path, |w| {
+        let mut out = csv::Writer::from_writer(w);
+        let mut header = vec!["row", "model"];
+        if layout.has_layer {
+            header.push("layer");
+        }
+        header.extend(["language", "culture"]);
+        if layout.person.is_some() {
+            header.push("person");
+        }
+        header.push("sos");
+        out.write_record(&header)?;
+        for (row, (cell, score)) in layout.cell.iter().zip(&values.per_image).enumerate() {
+            let c = &layout.cells[*cell as usize];
+            let mut rec = vec![row.to_string(), c.model.clone()];
+            rec.extend(c.layer.clone());
+            rec.extend([c.language.clone(), c.culture.clone()]);
+            if let Some(p) = &layout.person {
+                rec.push(p[row].clone());
+            }
+            rec.push(score.to_string());
+            out.write_record(&rec)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}
+
+/// Prints the per-model distribution table and the strong-surface-tendency flags.
+pub fn print_summary(layout: &SosLayout, report: &SosReport, out: &mut dyn Write) -> std::io::Result<()> {
+    let pooling = match (layout.has_layer, layout.pooling) {
+        (true, _) => "per (model, layer)",
+        (false, Pooling::All) => "pooled over all models",
+        (false, Pooling::PerModel) => "per model",
+    };
+    writeln!(
+        out,
+        "SoS per model ({} outputs, {} cells; references {pooling})",
+        layout.len(),
+        report.joint.len()
+    )?;
+    let width = report.per_model.keys().map(String::len).max().unwrap_or(5).max(5);
+    writeln!(
+        out,
+        "{:<width$} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "model", "n", "mean", "median", "q1", "q3", "min", "max"
+    )?;
+    for (model, s) in &report.per_model {
+        writeln!(
+            out,
+            "{model:<width$} {:>7} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4}",
+            s.n, s.mean, s.median, s.q1, s.q3, s.min, s.max
+        )?;
+    }
+    writeln!(
+        out,
+        "\nStrong surface tendency (median <= P25 of model-language medians = {:.4}):",
+        report.strong_surface_threshold
+    )?;
+    for model in report.per_model.keys() {
+        let flagged: Vec<String> = report
+            .language_medians
+            .iter()
+            .filter(|m| &m.model == model && m.strong_surface)
+            .map(|m| match &m.layer {
+                Some(layer) => format!("{} (layer {layer})", m.language),
+                None => m.language.clone(),
+            })
+            .collect();
+        let list = if flagged.is_empty() { "-".to_string() } else { flagged.join(", ") };
+        writeln!(out, "  {model:<width$} {list}")?;
+    }
+    Ok(())
+}
