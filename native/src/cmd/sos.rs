@@ -65,6 +65,9 @@ pub struct SosArgs {
     /// Backend that runs the tensor work.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
+    /// Print the wall time of each stage (load, device init, score, write) to stderr.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -83,9 +86,13 @@ impl From<PoolArg> for Pooling {
 }
 
 pub fn run(args: &SosArgs) -> Result<()> {
+    let mut clock = Stages::new(args.timings);
     let table = load_table(&args.embeddings, args.meta.as_deref())?;
+    clock.lap("load");
     let device = select_device(args.device)?;
+    clock.lap("device init");
     let (layout, values, report) = score_table(&table, args.pool.into(), &device)?;
+    clock.lap("score");
     write_joint_csv(&args.out, &report)?;
     if let Some(path) = &args.per_image {
         write_per_image_csv(path, &layout, &values)?;
@@ -94,8 +101,29 @@ pub fn run(args: &SosArgs) -> Result<()> {
         let json = serde_json::to_vec_pretty(&report)?;
         write_atomic(path, |w| w.write_all(&json))?;
     }
+    clock.lap("write");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     Ok(())
+}
+
+/// Wall-clock stage timer behind `--timings` (prints `timing <stage> <seconds>` to stderr).
+struct Stages {
+    on: bool,
+    last: std::time::Instant,
+}
+
+impl Stages {
+    fn new(on: bool) -> Self {
+        Self { on, last: std::time::Instant::now() }
+    }
+
+    fn lap(&mut self, stage: &str) {
+        let now = std::time::Instant::now();
+        if self.on {
+            eprintln!("timing {stage} {:.6}", (now - self.last).as_secs_f64());
+        }
+        self.last = now;
+    }
 }
 
 /// Validates the metadata columns SoS needs and scores the table on `device`.

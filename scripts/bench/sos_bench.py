@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""SoS at the SoS paper's full scale, culturelens vs a numpy reference, side by side.
+
+Builds a synthetic embedding table of 150,822 x 1280 float32 (7 models x 14 languages x 171
+cultures x 3 templates x 3 person terms, the paper's grid), writes it as .npy + CSV, then times
+
+  * numpy: the reference implementation below (vectorised; OpenBLAS where it helps), and
+  * culturelens: `culturelens sos --timings` (release build), stage "score",
+
+on the same in-memory data (load and write are timed separately and reported too). Prints both
+times, the ratio, and the max |difference| of the joint scores (must be <= 1e-5).
+
+Usage:  python3 scripts/bench/sos_bench.py [--bin target/release/culturelens] [--device cpu]
+        [--rows-scale 1.0] [--repeats 3] [--workdir /tmp/culturelens-sos-bench]
+Requires: numpy.
+"""
+import argparse
+import csv
+import os
+import subprocess
+import time
+
+import numpy as np
+
+MODELS, LANGS, CULTS, TEMPLATES, PERSONS = 7, 14, 171, 3, 3
+
+
+def make_table(workdir, dim, seed=0):
+    emb_path = os.path.join(workdir, "embeddings.npy")
+    meta_path = os.path.join(workdir, "meta.csv")
+    if os.path.exists(emb_path) and os.path.exists(meta_path):
+        return emb_path, meta_path
+    rng = np.random.default_rng(seed)
+    grid = np.array(np.meshgrid(np.arange(MODELS), np.arange(LANGS), np.arange(CULTS),
+                                np.arange(TEMPLATES), np.arange(PERSONS), indexing="ij")).reshape(5, -1).T
+    lang_dir = rng.standard_normal((LANGS, dim), dtype=np.float32)
+    cult_dir = rng.standard_normal((CULTS, dim), dtype=np.float32)
+    x = rng.standard_normal((grid.shape[0], dim), dtype=np.float32)
+    x += 0.8 * lang_dir[grid[:, 1]] + 0.6 * cult_dir[grid[:, 2]]
+    np.save(emb_path, x)
+    with open(meta_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "language", "culture", "template", "person"])
+        for m, l, c, t, p in grid:
+            w.writerow([f"model{m}", f"lang{l:02d}", f"culture{c:03d}", "abc"[t], ["person", "woman", "man"][p]])
+    return emb_path, meta_path
+
+
+def sos_numpy(x, model, language, culture):
+    """SoS paper Eq. (1), references pooled over all models; returns joint scores per cell."""
+    lang_ids = np.unique(language, return_inverse=True)[1]
+    cult_ids = np.unique(culture, return_inverse=True)[1]
+    e = x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    def unit_group_means(ids):
+        order = np.argsort(ids, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(ids[order]) != 0])
+        sums = np.add.reduceat(e[order], starts, axis=0)
+        return sums / np.linalg.norm(sums, axis=1, keepdims=True)
+
+    sur = unit_group_means(lang_ids)
+    sem = unit_group_means(cult_ids)
+    per_image = np.einsum("ij,ij->i", e, sem[cult_ids]) - np.einsum("ij,ij->i", e, sur[lang_ids])
+    cell_keys = np.char.add(np.char.add(np.char.add(model, "|"), np.char.add(language, "|")), culture)
+    cells, cell_ids = np.unique(cell_keys, return_inverse=True)
+    joint = np.bincount(cell_ids, weights=per_image.astype(np.float64)) / np.bincount(cell_ids)
+    return dict(zip(cells, joint))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="target/release/culturelens")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dim", type=int, default=1280)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workdir", default="/tmp/culturelens-sos-bench")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    emb_path, meta_path = make_table(args.workdir, args.dim)
+
+    t0 = time.perf_counter()
+    x = np.load(emb_path)
+    with open(meta_path) as f:
+        rows = list(csv.reader(f))[1:]
+    model = np.array([r[0] for r in rows])
+    language = np.array([r[1] for r in rows])
+    culture = np.array([r[2] for r in rows])
+    np_load = time.perf_counter() - t0
+    np_times = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        ref = sos_numpy(x, model, language, culture)
+        np_times.append(time.perf_counter() - t0)
+
+    cl_score, cl_load, cl_total = [], [], []
+    out = os.path.join(args.workdir, "sos.csv")
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        proc = subprocess.run([args.bin, "sos", "--embeddings", emb_path, "--meta", meta_path, "--out", out,
+                               "--device", args.device, "--timings"], capture_output=True, text=True, check=True)
+        cl_total.append(time.perf_counter() - t0)
+        stages = dict((l.split()[1], float(l.split()[2])) for l in proc.stderr.splitlines() if l.startswith("timing "))
+        cl_score.append(stages["score"])
+        cl_load.append(stages["load"])
+
+    with open(out) as f:
+        got = {f"{r['model']}|{r['language']}|{r['culture']}": float(r["sos"]) for r in csv.DictReader(f)}
+    max_diff = max(abs(got[k] - v) for k, v in ref.items())
+    assert len(got) == len(ref), (len(got), len(ref))
+
+    n = x.shape[0]
+    print(f"table: {n} x {x.shape[1]} float32, {len(ref)} cells")
+    print(f"numpy {np.__version__}: load {np_load:.3f} s, SoS {min(np_times):.3f} s (best of {args.repeats})")
+    print(f"culturelens ({args.device}): load {min(cl_load):.3f} s, SoS {min(cl_score):.3f} s, "
+          f"whole command {min(cl_total):.3f} s (best of {args.repeats})")
+    print(f"ratio numpy/culturelens (SoS compute): {min(np_times) / min(cl_score):.2f}x")
+    print(f"max |joint SoS difference|: {max_diff:.2e}")
+    assert max_diff <= 1e-5, "culturelens and numpy disagree"
+
+
+if __name__ == "__main__":
+    main()
