@@ -12,20 +12,22 @@ use super::layout::SosLayout;
 pub const MIN_REFERENCE_NORM: f32 = 1e-6;
 
 /// Uploads `embeddings` (row-major N × d) and the layout's group ids, and builds the packed
-/// result tensor `[sos_0 … sos_{N-1}, |sur_g| …, |sem_g| …]` (see [`sos_tensor`]).
+/// result tensor of [`sos_tensor`].
 pub fn sos_on_device(embeddings: &[f32], dim: usize, layout: &SosLayout, device: &Device) -> Tensor<1> {
     let n = layout.len();
     assert_eq!(embeddings.len(), n * dim, "embeddings must be N × d with N = number of outputs");
     let emb = Tensor::<2>::from_data(TensorData::new(embeddings.to_vec(), [n, dim]), device);
     let ids = |g: &[u32]| {
         let v: Vec<i32> = g.iter().map(|x| *x as i32).collect();
-        Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
+        let len = v.len();
+        Tensor::<1, Int>::from_data(TensorData::new(v, [len]), device)
     };
     sos_tensor(
         emb,
-        ids(&layout.sur_group),
+        ids(&layout.pair),
+        ids(&layout.pair_sur),
         layout.sur_names.len(),
-        ids(&layout.sem_group),
+        ids(&layout.pair_sem),
         layout.sem_names.len(),
     )
 }
@@ -33,51 +35,59 @@ pub fn sos_on_device(embeddings: &[f32], dim: usize, layout: &SosLayout, device:
 /// SoS paper Eq. (1) for every output, as tensors:
 ///
 /// 1. `e_o ← e_o / ‖e_o‖` (embeddings are L2-normalised first);
-/// 2. `sur_l = Σ_{o∈O_l} e_o`, `sem_c = Σ_{o∈O_c} e_o` (the means of the paper, up to the positive
-///    factor `1/|O|`, which cosine ignores; the output itself is included);
-/// 3. `SoS(o) = cos(sem_c, e_o) − cos(sur_l, e_o)`.
+/// 2. `sur_l = Σ_{o∈O_l} e_o`, `sem_c = Σ_{o∈O_c} e_o` (the paper's means up to the positive factor
+///    `1/|O|`, which cosine ignores; the output itself is included), summed once per reference
+///    pair `p = (l, c)` and then per group;
+/// 3. `SoS(o) = cos(sem_c, e_o) − cos(sur_l, e_o) = e_o · (sem_c/‖sem_c‖ − sur_l/‖sur_l‖)`, one
+///    dot product per output with its pair's difference vector.
 ///
-/// Returns `[SoS(o) for o in 0..N] ++ [‖sur_g‖/|O_g|] ++ [‖sem_g‖/|O_g|]` without the division by
-/// group size (the caller divides; see [`unpack`]), i.e. the norms of the group *sums*.
+/// `pair` maps outputs to pairs, `pair_sur`/`pair_sem` map pairs to groups. Returns
+/// `[SoS(o) for o in 0..N] ++ [‖sur_g‖ for g] ++ [‖sem_g‖ for g]`: the scores, then the norms of
+/// the group *sums* (see [`unpack`]).
 pub fn sos_tensor(
     emb: Tensor<2>,
-    sur_group: Tensor<1, Int>,
+    pair: Tensor<1, Int>,
+    pair_sur: Tensor<1, Int>,
     n_sur: usize,
-    sem_group: Tensor<1, Int>,
+    pair_sem: Tensor<1, Int>,
     n_sem: usize,
 ) -> Tensor<1> {
-    let [n, _] = emb.dims();
+    let [n, d] = emb.dims();
+    let [n_pairs] = pair_sur.dims();
+    let device = emb.device();
     let unit = l2_normalize_rows(emb);
-    let (cos_sur, sur_norm) = cosine_to_group_reference(unit.clone(), sur_group, n_sur);
-    let (cos_sem, sem_norm) = cosine_to_group_reference(unit, sem_group, n_sem);
-    let sos = (cos_sem - cos_sur).reshape([n]);
+    let pair_sums = Tensor::<2>::zeros([n_pairs, d], &device).select_assign(
+        0,
+        pair.clone(),
+        unit.clone(),
+        IndexingUpdateOp::Add,
+    );
+    let group_sums = |groups: Tensor<1, Int>, count: usize| {
+        Tensor::<2>::zeros([count, d], &device).select_assign(
+            0,
+            groups,
+            pair_sums.clone(),
+            IndexingUpdateOp::Add,
+        )
+    };
+    let (sur, sem) = (group_sums(pair_sur.clone(), n_sur), group_sums(pair_sem.clone(), n_sem));
+    let (sur_norm, sem_norm) = (row_norms(sur.clone()), row_norms(sem.clone()));
+    let unit_ref = |sums: Tensor<2>, norm: Tensor<2>| sums / norm.clamp_min(f32::MIN_POSITIVE);
+    let direction = unit_ref(sem, sem_norm.clone()).select(0, pair_sem)
+        - unit_ref(sur, sur_norm.clone()).select(0, pair_sur);
+    let sos = (unit * direction.select(0, pair)).sum_dim(1).reshape([n]);
     Tensor::cat(vec![sos, sur_norm.reshape([n_sur]), sem_norm.reshape([n_sem])], 0)
 }
 
 /// Rows divided by their L2 norm.
 pub fn l2_normalize_rows(x: Tensor<2>) -> Tensor<2> {
-    let norm = x.clone().square().sum_dim(1).sqrt();
+    let norm = row_norms(x.clone());
     x / norm
 }
 
-/// For unit rows `unit` and a group id per row: the cosine of each row with the sum of its group,
-/// and the norm of every group sum (`[G, 1]`).
-fn cosine_to_group_reference(
-    unit: Tensor<2>,
-    group: Tensor<1, Int>,
-    groups: usize,
-) -> (Tensor<2>, Tensor<2>) {
-    let [_, d] = unit.dims();
-    let sums = Tensor::<2>::zeros([groups, d], &unit.device()).select_assign(
-        0,
-        group.clone(),
-        unit.clone(),
-        IndexingUpdateOp::Add,
-    );
-    let norm = sums.clone().square().sum_dim(1).sqrt();
-    let reference = sums / norm.clone().clamp_min(f32::MIN_POSITIVE);
-    let cos = (unit * reference.select(0, group)).sum_dim(1);
-    (cos, norm)
+/// L2 norm of every row, as a `[rows, 1]` column.
+fn row_norms(x: Tensor<2>) -> Tensor<2> {
+    x.square().sum_dim(1).sqrt()
 }
 
 /// The read-back of [`sos_tensor`]: per-output scores and per-group reference norms.

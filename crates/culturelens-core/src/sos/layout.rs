@@ -64,6 +64,13 @@ pub struct SosLayout {
     pub sur_names: Vec<String>,
     /// Human-readable key of each semantic group.
     pub sem_names: Vec<String>,
+    /// Reference pair of each output: its (surface group, semantic group) combination. All outputs
+    /// of a pair share `sem_c − sur_l`, so the device scatters and gathers once per pair.
+    pub pair: Vec<u32>,
+    /// Surface group of each pair.
+    pub pair_sur: Vec<u32>,
+    /// Semantic group of each pair.
+    pub pair_sem: Vec<u32>,
     /// Joint-score cell of each output.
     pub cell: Vec<u32>,
     /// The cells, sorted by (model, layer, language, culture).
@@ -107,6 +114,14 @@ impl SosLayout {
         let (sur_group, sur_names) = intern((0..n).map(|i| format!("{}{}", ref_scope(i), cols.language[i])));
         let (sem_group, sem_names) = intern((0..n).map(|i| format!("{}{}", ref_scope(i), cols.culture[i])));
 
+        let (pair, pair_keys) = intern((0..n).map(|i| format!("{}\u{1f}{}", sur_group[i], sem_group[i])));
+        let mut pair_sur = vec![0u32; pair_keys.len()];
+        let mut pair_sem = vec![0u32; pair_keys.len()];
+        for i in 0..n {
+            pair_sur[pair[i] as usize] = sur_group[i];
+            pair_sem[pair[i] as usize] = sem_group[i];
+        }
+
         let mut cells: Vec<Cell> = (0..n)
             .map(|i| Cell {
                 model: cols.model[i].clone(),
@@ -128,6 +143,9 @@ impl SosLayout {
             sem_group,
             sur_names,
             sem_names,
+            pair,
+            pair_sur,
+            pair_sem,
             cell,
             cells,
             person: cols.person.map(<[String]>::to_vec),
@@ -188,6 +206,11 @@ mod tests {
         assert_eq!(all.sur_group, [0, 1, 0, 1]);
         assert_eq!(all.sem_group, [0, 0, 1, 0]);
         assert_eq!(all.cells.len(), 4);
+        assert_eq!(all.pair, [0, 1, 2, 1]);
+        assert_eq!(
+            (all.pair_sur.as_slice(), all.pair_sem.as_slice()),
+            ([0, 1, 0].as_slice(), [0, 0, 1].as_slice())
+        );
         let per = SosLayout::new(cols, Pooling::PerModel).unwrap();
         assert_eq!(per.sur_group, [0, 1, 2, 3]);
         assert_eq!(per.sem_names, ["A/X", "B/Y", "B/X"]);
