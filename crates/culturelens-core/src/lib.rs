@@ -7,6 +7,7 @@
 //! asynchronously.
 
 pub mod demo;
+pub mod models;
 pub mod rng;
 pub mod sos;
 pub mod stats;

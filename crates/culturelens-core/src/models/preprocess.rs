@@ -1,0 +1,337 @@
+//! Image preprocessing identical to the transformers image processors (PIL backend), driven by
+//! `preprocessor_config.json`: convert to RGB (alpha composited onto white), resize with
+//! Pillow's filter, centre crop, rescale and normalise, giving `pixel_values` in CHW order.
+//!
+//! Decoding uses the `image` crate: PNG and lossless WebP decode to the same pixels as Pillow;
+//! JPEG decoders differ by a few grey levels between libjpeg-turbo and `zune-jpeg`.
+
+use image::{DynamicImage, ImageReader};
+use serde::Deserialize;
+
+use super::resample::{PilFilter, pil_resize_rgb8};
+
+/// Why an image could not be turned into `pixel_values`.
+#[derive(Debug, thiserror::Error)]
+pub enum PreprocessError {
+    #[error("cannot decode image: {0}")]
+    Decode(#[from] image::ImageError),
+    #[error("unsupported preprocessor_config.json: {0}")]
+    Config(String),
+}
+
+/// A `size`/`crop_size` entry: an integer (old configs) or a dict.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum SizeSpec {
+    Square(u32),
+    Dict {
+        #[serde(default)]
+        shortest_edge: Option<u32>,
+        #[serde(default)]
+        height: Option<u32>,
+        #[serde(default)]
+        width: Option<u32>,
+    },
+}
+
+/// `preprocessor_config.json` of a CLIP, SigLIP or DINOv2 (Bit) image processor.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ImageProcessorConfig {
+    #[serde(default)]
+    pub image_processor_type: Option<String>,
+    #[serde(default = "yes")]
+    pub do_convert_rgb: bool,
+    #[serde(default = "yes")]
+    pub do_resize: bool,
+    pub size: Option<SizeSpec>,
+    #[serde(default = "bilinear")]
+    pub resample: u8,
+    #[serde(default)]
+    pub do_center_crop: bool,
+    #[serde(default)]
+    pub crop_size: Option<SizeSpec>,
+    #[serde(default = "yes")]
+    pub do_rescale: bool,
+    #[serde(default = "inv255")]
+    pub rescale_factor: f64,
+    #[serde(default = "yes")]
+    pub do_normalize: bool,
+    #[serde(default)]
+    pub image_mean: Option<[f32; 3]>,
+    #[serde(default)]
+    pub image_std: Option<[f32; 3]>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn bilinear() -> u8 {
+    2
+}
+fn inv255() -> f64 {
+    1.0 / 255.0
+}
+
+/// How the short side or both sides are resized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resize {
+    /// Scale so the shorter side is this long (`get_resize_output_image_size`).
+    ShortestEdge(u32),
+    /// Resize to exactly `(height, width)`.
+    Exact { height: u32, width: u32 },
+}
+
+/// A resolved preprocessing pipeline.
+#[derive(Clone, Debug)]
+pub struct ImageProcessor {
+    pub convert_rgb: bool,
+    pub resize: Option<(Resize, PilFilter)>,
+    pub crop: Option<(u32, u32)>,
+    pub rescale: Option<f64>,
+    pub normalize: Option<([f32; 3], [f32; 3])>,
+}
+
+impl ImageProcessorConfig {
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+
+    /// Resolves the config into a pipeline. An integer `size` means the shortest edge for
+    /// `CLIPImageProcessor` and `BitImageProcessor` (`default_to_square=False`) and a square
+    /// otherwise, as in transformers.
+    pub fn processor(&self) -> Result<ImageProcessor, PreprocessError> {
+        let kind = self.image_processor_type.as_deref().unwrap_or("");
+        let shortest_by_default =
+            kind.starts_with("CLIPImageProcessor") || kind.starts_with("BitImageProcessor");
+        let resize = if self.do_resize {
+            let size =
+                self.size.as_ref().ok_or_else(|| PreprocessError::Config("do_resize without size".into()))?;
+            let resize = match *size {
+                SizeSpec::Square(n) if shortest_by_default => Resize::ShortestEdge(n),
+                SizeSpec::Square(n) => Resize::Exact { height: n, width: n },
+                SizeSpec::Dict { shortest_edge: Some(n), .. } => Resize::ShortestEdge(n),
+                SizeSpec::Dict { height: Some(height), width: Some(width), .. } => {
+                    Resize::Exact { height, width }
+                }
+                SizeSpec::Dict { .. } => {
+                    return Err(PreprocessError::Config(format!(
+                        "size {size:?} needs shortest_edge or height and width"
+                    )));
+                }
+            };
+            let filter = PilFilter::from_code(self.resample).ok_or_else(|| {
+                PreprocessError::Config(format!(
+                    "resample {} (only 1-5, Pillow's convolution filters)",
+                    self.resample
+                ))
+            })?;
+            Some((resize, filter))
+        } else {
+            None
+        };
+        let crop = if self.do_center_crop {
+            match self.crop_size {
+                Some(SizeSpec::Square(n)) => Some((n, n)),
+                Some(SizeSpec::Dict { height: Some(h), width: Some(w), .. }) => Some((h, w)),
+                ref other => {
+                    return Err(PreprocessError::Config(format!(
+                        "crop_size {other:?} needs height and width"
+                    )));
+                }
+            }
+        } else {
+            None
+        };
+        let normalize = if self.do_normalize {
+            match (self.image_mean, self.image_std) {
+                (Some(m), Some(s)) => Some((m, s)),
+                _ => {
+                    return Err(PreprocessError::Config(
+                        "do_normalize needs image_mean and image_std".into(),
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        Ok(ImageProcessor {
+            convert_rgb: self.do_convert_rgb,
+            resize,
+            crop,
+            rescale: self.do_rescale.then_some(self.rescale_factor),
+            normalize,
+        })
+    }
+}
+
+/// One image's `pixel_values`: 3 × `height` × `width`, channel-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PixelValues {
+    pub height: usize,
+    pub width: usize,
+    pub data: Vec<f32>,
+}
+
+/// Interleaved RGB8 pixels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rgb8 {
+    pub width: usize,
+    pub height: usize,
+    pub data: Vec<u8>,
+}
+
+/// Decodes PNG/JPEG/WebP bytes (format guessed from the content).
+pub fn decode(bytes: &[u8]) -> Result<DynamicImage, PreprocessError> {
+    Ok(ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(image::ImageError::IoError)?
+        .decode()?)
+}
+
+/// Pillow's `convert("RGB")`, compositing images with alpha onto white first
+/// (`convert_to_rgb` of transformers, `ImagingAlphaComposite` arithmetic).
+pub fn to_rgb8(image: &DynamicImage) -> Rgb8 {
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    let data = if image.color().has_alpha() {
+        image.to_rgba8().pixels().flat_map(|p| over_white(p.0)).collect()
+    } else {
+        image.to_rgb8().into_raw()
+    };
+    Rgb8 { width, height, data }
+}
+
+/// One pixel of `alpha_composite(white, src)` in Pillow's integer arithmetic.
+fn over_white([r, g, b, a]: [u8; 4]) -> [u8; 3] {
+    const BITS: u32 = 7;
+    if a == 0 {
+        return [255; 3];
+    }
+    let a = u32::from(a);
+    let blend = 255 * (255 - a);
+    let outa255 = a * 255 + blend;
+    let coef1 = a * 255 * 255 * (1 << BITS) / outa255;
+    let coef2 = 255 * (1 << BITS) - coef1;
+    let channel = |c: u8| {
+        let tmp = u32::from(c) * coef1 + 255 * coef2 + (0x80 << BITS);
+        ((((tmp >> 8) + tmp) >> 8) >> BITS) as u8
+    };
+    [channel(r), channel(g), channel(b)]
+}
+
+/// `(height, width)` after resizing the short side to `size`, the long side scaled and
+/// truncated (`get_resize_output_image_size(default_to_square=False)`).
+pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usize) {
+    let size = size as usize;
+    if width <= height { (size * height / width, size) } else { (size, size * width / height) }
+}
+
+impl ImageProcessor {
+    /// `pixel_values` of an RGB image.
+    pub fn pixel_values_rgb(&self, rgb: &Rgb8) -> PixelValues {
+        let (mut width, mut height, mut px) = (rgb.width, rgb.height, std::borrow::Cow::Borrowed(&rgb.data));
+        if let Some((resize, filter)) = self.resize {
+            let (h, w) = match resize {
+                Resize::ShortestEdge(n) => shortest_edge_size(height, width, n),
+                Resize::Exact { height, width } => (height as usize, width as usize),
+            };
+            px = std::borrow::Cow::Owned(pil_resize_rgb8(&px, width, height, w, h, filter));
+            (width, height) = (w, h);
+        }
+        let (out_h, out_w) = self.crop.map_or((height, width), |(h, w)| (h as usize, w as usize));
+        // Centre crop (`top = (H - h) // 2`); a crop larger than the image pads with zeros,
+        // the image placed `ceil((h - H) / 2)` from the top, as transformers' `center_crop`.
+        let offset = |size: usize, out: usize| {
+            if out <= size { ((size - out) / 2) as i64 } else { -(((out - size) as i64 + 1) / 2) }
+        };
+        let (top, left) = (offset(height, out_h), offset(width, out_w));
+        let scale = self.rescale.unwrap_or(1.0);
+        let mut out = vec![0f32; 3 * out_h * out_w];
+        for c in 0..3 {
+            let (mean, std) = self.normalize.map_or((0.0, 1.0), |(m, s)| (m[c], s[c]));
+            for y in 0..out_h {
+                for x in 0..out_w {
+                    let (sy, sx) = (y as i64 + top, x as i64 + left);
+                    let v = if sy >= 0 && sx >= 0 && (sy as usize) < height && (sx as usize) < width {
+                        f64::from(px[(sy as usize * width + sx as usize) * 3 + c])
+                    } else {
+                        0.0
+                    };
+                    // Rescale in f64 then store f32 (`rescale`), normalise in f32 (`normalize`).
+                    let v = (v * scale) as f32;
+                    out[(c * out_h + y) * out_w + x] = (v - mean) / std;
+                }
+            }
+        }
+        PixelValues { height: out_h, width: out_w, data: out }
+    }
+
+    /// Output `(height, width)` for an input of `height × width`.
+    pub fn output_size(&self, height: usize, width: usize) -> (usize, usize) {
+        if let Some((h, w)) = self.crop {
+            return (h as usize, w as usize);
+        }
+        match self.resize {
+            Some((Resize::ShortestEdge(n), _)) => shortest_edge_size(height, width, n),
+            Some((Resize::Exact { height, width }, _)) => (height as usize, width as usize),
+            None => (height, width),
+        }
+    }
+
+    /// Decodes `bytes` and returns its `pixel_values`.
+    pub fn pixel_values(&self, bytes: &[u8]) -> Result<PixelValues, PreprocessError> {
+        let image = decode(bytes)?;
+        Ok(self.pixel_values_rgb(&to_rgb8(&image)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortest_edge_truncates_the_long_side() {
+        assert_eq!(shortest_edge_size(40, 48, 32), (32, 38)); // 32 * 48 / 40 = 38.4
+        assert_eq!(shortest_edge_size(52, 30, 32), (55, 32)); // 32 * 52 / 30 = 55.47
+        assert_eq!(shortest_edge_size(10, 10, 7), (7, 7));
+    }
+
+    #[test]
+    fn alpha_composite_onto_white() {
+        assert_eq!(over_white([10, 20, 30, 255]), [10, 20, 30]);
+        assert_eq!(over_white([10, 20, 30, 0]), [255, 255, 255]);
+        // Half transparent black over white: 255 * (1 - 128/255) = 127.
+        assert_eq!(over_white([0, 0, 0, 128]), [127, 127, 127]);
+    }
+
+    #[test]
+    fn integer_sizes_follow_the_processor_type() {
+        let clip = r#"{"image_processor_type": "CLIPImageProcessor", "size": 224, "crop_size": 224,
+            "do_center_crop": true, "resample": 3, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#;
+        let p = ImageProcessorConfig::from_json(clip).unwrap().processor().unwrap();
+        assert_eq!(p.resize, Some((Resize::ShortestEdge(224), PilFilter::Bicubic)));
+        assert_eq!(p.crop, Some((224, 224)));
+        let siglip = r#"{"image_processor_type": "SiglipImageProcessor", "size": 384, "resample": 3,
+            "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#;
+        let p = ImageProcessorConfig::from_json(siglip).unwrap().processor().unwrap();
+        assert_eq!(p.resize, Some((Resize::Exact { height: 384, width: 384 }, PilFilter::Bicubic)));
+        assert_eq!(p.output_size(100, 50), (384, 384));
+    }
+
+    #[test]
+    fn crop_rescale_normalize_hand_values() {
+        // 3 × 1 image, crop the middle pixel, rescale by 1/255, normalise with mean 0.5, std 0.25.
+        let rgb = Rgb8 { width: 3, height: 1, data: vec![0, 0, 0, 255, 51, 0, 9, 9, 9] };
+        let p = ImageProcessor {
+            convert_rgb: true,
+            resize: None,
+            crop: Some((1, 1)),
+            rescale: Some(1.0 / 255.0),
+            normalize: Some(([0.5; 3], [0.25; 3])),
+        };
+        let v = p.pixel_values_rgb(&rgb).data;
+        assert_eq!(v.len(), 3);
+        assert!((v[0] - 2.0).abs() < 1e-6);
+        assert!((v[1] - (0.2 - 0.5) / 0.25).abs() < 1e-6);
+        assert!((v[2] + 2.0).abs() < 1e-6);
+    }
+}

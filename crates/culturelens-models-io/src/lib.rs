@@ -1,0 +1,196 @@
+//! Native side of the culturelens encoders: reads a weights folder written by transformers'
+//! `save_pretrained` (config.json, model.safetensors or a sharded index,
+//! preprocessor_config.json, tokenizer.json), builds the Burn model of `culturelens-core` on a
+//! device, and embeds image files and prompts. File I/O and the `tokenizers` crate live here so
+//! that the core stays free of them (and builds for wasm32).
+//!
+//! Only safetensors are read: pickled `.bin`/`.pt` checkpoints can run code when unpickled and
+//! are refused with a message saying how to convert them.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_core::models::preprocess::{
+    ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
+};
+use culturelens_core::models::weights::Checkpoint;
+use culturelens_core::models::{EncoderModel, ModelError};
+use serde::Deserialize;
+
+/// A failure while loading a weights folder or embedding an input, with the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: {source}")]
+    Model { path: PathBuf, source: ModelError },
+    #[error("{path}: {source}")]
+    Preprocess { path: PathBuf, source: PreprocessError },
+    #[error("{path}: {message}")]
+    Tokenizer { path: PathBuf, message: String },
+    #[error("{dir}: no {what} ({hint})")]
+    Missing { dir: PathBuf, what: &'static str, hint: String },
+}
+
+/// An encoder loaded from a weights folder, ready to embed on its device.
+pub struct Encoder {
+    pub model: EncoderModel,
+    pub processor: Option<ImageProcessor>,
+    pub tokenizer: Option<tokenizers::Tokenizer>,
+    pub device: Device,
+    pub dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct ShardIndex {
+    weight_map: std::collections::BTreeMap<String, String>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
+}
+
+fn read_string(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
+}
+
+/// The safetensors files of `dir`: `model.safetensors`, or the shards named by
+/// `model.safetensors.index.json`.
+pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let single = dir.join("model.safetensors");
+    if single.is_file() {
+        return Ok(vec![single]);
+    }
+    let index = dir.join("model.safetensors.index.json");
+    if index.is_file() {
+        let parsed: ShardIndex = serde_json::from_str(&read_string(&index)?)
+            .map_err(|source| LoadError::Json { path: index.clone(), source })?;
+        let mut files: Vec<PathBuf> = parsed.weight_map.values().map(|f| dir.join(f)).collect();
+        files.sort();
+        files.dedup();
+        return Ok(files);
+    }
+    let pickled = ["pytorch_model.bin", "model.pt", "model.bin"].iter().find(|f| dir.join(f).is_file());
+    let hint = match pickled {
+        Some(f) => format!(
+            "found {f}, a pickled checkpoint, which culturelens does not unpickle; convert it with \
+             `python -c \"from transformers import AutoModel; AutoModel.from_pretrained('{}').save_pretrained('OUT', safe_serialization=True)\"`",
+            dir.display()
+        ),
+        None => "expected model.safetensors or model.safetensors.index.json".into(),
+    };
+    Err(LoadError::Missing { dir: dir.to_owned(), what: "safetensors weights", hint })
+}
+
+impl Encoder {
+    /// Loads the model, preprocessing and tokenizer found in `dir` onto `device`.
+    pub fn from_dir(dir: &Path, device: &Device) -> Result<Self, LoadError> {
+        let config_path = dir.join("config.json");
+        let config = read_string(&config_path)?;
+        let files = safetensors_files(dir)?;
+        let buffers = files.iter().map(|f| read(f)).collect::<Result<Vec<_>, _>>()?;
+        let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+        let weights_path = files[0].clone();
+        let checkpoint = Checkpoint::from_shards(&slices, device)
+            .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?;
+        let model = EncoderModel::load(&config, &checkpoint).map_err(|source| {
+            let path = if matches!(source, ModelError::Weights(_)) {
+                weights_path.clone()
+            } else {
+                config_path.clone()
+            };
+            LoadError::Model { path, source }
+        })?;
+        let processor_path = dir.join("preprocessor_config.json");
+        let processor = if processor_path.is_file() {
+            let cfg = ImageProcessorConfig::from_json(&read_string(&processor_path)?)
+                .map_err(|source| LoadError::Json { path: processor_path.clone(), source })?;
+            Some(
+                cfg.processor()
+                    .map_err(|source| LoadError::Preprocess { path: processor_path.clone(), source })?,
+            )
+        } else {
+            None
+        };
+        let tokenizer_path = dir.join("tokenizer.json");
+        let tokenizer = if tokenizer_path.is_file() {
+            let mut tok = tokenizers::Tokenizer::from_file(&tokenizer_path)
+                .map_err(|e| LoadError::Tokenizer { path: tokenizer_path.clone(), message: e.to_string() })?;
+            if let Some(max) = model.max_text_len() {
+                tok.with_truncation(Some(tokenizers::TruncationParams {
+                    max_length: max,
+                    ..Default::default()
+                }))
+                .map_err(|e| LoadError::Tokenizer { path: tokenizer_path.clone(), message: e.to_string() })?;
+            }
+            tok.with_padding(None);
+            Some(tok)
+        } else {
+            None
+        };
+        Ok(Self { model, processor, tokenizer, device: device.clone(), dir: dir.to_owned() })
+    }
+
+    fn processor(&self) -> Result<&ImageProcessor, LoadError> {
+        self.processor.as_ref().ok_or_else(|| LoadError::Missing {
+            dir: self.dir.clone(),
+            what: "preprocessor_config.json",
+            hint: "image embedding needs the image processor's settings".into(),
+        })
+    }
+
+    /// `pixel_values` of the image file at `path`.
+    pub fn pixel_values(&self, path: &Path) -> Result<PixelValues, LoadError> {
+        let bytes = read(path)?;
+        self.processor()?
+            .pixel_values(&bytes)
+            .map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })
+    }
+
+    /// Embeds a batch of same-sized `pixel_values` and reads the rows back.
+    pub fn embed_pixels(&self, batch: &[PixelValues]) -> Vec<Vec<f32>> {
+        let (height, width) = (batch[0].height, batch[0].width);
+        assert!(batch.iter().all(|p| (p.height, p.width) == (height, width)), "a batch must share one size");
+        let flat: Vec<f32> = batch.iter().flat_map(|p| p.data.iter().copied()).collect();
+        let pixels =
+            Tensor::<4>::from_data(TensorData::new(flat, [batch.len(), 3, height, width]), &self.device);
+        rows(self.model.image_features(pixels))
+    }
+
+    /// Token ids of `texts` with the folder's tokenizer (specials added, truncated to the
+    /// text tower's length).
+    pub fn tokenize(&self, texts: &[String]) -> Result<Vec<Vec<u32>>, LoadError> {
+        let path = self.dir.join("tokenizer.json");
+        let tok = self.tokenizer.as_ref().ok_or_else(|| LoadError::Missing {
+            dir: self.dir.clone(),
+            what: "tokenizer.json",
+            hint: "text embedding needs the tokenizer saved with `tokenizer.save_pretrained`".into(),
+        })?;
+        texts
+            .iter()
+            .map(|t| {
+                tok.encode(t.as_str(), true)
+                    .map(|e| e.get_ids().to_vec())
+                    .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })
+            })
+            .collect()
+    }
+
+    /// Embeds token ids with the text tower.
+    pub fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, LoadError> {
+        let features = self
+            .model
+            .text_features(ids, &self.device)
+            .map_err(|source| LoadError::Model { path: self.dir.join("config.json"), source })?;
+        Ok(rows(features))
+    }
+}
+
+/// Reads a `[n, d]` tensor back to the host as rows (the one read-back of the embed path).
+fn rows(t: Tensor<2>) -> Vec<Vec<f32>> {
+    let [_, d] = t.dims();
+    let values: Vec<f32> = t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 embeddings");
+    values.chunks(d.max(1)).map(<[f32]>::to_vec).collect()
+}

@@ -1,0 +1,183 @@
+//! Parity with transformers on the committed fixtures (made by
+//! `scripts/fixtures/make_encoder_fixtures.py`): tiny random-weight CLIP, SigLIP, DINOv2 and
+//! DINOv2-with-registers folders written by `save_pretrained`, plus the reference
+//! `pixel_values`, embeddings and token ids. Runs on Burn's CPU backend (`flex`).
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_models_io::Encoder;
+use safetensors::{Dtype, SafeTensors};
+
+/// The parity bound of the issue: max abs difference in f32.
+const TOLERANCE: f32 = 1e-4;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders")
+}
+
+struct Reference {
+    bytes: Vec<u8>,
+}
+
+impl Reference {
+    fn open(model: &str) -> Self {
+        Self { bytes: std::fs::read(fixtures().join(model).join("reference.safetensors")).unwrap() }
+    }
+
+    fn tensors(&self) -> SafeTensors<'_> {
+        SafeTensors::deserialize(&self.bytes).unwrap()
+    }
+
+    fn f32(&self, key: &str) -> (Vec<usize>, Vec<f32>) {
+        let st = self.tensors();
+        let view = st.tensor(key).unwrap();
+        assert_eq!(view.dtype(), Dtype::F32);
+        let data = view.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        (view.shape().to_vec(), data)
+    }
+
+    fn i64(&self, key: &str) -> (Vec<usize>, Vec<i64>) {
+        let st = self.tensors();
+        let view = st.tensor(key).unwrap();
+        assert_eq!(view.dtype(), Dtype::I64);
+        let data = view.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect();
+        (view.shape().to_vec(), data)
+    }
+
+    fn images(&self) -> Vec<String> {
+        let (_, meta) = SafeTensors::read_metadata(&self.bytes).unwrap();
+        let images = meta.metadata().as_ref().unwrap()["images"].clone();
+        serde_json::from_str(&images).unwrap()
+    }
+
+    fn texts(&self) -> Vec<String> {
+        let (_, meta) = SafeTensors::read_metadata(&self.bytes).unwrap();
+        let texts = meta.metadata().as_ref().unwrap()["texts"].clone();
+        serde_json::from_str(&texts).unwrap()
+    }
+}
+
+fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn load(model: &str, device: &Device) -> Encoder {
+    Encoder::from_dir(&fixtures().join(model), device).unwrap()
+}
+
+/// The model applied to the reference `pixel_values` matches the reference embeddings.
+fn image_parity(model: &str) {
+    let device = Device::flex();
+    let encoder = load(model, &device);
+    let reference = Reference::open(model);
+    let (shape, pixels) = reference.f32("pixel_values");
+    let pixels =
+        Tensor::<4>::from_data(TensorData::new(pixels, [shape[0], shape[1], shape[2], shape[3]]), &device);
+    let got =
+        encoder.model.image_features(pixels).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+    let (want_shape, want) = reference.f32("image_embeds");
+    assert_eq!(got.len(), want_shape.iter().product::<usize>());
+    let err = max_abs(&got, &want);
+    assert!(err <= TOLERANCE, "{model}: image embeddings differ by {err}");
+    // The check can fail: embeddings are not trivially small.
+    assert!(want.iter().map(|v| v.abs()).fold(0.0, f32::max) > 0.1);
+}
+
+/// Decoding + preprocessing of the committed images reproduces the processor's pixel_values:
+/// exactly (to f32 rounding) for PNG and lossless WebP; JPEG decoders differ slightly.
+fn preprocessing_parity(model: &str) {
+    let device = Device::flex();
+    let encoder = load(model, &device);
+    let reference = Reference::open(model);
+    let (shape, want) = reference.f32("pixel_values");
+    let per_image = shape[1] * shape[2] * shape[3];
+    for (i, name) in reference.images().iter().enumerate() {
+        let got = encoder.pixel_values(&fixtures().join("images").join(name)).unwrap();
+        assert_eq!((got.height, got.width), (shape[2], shape[3]), "{model}/{name}");
+        let err = max_abs(&got.data, &want[i * per_image..(i + 1) * per_image]);
+        let bound = if name.ends_with(".jpg") { 0.2 } else { 1e-6 };
+        assert!(err <= bound, "{model}/{name}: pixel_values differ by {err}");
+    }
+}
+
+#[test]
+fn clip_image_features_match_transformers() {
+    image_parity("clip");
+}
+
+#[test]
+fn siglip_image_features_match_transformers() {
+    image_parity("siglip");
+}
+
+#[test]
+fn dinov2_pooler_output_matches_transformers() {
+    image_parity("dinov2");
+}
+
+#[test]
+fn dinov2_with_registers_swiglu_pooler_output_matches_transformers() {
+    image_parity("dinov2_reg");
+}
+
+#[test]
+fn clip_preprocessing_matches_the_processor() {
+    preprocessing_parity("clip");
+}
+
+#[test]
+fn siglip_preprocessing_matches_the_processor() {
+    preprocessing_parity("siglip");
+}
+
+#[test]
+fn dinov2_preprocessing_matches_the_processor() {
+    preprocessing_parity("dinov2");
+}
+
+#[test]
+fn clip_tokenizer_and_text_features_match_transformers() {
+    let device = Device::flex();
+    let encoder = load("clip", &device);
+    let reference = Reference::open("clip");
+    let ids = encoder.tokenize(&reference.texts()).unwrap();
+    let (shape, want_ids) = reference.i64("input_ids");
+    let (_, mask) = reference.i64("attention_mask");
+    for (row, got) in ids.iter().enumerate() {
+        let want: Vec<u32> = (0..shape[1])
+            .filter(|&j| mask[row * shape[1] + j] == 1)
+            .map(|j| want_ids[row * shape[1] + j] as u32)
+            .collect();
+        assert_eq!(got, &want, "token ids of text {row}");
+    }
+    let got: Vec<f32> = encoder.embed_ids(&ids).unwrap().concat();
+    let (_, want) = reference.f32("text_embeds");
+    let err = max_abs(&got, &want);
+    assert!(err <= TOLERANCE, "clip text embeddings differ by {err}");
+}
+
+#[test]
+fn siglip_text_features_match_transformers() {
+    let device = Device::flex();
+    let encoder = load("siglip", &device);
+    let reference = Reference::open("siglip");
+    let (shape, ids) = reference.i64("input_ids");
+    let ids: Vec<Vec<u32>> = ids.chunks(shape[1]).map(|r| r.iter().map(|&t| t as u32).collect()).collect();
+    let got: Vec<f32> = encoder.embed_ids(&ids).unwrap().concat();
+    let (_, want) = reference.f32("text_embeds");
+    let err = max_abs(&got, &want);
+    assert!(err <= TOLERANCE, "siglip text embeddings differ by {err}");
+}
+
+#[test]
+fn pickled_checkpoints_are_refused_with_a_hint() {
+    let dir = std::env::temp_dir().join(format!("culturelens-pickle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixtures().join("clip/config.json"), dir.join("config.json")).unwrap();
+    std::fs::write(dir.join("pytorch_model.bin"), b"not read").unwrap();
+    let err = Encoder::from_dir(&dir, &Device::flex()).err().expect("must fail").to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(err.contains("does not unpickle"), "{err}");
+}
