@@ -22,7 +22,7 @@ pub use atomic::write_atomic;
 pub use error::{Location, TableError};
 pub use matrix::Matrix;
 pub use meta::{KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv};
-pub use npy::{npy_shape, parse_npy, read_npy, write_npy};
+pub use npy::{parse_npy, read_npy, write_npy};
 pub use parquet_io::{EMBEDDING_COLUMN, read_parquet, write_parquet};
 
 /// N × d embeddings with one metadata row per embedding.

@@ -27,15 +27,43 @@ struct Header {
     shape: Vec<usize>,
 }
 
-/// Reads a 2-D float `.npy` file (N rows × d columns) into an f32 [`Matrix`].
+/// Reads a 2-D float `.npy` file (N rows × d columns) into an f32 [`Matrix`]. Little-endian
+/// float32 (the common case) is read straight into the matrix buffer: one allocation, one pass.
 pub fn read_npy(path: &Path) -> Result<Matrix, TableError> {
-    let bytes = std::fs::read(path).map_err(|e| TableError::io(path, e))?;
-    parse_npy(&bytes, &Location::file(path))
+    let at = Location::file(path);
+    let mut file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| TableError::io(path, e))?.len() as usize;
+    let mut head = vec![0u8; file_len.min(12)];
+    file.read_exact(&mut head).map_err(|e| TableError::io(path, e))?;
+    let (already, end) = (head.len(), header_end(&head, &at)?.min(file_len));
+    if end > already {
+        head.resize(end, 0);
+        file.read_exact(&mut head[already..]).map_err(|e| TableError::io(path, e))?;
+    }
+    let (header, offset) = parse_header(&head, &at)?;
+    let (rows, cols, width) = matrix_shape(&header, &at)?;
+    check_payload_len(file_len - offset, rows, cols, width, header.dtype, &at)?;
+    if header.dtype == Dtype::F32 && !header.big_endian && cfg!(target_endian = "little") {
+        let mut data = vec![0f32; rows * cols];
+        file.read_exact(bytemuck::cast_slice_mut(&mut data)).map_err(|e| TableError::io(path, e))?;
+        return Ok(Matrix::new(rows, cols, data));
+    }
+    let mut payload = Vec::with_capacity(file_len - offset);
+    file.read_to_end(&mut payload).map_err(|e| TableError::io(path, e))?;
+    Ok(Matrix::new(rows, cols, decode(&payload, &header)))
 }
 
 /// Parses `.npy` bytes; `at` names the source in errors.
 pub fn parse_npy(bytes: &[u8], at: &Location) -> Result<Matrix, TableError> {
     let (header, offset) = parse_header(bytes, at)?;
+    let (rows, cols, width) = matrix_shape(&header, at)?;
+    let payload = &bytes[offset..];
+    check_payload_len(payload.len(), rows, cols, width, header.dtype, at)?;
+    Ok(Matrix::new(rows, cols, decode(payload, &header)))
+}
+
+/// (rows, cols, bytes per element) of a 2-D header.
+fn matrix_shape(header: &Header, at: &Location) -> Result<(usize, usize, usize), TableError> {
     if header.shape.len() != 2 {
         return Err(TableError::format(
             at.clone(),
@@ -46,29 +74,41 @@ pub fn parse_npy(bytes: &[u8], at: &Location) -> Result<Matrix, TableError> {
             ),
         ));
     }
-    let (rows, cols) = (header.shape[0], header.shape[1]);
     let width = match header.dtype {
         Dtype::F16 => 2,
         Dtype::F32 => 4,
         Dtype::F64 => 8,
     };
+    Ok((header.shape[0], header.shape[1], width))
+}
+
+fn check_payload_len(
+    len: usize,
+    rows: usize,
+    cols: usize,
+    width: usize,
+    dtype: Dtype,
+    at: &Location,
+) -> Result<(), TableError> {
     let expected = rows
         .checked_mul(cols)
         .and_then(|n| n.checked_mul(width))
         .ok_or_else(|| TableError::format(at.clone(), "shape overflows memory"))?;
-    let payload = &bytes[offset..];
-    if payload.len() != expected {
+    if len != expected {
         return Err(TableError::format(
             at.clone(),
             format!(
-                "data section holds {} bytes but shape ({rows}, {cols}) of {:?} needs {expected} (truncated or corrupt file)",
-                payload.len(),
-                header.dtype
+                "data section holds {len} bytes but shape ({rows}, {cols}) of {dtype:?} needs {expected} (truncated or corrupt file)"
             ),
         ));
     }
+    Ok(())
+}
+
+/// Converts a payload of any supported dtype/byte order to f32.
+fn decode(payload: &[u8], header: &Header) -> Vec<f32> {
     let be = header.big_endian;
-    let data: Vec<f32> = match header.dtype {
+    match header.dtype {
         Dtype::F32 => payload
             .chunks_exact(4)
             .map(|c| {
@@ -91,27 +131,30 @@ pub fn parse_npy(bytes: &[u8], at: &Location) -> Result<Matrix, TableError> {
                 (if be { f64::from_be_bytes(b) } else { f64::from_le_bytes(b) }) as f32
             })
             .collect(),
-    };
-    Ok(Matrix::new(rows, cols, data))
+    }
+}
+
+/// Byte offset where the header of a file starting with `prefix` (≥ 12 bytes or the whole file)
+/// ends.
+fn header_end(prefix: &[u8], at: &Location) -> Result<usize, TableError> {
+    let bad = |m: &str| TableError::format(at.clone(), format!("not a valid .npy file: {m}"));
+    if prefix.len() < 10 || &prefix[..6] != MAGIC {
+        return Err(bad("missing \\x93NUMPY magic"));
+    }
+    match prefix[6] {
+        1 => Ok(10 + u16::from_le_bytes([prefix[8], prefix[9]]) as usize),
+        2 | 3 if prefix.len() >= 12 => {
+            Ok(12 + u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize)
+        }
+        2 | 3 => Err(bad("truncated header")),
+        v => Err(bad(&format!("unsupported format version {v}"))),
+    }
 }
 
 fn parse_header(bytes: &[u8], at: &Location) -> Result<(Header, usize), TableError> {
     let bad = |m: &str| TableError::format(at.clone(), format!("not a valid .npy file: {m}"));
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(bad("missing \\x93NUMPY magic"));
-    }
-    let major = bytes[6];
-    let (len, start) = match major {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 => {
-            if bytes.len() < 12 {
-                return Err(bad("truncated header"));
-            }
-            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
-        }
-        v => return Err(bad(&format!("unsupported format version {v}"))),
-    };
-    let end = start + len;
+    let end = header_end(bytes, at)?;
+    let start = if bytes[6] == 1 { 10 } else { 12 };
     if bytes.len() < end {
         return Err(bad("truncated header"));
     }
@@ -183,15 +226,6 @@ pub fn write_npy(w: &mut dyn Write, m: &Matrix) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads only the header of a `.npy` file and returns its shape (for cheap checks).
-pub fn npy_shape(path: &Path) -> Result<Vec<usize>, TableError> {
-    let mut f = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
-    let mut head = vec![0u8; 4096];
-    let n = f.read(&mut head).map_err(|e| TableError::io(path, e))?;
-    head.truncate(n);
-    parse_header(&head, &Location::file(path)).map(|(h, _)| h.shape)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +260,24 @@ mod tests {
         let m = parse_npy(&npy_bytes(">f8", "(2, 1)", &f64be), &Location::default()).unwrap();
         assert_eq!((m.rows(), m.cols()), (2, 1));
         assert_eq!(m.data(), &[2.0, 3.5]);
+    }
+
+    #[test]
+    fn file_reader_matches_byte_parser_and_rejects_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Matrix::new(3, 2, vec![0.5, -1.0, 2.0, 3.0, 1e9, -7.0]);
+        let mut buf = Vec::new();
+        write_npy(&mut buf, &m).unwrap();
+        let path = dir.path().join("m.npy");
+        std::fs::write(&path, &buf).unwrap();
+        assert_eq!(read_npy(&path).unwrap(), m);
+        std::fs::write(&path, &buf[..buf.len() - 3]).unwrap();
+        let err = read_npy(&path).unwrap_err().to_string();
+        assert!(err.contains("m.npy") && err.contains("truncated"), "{err}");
+        std::fs::write(&path, &buf[..20]).unwrap();
+        assert!(read_npy(&path).unwrap_err().to_string().contains("truncated header"));
+        std::fs::write(&path, b"\x93NU").unwrap();
+        assert!(read_npy(&path).unwrap_err().to_string().contains("magic"));
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn demo_embedding_table() -> EmbeddingTable {
 pub fn run(args: &DemoArgs) -> Result<()> {
     let table = demo_embedding_table();
     let device = select_device(args.device)?;
-    let (layout, _, report) = score_table(&table, Pooling::All, &device)?;
+    let (layout, _, report) = score_table(table.clone(), Pooling::All, &device, args.device)?;
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {

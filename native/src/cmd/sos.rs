@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use culturelens_core::sos::{Pooling, SosColumns, SosLayout, SosReport, SosValues};
 use culturelens_table::{EmbeddingTable, load_table, write_atomic};
 
-use crate::device::{DeviceChoice, select_device};
+use crate::device::{DeviceChoice, block_rows, select_device};
 
 const CONVENTIONS: &str = "\
 Computes the Surface-over-Semantics score of the SoS paper, Eq. (1):
@@ -91,7 +91,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
     clock.lap("load");
     let device = select_device(args.device)?;
     clock.lap("device init");
-    let (layout, values, report) = score_table(&table, args.pool.into(), &device)?;
+    let (layout, values, report) = score_table(table, args.pool.into(), &device, args.device)?;
     clock.lap("score");
     write_joint_csv(&args.out, &report)?;
     if let Some(path) = &args.per_image {
@@ -126,13 +126,16 @@ impl Stages {
     }
 }
 
-/// Validates the metadata columns SoS needs and scores the table on `device`.
+/// Validates the metadata columns SoS needs and scores the table on `device` (the embeddings
+/// move to the device without a copy).
 pub fn score_table(
-    table: &EmbeddingTable,
+    table: EmbeddingTable,
     pooling: Pooling,
     device: &burn::tensor::Device,
+    choice: DeviceChoice,
 ) -> Result<(SosLayout, SosValues, SosReport)> {
-    let meta = &table.meta;
+    let EmbeddingTable { embeddings, meta } = table;
+    let (dim, meta) = (embeddings.cols(), &meta);
     let cols = SosColumns {
         model: meta.require_nonempty_column("model")?,
         language: meta.require_nonempty_column("language")?,
@@ -140,9 +143,15 @@ pub fn score_table(
         layer: meta.column("layer").map(|_| meta.require_nonempty_column("layer")).transpose()?,
         person: meta.column("person").map(|_| meta.require_nonempty_column("person")).transpose()?,
     };
-    let (layout, values, report) =
-        culturelens_core::sos::sos(table.embeddings.data(), table.dim(), cols, pooling, device)
-            .context("SoS cannot be computed for this table")?;
+    let (layout, values, report) = culturelens_core::sos::sos(
+        embeddings.into_data(),
+        dim,
+        cols,
+        pooling,
+        device,
+        block_rows(choice, dim),
+    )
+    .context("SoS cannot be computed for this table")?;
     Ok((layout, values, report))
 }
 

@@ -11,12 +11,18 @@ use super::layout::SosLayout;
 /// A reference vector whose unit-vector mean is shorter than this has no usable direction.
 pub const MIN_REFERENCE_NORM: f32 = 1e-6;
 
-/// Uploads `embeddings` (row-major N × d) and the layout's group ids, and builds the packed
-/// result tensor of [`sos_tensor`].
-pub fn sos_on_device(embeddings: &[f32], dim: usize, layout: &SosLayout, device: &Device) -> Tensor<1> {
+/// Uploads `embeddings` (row-major N × d, taken by value so no copy is made) and the layout's
+/// group ids, and builds the packed result tensor of [`sos_tensor`].
+pub fn sos_on_device(
+    embeddings: Vec<f32>,
+    dim: usize,
+    layout: &SosLayout,
+    device: &Device,
+    chunk_rows: Option<usize>,
+) -> Tensor<1> {
     let n = layout.len();
     assert_eq!(embeddings.len(), n * dim, "embeddings must be N × d with N = number of outputs");
-    let emb = Tensor::<2>::from_data(TensorData::new(embeddings.to_vec(), [n, dim]), device);
+    let emb = Tensor::<2>::from_data(TensorData::new(embeddings, [n, dim]), device);
     let ids = |g: &[u32]| {
         let v: Vec<i32> = g.iter().map(|x| *x as i32).collect();
         let len = v.len();
@@ -29,6 +35,7 @@ pub fn sos_on_device(embeddings: &[f32], dim: usize, layout: &SosLayout, device:
         layout.sur_names.len(),
         ids(&layout.pair_sem),
         layout.sem_names.len(),
+        chunk_rows,
     )
 }
 
@@ -38,10 +45,13 @@ pub fn sos_on_device(embeddings: &[f32], dim: usize, layout: &SosLayout, device:
 /// 2. `sur_l = Σ_{o∈O_l} e_o`, `sem_c = Σ_{o∈O_c} e_o` (the paper's means up to the positive factor
 ///    `1/|O|`, which cosine ignores; the output itself is included), summed once per reference
 ///    pair `p = (l, c)` and then per group;
-/// 3. `SoS(o) = cos(sem_c, e_o) − cos(sur_l, e_o) = e_o · (sem_c/‖sem_c‖ − sur_l/‖sur_l‖)`, one
-///    dot product per output with its pair's difference vector.
+/// 3. `SoS(o) = cos(sem_c, e_o) − cos(sur_l, e_o) = (x_o · (sem_c/‖sem_c‖ − sur_l/‖sur_l‖)) / ‖x_o‖`,
+///    one dot product per output with its pair's difference vector.
 ///
-/// `pair` maps outputs to pairs, `pair_sur`/`pair_sem` map pairs to groups. Returns
+/// `pair` maps outputs to pairs, `pair_sur`/`pair_sem` map pairs to groups. Rows are processed in
+/// blocks of `chunk_rows` (all at once for `None`): on a CPU, blocks that fit the cache keep every
+/// temporary small and reused; on a GPU one block avoids launch overhead. The result does not
+/// depend on the block size beyond f32 rounding. Returns
 /// `[SoS(o) for o in 0..N] ++ [‖sur_g‖ for g] ++ [‖sem_g‖ for g]`: the scores, then the norms of
 /// the group *sums* (see [`unpack`]).
 pub fn sos_tensor(
@@ -51,17 +61,31 @@ pub fn sos_tensor(
     n_sur: usize,
     pair_sem: Tensor<1, Int>,
     n_sem: usize,
+    chunk_rows: Option<usize>,
 ) -> Tensor<1> {
     let [n, d] = emb.dims();
     let [n_pairs] = pair_sur.dims();
     let device = emb.device();
-    let unit = l2_normalize_rows(emb);
-    let pair_sums = Tensor::<2>::zeros([n_pairs, d], &device).select_assign(
-        0,
-        pair.clone(),
-        unit.clone(),
-        IndexingUpdateOp::Add,
-    );
+    let step = chunk_rows.unwrap_or(n).clamp(1, n.max(1));
+    let blocks: Vec<(Tensor<2>, Tensor<1, Int>)> = (0..n)
+        .step_by(step)
+        .map(|start| {
+            let rows = start..(start + step).min(n);
+            (emb.clone().slice([rows.clone(), 0..d]), pair.clone().slice([rows]))
+        })
+        .collect();
+
+    // Pass 1: inverse row norms, and the sums of unit rows per reference pair.
+    let mut pair_sums = Tensor::<2>::zeros([n_pairs, d], &device);
+    let mut inv_norms = Vec::with_capacity(blocks.len());
+    for (x, p) in &blocks {
+        let inv_norm = row_norms(x.clone()).recip();
+        pair_sums =
+            pair_sums.select_assign(0, p.clone(), x.clone() * inv_norm.clone(), IndexingUpdateOp::Add);
+        inv_norms.push(inv_norm);
+    }
+
+    // References: group sums, their norms, and each pair's direction sem_c/‖sem_c‖ − sur_l/‖sur_l‖.
     let group_sums = |groups: Tensor<1, Int>, count: usize| {
         Tensor::<2>::zeros([count, d], &device).select_assign(
             0,
@@ -75,7 +99,17 @@ pub fn sos_tensor(
     let unit_ref = |sums: Tensor<2>, norm: Tensor<2>| sums / norm.clamp_min(f32::MIN_POSITIVE);
     let direction = unit_ref(sem, sem_norm.clone()).select(0, pair_sem)
         - unit_ref(sur, sur_norm.clone()).select(0, pair_sur);
-    let sos = (unit * direction.select(0, pair)).sum_dim(1).reshape([n]);
+
+    // Pass 2: one dot product per output with its pair's direction, divided by ‖x_o‖.
+    let scores: Vec<Tensor<1>> = blocks
+        .into_iter()
+        .zip(inv_norms)
+        .map(|((x, p), inv_norm)| {
+            let [rows, _] = x.dims();
+            ((x * direction.clone().select(0, p)).sum_dim(1) * inv_norm).reshape([rows])
+        })
+        .collect();
+    let sos = Tensor::cat(scores, 0);
     Tensor::cat(vec![sos, sur_norm.reshape([n_sur]), sem_norm.reshape([n_sem])], 0)
 }
 

@@ -9,6 +9,7 @@
 //! - A joint score cell is one (model, [layer,] language, culture) triple.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 
 /// How reference vectors are pooled across models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -102,39 +103,49 @@ impl SosLayout {
                 return Err(LayoutError::EmptyValue { row, column });
             }
         }
-        let layer = |i: usize| cols.layer.map(|l| l[i].as_str());
-        // References are per model when asked, and always per (model, layer) when layers exist.
-        let ref_scope = |i: usize| -> String {
-            match (pooling, layer(i)) {
-                (_, Some(l)) => format!("{}/layer {}/", cols.model[i], l),
-                (Pooling::PerModel, None) => format!("{}/", cols.model[i]),
-                (Pooling::All, None) => String::new(),
-            }
+        // Dense ids per column, then integer keys: no per-row string building.
+        let (model_id, _) = intern(cols.model.iter().map(String::as_str));
+        let layer_id = match cols.layer {
+            Some(l) => intern(l.iter().map(String::as_str)).0,
+            None => vec![0; n],
         };
-        let (sur_group, sur_names) = intern((0..n).map(|i| format!("{}{}", ref_scope(i), cols.language[i])));
-        let (sem_group, sem_names) = intern((0..n).map(|i| format!("{}{}", ref_scope(i), cols.culture[i])));
+        let (lang_id, _) = intern(cols.language.iter().map(String::as_str));
+        let (cult_id, _) = intern(cols.culture.iter().map(String::as_str));
+        // References are per model when asked, and always per (model, layer) when layers exist.
+        let scoped = pooling == Pooling::PerModel || cols.layer.is_some();
+        let scope = |i: usize| if scoped { (model_id[i], layer_id[i]) } else { (0, 0) };
+        let scope_name = |i: usize| match (cols.layer, scoped) {
+            (Some(l), _) => format!("{}/layer {}/", cols.model[i], l[i]),
+            (None, true) => format!("{}/", cols.model[i]),
+            (None, false) => String::new(),
+        };
+        let (sur_group, sur_first) = intern((0..n).map(|i| (scope(i), lang_id[i])));
+        let (sem_group, sem_first) = intern((0..n).map(|i| (scope(i), cult_id[i])));
+        let sur_names = sur_first.iter().map(|&i| format!("{}{}", scope_name(i), cols.language[i])).collect();
+        let sem_names = sem_first.iter().map(|&i| format!("{}{}", scope_name(i), cols.culture[i])).collect();
 
-        let (pair, pair_keys) = intern((0..n).map(|i| format!("{}\u{1f}{}", sur_group[i], sem_group[i])));
-        let mut pair_sur = vec![0u32; pair_keys.len()];
-        let mut pair_sem = vec![0u32; pair_keys.len()];
-        for i in 0..n {
-            pair_sur[pair[i] as usize] = sur_group[i];
-            pair_sem[pair[i] as usize] = sem_group[i];
+        let (pair, pair_first) = intern((0..n).map(|i| (sur_group[i], sem_group[i])));
+        let pair_sur = pair_first.iter().map(|&i| sur_group[i]).collect();
+        let pair_sem = pair_first.iter().map(|&i| sem_group[i]).collect();
+
+        // Cells sorted by (model, layer, language, culture) strings.
+        let (cell_unsorted, cell_first) =
+            intern((0..n).map(|i| (model_id[i], layer_id[i], lang_id[i], cult_id[i])));
+        let cell_of = |i: usize| Cell {
+            model: cols.model[i].clone(),
+            layer: cols.layer.map(|l| l[i].clone()),
+            language: cols.language[i].clone(),
+            culture: cols.culture[i].clone(),
+        };
+        let mut order: Vec<(Cell, u32)> =
+            cell_first.iter().enumerate().map(|(id, &i)| (cell_of(i), id as u32)).collect();
+        order.sort();
+        let mut rank = vec![0u32; order.len()];
+        for (sorted_pos, (_, id)) in order.iter().enumerate() {
+            rank[*id as usize] = sorted_pos as u32;
         }
-
-        let mut cells: Vec<Cell> = (0..n)
-            .map(|i| Cell {
-                model: cols.model[i].clone(),
-                layer: layer(i).map(str::to_string),
-                language: cols.language[i].clone(),
-                culture: cols.culture[i].clone(),
-            })
-            .collect();
-        let cell_of_row = cells.clone();
-        cells.sort();
-        cells.dedup();
-        let index: HashMap<&Cell, u32> = cells.iter().enumerate().map(|(i, c)| (c, i as u32)).collect();
-        let cell = cell_of_row.iter().map(|c| index[c]).collect();
+        let cell = cell_unsorted.iter().map(|c| rank[*c as usize]).collect();
+        let cells = order.into_iter().map(|(c, _)| c).collect();
 
         Ok(SosLayout {
             pooling,
@@ -172,19 +183,21 @@ impl SosLayout {
     }
 }
 
-/// Assigns dense ids to keys in order of first appearance.
-fn intern(keys: impl Iterator<Item = String>) -> (Vec<u32>, Vec<String>) {
-    let mut ids = HashMap::new();
-    let mut names = Vec::new();
+/// Assigns dense ids to keys in order of first appearance; returns each row's id and the first
+/// row of every id.
+fn intern<K: Hash + Eq>(keys: impl Iterator<Item = K>) -> (Vec<u32>, Vec<usize>) {
+    let mut ids: HashMap<K, u32> = HashMap::new();
+    let mut first = Vec::new();
     let groups = keys
-        .map(|k| {
-            *ids.entry(k.clone()).or_insert_with(|| {
-                names.push(k);
-                (names.len() - 1) as u32
+        .enumerate()
+        .map(|(row, k)| {
+            *ids.entry(k).or_insert_with(|| {
+                first.push(row);
+                (first.len() - 1) as u32
             })
         })
         .collect();
-    (groups, names)
+    (groups, first)
 }
 
 #[cfg(test)]

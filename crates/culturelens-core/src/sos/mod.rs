@@ -36,27 +36,35 @@ pub enum SosError {
 }
 
 /// Per-output SoS scores on `device`, read back synchronously (native callers; the browser uses
-/// [`sos_on_device`] + `into_data_async` + [`unpack`]).
+/// [`sos_on_device`] + `into_data_async` + [`unpack`]). See [`sos_tensor`] for `chunk_rows`.
 pub fn per_image_sos(
-    embeddings: &[f32],
+    embeddings: Vec<f32>,
     dim: usize,
     layout: &SosLayout,
     device: &Device,
+    chunk_rows: Option<usize>,
 ) -> Result<SosValues, SosError> {
-    let data = sos_on_device(embeddings, dim, layout, device).into_data();
+    let data = sos_on_device(embeddings, dim, layout, device, chunk_rows).into_data();
     Ok(unpack(data, layout)?)
+}
+
+/// Rows per block that keep a block of `dim`-dimensional f32 rows near `bytes` (a CPU cache-sized
+/// default for `chunk_rows`).
+pub fn rows_for_bytes(dim: usize, bytes: usize) -> usize {
+    (bytes / (4 * dim.max(1))).max(1)
 }
 
 /// Layout, per-output scores and the full report in one call.
 pub fn sos(
-    embeddings: &[f32],
+    embeddings: Vec<f32>,
     dim: usize,
     cols: SosColumns<'_>,
     pooling: Pooling,
     device: &Device,
+    chunk_rows: Option<usize>,
 ) -> Result<(SosLayout, SosValues, SosReport), SosError> {
     let layout = SosLayout::new(cols, pooling)?;
-    let values = per_image_sos(embeddings, dim, &layout, device)?;
+    let values = per_image_sos(embeddings, dim, &layout, device, chunk_rows)?;
     let report = SosReport::new(&layout, &values.per_image);
     Ok((layout, values, report))
 }

@@ -66,7 +66,7 @@ const A: f64 = 0.632_455_532_033_675_9; // 2/√10
 #[test]
 fn golden_per_image_pooled() {
     let g = golden();
-    let (_, values, report) = sos(&g.emb, 2, g.cols(), Pooling::All, &cpu()).unwrap();
+    let (_, values, report) = sos(g.emb.clone(), 2, g.cols(), Pooling::All, &cpu(), Some(3)).unwrap();
     let got: Vec<f64> = values.per_image.iter().map(|v| f64::from(*v)).collect();
     assert_close(&got, &[0.0, -A, -A, 0.0, 0.0, A, A, 0.0], 1e-6);
     // ‖mean of unit vectors‖ = |(3,1)/4| = √10/4 for every reference.
@@ -99,7 +99,7 @@ fn golden_per_image_pooled() {
 #[test]
 fn golden_summaries_flags_correlation_and_person_means() {
     let g = golden();
-    let (_, _, report) = sos(&g.emb, 2, g.cols(), Pooling::All, &cpu()).unwrap();
+    let (_, _, report) = sos(g.emb.clone(), 2, g.cols(), Pooling::All, &cpu(), Some(3)).unwrap();
     // Model A: [0, −a, −a, 0] → mean −a/2, median −a/2, q1 = −a (h = 0.75 between −a and −a), q3 = 0.
     let a = &report.per_model["A"];
     assert_close(&[a.mean, a.median, a.q1, a.q3, a.min, a.max], &[-A / 2., -A / 2., -A, 0., -A, 0.], 1e-6);
@@ -147,7 +147,7 @@ fn golden_summaries_flags_correlation_and_person_means() {
 #[test]
 fn golden_per_model_pooling() {
     let g = golden();
-    let (_, values, _) = sos(&g.emb, 2, g.cols(), Pooling::PerModel, &cpu()).unwrap();
+    let (_, values, _) = sos(g.emb.clone(), 2, g.cols(), Pooling::PerModel, &cpu(), None).unwrap();
     let h = 1.0 - std::f64::consts::FRAC_1_SQRT_2;
     let got: Vec<f64> = values.per_image.iter().map(|v| f64::from(*v)).collect();
     assert_close(&got, &[-h, -h, -h, -h, h, h, h, h], 1e-6);
@@ -170,7 +170,7 @@ fn layers_get_their_own_references() {
         layer: Some(&layer),
         person: None,
     };
-    let (_, values, report) = sos(&emb, 2, cols, Pooling::All, &cpu()).unwrap();
+    let (_, values, report) = sos(emb, 2, cols, Pooling::All, &cpu(), Some(5)).unwrap();
     let h = 1.0 - std::f64::consts::FRAC_1_SQRT_2;
     let got: Vec<f64> = values.per_image.iter().map(|v| f64::from(*v)).collect();
     assert_close(&got, &[[-h; 4], [h; 4], [-h; 4], [h; 4]].concat(), 1e-6);
@@ -213,7 +213,7 @@ fn property_range_scaling_invariance_and_label_swap() {
         let (emb, [model, language, culture]) = random_case(seed, 3, 4, 5, 3, 16);
         let cols =
             SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
-        let (_, base, _) = sos(&emb, 16, cols, Pooling::All, &cpu()).unwrap();
+        let (_, base, _) = sos(emb.clone(), 16, cols, Pooling::All, &cpu(), Some(7)).unwrap();
         assert!(base.per_image.iter().all(|v| (-1.0..=1.0).contains(v)), "SoS must lie in [-1, 1]");
 
         // Positive per-row scaling leaves every score unchanged.
@@ -225,14 +225,14 @@ fn property_range_scaling_invariance_and_label_swap() {
                 row.iter().map(move |x| x * f)
             })
             .collect();
-        let (_, sc, _) = sos(&scaled, 16, cols, Pooling::All, &cpu()).unwrap();
+        let (_, sc, _) = sos(scaled, 16, cols, Pooling::All, &cpu(), None).unwrap();
         for (a, b) in base.per_image.iter().zip(&sc.per_image) {
             assert!((a - b).abs() < 1e-5, "scaling changed {a} to {b}");
         }
 
         // Swapping the language and culture labels swaps sur and sem, so every score flips sign.
         let swapped = SosColumns { language: &culture, culture: &language, ..cols };
-        let (_, sw, _) = sos(&emb, 16, swapped, Pooling::All, &cpu()).unwrap();
+        let (_, sw, _) = sos(emb.clone(), 16, swapped, Pooling::All, &cpu(), Some(1000)).unwrap();
         for (a, b) in base.per_image.iter().zip(&sw.per_image) {
             assert!((a + b).abs() < 1e-5, "swap should flip {a} to {}, got {b}", -a);
         }
@@ -246,6 +246,21 @@ fn degenerate_reference_is_an_error() {
     let (model, language, culture) = (s(&["A", "A"]), s(&["en", "de"]), s(&["X", "X"]));
     let cols =
         SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
-    let err = sos(&emb, 2, cols, Pooling::All, &cpu()).unwrap_err();
+    let err = sos(emb, 2, cols, Pooling::All, &cpu(), Some(5)).unwrap_err();
     assert!(err.to_string().contains("semantic reference of group `X` has near-zero norm"), "{err}");
+}
+
+#[test]
+fn block_size_does_not_change_scores() {
+    let (emb, [model, language, culture]) = random_case(11, 2, 3, 4, 5, 24);
+    let cols =
+        SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+    let (_, whole, _) = sos(emb.clone(), 24, cols, Pooling::PerModel, &cpu(), None).unwrap();
+    for rows in [1, 7, 64, 119, 120, 10_000] {
+        let (_, blocked, _) = sos(emb.clone(), 24, cols, Pooling::PerModel, &cpu(), Some(rows)).unwrap();
+        for (a, b) in whole.per_image.iter().zip(&blocked.per_image) {
+            assert!((a - b).abs() < 1e-6, "block size {rows}: {a} vs {b}");
+        }
+        assert_eq!(whole.sur_mean_norm.len(), blocked.sur_mean_norm.len());
+    }
 }
