@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     Sos(cmd::sos::SosArgs),
     Demo(cmd::demo::DemoArgs),
+    Embed(cmd::embed::EmbedArgs),
+    EmbedText(cmd::embed::EmbedTextArgs),
 }
 
 fn main() {
@@ -25,6 +27,8 @@ fn main() {
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Embed(args) => cmd::embed::run(args),
+        Command::EmbedText(args) => cmd::embed::run_text(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -1,4 +1,5 @@
 //! One module per subcommand; each exposes `XxxArgs` (clap) and `run(&XxxArgs) -> anyhow::Result<()>`.
 
 pub mod demo;
+pub mod embed;
 pub mod sos;

@@ -99,6 +99,15 @@ impl EncoderModel {
         }
     }
 
+    /// Width of [`Self::image_features`].
+    pub fn image_dim(&self) -> usize {
+        match self {
+            Self::Clip(m) => m.config.projection_dim,
+            Self::Siglip(m) => m.config.vision_config.hidden_size,
+            Self::Dinov2(m) => m.config.hidden_size,
+        }
+    }
+
     /// Longest token sequence the text tower accepts.
     pub fn max_text_len(&self) -> Option<usize> {
         match self {
