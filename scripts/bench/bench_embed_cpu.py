@@ -1,0 +1,71 @@
+"""CPU side-by-side: `culturelens embed` vs PyTorch/transformers `get_image_features` on the
+same random-weight CLIP ViT-B/32 (OpenAI architecture, 224 px), same images, images/s and ratio.
+
+    /tmp/venv/bin/python scripts/bench/bench_embed_cpu.py [--images 64] [--batch 16] \
+        [--bin target/release/culturelens] [--work /tmp/culturelens-bench]
+
+The culturelens time covers the whole command (weights loading, decoding, preprocessing,
+model, writing) and is reported as total and as images/s of the embedding loop (printed by
+the command); the PyTorch time covers the processor and the model on preloaded PIL images.
+"""
+
+import argparse
+import pathlib
+import re
+import subprocess
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--images", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--bin", default="target/release/culturelens")
+    ap.add_argument("--work", default="/tmp/culturelens-bench")
+    args = ap.parse_args()
+
+    work = pathlib.Path(args.work)
+    weights, imgs = work / "clip-b32", work / "images"
+    imgs.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    model = CLIPModel(CLIPConfig()).eval()  # defaults = openai/clip-vit-base-patch32 shapes
+    processor = CLIPImageProcessorPil()
+    model.save_pretrained(weights)
+    processor.save_pretrained(weights)
+    rng = np.random.default_rng(0)
+    for i in range(args.images):
+        Image.fromarray(rng.integers(0, 256, (512, 512, 3), dtype=np.uint8)).save(imgs / f"{i:05d}.png")
+
+    pil = [Image.open(p).convert("RGB") for p in sorted(imgs.glob("*.png"))]
+    with torch.inference_mode():
+        model.get_image_features(**processor(images=pil[:2], return_tensors="pt"))  # warm-up
+        start = time.perf_counter()
+        for i in range(0, len(pil), args.batch):
+            model.get_image_features(**processor(images=pil[i : i + args.batch], return_tensors="pt"))
+        torch_s = time.perf_counter() - start
+    torch_ips = len(pil) / torch_s
+
+    out = work / "out.npy"
+    start = time.perf_counter()
+    run = subprocess.run(
+        [args.bin, "embed", "--images", str(imgs), "--weights", str(weights), "--out", str(out), "--batch", str(args.batch)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    total_s = time.perf_counter() - start
+    loop = re.search(r"\(([\d.]+) images/s\)", run.stderr)
+    ours_ips = float(loop.group(1)) if loop else len(pil) / total_s
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads: {torch_ips:.1f} images/s")
+    print(f"culturelens embed (cpu/flex): {ours_ips:.1f} images/s in the embedding loop, {total_s:.1f} s in all")
+    print(f"ratio culturelens / torch: {ours_ips / torch_ips:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
