@@ -24,10 +24,10 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device> {
 }
 
 /// Rows per block for row-blocked metrics (`culturelens_core::sos::sos_tensor`): CPU blocks of
-/// about 2 MiB stay in cache and reuse their temporaries; GPUs take the whole table at once.
+/// about 1 MiB stay in cache and reuse their temporaries; GPUs take the whole table at once.
 pub fn block_rows(choice: DeviceChoice, dim: usize) -> Option<usize> {
     match choice {
-        DeviceChoice::Cpu => Some(culturelens_core::sos::rows_for_bytes(dim, 2 << 20)),
+        DeviceChoice::Cpu => Some(culturelens_core::sos::rows_for_bytes(dim, 1 << 20)),
         DeviceChoice::Wgpu | DeviceChoice::Cuda => None,
     }
 }

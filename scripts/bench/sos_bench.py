@@ -99,7 +99,11 @@ def main():
         proc = subprocess.run([args.bin, "sos", "--embeddings", emb_path, "--meta", meta_path, "--out", out,
                                "--device", args.device, "--timings"], capture_output=True, text=True, check=True)
         cl_total.append(time.perf_counter() - t0)
-        stages = dict((l.split()[1], float(l.split()[2])) for l in proc.stderr.splitlines() if l.startswith("timing "))
+        stages = {}
+        for line in proc.stderr.splitlines():
+            if line.startswith("timing "):
+                name, seconds = line[len("timing "):].rsplit(" ", 1)
+                stages[name] = float(seconds)
         cl_score.append(stages["score"])
         cl_load.append(stages["load"])
 

@@ -76,10 +76,11 @@ pub fn sos_tensor(
         .collect();
 
     // Pass 1: inverse row norms, and the sums of unit rows per reference pair.
+    let ones = Tensor::<2>::ones([d, 1], &device);
     let mut pair_sums = Tensor::<2>::zeros([n_pairs, d], &device);
     let mut inv_norms = Vec::with_capacity(blocks.len());
     for (x, p) in &blocks {
-        let inv_norm = row_norms(x.clone()).recip();
+        let inv_norm = row_sums(x.clone().square(), &ones).sqrt().recip();
         pair_sums =
             pair_sums.select_assign(0, p.clone(), x.clone() * inv_norm.clone(), IndexingUpdateOp::Add);
         inv_norms.push(inv_norm);
@@ -95,7 +96,8 @@ pub fn sos_tensor(
         )
     };
     let (sur, sem) = (group_sums(pair_sur.clone(), n_sur), group_sums(pair_sem.clone(), n_sem));
-    let (sur_norm, sem_norm) = (row_norms(sur.clone()), row_norms(sem.clone()));
+    let (sur_norm, sem_norm) =
+        (row_sums(sur.clone().square(), &ones).sqrt(), row_sums(sem.clone().square(), &ones).sqrt());
     let unit_ref = |sums: Tensor<2>, norm: Tensor<2>| sums / norm.clamp_min(f32::MIN_POSITIVE);
     let direction = unit_ref(sem, sem_norm.clone()).select(0, pair_sem)
         - unit_ref(sur, sur_norm.clone()).select(0, pair_sur);
@@ -106,22 +108,18 @@ pub fn sos_tensor(
         .zip(inv_norms)
         .map(|((x, p), inv_norm)| {
             let [rows, _] = x.dims();
-            ((x * direction.clone().select(0, p)).sum_dim(1) * inv_norm).reshape([rows])
+            (row_sums(x * direction.clone().select(0, p), &ones) * inv_norm).reshape([rows])
         })
         .collect();
     let sos = Tensor::cat(scores, 0);
     Tensor::cat(vec![sos, sur_norm.reshape([n_sur]), sem_norm.reshape([n_sem])], 0)
 }
 
-/// Rows divided by their L2 norm.
-pub fn l2_normalize_rows(x: Tensor<2>) -> Tensor<2> {
-    let norm = row_norms(x.clone());
-    x / norm
-}
-
-/// L2 norm of every row, as a `[rows, 1]` column.
-fn row_norms(x: Tensor<2>) -> Tensor<2> {
-    x.square().sum_dim(1).sqrt()
+/// Sum of every row of `x` (`[rows, d]`) as a `[rows, 1]` column: the product with a `[d, 1]`
+/// column of ones. Same value as `sum_dim(1)`, but it runs through the backend's GEMM, which on
+/// the CPU (`flex`) is several times faster than the generic reduction (BENCHMARKS.md).
+fn row_sums(x: Tensor<2>, ones: &Tensor<2>) -> Tensor<2> {
+    x.matmul(ones.clone())
 }
 
 /// The read-back of [`sos_tensor`]: per-output scores and per-group reference norms.

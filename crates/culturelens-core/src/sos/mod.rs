@@ -18,9 +18,7 @@ mod compute;
 mod layout;
 mod report;
 
-pub use compute::{
-    DegenerateReference, MIN_REFERENCE_NORM, SosValues, l2_normalize_rows, sos_on_device, sos_tensor, unpack,
-};
+pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_on_device, sos_tensor, unpack};
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
 

@@ -134,9 +134,12 @@ impl SosReport {
     }
 }
 
+/// A (model, layer, culture) cell of the correlation: one observation per language.
+type CorrelationCell<'a> = (&'a str, Option<&'a str>, &'a str);
+
 fn language_correlation(joint: &[JointScore]) -> LanguageCorrelation {
     // language -> (model, layer, culture) -> joint SoS
-    let mut table: BTreeMap<&str, BTreeMap<(&str, Option<&str>, &str), f64>> = BTreeMap::new();
+    let mut table: BTreeMap<&str, BTreeMap<CorrelationCell<'_>, f64>> = BTreeMap::new();
     for j in joint {
         table.entry(&j.language).or_default().insert((&j.model, j.layer.as_deref(), &j.culture), j.sos);
     }
