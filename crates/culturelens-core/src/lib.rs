@@ -11,3 +11,4 @@ pub mod models;
 pub mod rng;
 pub mod sos;
 pub mod stats;
+pub mod vendi;

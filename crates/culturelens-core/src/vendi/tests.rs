@@ -1,0 +1,147 @@
+//! Hand-computed and cross-route tests of the Vendi family on the CPU (`flex`) backend.
+
+use burn::tensor::Device;
+
+use super::*;
+use crate::rng::SplitMix64;
+
+const ORDERS: [Order; 5] =
+    [Order::Finite(0.0), Order::Finite(0.5), Order::Finite(1.0), Order::Finite(2.0), Order::Infinity];
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn cpu() -> Device {
+    Device::flex()
+}
+
+/// Continent [A, A, E, E], country [JP, CN, DE, DE], artifact [a, b, c, c], w = (.5, .3, .2):
+/// K = [[1,.5,0,0],[.5,1,0,0],[0,0,1,1],[0,0,1,1]], eigenvalues of K/4 = .375, .125, .5, 0.
+fn categorical() -> Features {
+    let (cont, country, artifact) =
+        (s(&["A", "A", "E", "E"]), s(&["JP", "CN", "DE", "DE"]), s(&["a", "b", "c", "c"]));
+    let cols: [(&str, &[String]); 3] = [("continent", &cont), ("country", &country), ("artifact", &artifact)];
+    categorical_features(&cols, &[0.5, 0.3, 0.2]).unwrap()
+}
+
+#[test]
+fn categorical_kernel_hand_values() {
+    let f = categorical();
+    assert_eq!(f.d, 2 + 3 + 3, "one-hot columns: 2 continents, 3 countries, 3 artifacts");
+    let p = [0.375f64, 0.125, 0.5];
+    let shannon = (-p.iter().map(|x| x * x.ln()).sum::<f64>()).exp();
+    let expect = [
+        3.0,
+        p.iter().map(|x| x.sqrt()).sum::<f64>().powi(2),
+        shannon,
+        1.0 / p.iter().map(|x| x * x).sum::<f64>(),
+        2.0,
+    ];
+    for route in [Route::Kernel, Route::Dual] {
+        let eig = spectrum(&f, route, Precision::F64, &cpu());
+        for (q, want) in ORDERS.iter().zip(expect) {
+            let got = vendi_from_eigenvalues(&eig, *q);
+            assert!((got - want).abs() < 1e-12, "{route:?} q={q}: {got} vs {want}");
+        }
+    }
+    // intdiv: off-diagonal entries .5, .5, 1, 1 over 12 ordered pairs → mean .25.
+    assert!((intdiv(&f).unwrap() - 0.75).abs() < 1e-15);
+}
+
+#[test]
+fn categorical_weights_are_validated() {
+    let a = s(&["x", "y"]);
+    let cols: [(&str, &[String]); 2] = [("a", &a), ("b", &a)];
+    assert!(matches!(categorical_features(&cols, &[0.5, 0.6]), Err(VendiError::Weights { .. })));
+    assert!(matches!(categorical_features(&cols, &[1.5, -0.5]), Err(VendiError::Weights { .. })));
+    let e = s(&["x", ""]);
+    let cols: [(&str, &[String]); 1] = [("country", &e)];
+    assert_eq!(
+        categorical_features(&cols, &[1.0]).unwrap_err(),
+        VendiError::EmptyCategory { row: 1, column: "country".into() }
+    );
+}
+
+fn random_features(seed: u64, n: usize, d: usize) -> Features {
+    let mut rng = SplitMix64::new(seed);
+    let x: Vec<f32> = (0..n * d).map(|_| rng.normal() as f32).collect();
+    cosine_features(&x, n, d).unwrap()
+}
+
+#[test]
+fn kernel_and_dual_routes_agree() {
+    for (seed, n, d) in [(1, 40, 12), (2, 10, 30), (3, 25, 25), (4, 60, 3)] {
+        let f = random_features(seed, n, d);
+        let kernel = spectrum(&f, Route::Kernel, Precision::F64, &cpu());
+        let dual = spectrum(&f, Route::Dual, Precision::F64, &cpu());
+        for q in ORDERS {
+            let (a, b) = (vendi_from_eigenvalues(&kernel, q), vendi_from_eigenvalues(&dual, q));
+            assert!((a - b).abs() <= 1e-9 * a.abs(), "n={n} d={d} q={q}: kernel {a} vs dual {b}");
+        }
+        assert_eq!(vendi_from_eigenvalues(&kernel, Order::Finite(0.0)), n.min(d) as f64, "rank");
+        assert_eq!(Route::Auto.resolve(n, d), if d < n { Route::Dual } else { Route::Kernel });
+    }
+}
+
+#[test]
+fn duplicates_count_once() {
+    // The same 5 random directions each repeated 3 times: VS_1 = 5 exactly in the limit of
+    // orthogonality; here, rank (q = 0) is exactly 5 on both routes.
+    let base = random_features(9, 5, 64);
+    let data: Vec<f64> = (0..15).flat_map(|i| base.data[(i % 5) * 64..(i % 5 + 1) * 64].to_vec()).collect();
+    let f = Features { n: 15, d: 64, data };
+    for route in [Route::Kernel, Route::Dual] {
+        let eig = spectrum(&f, route, Precision::F64, &cpu());
+        assert_eq!(vendi_from_eigenvalues(&eig, Order::Finite(0.0)), 5.0, "{route:?}");
+    }
+}
+
+#[test]
+fn precomputed_kernel_validation() {
+    let ok = vec![1.0, 0.9, 0.0, 0.9, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let eig = precomputed_spectrum(&ok, 3).unwrap();
+    assert!((vendi_from_eigenvalues(&eig, Order::Finite(1.0)) - 2.1573).abs() < 5e-5);
+    let mut diag = ok.clone();
+    diag[4] = 0.8;
+    assert_eq!(
+        precomputed_spectrum(&diag, 3).unwrap_err(),
+        VendiError::Diagonal { row: 1, col: 1, value: 0.8 }
+    );
+    let mut asym = ok.clone();
+    asym[1] = 0.5;
+    assert!(matches!(precomputed_spectrum(&asym, 3), Err(VendiError::Asymmetric { row: 1, col: 0, .. })));
+    // [[1, 2], [2, 1]] has eigenvalue −1: not PSD.
+    assert!(matches!(precomputed_spectrum(&[1.0, 2.0, 2.0, 1.0], 2), Err(VendiError::NotPsd { .. })));
+}
+
+#[test]
+fn protocol_is_seeded_and_matches_direct_scores() {
+    let f = random_features(5, 30, 16);
+    let quality: Vec<f64> = (0..30).map(|i| 0.5 + i as f64 / 60.0).collect();
+    let a = protocol(&f, Some(&quality), Order::Finite(1.0), 8, 20, 42, Precision::F64, &cpu());
+    let b = protocol(&f, Some(&quality), Order::Finite(1.0), 8, 20, 42, Precision::F64, &cpu());
+    assert_eq!(a, b, "same seed, same result");
+    let c = protocol(&f, Some(&quality), Order::Finite(1.0), 8, 20, 43, Precision::F64, &cpu());
+    assert_ne!(a.vs.mean, c.vs.mean);
+    assert_eq!((a.batch, a.repeats), (8, 20));
+    assert!(a.vs.mean > 1.0 && a.vs.mean <= 8.0 && a.vs.sd > 0.0);
+    // A group no larger than the batch: every repetition scores the whole group (sd = 0) and
+    // equals the direct score.
+    let small = random_features(6, 6, 16);
+    let p = protocol(&small, None, Order::Infinity, 8, 5, 1, Precision::F64, &cpu());
+    let direct = VendiScore::from_spectrum(
+        &spectrum(&small, Route::Kernel, Precision::F64, &cpu()),
+        6,
+        Order::Infinity,
+        None,
+    );
+    assert_eq!(p.batch, 6);
+    assert!((p.vs.mean - direct.vs).abs() < 1e-9 && p.vs.sd < 1e-9);
+    assert!((p.qvs_norm.mean - direct.qvs_norm).abs() < 1e-9);
+}
+
+#[test]
+fn zero_norm_rows_are_rejected() {
+    assert_eq!(cosine_features(&[1.0, 0.0, 0.0, 0.0], 2, 2).unwrap_err(), VendiError::ZeroNorm { row: 1 });
+}
