@@ -18,6 +18,7 @@ struct Cli {
 enum Command {
     Sos(cmd::sos::SosArgs),
     Demo(cmd::demo::DemoArgs),
+    Vendi(cmd::vendi::VendiArgs),
     Embed(cmd::embed::EmbedArgs),
     EmbedText(cmd::embed::EmbedTextArgs),
 }
@@ -27,6 +28,7 @@ fn main() {
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Vendi(args) => cmd::vendi::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::EmbedText(args) => cmd::embed::run_text(args),
     };

@@ -3,3 +3,4 @@
 pub mod demo;
 pub mod embed;
 pub mod sos;
+pub mod vendi;
