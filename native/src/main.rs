@@ -21,6 +21,8 @@ enum Command {
     Vendi(cmd::vendi::VendiArgs),
     Embed(cmd::embed::EmbedArgs),
     EmbedText(cmd::embed::EmbedTextArgs),
+    Bundle(cmd::bundle::BundleArgs),
+    DemoBundle(cmd::bundle::DemoBundleArgs),
 }
 
 fn main() {
@@ -31,6 +33,8 @@ fn main() {
         Command::Vendi(args) => cmd::vendi::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::EmbedText(args) => cmd::embed::run_text(args),
+        Command::Bundle(args) => cmd::bundle::run(args),
+        Command::DemoBundle(args) => cmd::bundle::run_demo(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

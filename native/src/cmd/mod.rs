@@ -1,5 +1,6 @@
 //! One module per subcommand; each exposes `XxxArgs` (clap) and `run(&XxxArgs) -> anyhow::Result<()>`.
 
+pub mod bundle;
 pub mod demo;
 pub mod embed;
 pub mod sos;

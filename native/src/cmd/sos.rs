@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use culturelens_core::sos::{Pooling, SosColumns, SosLayout, SosReport, SosValues};
 use culturelens_table::{EmbeddingTable, load_table, write_atomic};
 
+use crate::cmd::bundle::load_bundle_table;
 use crate::device::{DeviceChoice, block_rows, select_device};
 
 const CONVENTIONS: &str = "\
@@ -36,7 +37,8 @@ Conventions:
   * Quantiles interpolate linearly between order statistics (numpy's default).
 
 Input: --embeddings E.npy --meta M.csv (float32/float16 N x d, C order; CSV with a header) or
---embeddings T.parquet (list column `embedding` plus metadata columns). Required metadata
+--embeddings T.parquet (list column `embedding` plus metadata columns) or --bundle DIR (a
+bundle written by `culturelens bundle`/`demo-bundle`; checksums are verified). Required metadata
 columns: model, language, culture; optional: layer, person. Values must be non-empty; rows
 must be finite with non-zero norm. Outputs are written atomically.";
 
@@ -45,8 +47,11 @@ must be finite with non-zero norm. Outputs are written atomically.";
 #[command(about = "Surface-over-Semantics scores of an embedding table (SoS paper Eq. 1)", long_about = CONVENTIONS)]
 pub struct SosArgs {
     /// Embeddings: N x d `.npy` (float32/float16) with --meta, or a `.parquet` table.
-    #[arg(long, value_name = "FILE")]
-    pub embeddings: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "bundle")]
+    pub embeddings: Option<PathBuf>,
+    /// A bundle directory (`culturelens bundle`, web/BUNDLE.md) instead of --embeddings/--meta.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["embeddings", "meta"])]
+    pub bundle: Option<PathBuf>,
     /// Metadata CSV, one row per embedding (header row; columns model, language, culture, ...).
     #[arg(long, value_name = "FILE")]
     pub meta: Option<PathBuf>,
@@ -87,7 +92,11 @@ impl From<PoolArg> for Pooling {
 
 pub fn run(args: &SosArgs) -> Result<()> {
     let mut clock = Stages::new(args.timings);
-    let table = load_table(&args.embeddings, args.meta.as_deref())?;
+    let table = match (&args.bundle, &args.embeddings) {
+        (Some(dir), _) => load_bundle_table(dir)?,
+        (None, Some(embeddings)) => load_table(embeddings, args.meta.as_deref())?,
+        (None, None) => anyhow::bail!("give --embeddings or --bundle"),
+    };
     clock.lap("load");
     let device = select_device(args.device)?;
     clock.lap("device init");

@@ -1,0 +1,24 @@
+//! The culturelens **bundle**: an embedding table packed for static hosting and the browser app —
+//! `manifest.json` + raw little-endian embeddings (f32 or f16) + metadata CSV + optional
+//! thumbnails, every file listed in the manifest with its size and SHA-256 (format: `web/BUNDLE.md`).
+//!
+//! Everything here works on bytes (no file system, no threads), so the `culturelens` CLI and the
+//! wasm32 browser app read, validate and write bundles with this one implementation:
+//! [`Manifest::parse`] → [`check_file`] per file → [`decode_embeddings`] + [`parse_metadata`]
+//! (or [`read_bundle`] for all of it), and [`build_bundle`] to write one.
+
+mod error;
+mod manifest;
+mod read;
+mod write;
+
+pub use error::BundleError;
+pub use manifest::{
+    DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, REQUIRED_COLUMNS, THUMBNAIL_COLUMN,
+    sha256_hex,
+};
+pub use read::{Bundle, check_file, decode_embeddings, parse_metadata, read_bundle};
+pub use write::{BundleSpec, build_bundle, demo_spec, distinct_sorted};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+//! `manifest.json`: what a bundle holds (shape, dtype, models, languages, cultures, embedding
+//! model, provenance) and the size and SHA-256 of every other file in it.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::BundleError;
+
+/// Value of the manifest's `format` field.
+pub const FORMAT: &str = "culturelens-bundle";
+/// The bundle format version this code reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// File name of the manifest at the bundle root.
+pub const MANIFEST: &str = "manifest.json";
+/// Metadata columns every bundle carries (SoS needs them).
+pub const REQUIRED_COLUMNS: [&str; 3] = ["model", "language", "culture"];
+/// Optional metadata column with each row's thumbnail path inside the bundle.
+pub const THUMBNAIL_COLUMN: &str = "thumbnail";
+
+/// Element type of the raw little-endian embeddings file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F16,
+}
+
+impl DType {
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+        }
+    }
+}
+
+/// One file of the bundle: path relative to the bundle root, size in bytes, SHA-256 (hex).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The manifest, field by field as in `manifest.json` (see `web/BUNDLE.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`] for bundles this code writes.
+    pub format_version: u32,
+    /// Human-readable title shown by the app.
+    pub title: String,
+    /// `true` for synthetic data (the built-in demo); the app labels it "synthetic demo data".
+    pub synthetic: bool,
+    /// The image/text encoder that produced the embeddings.
+    pub embedding_model: String,
+    /// Where the data comes from (free text: generator, source table, command line).
+    pub provenance: String,
+    /// Number of embeddings (rows of the metadata CSV).
+    pub rows: usize,
+    /// Embedding dimension.
+    pub dim: usize,
+    pub dtype: DType,
+    /// Path of the raw embeddings file (`rows × dim` values of `dtype`, row-major, little-endian).
+    pub embeddings: String,
+    /// Path of the metadata CSV (header row, one data row per embedding).
+    pub metadata: String,
+    /// Distinct values of the metadata columns `model`, `language`, `culture`, sorted.
+    pub models: Vec<String>,
+    pub languages: Vec<String>,
+    pub cultures: Vec<String>,
+    /// Every file of the bundle except the manifest itself.
+    pub files: Vec<FileEntry>,
+}
+
+impl Manifest {
+    /// Parses and validates `manifest.json`.
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, BundleError> {
+        let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| {
+            BundleError::new(
+                MANIFEST,
+                format!("not a culturelens bundle manifest (invalid JSON or missing field): {e}"),
+            )
+        })?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Checks format, version, shape and that the embeddings and metadata files are listed with
+    /// consistent sizes and safe relative paths.
+    pub fn validate(&self) -> Result<(), BundleError> {
+        let err = |m: String| Err(BundleError::new(MANIFEST, m));
+        if self.format != FORMAT {
+            return err(format!("format is `{}`, expected `{FORMAT}`", self.format));
+        }
+        if self.format_version != FORMAT_VERSION {
+            return err(format!(
+                "format_version {} is not supported (this culturelens reads version {FORMAT_VERSION})",
+                self.format_version
+            ));
+        }
+        if self.rows == 0 || self.dim == 0 {
+            return err(format!("rows ({}) and dim ({}) must be positive", self.rows, self.dim));
+        }
+        for (i, f) in self.files.iter().enumerate() {
+            if !is_safe_path(&f.path) {
+                return err(format!("files[{i}]: path `{}` must be relative, without `..` or `\\`", f.path));
+            }
+            if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return err(format!("files[{i}] ({}): sha256 must be 64 hex digits", f.path));
+            }
+            if f.path == MANIFEST || self.files[..i].iter().any(|g| g.path == f.path) {
+                return err(format!("files[{i}]: `{}` is listed twice", f.path));
+            }
+        }
+        let expected = (self.rows as u64)
+            .checked_mul(self.dim as u64)
+            .and_then(|v| v.checked_mul(self.dtype.size() as u64))
+            .ok_or_else(|| BundleError::new(MANIFEST, "rows × dim overflows"))?;
+        let emb = self.entry(&self.embeddings)?;
+        if emb.bytes != expected {
+            return err(format!(
+                "embeddings `{}` has {} bytes but rows × dim × {} = {expected}",
+                emb.path,
+                emb.bytes,
+                self.dtype.size()
+            ));
+        }
+        self.entry(&self.metadata)?;
+        Ok(())
+    }
+
+    /// The file entry for `path`, or an error saying it is not listed.
+    pub fn entry(&self, path: &str) -> Result<&FileEntry, BundleError> {
+        self.files
+            .iter()
+            .find(|f| f.path == path)
+            .ok_or_else(|| BundleError::new(MANIFEST, format!("`{path}` is not listed in `files`")))
+    }
+
+    /// Total size of all files (the download size, without the manifest).
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn is_safe_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && !path.contains(':')
+        && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+}

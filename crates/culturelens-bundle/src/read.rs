@@ -1,0 +1,164 @@
+//! Reading a bundle from bytes: checksums, embeddings (f32/f16 → f32, finite, non-zero rows) and
+//! metadata (CSV with a header, required columns, consistent with the manifest).
+
+use std::collections::BTreeSet;
+
+use half::f16;
+
+use crate::error::BundleError;
+use crate::manifest::{DType, MANIFEST, Manifest, REQUIRED_COLUMNS, THUMBNAIL_COLUMN, sha256_hex};
+
+/// A decoded bundle: row-major `rows × dim` f32 embeddings and named metadata columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle {
+    pub manifest: Manifest,
+    pub embeddings: Vec<f32>,
+    pub columns: Vec<(String, Vec<String>)>,
+}
+
+impl Bundle {
+    pub fn column(&self, name: &str) -> Option<&[String]> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+    }
+}
+
+/// Checks that `bytes` is the file `path` of the manifest: same size and SHA-256.
+pub fn check_file(manifest: &Manifest, path: &str, bytes: &[u8]) -> Result<(), BundleError> {
+    let entry = manifest.entry(path)?;
+    if bytes.len() as u64 != entry.bytes {
+        return Err(BundleError::new(
+            path,
+            format!(
+                "has {} bytes but the manifest lists {} (truncated or replaced file)",
+                bytes.len(),
+                entry.bytes
+            ),
+        ));
+    }
+    let actual = sha256_hex(bytes);
+    if !actual.eq_ignore_ascii_case(&entry.sha256) {
+        return Err(BundleError::new(
+            path,
+            format!(
+                "SHA-256 mismatch: the file is {actual}, the manifest lists {} (corrupt file)",
+                entry.sha256
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes the embeddings file to row-major f32 and checks every row: finite values, non-zero norm.
+pub fn decode_embeddings(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<f32>, BundleError> {
+    let path = manifest.embeddings.as_str();
+    let (rows, dim) = (manifest.rows, manifest.dim);
+    if bytes.len() != rows * dim * manifest.dtype.size() {
+        return Err(BundleError::new(path, format!("expected {rows} × {dim} {:?} values", manifest.dtype)));
+    }
+    let values: Vec<f32> = match manifest.dtype {
+        DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        DType::F16 => bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+    };
+    for (row, v) in values.chunks_exact(dim).enumerate() {
+        if let Some(k) = v.iter().position(|x| !x.is_finite()) {
+            return Err(BundleError::new(path, format!("non-finite value {}", v[k]))
+                .row(row)
+                .column(format!("dim {k}")));
+        }
+        if v.iter().all(|x| *x == 0.0) {
+            return Err(BundleError::new(
+                path,
+                "zero-norm embedding (all values are 0): cosine similarities are undefined",
+            )
+            .row(row));
+        }
+    }
+    Ok(values)
+}
+
+/// Parses the metadata CSV: a header with unique names including [`REQUIRED_COLUMNS`], exactly
+/// `manifest.rows` data rows, non-empty required values, distinct models/languages/cultures equal
+/// to the manifest's lists, and thumbnail paths that the manifest lists.
+pub fn parse_metadata(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<(String, Vec<String>)>, BundleError> {
+    let path = manifest.metadata.as_str();
+    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+    let names: Vec<String> = reader
+        .headers()
+        .map_err(|e| BundleError::new(path, format!("cannot read the header row: {e}")))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(BundleError::new(path, "duplicated column name").column(name.as_str()));
+        }
+    }
+    for required in REQUIRED_COLUMNS {
+        if !names.iter().any(|n| n == required) {
+            return Err(BundleError::new(
+                path,
+                format!("missing required column (columns present: {})", names.join(", ")),
+            )
+            .column(required));
+        }
+    }
+    let mut columns: Vec<Vec<String>> = vec![Vec::with_capacity(manifest.rows); names.len()];
+    for (row, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| BundleError::new(path, format!("malformed CSV: {e}")).row(row))?;
+        for (col, value) in columns.iter_mut().zip(record.iter()) {
+            col.push(value.to_string());
+        }
+    }
+    let found = columns.first().map_or(0, Vec::len);
+    if found != manifest.rows {
+        return Err(BundleError::new(
+            path,
+            format!(
+                "row-count mismatch: {found} data rows but the manifest (and the embeddings) have {}",
+                manifest.rows
+            ),
+        ));
+    }
+    let columns: Vec<(String, Vec<String>)> = names.into_iter().zip(columns).collect();
+    let column = |name: &str| columns.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice());
+    for (name, listed) in
+        [("model", &manifest.models), ("language", &manifest.languages), ("culture", &manifest.cultures)]
+    {
+        let values = column(name).expect("required columns were checked");
+        if let Some(row) = values.iter().position(|v| v.trim().is_empty()) {
+            return Err(BundleError::new(path, "empty value").row(row).column(name));
+        }
+        let distinct: BTreeSet<&str> = values.iter().map(String::as_str).collect();
+        if !distinct.iter().copied().eq(listed.iter().map(String::as_str)) {
+            return Err(BundleError::new(
+                MANIFEST,
+                format!("`{name}s` does not match the distinct values of column `{name}` in {path}"),
+            ));
+        }
+    }
+    if let Some(thumbs) = column(THUMBNAIL_COLUMN) {
+        for (row, t) in thumbs.iter().enumerate() {
+            if !t.is_empty() && manifest.entry(t).is_err() {
+                return Err(BundleError::new(path, format!("thumbnail `{t}` is not listed in the manifest"))
+                    .row(row)
+                    .column(THUMBNAIL_COLUMN));
+            }
+        }
+    }
+    Ok(columns)
+}
+
+/// Reads a whole bundle through `fetch(path) -> bytes` (file system, HTTP or in-memory): manifest,
+/// checksums, embeddings and metadata. Thumbnails are not fetched (the app loads them lazily).
+pub fn read_bundle(
+    mut fetch: impl FnMut(&str) -> Result<Vec<u8>, BundleError>,
+) -> Result<Bundle, BundleError> {
+    let manifest = Manifest::parse(&fetch(MANIFEST)?)?;
+    let emb_bytes = fetch(&manifest.embeddings)?;
+    check_file(&manifest, &manifest.embeddings, &emb_bytes)?;
+    let meta_bytes = fetch(&manifest.metadata)?;
+    check_file(&manifest, &manifest.metadata, &meta_bytes)?;
+    let columns = parse_metadata(&manifest, &meta_bytes)?;
+    let embeddings = decode_embeddings(&manifest, &emb_bytes)?;
+    Ok(Bundle { manifest, embeddings, columns })
+}

@@ -1,0 +1,159 @@
+//! Round trips and the corruptions the reader must reject, each with its file/row/column.
+
+use super::*;
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn columns() -> Vec<(String, Vec<String>)> {
+    vec![
+        ("model".into(), s(&["A", "A", "B"])),
+        ("language".into(), s(&["en", "de", "en"])),
+        ("culture".into(), s(&["X", "Y", "X"])),
+        ("prompt".into(), s(&["a, \"quoted\" one", "", "ü"])),
+    ]
+}
+
+fn spec(dtype: DType) -> BundleSpec {
+    BundleSpec {
+        title: "t".into(),
+        synthetic: true,
+        embedding_model: "none".into(),
+        provenance: "unit test".into(),
+        dtype,
+    }
+}
+
+const EMB: [f32; 6] = [1.0, 0.5, -0.25, 2.0, 0.0, 3.0];
+
+fn files(dtype: DType) -> Vec<(String, Vec<u8>)> {
+    build_bundle(&spec(dtype), &EMB, 2, &columns(), vec![]).unwrap()
+}
+
+fn read(files: &[(String, Vec<u8>)]) -> Result<Bundle, BundleError> {
+    read_bundle(|path| {
+        files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, b)| b.clone())
+            .ok_or_else(|| BundleError::new(path, "missing"))
+    })
+}
+
+fn replace(files: &mut [(String, Vec<u8>)], path: &str, bytes: Vec<u8>) {
+    files.iter_mut().find(|(p, _)| p == path).unwrap().1 = bytes;
+}
+
+#[test]
+fn f32_and_f16_round_trip() {
+    for dtype in [DType::F32, DType::F16] {
+        let b = read(&files(dtype)).unwrap();
+        assert_eq!(b.embeddings, EMB, "these values are exact in f16 too");
+        assert_eq!(b.columns, columns());
+        assert_eq!(b.manifest.models, ["A", "B"]);
+        assert_eq!(b.manifest.languages, ["de", "en"]);
+        assert_eq!((b.manifest.rows, b.manifest.dim, b.manifest.dtype), (3, 2, dtype));
+        assert_eq!(b.manifest.files.len(), 2);
+    }
+}
+
+#[test]
+fn manifest_lists_sizes_and_checksums() {
+    let f = files(DType::F32);
+    let m = Manifest::parse(&f.last().unwrap().1).unwrap();
+    let emb = m.entry("embeddings.f32").unwrap();
+    assert_eq!(emb.bytes, 24);
+    assert_eq!(emb.sha256, sha256_hex(&f[0].1));
+    // SHA-256 of the empty string, a known value.
+    assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+#[test]
+fn corrupt_and_truncated_files_are_rejected() {
+    let mut f = files(DType::F32);
+    let mut emb = f[0].1.clone();
+    emb[3] ^= 0x40;
+    replace(&mut f, "embeddings.f32", emb);
+    let err = read(&f).unwrap_err().to_string();
+    assert!(err.starts_with("bundle file embeddings.f32: SHA-256 mismatch"), "{err}");
+
+    let mut f = files(DType::F32);
+    let short = f[1].1[..10].to_vec();
+    replace(&mut f, "meta.csv", short);
+    let err = read(&f).unwrap_err().to_string();
+    assert!(err.contains("meta.csv: has 10 bytes but the manifest lists"), "{err}");
+}
+
+/// Rewrites `meta.csv` and its manifest entry so only the content check can catch the problem.
+fn with_meta(csv: &str) -> Result<Bundle, BundleError> {
+    let mut f = files(DType::F32);
+    let mut m = Manifest::parse(&f.last().unwrap().1).unwrap();
+    let e = m.files.iter_mut().find(|e| e.path == "meta.csv").unwrap();
+    (e.bytes, e.sha256) = (csv.len() as u64, sha256_hex(csv.as_bytes()));
+    replace(&mut f, "meta.csv", csv.as_bytes().to_vec());
+    replace(&mut f, MANIFEST, serde_json::to_vec(&m).unwrap());
+    read(&f)
+}
+
+#[test]
+fn metadata_errors_name_row_and_column() {
+    let err = with_meta("model,language\nA,en\nA,de\nB,en\n").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "bundle file meta.csv, column culture: missing required column (columns present: model, language)"
+    );
+    let err = with_meta("model,language,culture\nA,en,X\nA,,Y\nB,en,X\n").unwrap_err().to_string();
+    assert_eq!(err, "bundle file meta.csv, row 1, column language: empty value");
+    let err = with_meta("model,language,culture\nA,en,X\nA,de,Y\n").unwrap_err().to_string();
+    assert!(
+        err.contains("row-count mismatch: 2 data rows but the manifest (and the embeddings) have 3"),
+        "{err}"
+    );
+    let err = with_meta("model,model,language,culture\nA,A,en,X\n").unwrap_err().to_string();
+    assert_eq!(err, "bundle file meta.csv, column model: duplicated column name");
+    let err = with_meta("model,language,culture\nA,en,X\nA,de,Y\nC,en,X\n").unwrap_err().to_string();
+    assert!(err.contains("`models` does not match"), "{err}");
+    let err = with_meta("model,language,culture,thumbnail\nA,en,X,t/0.jpg\nA,de,Y,\nB,en,X,\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "bundle file meta.csv, row 0, column thumbnail: thumbnail `t/0.jpg` is not listed in the manifest"
+    );
+}
+
+#[test]
+fn bad_embeddings_are_rejected() {
+    let nan = build_bundle(&spec(DType::F32), &[1.0, 0.0, f32::NAN, 1.0, 1.0, 1.0], 2, &columns(), vec![]);
+    assert_eq!(
+        nan.unwrap_err().to_string(),
+        "bundle file embeddings.f32, row 1, column dim 0: non-finite value NaN"
+    );
+    let zero = build_bundle(&spec(DType::F32), &[1.0, 0.0, 1.0, 1.0, 0.0, 0.0], 2, &columns(), vec![]);
+    assert!(zero.unwrap_err().to_string().starts_with("bundle file embeddings.f32, row 2: zero-norm"));
+    // 1e6 does not fit in f16.
+    let overflow = build_bundle(&spec(DType::F16), &[1e6, 0.0, 1.0, 1.0, 1.0, 1.0], 2, &columns(), vec![]);
+    assert!(overflow.unwrap_err().to_string().contains("non-finite value inf"));
+}
+
+#[test]
+fn manifest_problems_are_rejected() {
+    let f = files(DType::F32);
+    let good: serde_json::Value = serde_json::from_slice(&f.last().unwrap().1).unwrap();
+    let check = |edit: &dyn Fn(&mut serde_json::Value), expect: &str| {
+        let mut v = good.clone();
+        edit(&mut v);
+        let err = Manifest::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err().to_string();
+        assert!(err.starts_with("bundle file manifest.json: ") && err.contains(expect), "{err}");
+    };
+    check(&|v| v["format_version"] = 2.into(), "format_version 2 is not supported");
+    check(&|v| v["format"] = "zip".into(), "format is `zip`");
+    check(&|v| v["rows"] = 4.into(), "has 24 bytes but rows × dim × 4 = 32");
+    check(&|v| v["files"][1]["path"] = "../meta.csv".into(), "must be relative");
+    check(&|v| v["metadata"] = "other.csv".into(), "`other.csv` is not listed");
+    check(&|v| v["files"][0]["sha256"] = "xyz".into(), "64 hex digits");
+    check(&|v| v.as_object_mut().unwrap().retain(|k, _| k != "dim"), "missing field `dim`");
+    let err = Manifest::parse(b"<html>not found</html>").unwrap_err().to_string();
+    assert!(err.contains("not a culturelens bundle manifest"), "{err}");
+}

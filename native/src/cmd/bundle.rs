@@ -1,0 +1,216 @@
+//! `culturelens bundle` and `culturelens demo-bundle`: pack an embedding table (and, optionally,
+//! thumbnails of its images) into a bundle for the browser app (`web/BUNDLE.md`), and read
+//! bundles back for `culturelens sos --bundle`. The format itself lives in `culturelens-bundle`,
+//! shared with the browser app.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use culturelens_bundle::{
+    BundleError, BundleSpec, DType, MANIFEST, THUMBNAIL_COLUMN, build_bundle, demo_spec, read_bundle,
+};
+use culturelens_core::demo::demo_table;
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table};
+
+/// Longest side of a thumbnail, in pixels.
+pub const THUMBNAIL_SIZE: u32 = 160;
+/// JPEG quality of thumbnails.
+const THUMBNAIL_QUALITY: u8 = 80;
+
+/// Arguments of `culturelens bundle`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Pack an embedding table (and thumbnails of its images) into a bundle for the browser app",
+    long_about = "Writes a culturelens bundle (format: web/BUNDLE.md): manifest.json with shape, dtype, models, \
+languages, cultures, embedding model, provenance and the size and SHA-256 of every file; raw little-endian \
+embeddings; meta.csv; and, with --images, JPEG thumbnails referenced by a `thumbnail` column. The directory \
+is built next to --out and renamed into place, so a failed run leaves nothing behind; an existing bundle at \
+--out is replaced."
+)]
+pub struct BundleArgs {
+    /// Embeddings: N x d `.npy` (float32/float16) with --meta, or a `.parquet` table.
+    #[arg(long, value_name = "FILE")]
+    pub embeddings: PathBuf,
+    /// Metadata CSV (columns model, language, culture required; `image` for --images).
+    #[arg(long, value_name = "FILE")]
+    pub meta: Option<PathBuf>,
+    /// Folder the metadata's `image` column is relative to; thumbnails are made from these images.
+    #[arg(long, value_name = "DIR")]
+    pub images: Option<PathBuf>,
+    /// Output bundle directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Element type of the stored embeddings (f16 halves the download; scores then use the f16 values).
+    #[arg(long, value_enum, default_value_t = DTypeArg::F32)]
+    pub dtype: DTypeArg,
+    /// Title shown by the app.
+    #[arg(long, default_value = "culturelens bundle")]
+    pub title: String,
+    /// The encoder that produced the embeddings (recorded in the manifest).
+    #[arg(long, default_value = "unknown")]
+    pub embedding_model: String,
+    /// Provenance note recorded in the manifest (default: the input paths).
+    #[arg(long)]
+    pub provenance: Option<String>,
+    /// Mark the bundle as synthetic data (the app labels it "synthetic demo data").
+    #[arg(long)]
+    pub synthetic: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DTypeArg {
+    F32,
+    F16,
+}
+
+/// Arguments of `culturelens demo-bundle`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Write the built-in synthetic demo table as a bundle (the browser app's ?bundle=demo)",
+    long_about = "Writes the deterministic synthetic demo table (see `culturelens demo`) as a bundle, f32, \
+marked synthetic. The browser app builds byte-identical files in the page for ?bundle=demo."
+)]
+pub struct DemoBundleArgs {
+    /// Output bundle directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: &BundleArgs) -> Result<()> {
+    let table = load_table(&args.embeddings, args.meta.as_deref())?;
+    let mut columns: Vec<(String, Vec<String>)> =
+        table.meta.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
+    let thumbnails = match &args.images {
+        Some(dir) => make_thumbnails(dir, &table.meta, args.meta.as_deref(), &mut columns)?,
+        None => Vec::new(),
+    };
+    let provenance = args.provenance.clone().unwrap_or_else(|| match &args.meta {
+        Some(m) => {
+            format!("culturelens bundle --embeddings {} --meta {}", args.embeddings.display(), m.display())
+        }
+        None => format!("culturelens bundle --embeddings {}", args.embeddings.display()),
+    });
+    let spec = BundleSpec {
+        title: args.title.clone(),
+        synthetic: args.synthetic,
+        embedding_model: args.embedding_model.clone(),
+        provenance,
+        dtype: match args.dtype {
+            DTypeArg::F32 => DType::F32,
+            DTypeArg::F16 => DType::F16,
+        },
+    };
+    let files = build_bundle(&spec, table.embeddings.data(), table.dim(), &columns, thumbnails)?;
+    write_bundle_dir(&args.out, &files)?;
+    println!(
+        "wrote bundle {} ({} rows x {}, {} files)",
+        args.out.display(),
+        table.len(),
+        table.dim(),
+        files.len()
+    );
+    Ok(())
+}
+
+pub fn run_demo(args: &DemoBundleArgs) -> Result<()> {
+    let demo = demo_table();
+    let files = build_bundle(&demo_spec(), &demo.embeddings, demo.dim, &demo.columns, Vec::new())?;
+    write_bundle_dir(&args.out, &files)?;
+    println!(
+        "wrote the SYNTHETIC demo bundle to {} ({} rows x {})",
+        args.out.display(),
+        demo.len(),
+        demo.dim
+    );
+    Ok(())
+}
+
+/// Reads and validates a bundle directory (checksums included) as an embedding table.
+pub fn load_bundle_table(dir: &Path) -> Result<EmbeddingTable> {
+    if !dir.join(MANIFEST).is_file() {
+        bail!("{} is not a bundle directory (no {MANIFEST})", dir.display());
+    }
+    let bundle = read_bundle(|path| {
+        std::fs::read(dir.join(path)).map_err(|e| BundleError::new(path, format!("cannot read: {e}")))
+    })
+    .with_context(|| format!("invalid bundle {}", dir.display()))?;
+    let (rows, dim) = (bundle.manifest.rows, bundle.manifest.dim);
+    let meta = Metadata::from_columns(Some(dir.join(&bundle.manifest.metadata)), bundle.columns)?;
+    Ok(EmbeddingTable::new(Matrix::new(rows, dim, bundle.embeddings), meta))
+}
+
+/// Writes `files` into a fresh temporary directory next to `out`, then renames it to `out`
+/// (replacing an existing bundle there), so readers never see a half-written bundle.
+pub fn write_bundle_dir(out: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    if out.exists() {
+        let is_empty_dir = out.is_dir() && std::fs::read_dir(out)?.next().is_none();
+        if !out.join(MANIFEST).is_file() && !is_empty_dir {
+            bail!("{} exists and is not a bundle; refusing to replace it", out.display());
+        }
+    }
+    let tmp = tempfile::Builder::new().prefix(".bundle-").tempdir_in(&parent)?;
+    for (path, bytes) in files {
+        let target = tmp.path().join(path);
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
+    }
+    let old = tempfile::Builder::new().prefix(".bundle-old-").tempdir_in(&parent)?;
+    if out.exists() {
+        std::fs::rename(out, old.path().join("bundle"))?;
+    }
+    std::fs::rename(tmp.keep(), out)
+        .with_context(|| format!("cannot move the bundle to {}", out.display()))?;
+    Ok(())
+}
+
+/// One JPEG thumbnail per distinct `image` (longest side [`THUMBNAIL_SIZE`]), stored as
+/// `thumbs/NNNNNN.jpg` and referenced by a new `thumbnail` column.
+fn make_thumbnails(
+    dir: &Path,
+    meta: &Metadata,
+    meta_path: Option<&Path>,
+    columns: &mut Vec<(String, Vec<String>)>,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let at = meta_path.map_or_else(|| "the metadata".to_string(), |p| p.display().to_string());
+    let images = meta.column("image").with_context(|| format!("--images needs an `image` column in {at}"))?;
+    if meta.column(THUMBNAIL_COLUMN).is_some() {
+        bail!("{at} already has a `{THUMBNAIL_COLUMN}` column; --images would overwrite it");
+    }
+    let mut by_image: BTreeMap<&str, String> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut column = Vec::with_capacity(images.len());
+    for (row, image) in images.iter().enumerate() {
+        if image.is_empty() {
+            column.push(String::new());
+            continue;
+        }
+        if !by_image.contains_key(image.as_str()) {
+            let source = dir.join(image);
+            let img = image::open(&source).with_context(|| {
+                format!("{at}, row {row}, column image: cannot read image {}", source.display())
+            })?;
+            let mut jpeg = Vec::new();
+            img.thumbnail(THUMBNAIL_SIZE, THUMBNAIL_SIZE)
+                .into_rgb8()
+                .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+                    &mut jpeg,
+                    THUMBNAIL_QUALITY,
+                ))
+                .with_context(|| format!("cannot encode the thumbnail of {}", source.display()))?;
+            let path = format!("thumbs/{:06}.jpg", files.len());
+            files.push((path.clone(), jpeg));
+            by_image.insert(image, path);
+        }
+        column.push(by_image[image.as_str()].clone());
+    }
+    columns.push((THUMBNAIL_COLUMN.to_string(), column));
+    Ok(files)
+}

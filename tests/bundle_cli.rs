@@ -1,0 +1,147 @@
+//! End-to-end tests of `culturelens bundle`, `culturelens demo-bundle` and `culturelens sos --bundle`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fails, ok, p, read_csv};
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn demo_bundle_scores_like_the_demo_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (bundle, demo) = (tmp.path().join("demo-bundle"), tmp.path().join("demo"));
+    assert!(ok(&["demo-bundle", "--out", p(&bundle)]).contains("SYNTHETIC"));
+    let m = manifest(&bundle);
+    assert_eq!(
+        (m["rows"].as_u64(), m["dim"].as_u64(), m["synthetic"].as_bool()),
+        (Some(2160), Some(64), Some(true))
+    );
+    assert_eq!(m["languages"].as_array().unwrap().len(), 8);
+    ok(&["demo", "--write", p(&demo)]);
+    let out = tmp.path().join("sos.csv");
+    ok(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    assert_eq!(read_csv(&out), read_csv(&demo.join("sos.csv")), "a bundle scores exactly like its table");
+
+    // `culturelens bundle` of the same table: same embeddings and metadata bytes, and rewriting
+    // an existing bundle replaces it.
+    let packed = tmp.path().join("packed");
+    for _ in 0..2 {
+        ok(&[
+            "bundle",
+            "--embeddings",
+            p(&demo.join("embeddings.npy")),
+            "--meta",
+            p(&demo.join("meta.csv")),
+            "--out",
+            p(&packed),
+        ]);
+    }
+    for file in ["embeddings.f32", "meta.csv"] {
+        assert_eq!(
+            std::fs::read(packed.join(file)).unwrap(),
+            std::fs::read(bundle.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    let no_leftovers = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('.'));
+    assert!(no_leftovers, "temporary directories are cleaned up");
+}
+
+#[test]
+fn f16_bundle_and_thumbnails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let images = d.join("images");
+    std::fs::create_dir_all(&images).unwrap();
+    for (i, name) in ["a.png", "b.png"].iter().enumerate() {
+        image::RgbImage::from_pixel(320, 200, image::Rgb([40 * i as u8, 90, 200]))
+            .save(images.join(name))
+            .unwrap();
+    }
+    let table = culturelens_table::EmbeddingTable::new(
+        culturelens_table::Matrix::new(
+            4,
+            3,
+            vec![1.0, 0.5, 0.0, 0.0, 1.0, 0.25, 1.0, 1.0, 1.0, -1.0, 0.5, 2.0],
+        ),
+        culturelens_table::Metadata::from_columns(
+            None,
+            [
+                ("model", ["M", "M", "M", "M"]),
+                ("language", ["en", "de", "en", "de"]),
+                ("culture", ["X", "X", "Y", "Y"]),
+                ("image", ["a.png", "b.png", "a.png", "b.png"]),
+            ]
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.iter().map(|s| s.to_string()).collect()))
+            .collect(),
+        )
+        .unwrap(),
+    );
+    let (npy, csv) = (d.join("e.npy"), d.join("m.csv"));
+    culturelens_table::save_table(&table, &npy, Some(&csv)).unwrap();
+    let out = d.join("b");
+    let args = ["bundle", "--embeddings", p(&npy), "--meta", p(&csv), "--out", p(&out)];
+    ok(&[&args[..], &["--images", p(&images), "--dtype", "f16"]].concat());
+    let m = manifest(&out);
+    assert_eq!(m["dtype"], "f16");
+    assert_eq!(m["files"].as_array().unwrap().len(), 4, "embeddings, metadata, two distinct thumbnails");
+    let thumb = image::open(out.join("thumbs/000000.jpg")).unwrap();
+    assert_eq!((thumb.width(), thumb.height()), (160, 100));
+    let (header, rows) = read_csv(&out.join("meta.csv"));
+    assert_eq!(header.last().unwrap(), "thumbnail");
+    assert_eq!(rows[2].last().unwrap(), "thumbs/000000.jpg");
+    let scores = d.join("s.csv");
+    ok(&["sos", "--bundle", p(&out), "--out", p(&scores)]);
+    assert_eq!(read_csv(&scores).1.len(), 4);
+
+    // A missing image fails with row and column, and leaves no bundle behind.
+    std::fs::remove_file(images.join("b.png")).unwrap();
+    let out2 = d.join("b2");
+    let args2 = ["bundle", "--embeddings", p(&npy), "--meta", p(&csv), "--out", p(&out2)];
+    let err = fails(&[&args2[..], &["--images", p(&images)]].concat());
+    assert!(err.contains("row 1, column image: cannot read image"), "{err}");
+    assert!(!out2.exists());
+}
+
+#[test]
+fn corrupt_bundles_fail_without_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("b");
+    ok(&["demo-bundle", "--out", p(&bundle)]);
+    let out = tmp.path().join("sos.csv");
+    let emb = bundle.join("embeddings.f32");
+    let mut bytes = std::fs::read(&emb).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&emb, &bytes).unwrap();
+    let err = fails(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    assert!(err.contains("bundle file embeddings.f32: SHA-256 mismatch"), "{err}");
+    std::fs::write(&emb, &bytes[..1000]).unwrap();
+    let err = fails(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    assert!(err.contains("has 1000 bytes but the manifest lists 552960"), "{err}");
+    std::fs::write(bundle.join("manifest.json"), "{}").unwrap();
+    let err = fails(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    assert!(err.contains("manifest.json: not a culturelens bundle manifest"), "{err}");
+    let err = fails(&["sos", "--bundle", p(tmp.path()), "--out", p(&out)]);
+    assert!(err.contains("is not a bundle directory"), "{err}");
+    assert!(!out.exists());
+    // `bundle` refuses to replace a directory that is not a bundle.
+    let demo = tmp.path().join("demo");
+    ok(&["demo", "--write", p(&demo)]);
+    let err = fails(&[
+        "bundle",
+        "--embeddings",
+        p(&demo.join("embeddings.npy")),
+        "--meta",
+        p(&demo.join("meta.csv")),
+        "--out",
+        p(&demo),
+    ]);
+    assert!(err.contains("exists and is not a bundle"), "{err}");
+}
