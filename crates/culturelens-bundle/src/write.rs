@@ -50,7 +50,7 @@ pub fn build_bundle(
     columns: &[(String, Vec<String>)],
     thumbnails: Vec<(String, Vec<u8>)>,
 ) -> Result<Vec<(String, Vec<u8>)>, BundleError> {
-    let rows = if dim == 0 { 0 } else { embeddings.len() / dim };
+    let rows = embeddings.len().checked_div(dim).unwrap_or(0);
     let (emb_path, meta_path) = match spec.dtype {
         DType::F32 => ("embeddings.f32", "meta.csv"),
         DType::F16 => ("embeddings.f16", "meta.csv"),
