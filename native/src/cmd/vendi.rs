@@ -35,7 +35,8 @@ Kernels (k(x, x) = 1 for all):
 Routes: kernel = eigenvalues of F F^T / N (N x N); dual = eigenvalues of F^T F / N (D x D) for
 the feature map F of a cosine or categorical kernel; auto (default) takes the smaller. The
 product runs on --device (f64 on cpu/cuda, f32 on wgpu), the eigenvalues in f64 (faer).
-Unlike the vendi-score package, whose score_X/score_dual ignore q, every route honours --q.
+Unlike the vendi-score package (0.0.3), whose score_X ignores q and whose score_K returns NaN
+for q = inf, every route honours --q and q = inf is the limit 1 / max p.
 
 Output (--out, written atomically, full f64 precision): {\"n\", \"q\", \"vs\", \"qvs\", \"qvs_norm\"}
 (q = infinity is written as the string \"inf\"); with --group-by an object keyed by group value

@@ -17,10 +17,12 @@
 //! eigenvalues are then computed in f64 on the host with faer. A precomputed kernel matrix is
 //! validated (symmetric, unit diagonal, PSD) and goes straight to the eigensolver.
 //!
-//! Difference from the `vendi-score` Python package: its `score_X`/`score_dual` always compute the
-//! Shannon (q = 1) score and ignore `q`; here every route honours `q`. Its `score_K` keeps
-//! eigenvalues `> 0` without a tolerance; here round-off eigenvalues below a relative tolerance are
-//! zeroed first (see [`score`]), which only changes `q = 0` (rank instead of counting round-off).
+//! Differences from the `vendi-score` Python package (0.0.3, checked by the parity fixtures of
+//! `scripts/fixtures/vendi_parity.py`): its `score_X` always computes the Shannon (q = 1) score and
+//! ignores `q`, while here every route honours `q` (its `score_dual` does too). Its `score_K`
+//! returns NaN for `q = inf`; here `q = ∞` is the limit `1 / max λ̄`. It keeps every eigenvalue
+//! `> 0`, without a tolerance; here round-off eigenvalues below a relative tolerance are zeroed
+//! first (see [`score`]), which only changes `q = 0` (the rank instead of a count of round-off).
 
 mod score;
 
