@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the browser app in the light `web-ci` profile and runs the end-to-end browser tests in
+# headless Chromium. Installs what it needs only when missing (wasm32 target, trunk 0.21.14,
+# wasm-bindgen-cli matching web/Cargo.lock, Debian chromium + nodejs/npm, playwright-core).
+# Run from anywhere; the lead's .ci/run calls it after `cargo test --workspace`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+start=$SECONDS
+step() { printf '\n== [web %4ds] %s\n' "$((SECONDS - start))" "$*"; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+apt_need=()
+command -v chromium >/dev/null || apt_need+=(chromium)
+command -v node >/dev/null || apt_need+=(nodejs)
+command -v npm >/dev/null || apt_need+=(npm)
+if [ ${#apt_need[@]} -gt 0 ]; then
+  step "apt packages: ${apt_need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${apt_need[@]}"
+fi
+
+step "rust tools"
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+if ! command -v trunk >/dev/null || [ "$(trunk --version)" != "trunk 0.21.14" ]; then
+  cargo install trunk --version 0.21.14 --locked
+fi
+wbg=$(grep -A1 '^name = "wasm-bindgen"$' web/Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+if ! command -v wasm-bindgen >/dev/null || [ "$(wasm-bindgen --version)" != "wasm-bindgen $wbg" ]; then
+  cargo install wasm-bindgen-cli --version "$wbg"
+fi
+
+step "culturelens CLI (writes the test bundles and the reference scores)"
+cargo build --locked -p culturelens
+bin="$repo/target/debug/culturelens"
+
+step "web app (trunk, profile web-ci)"
+(cd web && trunk build --release --cargo-profile web-ci --locked --offline)
+
+step "browser tests (headless Chromium)"
+(cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; })
+(cd tests/web && CULTURELENS_BIN="$bin" WEB_DIST="$repo/web/dist" node --test --test-concurrency=1 app.test.mjs)
+
+step "done in $((SECONDS - start)) s"
