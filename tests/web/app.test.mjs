@@ -181,6 +181,7 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
     const served = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu");
     assertSameScores(await results(served.page), cliRows, "?bundle=URL");
     const local = await openPage(browser, "?backend=cpu");
+    await local.page.waitForSelector("body[data-loader=ready]");
     const dir = path.join(work, "bundles", "demo");
     await local.page.setInputFiles("#file-input", fs.readdirSync(dir).map((f) => path.join(dir, f)));
     assertSameScores(await results(local.page), cliRows, "local files");

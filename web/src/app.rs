@@ -153,6 +153,7 @@ pub async fn start() {
     wire_loader();
     views::wire();
     register_offline_cache();
+    dom::set_body_attr("data-loader", "ready");
     let p = params();
     match p.get("bundle") {
         Some(b) if b == "demo" => run_load(Source::Demo).await,
