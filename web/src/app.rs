@@ -192,7 +192,8 @@ fn wire_loader() {
     dom::on(&body, "drop", |e| {
         e.prevent_default();
         dom::set_body_attr("data-drop", "");
-        let Some(list) = e.dyn_ref::<DragEvent>().and_then(|d| d.data_transfer()).and_then(|t| t.files()) else {
+        let Some(list) = e.dyn_ref::<DragEvent>().and_then(|d| d.data_transfer()).and_then(|t| t.files())
+        else {
             return;
         };
         let files = (0..list.length()).filter_map(|i| list.get(i)).collect();
@@ -266,16 +267,21 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     dom::set_text("backend", &badge);
     let (rows, dim) = (loaded.manifest.rows, loaded.manifest.dim);
     let table = compute::upload(loaded.embeddings, rows, dim, &compute.device);
-    let column = |n: &str| loaded.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.clone()).unwrap_or_default();
+    let column =
+        |n: &str| loaded.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.clone()).unwrap_or_default();
     let all = |values: &[String]| -> Vec<(String, bool)> {
         values.iter().collect::<BTreeSet<_>>().into_iter().map(|v| (v.clone(), true)).collect()
     };
     let p = params();
-    let pooling = if p.get("pool").as_deref() == Some("per-model") { Pooling::PerModel } else { Pooling::All };
+    let pooling =
+        if p.get("pool").as_deref() == Some("per-model") { Pooling::PerModel } else { Pooling::All };
     let filter = Filter { models: all(&column("model")), languages: all(&column("language")), pooling };
     let first_model = loaded.manifest.models.first().cloned().unwrap_or_default();
     let ui = Ui {
-        view: p.get("view").filter(|v| VIEWS.iter().any(|(id, _)| id == v)).unwrap_or_else(|| "heatmap".into()),
+        view: p
+            .get("view")
+            .filter(|v| VIEWS.iter().any(|(id, _)| id == v))
+            .unwrap_or_else(|| "heatmap".into()),
         model: p.get("model").filter(|m| loaded.manifest.models.contains(m)).unwrap_or(first_model),
         col_sort: Sort::parse(p.get("cols")),
         row_sort: Sort::parse(p.get("rows")),
@@ -297,7 +303,10 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     dom::set_body_attr("data-synthetic", if synthetic { "true" } else { "false" });
     dom::set_text(
         "provenance",
-        &format!("Embedding model: {} · Provenance: {}", loaded.manifest.embedding_model, loaded.manifest.provenance),
+        &format!(
+            "Embedding model: {} · Provenance: {}",
+            loaded.manifest.embedding_model, loaded.manifest.provenance
+        ),
     );
     APP.with(|a| {
         *a.borrow_mut() = Some(App {
@@ -334,7 +343,12 @@ fn filtered_rows(app: &App) -> Option<Vec<u32>> {
     }
     let col = |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
     let (m, l) = (col("model"), col("language"));
-    Some((0..m.len()).filter(|&i| models.contains(&m[i]) && languages.contains(&l[i])).map(|i| i as u32).collect())
+    Some(
+        (0..m.len())
+            .filter(|&i| models.contains(&m[i]) && languages.contains(&l[i]))
+            .map(|i| i as u32)
+            .collect(),
+    )
 }
 
 #[derive(Serialize)]

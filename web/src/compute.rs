@@ -68,12 +68,19 @@ pub async fn init(preference: Preference) -> Compute {
             Err(e) => e,
         }
     };
-    Compute { device: Device::flex(), backend: Backend::Cpu, adapter: "flex (wasm32, single thread)".into(), fallback_reason: Some(reason) }
+    Compute {
+        device: Device::flex(),
+        backend: Backend::Cpu,
+        adapter: "flex (wasm32, single thread)".into(),
+        fallback_reason: Some(reason),
+    }
 }
 
 fn has_webgpu() -> bool {
     let navigator = dom::window().navigator();
-    js_sys::Reflect::get(&navigator, &"gpu".into()).map(|g| !g.is_undefined() && !g.is_null()).unwrap_or(false)
+    js_sys::Reflect::get(&navigator, &"gpu".into())
+        .map(|g| !g.is_undefined() && !g.is_null())
+        .unwrap_or(false)
 }
 
 async fn init_webgpu() -> Result<(Device, String), String> {

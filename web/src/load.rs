@@ -63,7 +63,11 @@ fn load_demo() -> Result<Loaded, String> {
     let files = build_bundle(&demo_spec(), &demo.embeddings, demo.dim, &demo.columns, Vec::new())
         .map_err(|e| e.to_string())?;
     let bundle = read_bundle(|path| {
-        files.iter().find(|(p, _)| p == path).map(|(_, b)| b.clone()).ok_or_else(|| BundleError::new(path, "missing"))
+        files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, b)| b.clone())
+            .ok_or_else(|| BundleError::new(path, "missing"))
     })
     .map_err(|e| e.to_string())?;
     Ok(Loaded {
@@ -105,8 +109,8 @@ fn bundle_urls(address: &str) -> Result<(String, String), String> {
 async fn load_url(address: &str) -> Result<Loaded, String> {
     let (base, manifest_url) = bundle_urls(address)?;
     let response = fetch(&manifest_url).await?;
-    let manifest_bytes = read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ())
-        .await?;
+    let manifest_bytes =
+        read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
     let manifest = Manifest::parse(&manifest_bytes).map_err(|e| e.to_string())?;
     let total = check_size(&manifest)?;
     let mut done = 0u64;
@@ -130,21 +134,24 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
     // Key every file by its path inside the bundle: a folder pick gives `folder/thumbs/x.jpg`.
     let mut by_path: HashMap<String, File> = HashMap::new();
     for f in files {
-        let rel = Reflect::get(&f, &"webkitRelativePath".into()).ok().and_then(|v| v.as_string()).unwrap_or_default();
+        let rel = Reflect::get(&f, &"webkitRelativePath".into())
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_default();
         let key = match rel.split_once('/') {
             Some((_, rest)) if !rest.is_empty() => rest.to_string(),
             _ => f.name(),
         };
         by_path.insert(key, f);
     }
-    let manifest_file = by_path
-        .get(MANIFEST)
-        .cloned()
-        .ok_or_else(|| format!("no {MANIFEST} among the chosen files: choose the bundle folder or all of its files"))?;
+    let manifest_file = by_path.get(MANIFEST).cloned().ok_or_else(|| {
+        format!("no {MANIFEST} among the chosen files: choose the bundle folder or all of its files")
+    })?;
     if manifest_file.size() as u64 > MAX_MANIFEST_BYTES {
         return Err(format!("{MANIFEST} is too large ({})", dom::mib(manifest_file.size() as u64)));
     }
-    let manifest_bytes = read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
+    let manifest_bytes =
+        read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
     let manifest = Manifest::parse(&manifest_bytes).map_err(|e| e.to_string())?;
     let total = check_size(&manifest)?;
     let mut done = 0u64;
@@ -219,7 +226,9 @@ async fn read_stream(
     let step = (limit / 100).max(1 << 16);
     let mut next_report = 0u64;
     loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(|e| format!("{file}: read error: {}", js_error(&e)))?;
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("{file}: read error: {}", js_error(&e)))?;
         if Reflect::get(&chunk, &"done".into()).ok().and_then(|v| v.as_bool()).unwrap_or(true) {
             break;
         }
@@ -231,7 +240,9 @@ async fn read_stream(
         if (start + len) as u64 > limit {
             let _ = reader.cancel();
             return Err(match exact {
-                Some(n) => format!("bundle file {file}: larger than the {n} bytes the manifest lists (oversized or wrong file)"),
+                Some(n) => format!(
+                    "bundle file {file}: larger than the {n} bytes the manifest lists (oversized or wrong file)"
+                ),
                 None => format!("bundle file {file}: larger than {} (oversized)", dom::mib(limit)),
             });
         }

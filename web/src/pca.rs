@@ -24,14 +24,24 @@ pub async fn pca2(table: &Tensor<2>) -> Result<Vec<f32>, String> {
     let mean = sample.clone().mean_dim(0);
     let centred = sample - mean.clone();
     let cov = centred.clone().transpose().matmul(centred);
-    let cov: Vec<f32> = cov.into_data_async().await.map_err(|e| format!("{e:?}"))?.try_to_vec::<f32>().map_err(|e| format!("{e:?}"))?;
+    let cov: Vec<f32> = cov
+        .into_data_async()
+        .await
+        .map_err(|e| format!("{e:?}"))?
+        .try_to_vec::<f32>()
+        .map_err(|e| format!("{e:?}"))?;
     let cov: Vec<f64> = cov.into_iter().map(f64::from).collect();
     let v1 = leading_eigenvector(&cov, d, None);
     let v2 = leading_eigenvector(&cov, d, Some(&v1));
     let basis: Vec<f32> = (0..d).flat_map(|k| [v1[k] as f32, v2[k] as f32]).collect();
     let basis = Tensor::<2>::from_data(TensorData::new(basis, [d, 2]), &device);
     let coords = (x - mean).matmul(basis);
-    coords.into_data_async().await.map_err(|e| format!("{e:?}"))?.try_to_vec::<f32>().map_err(|e| format!("{e:?}"))
+    coords
+        .into_data_async()
+        .await
+        .map_err(|e| format!("{e:?}"))?
+        .try_to_vec::<f32>()
+        .map_err(|e| format!("{e:?}"))
 }
 
 /// Power iteration on the symmetric `d × d` matrix `a`, orthogonal to `deflate` when given.

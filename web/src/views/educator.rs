@@ -46,7 +46,9 @@ pub fn wire() {
         }
     });
     dom::on_id("view-educator", "change", |e| {
-        let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else { return };
+        let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else {
+            return;
+        };
         let value = sel.value();
         with_app(|app| match sel.id().as_str() {
             "edu-culture" => app.ui.culture = value,
@@ -71,7 +73,13 @@ fn options(app: &app::App, column: &str) -> Vec<String> {
 fn select(id: &str, label: &str, values: &[String], current: &str) -> String {
     let opts: String = values
         .iter()
-        .map(|v| format!("<option value='{e}'{}>{e}</option>", if v == current { " selected" } else { "" }, e = esc(v)))
+        .map(|v| {
+            format!(
+                "<option value='{e}'{}>{e}</option>",
+                if v == current { " selected" } else { "" },
+                e = esc(v)
+            )
+        })
         .collect();
     format!("<label>{label} <select id='{id}'>{opts}</select></label>")
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::colour::{diverging_legend, diverging_rgb, ink, css};
+use super::colour::{css, diverging_legend, diverging_rgb, ink};
 use crate::app::{self, Sort, with_app};
 use crate::dom::{self, esc};
 use crate::load::Thumbs;
@@ -43,7 +43,9 @@ pub fn wire() {
                     sos,
                     attr("data-n")
                 )));
-                if let (Some(m), Ok(style)) = (m, tip.clone().dyn_into::<web_sys::HtmlElement>().map(|h| h.style())) {
+                if let (Some(m), Ok(style)) =
+                    (m, tip.clone().dyn_into::<web_sys::HtmlElement>().map(|h| h.style()))
+                {
                     style.set_property("left", &format!("{}px", m.page_x() + 14)).ok();
                     style.set_property("top", &format!("{}px", m.page_y() + 14)).ok();
                 }
@@ -195,7 +197,9 @@ fn show_images(language: &str, culture: &str) {
             .rows
             .iter()
             .map(|&r| r as usize)
-            .filter(|&r| m[r] == app.ui.model && l[r] == language && c[r] == culture && !thumb_col.1[r].is_empty())
+            .filter(|&r| {
+                m[r] == app.ui.model && l[r] == language && c[r] == culture && !thumb_col.1[r].is_empty()
+            })
             .filter(|&r| seen.insert(thumb_col.1[r].clone()))
             .take(MAX_IMAGES)
             .map(|r| {
@@ -208,7 +212,12 @@ fn show_images(language: &str, culture: &str) {
                 )
             })
             .collect();
-        Some(format!("<h3>{} × {} ({})</h3><div class='grid'>{imgs}</div>", esc(culture), esc(language), esc(&app.ui.model)))
+        Some(format!(
+            "<h3>{} × {} ({})</h3><div class='grid'>{imgs}</div>",
+            esc(culture),
+            esc(language),
+            esc(&app.ui.model)
+        ))
     })
     .flatten();
     if let Some(html) = html {

@@ -21,7 +21,9 @@ use culturelens_core::sos::Pooling;
 pub fn wire() {
     let tabs: String = VIEWS
         .iter()
-        .map(|(id, label)| format!("<button type='button' role='tab' data-view='{id}' id='tab-{id}'>{label}</button>"))
+        .map(|(id, label)| {
+            format!("<button type='button' role='tab' data-view='{id}' id='tab-{id}'>{label}</button>")
+        })
         .collect();
     dom::set_html("tabs", &tabs);
     dom::on_id("tabs", "click", |e| {
@@ -37,7 +39,9 @@ pub fn wire() {
             Some("language") => {
                 app.filter.languages.iter_mut().filter(|(l, _)| *l == value).for_each(|l| l.1 = on)
             }
-            Some("pool") => app.filter.pooling = if value == "per-model" { Pooling::PerModel } else { Pooling::All },
+            Some("pool") => {
+                app.filter.pooling = if value == "per-model" { Pooling::PerModel } else { Pooling::All }
+            }
             _ => {}
         });
         app::spawn_recompute();
@@ -80,7 +84,13 @@ pub fn render_filters() {
             .manifest
             .models
             .iter()
-            .map(|m| format!("<option value='{v}'{}>{v}</option>", if *m == app.ui.model { " selected" } else { "" }, v = esc(m)))
+            .map(|m| {
+                format!(
+                    "<option value='{v}'{}>{v}</option>",
+                    if *m == app.ui.model { " selected" } else { "" },
+                    v = esc(m)
+                )
+            })
             .collect();
         dom::set_html("model-select", &models);
         format!(

@@ -71,7 +71,11 @@ pub fn wire() {
             app.selection = (0..coords.len() / 2)
                 .filter(|&i| {
                     let p = t.apply(coords[2 * i], coords[2 * i + 1]);
-                    if lasso { inside_polygon(p, &path) } else { inside_box(p, path[0], *path.last().unwrap()) }
+                    if lasso {
+                        inside_polygon(p, &path)
+                    } else {
+                        inside_box(p, path[0], *path.last().unwrap())
+                    }
                 })
                 .map(|i| i as u32)
                 .collect();
@@ -128,7 +132,9 @@ impl Transform {
                 hi[k] = hi[k].max(p[k]);
             }
         }
-        let span = ((hi[0] - lo[0]) / (W as f32 - 2.0 * MARGIN as f32)).max((hi[1] - lo[1]) / (H as f32 - 2.0 * MARGIN as f32)).max(1e-12);
+        let span = ((hi[0] - lo[0]) / (W as f32 - 2.0 * MARGIN as f32))
+            .max((hi[1] - lo[1]) / (H as f32 - 2.0 * MARGIN as f32))
+            .max(1e-12);
         Transform { x0: (lo[0] + hi[0]) / 2.0, y0: (lo[1] + hi[1]) / 2.0, scale: 1.0 / span }
     }
 
@@ -182,7 +188,11 @@ pub fn render() {
 
 /// Rasterises the points (2 × 2 px, selected ones larger and black) and the selection outline.
 pub fn draw() {
-    let Ok(canvas) = dom::document().get_element_by_id("scatter-canvas").ok_or(()).and_then(|c| c.dyn_into::<HtmlCanvasElement>().map_err(|_| ())) else {
+    let Ok(canvas) = dom::document()
+        .get_element_by_id("scatter-canvas")
+        .ok_or(())
+        .and_then(|c| c.dyn_into::<HtmlCanvasElement>().map_err(|_| ()))
+    else {
         return;
     };
     let Some((coords, colours, legend, selected)) = with_app(|app| {
@@ -226,7 +236,8 @@ pub fn draw() {
             }
         }
     }
-    let ctx: CanvasRenderingContext2d = canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into().ok()).expect("2d context");
+    let ctx: CanvasRenderingContext2d =
+        canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into().ok()).expect("2d context");
     if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&px), W, H) {
         ctx.put_image_data(&image, 0.0, 0.0).ok();
     }
@@ -248,7 +259,9 @@ pub fn draw() {
     dom::set_text("selection-count", &format!("{n_sel} selected"));
     let items: String = legend
         .iter()
-        .map(|(name, i)| format!("<span class='key'><i style='background:{}'></i>{}</span>", css(category(*i)), esc(name)))
+        .map(|(name, i)| {
+            format!("<span class='key'><i style='background:{}'></i>{}</span>", css(category(*i)), esc(name))
+        })
         .collect();
     dom::set_html("scatter-legend", &items);
 }

@@ -5,7 +5,10 @@
 //! compute device (f32 products on WebGPU, which has no f64).
 
 use burn::tensor::{Int, Tensor, TensorData};
-use culturelens_core::vendi::{Order, Precision, Route, VendiScore, categorical_features, cosine_features, product_tensor, spectrum_from_product};
+use culturelens_core::vendi::{
+    Order, Precision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
+    spectrum_from_product,
+};
 
 use crate::app::with_app;
 use crate::compute::Backend;
@@ -21,7 +24,10 @@ const CATEGORICAL_COLUMNS: [&str; 4] = ["language", "culture", "person", "templa
 pub fn wire() {
     for event in ["change", "input"] {
         dom::on_id("view-vendi", event, |e| {
-            let is_control = e.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok()).is_some_and(|el| el.closest(".vendi-controls").ok().flatten().is_some());
+            let is_control = e
+                .target()
+                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+                .is_some_and(|el| el.closest(".vendi-controls").ok().flatten().is_some());
             if is_control {
                 wasm_bindgen_futures::spawn_local(update());
             }
@@ -39,7 +45,8 @@ fn choice(id: &str, label: &str, values: &[String]) -> String {
 pub fn render() {
     let html = with_app(|app| {
         let m = &app.manifest;
-        let present: Vec<&str> = CATEGORICAL_COLUMNS.iter().copied().filter(|c| app.columns.iter().any(|(n, _)| n == c)).collect();
+        let present: Vec<&str> =
+            CATEGORICAL_COLUMNS.iter().copied().filter(|c| app.columns.iter().any(|(n, _)| n == c)).collect();
         let weight = 1.0 / present.len().max(1) as f64;
         let weights: String = present
             .iter()
@@ -88,20 +95,34 @@ async fn update() {
 async fn score() -> Result<VendiScore, String> {
     let q = Order::parse(&dom::input_value("vendi-q"))?;
     let kernel = dom::select_value("vendi-kernel");
-    let (model, language, culture) = (dom::select_value("vendi-model"), dom::select_value("vendi-language"), dom::select_value("vendi-culture"));
+    let (model, language, culture) = (
+        dom::select_value("vendi-model"),
+        dom::select_value("vendi-language"),
+        dom::select_value("vendi-culture"),
+    );
     let use_selection = dom::select_value("vendi-source") == "selection";
     let weights: Vec<(String, f64)> = {
         let nodes = dom::by_id("view-vendi").query_selector_all("input.weight").map_err(|_| "weights")?;
         (0..nodes.length())
             .filter_map(|i| nodes.item(i))
             .filter_map(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(n).ok())
-            .map(|i| (i.get_attribute("data-column").unwrap_or_default(), i.value().parse::<f64>().unwrap_or(f64::NAN)))
+            .map(|i| {
+                (
+                    i.get_attribute("data-column").unwrap_or_default(),
+                    i.value().parse::<f64>().unwrap_or(f64::NAN),
+                )
+            })
             .collect()
     };
     let (rows, table, backend, cat) = with_app(|app| {
-        let col = |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
+        let col =
+            |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
         let (m, l, c) = (col("model"), col("language"), col("culture"));
-        let base: Vec<u32> = if use_selection { app.selection.clone() } else { app.scored.as_ref().map(|s| s.rows.clone()).unwrap_or_default() };
+        let base: Vec<u32> = if use_selection {
+            app.selection.clone()
+        } else {
+            app.scored.as_ref().map(|s| s.rows.clone()).unwrap_or_default()
+        };
         let keep = |want: &str, have: &str| want.is_empty() || want == have;
         let rows: Vec<u32> = base
             .into_iter()
@@ -110,7 +131,10 @@ async fn score() -> Result<VendiScore, String> {
                 keep(&model, &m[r]) && keep(&language, &l[r]) && keep(&culture, &c[r])
             })
             .collect();
-        let cat: Vec<(String, Vec<String>)> = weights.iter().map(|(name, _)| (name.clone(), rows.iter().map(|&r| col(name)[r as usize].clone()).collect())).collect();
+        let cat: Vec<(String, Vec<String>)> = weights
+            .iter()
+            .map(|(name, _)| (name.clone(), rows.iter().map(|&r| col(name)[r as usize].clone()).collect()))
+            .collect();
         (rows, app.table.clone(), app.compute.backend, cat)
     })
     .ok_or("no bundle loaded")?;
@@ -121,26 +145,39 @@ async fn score() -> Result<VendiScore, String> {
     let device = table.device();
     let features = if kernel == "categorical" {
         if n > MAX_CATEGORICAL_ROWS {
-            return Err(format!("{n} rows; the categorical kernel is limited to {MAX_CATEGORICAL_ROWS} here"));
+            return Err(format!(
+                "{n} rows; the categorical kernel is limited to {MAX_CATEGORICAL_ROWS} here"
+            ));
         }
-        let cols: Vec<(&str, &[String])> = cat.iter().map(|(name, v)| (name.as_str(), v.as_slice())).collect();
+        let cols: Vec<(&str, &[String])> =
+            cat.iter().map(|(name, v)| (name.as_str(), v.as_slice())).collect();
         let w: Vec<f64> = weights.iter().map(|(_, w)| *w).collect();
         categorical_features(&cols, &w).map_err(|e| e.to_string())?
     } else {
         if n > MAX_COSINE_ROWS {
-            return Err(format!("{n} rows; the cosine kernel is limited to {MAX_COSINE_ROWS} rows here (narrow the subset)"));
+            return Err(format!(
+                "{n} rows; the cosine kernel is limited to {MAX_COSINE_ROWS} rows here (narrow the subset)"
+            ));
         }
         let [_, d] = table.dims();
         let idx: Vec<i32> = rows.iter().map(|&r| r as i32).collect();
         let x = table.select(0, Tensor::<1, Int>::from_data(TensorData::new(idx, [n]), &device));
-        let x: Vec<f32> = x.into_data_async().await.map_err(|e| format!("{e:?}"))?.try_to_vec::<f32>().map_err(|e| format!("{e:?}"))?;
+        let x: Vec<f32> = x
+            .into_data_async()
+            .await
+            .map_err(|e| format!("{e:?}"))?
+            .try_to_vec::<f32>()
+            .map_err(|e| format!("{e:?}"))?;
         cosine_features(&x, n, d).map_err(|e| e.to_string())?
     };
     let precision = match backend {
         Backend::WebGpu => Precision::F32,
         Backend::Cpu => Precision::F64,
     };
-    let product = product_tensor(&features, Route::Auto, precision, &device).into_data_async().await.map_err(|e| format!("{e:?}"))?;
+    let product = product_tensor(&features, Route::Auto, precision, &device)
+        .into_data_async()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
     let spectrum = spectrum_from_product(product, &features, precision);
     Ok(VendiScore::from_spectrum(&spectrum, n, q, None))
 }
