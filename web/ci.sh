@@ -36,6 +36,9 @@ cargo build --locked -p culturelens
 bin="$repo/target/debug/culturelens"
 
 step "web app (trunk, profile web-ci)"
+# Fetch the web workspace's crates first: trunk runs offline (no tool downloads) and a fresh
+# machine's cargo registry does not yet hold the wasm-only dependencies.
+cargo fetch --locked --manifest-path web/Cargo.toml
 (cd web && trunk build --release --cargo-profile web-ci --locked --offline)
 
 step "browser tests (headless Chromium)"
