@@ -24,6 +24,7 @@ enum Command {
     Bundle(cmd::bundle::BundleArgs),
     DemoBundle(cmd::bundle::DemoBundleArgs),
 }
+    Prompts(cmd::prompts::PromptsArgs),
 
 fn main() {
     let cli = Cli::parse();
@@ -36,6 +37,7 @@ fn main() {
         Command::Bundle(args) => cmd::bundle::run(args),
         Command::DemoBundle(args) => cmd::bundle::run_demo(args),
     };
+        Command::Prompts(args) => cmd::prompts::run(args),
     if let Err(err) = result {
         eprintln!("error: {err:#}");
         std::process::exit(1);

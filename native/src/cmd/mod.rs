@@ -3,5 +3,6 @@
 pub mod bundle;
 pub mod demo;
 pub mod embed;
+pub mod prompts;
 pub mod sos;
 pub mod vendi;
