@@ -23,8 +23,8 @@ enum Command {
     EmbedText(cmd::embed::EmbedTextArgs),
     Bundle(cmd::bundle::BundleArgs),
     DemoBundle(cmd::bundle::DemoBundleArgs),
-}
     Prompts(cmd::prompts::PromptsArgs),
+}
 
 fn main() {
     let cli = Cli::parse();
@@ -36,8 +36,8 @@ fn main() {
         Command::EmbedText(args) => cmd::embed::run_text(args),
         Command::Bundle(args) => cmd::bundle::run(args),
         Command::DemoBundle(args) => cmd::bundle::run_demo(args),
-    };
         Command::Prompts(args) => cmd::prompts::run(args),
+    };
     if let Err(err) = result {
         eprintln!("error: {err:#}");
         std::process::exit(1);
