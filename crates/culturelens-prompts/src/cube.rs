@@ -35,7 +35,7 @@ pub const CONCEPTS: [(&str, &[&str]); 3] =
     [("cuisine", &["cuisine"]), ("landmark", &["landmarks", "landscapes"]), ("art", &["art"])];
 
 /// Table 13: the prompt templates per concept (art split by art form), with its placeholders.
-/// `art_other` is not in Table 13: upstream words some art prompts "Image of <x> art from <country>".
+/// `art_other` is not in Table 13: upstream words some art prompts "Image of {x} art from {country}".
 pub const TEMPLATES: [(&str, &str); 6] = [
     ("cuisine", "A high resolution image of <food> from <country_name> cuisine."),
     ("landmark", "A panoramic view of <place_name> in <country_name>."),
@@ -233,9 +233,9 @@ pub fn parse(bytes: &[u8]) -> Result<PromptTable, PromptError> {
     Ok(PromptTable::new(PromptSet::Cube, &EXTRA_COLUMNS, rows))
 }
 
-/// The art form an upstream art prompt describes: "<x> performance from" → performance,
-/// "... clothing" → clothing, "<x> painting from" → painting, anything else ("Image of <x> art
-/// from <country>") → other.
+/// The art form an upstream art prompt describes: "{x} performance from" → performance,
+/// "... clothing" → clothing, "{x} painting from" → painting, anything else ("Image of {x} art
+/// from {country}") → other.
 fn art_form(prompt: &str) -> &'static str {
     if prompt.contains(" performance from ") {
         "performance"

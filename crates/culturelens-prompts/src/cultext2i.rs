@@ -20,7 +20,7 @@ pub const NOTES: &str = include_str!("notes/cultext2i.md");
 
 /// A cultural domain of Table 9 and its concepts; `enrichment` are the concepts the paper lists in
 /// parentheses ("additional concepts we added for enrichment"). In the personality domain each
-/// entry is an adjective and the concept is "<adjective> person" (`suffix`).
+/// entry is an adjective and the concept is "{adjective} person" (`suffix`).
 #[derive(Debug)]
 pub struct Domain {
     pub name: &'static str,
@@ -329,7 +329,7 @@ pub struct Translation {
 pub type Translations = HashMap<(&'static str, String), Translation>;
 
 /// Reads a translation CSV with columns `language` (ISO 639-1, or the paper's code such as IW),
-/// `concept` (as in Table 9, e.g. "lazy person"), `translated_prompt` ("a photo of <concept>" in
+/// `concept` (as in Table 9, e.g. "lazy person"), `translated_prompt` ("a photo of {concept}" in
 /// the language) and `translated_concept` (the concept in the language). An empty cell leaves
 /// that template out for the pair; a row needs at least one of the two. Other columns are ignored.
 pub fn read_translations(path: &Path, bytes: &[u8]) -> Result<Translations, PromptError> {
