@@ -93,6 +93,148 @@ fn categorical_and_precomputed_kernels() {
     save_table(&EmbeddingTable::new(bad, Metadata::empty(2)), &kpath, None).unwrap();
     let err = fails(&["vendi", "--embeddings", p(&kpath), "--kernel", "precomputed", "--out", p(&out)]);
     assert!(err.contains("k.npy") && err.contains("not positive semi-definite"), "{err}");
+    let err = fails(&[
+        "vendi",
+        "--embeddings",
+        p(&kpath),
+        "--kernel",
+        "precomputed",
+        "--route",
+        "dual",
+        "--out",
+        p(&out),
+    ]);
+    assert!(err.contains("--route applies to cosine and categorical kernels"), "{err}");
+}
+
+/// The CUBE protocol on the categorical kernel and on the same kernel precomputed: the same
+/// seeded batches, the same numbers; every batch of 2 scores 2 / (1 + s²) at q = 2.
+#[test]
+fn protocol_on_categorical_and_precomputed_kernels_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("cube.csv");
+    std::fs::write(&meta, "continent,country,artifact,hps\nA,JP,a,0.2\nA,CN,b,0.4\nE,DE,c,0.6\nE,DE,c,0.8\n")
+        .unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let protocol = ["--q", "2", "--quality-col", "hps", "--batch-size", "2", "--repeats", "9", "--seed", "7"];
+    let categorical = [
+        "vendi",
+        "--meta",
+        p(&meta),
+        "--kernel",
+        "categorical",
+        "--columns",
+        "continent,country,artifact",
+        "--weights",
+        "0.5,0.3,0.2",
+        "--intdiv",
+    ];
+    ok(&[&categorical[..], &protocol[..], &["--out", p(&a)]].concat());
+    // K = [[1,.5,0,0],[.5,1,0,0],[0,0,1,1],[0,0,1,1]]
+    let k = Matrix::new(
+        4,
+        4,
+        vec![1.0, 0.5, 0.0, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0],
+    );
+    let kpath = dir.path().join("k.npy");
+    save_table(&EmbeddingTable::new(k, Metadata::empty(4)), &kpath, None).unwrap();
+    let precomputed =
+        ["vendi", "--embeddings", p(&kpath), "--meta", p(&meta), "--kernel", "precomputed", "--intdiv"];
+    ok(&[&precomputed[..], &protocol[..], &["--out", p(&b)]].concat());
+    let (va, vb) = (json(&a), json(&b));
+    for key in ["vs", "vs_sd", "qvs", "qvs_norm", "qvs_norm_sd", "intdiv", "intdiv_sd"] {
+        let (x, y) = (va[key].as_f64().unwrap(), vb[key].as_f64().unwrap());
+        assert!((x - y).abs() < 1e-6, "{key}: {x} vs {y}");
+    }
+    assert_eq!(
+        (va["n"].as_u64(), va["batch_size"].as_u64(), va["repeats"].as_u64()),
+        (Some(4), Some(2), Some(9))
+    );
+    let vs = va["vs"].as_f64().unwrap();
+    assert!((1.0..=2.0).contains(&vs) && va["vs_sd"].as_f64().unwrap() > 0.0, "{va}");
+}
+
+/// Protocol seeds mix the group value: adding a group leaves the other groups' batches alone.
+#[test]
+fn protocol_groups_are_seeded_by_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, large) = (dir.path().join("small.csv"), dir.path().join("large.csv"));
+    let rows = |groups: &[&str]| -> String {
+        let mut text = String::from("country,artifact,prompt\n");
+        for g in groups {
+            for i in 0..6 {
+                text += &format!("C{},a{},{g}\n", i % 3, i % 4);
+            }
+        }
+        text
+    };
+    std::fs::write(&small, rows(&["p1", "p3"])).unwrap();
+    std::fs::write(&large, rows(&["p1", "p2", "p3"])).unwrap();
+    let run = |meta: &std::path::Path, out: &std::path::Path| {
+        ok(&[
+            "vendi",
+            "--meta",
+            p(meta),
+            "--kernel",
+            "categorical",
+            "--columns",
+            "country,artifact",
+            "--weights",
+            "0.5,0.5",
+            "--group-by",
+            "prompt",
+            "--batch-size",
+            "3",
+            "--repeats",
+            "5",
+            "--seed",
+            "11",
+            "--out",
+            p(out),
+        ]);
+        json(out)
+    };
+    let (a, b) = (run(&small, &dir.path().join("a.json")), run(&large, &dir.path().join("b.json")));
+    assert_eq!(b.as_object().unwrap().len(), 3);
+    assert_eq!(a["p3"], b["p3"], "p3's batches do not depend on p2");
+    assert_eq!(a["p1"], b["p1"]);
+}
+
+#[test]
+fn flags_that_would_be_ignored_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (npy, csv) = readme_table(dir.path());
+    let out = dir.path().join("v.json");
+    let err =
+        fails(&["vendi", "--embeddings", p(&npy), "--columns", "prompt", "--weights", "1", "--out", p(&out)]);
+    assert!(err.contains("--columns and --weights belong to --kernel categorical"), "{err}");
+    let err = fails(&[
+        "vendi",
+        "--embeddings",
+        p(&npy),
+        "--meta",
+        p(&csv),
+        "--kernel",
+        "categorical",
+        "--columns",
+        "prompt",
+        "--weights",
+        "1",
+        "--out",
+        p(&out),
+    ]);
+    assert!(err.contains("drop --embeddings"), "{err}");
+    let err = fails(&["vendi", "--embeddings", p(&npy), "--q", "-1", "--out", p(&out)]);
+    assert!(err.contains("order q must be a number >= 0 or `inf`"), "{err}");
+    let err = fails(&["vendi", "--embeddings", p(&npy), "--batch-size", "0", "--out", p(&out)]);
+    assert!(err.contains("--batch-size"), "{err}");
+    assert!(!out.exists(), "no output on errors");
+    // --timings splits the command into stages on stderr.
+    let run = common::culturelens(&["vendi", "--embeddings", p(&npy), "--timings", "--out", p(&out)]);
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    for stage in ["load", "device init", "product", "eigenvalues", "write"] {
+        assert!(stderr.contains(&format!("timing {stage} ")), "{stage}: {stderr}");
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod cmd;
 mod device;
+mod timing;
 
 use clap::{Parser, Subcommand};
 

@@ -1,96 +1,112 @@
 //! `culturelens vendi`: Vendi scores, quality-weighted and normalised Vendi (CUBE Def. 5.1,
 //! Eq. 2–3) with cosine, categorical (Eq. 4) or precomputed kernels, optionally per group and with
-//! the CUBE batch protocol.
+//! the CUBE batch protocol (§5.2, App. J). The metric code is `culturelens_core::vendi`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_core::vendi::{
-    Features, Order, Precision, ProtocolScore, Route, VendiScore, categorical_features, cosine_features,
-    intdiv, precomputed_spectrum, protocol, spectrum,
+    Features, Order, Precision, ProtocolPlan, ProtocolScore, Route, VendiScore, categorical_features,
+    cosine_features, intdiv, intdiv_of_kernel, precomputed_spectrum, product_tensor, protocol,
+    protocol_precomputed, spectrum_from_product,
 };
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
 use serde_json::{Map, Value, json};
 
 use crate::device::{DeviceChoice, select_device};
+use crate::timing::Stages;
 
 const CONVENTIONS: &str = "\
-Vendi scores of the CUBE paper (Def. 5.1): VS_q = exp(Renyi entropy of order q of the normalised
-eigenvalues of K/N), for any q >= 0 (`--q inf` for q = infinity):
-  q = 0: numerical rank; q = 1 (default): exp(-sum p ln p), 0 ln 0 = 0; q = inf: 1 / max p.
-Eigenvalues <= max(N, D) * eps * max eigenvalue (eps of the accumulation precision) are set to 0
-first, so q = 0 is the numerical rank and q = inf is stable.
+Vendi scores of the CUBE paper (Def. 5.1): VS_q = exp(Renyi entropy of order q of the
+eigenvalues of K/N, normalised to sum 1), for any q >= 0 (`--q inf` for q = infinity):
+  q = 0: the numerical rank; q = 1 (default): the Shannon limit exp(-sum p ln p), with
+  0 ln 0 = 0; q = inf: 1 / max p; otherwise (sum p^q)^(1/(1-q)).
+Round-off: eigenvalues <= max(N, D) * eps * (largest eigenvalue) are set to 0 first (eps of the
+precision the kernel was accumulated in), so q = 0 is the numerical rank and q = inf is stable.
 
-qvs = mean(quality) * VS_q (Eq. 2), qvs_norm = qvs / N (Eq. 3); quality comes from
---quality-col (e.g. HPS-v2 scores) or is 1 for every item.
+qvs = mean(quality) * VS_q (Eq. 2) and qvs_norm = qvs / N (Eq. 3), quality from --quality-col
+(e.g. HPS-v2 scores in [0, 1] computed elsewhere) or 1 for every item.
 
-Kernels (k(x, x) = 1 for all):
-  cosine       embeddings with rows L2-normalised (default with --embeddings)
+Kernels (every one has k(x, x) = 1):
+  cosine       rows of --embeddings L2-normalised (the default with --embeddings)
   categorical  k = w1 [same continent] + w2 [same country] + w3 [same artifact] (Eq. 4) from
-               metadata --columns with --weights (>= 0, summing to 1)
-  precomputed  --embeddings K.npy is the N x N kernel itself (validated: symmetric, unit
-               diagonal, positive semi-definite)
-Routes: kernel = eigenvalues of F F^T / N (N x N); dual = eigenvalues of F^T F / N (D x D) for
-the feature map F of a cosine or categorical kernel; auto (default) takes the smaller. The
-product runs on --device (f64 on cpu/cuda, f32 on wgpu), the eigenvalues in f64 (faer).
-Unlike the vendi-score package (0.0.3), whose score_X ignores q and whose score_K returns NaN
-for q = inf, every route honours --q and q = inf is the limit 1 / max p.
+               the metadata --columns with --weights (>= 0, summing to 1); the default
+               without --embeddings
+  precomputed  --embeddings K.npy is the N x N kernel matrix itself, read as float32; it is
+               validated: finite, symmetric and unit diagonal to 1e-6, and positive
+               semi-definite (no eigenvalue of K/N below -N * eps32 * largest eigenvalue)
+Routes (cosine and categorical): kernel = eigenvalues of F F^T / N (N x N), dual = eigenvalues
+of F^T F / N (D x D), for the feature map F of the kernel (D = embedding dimension or number of
+categories); auto (default) takes the smaller. Both give the same scores. The product runs on
+--device, accumulated in f64 on cpu and cuda and in f32 on wgpu (no f64 there: scores agree to
+about 1e-6); eigenvalues are computed in f64 (faer).
 
-Output (--out, written atomically, full f64 precision): {\"n\", \"q\", \"vs\", \"qvs\", \"qvs_norm\"}
-(q = infinity is written as the string \"inf\"); with --group-by an object keyed by group value
-holding such objects. --intdiv adds \"intdiv\" = 1 - mean off-diagonal similarity.
-CUBE protocol (--batch-size 8): per group, --repeats batches (default 50) drawn without
-replacement with --seed; n is the group size, vs/qvs/qvs_norm are means over repetitions and
-vs_sd/qvs_sd/qvs_norm_sd their population standard deviations.";
+Differences from the vendi-score package (0.0.3): its score_X ignores q and always returns the
+q = 1 score, and its score_K returns NaN for q = inf. Here every route honours --q (Def. 5.1
+defines VS_q for every order, and the routes share one spectrum) and q = inf is the limit
+1 / max p. It also counts round-off eigenvalues, which changes its q = 0 and, by about 1e-8,
+its q < 1 scores of rank-deficient kernels.
+
+Output (--out, written atomically, full f64 precision): {\"n\", \"q\", \"vs\", \"qvs\", \"qvs_norm\"},
+q = infinity written as the string \"inf\"; with --group-by, an object keyed by group value
+holding such objects. --intdiv adds \"intdiv\" = 1 - mean similarity of distinct items.
+
+CUBE protocol (--batch-size, 8 in the paper): per group, --repeats batches (default 50) of
+min(batch size, group size) distinct items, drawn with --seed mixed with the group value, are
+scored; vs, qvs, qvs_norm (and intdiv) are the means over the batches, vs_sd, qvs_sd,
+qvs_norm_sd (intdiv_sd) their population standard deviations, n is the group size and
+qvs_norm = qvs / batch size. Without --batch-size each group is scored whole.";
 
 /// Arguments of `culturelens vendi`.
 #[derive(clap::Args, Debug)]
-#[command(about = "Vendi, quality-weighted and normalised Vendi scores (CUBE Def. 5.1, Eq. 2-3)", long_about = CONVENTIONS)]
+#[command(about = "Vendi, quality-weighted and normalised Vendi scores (CUBE Def. 5.1, Eq. 2-4)", long_about = CONVENTIONS)]
 pub struct VendiArgs {
     /// Embeddings (.npy N x d with optional --meta, or .parquet); the N x N kernel with --kernel precomputed.
     #[arg(long, value_name = "FILE")]
     pub embeddings: Option<PathBuf>,
-    /// Metadata CSV (one row per item): categorical columns, quality and group columns.
+    /// Metadata CSV (one row per item): categorical, quality and group columns.
     #[arg(long, value_name = "FILE")]
     pub meta: Option<PathBuf>,
-    /// Similarity kernel.
+    /// Similarity kernel [default: cosine with --embeddings, else categorical].
     #[arg(long, value_enum)]
     pub kernel: Option<KernelArg>,
     /// Metadata columns of the categorical kernel, comma-separated (e.g. continent,country,artifact).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
     pub columns: Vec<String>,
     /// Weights of the categorical kernel, comma-separated, one per column (>= 0, sum 1).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "W1,W2,...")]
     pub weights: Vec<f64>,
     /// Order q >= 0, or `inf`.
-    #[arg(long, default_value = "1", value_parser = Order::parse)]
+    #[arg(long, default_value = "1", value_parser = Order::parse, value_name = "Q", allow_negative_numbers = true)]
     pub q: Order,
-    /// Metadata column with per-item quality scores (default: quality 1).
+    /// Metadata column with per-item quality scores [default: quality 1].
     #[arg(long, value_name = "COL")]
     pub quality_col: Option<String>,
     /// Score each value of this metadata column separately.
     #[arg(long, value_name = "COL")]
     pub group_by: Option<String>,
-    /// Eigenproblem: auto picks the smaller of N x N and D x D.
+    /// Eigenproblem for cosine and categorical kernels: auto picks the smaller of N x N and D x D.
     #[arg(long, value_enum, default_value_t = RouteArg::Auto)]
     pub route: RouteArg,
-    /// CUBE protocol: score random batches of this many items per group.
-    #[arg(long, value_name = "B")]
-    pub batch_size: Option<usize>,
+    /// CUBE protocol: score random batches of this many items per group (8 in the paper).
+    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: Option<u64>,
     /// Repetitions of the protocol.
-    #[arg(long, default_value_t = 50)]
-    pub repeats: usize,
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeats: u64,
     /// Seed of the protocol's batch sampling.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Also report intdiv = 1 - mean off-diagonal similarity.
+    /// Also report intdiv = 1 - mean similarity of distinct items.
     #[arg(long)]
     pub intdiv: bool,
     /// Backend for the kernel product.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
+    /// Print `timing <stage> <seconds>` lines to stderr.
+    #[arg(long)]
+    pub timings: bool,
     /// Output JSON.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -122,8 +138,10 @@ impl From<RouteArg> for Route {
 
 /// What the kernel is built from.
 enum Items {
+    /// A cosine or categorical kernel's feature map.
     Features(Features),
-    Kernel { k: Vec<f64>, n: usize },
+    /// A precomputed kernel matrix (row-major n × n) and the file it came from.
+    Kernel { k: Vec<f64>, n: usize, path: PathBuf },
 }
 
 impl Items {
@@ -136,25 +154,32 @@ impl Items {
 
     fn subset(&self, rows: &[usize]) -> Items {
         match self {
-            Items::Features(f) => Items::Features(Features {
-                n: rows.len(),
-                d: f.d,
-                data: rows.iter().flat_map(|&i| f.data[i * f.d..(i + 1) * f.d].iter().copied()).collect(),
-            }),
-            Items::Kernel { k, n } => Items::Kernel {
+            Items::Features(f) => Items::Features(f.select_rows(rows)),
+            Items::Kernel { k, n, path } => Items::Kernel {
                 k: rows.iter().flat_map(|&i| rows.iter().map(move |&j| k[i * n + j])).collect(),
                 n: rows.len(),
+                path: path.clone(),
             },
         }
     }
 }
 
+/// The precision of the product on each device: WebGPU/wgpu has no f64.
+fn precision_for(device: DeviceChoice) -> Precision {
+    match device {
+        DeviceChoice::Wgpu => Precision::F32,
+        DeviceChoice::Cpu | DeviceChoice::Cuda => Precision::F64,
+    }
+}
+
 pub fn run(args: &VendiArgs) -> Result<()> {
+    let mut clock = Stages::new(args.timings);
     let kernel = args.kernel.unwrap_or(if args.embeddings.is_some() {
         KernelArg::Cosine
     } else {
         KernelArg::Categorical
     });
+    check_flags(args, kernel)?;
     let (items, meta) = load_items(args, kernel)?;
     let quality = match &args.quality_col {
         Some(col) => Some(quality_column(&meta, col)?),
@@ -162,73 +187,100 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     };
     let groups: Vec<(String, Vec<usize>)> = match &args.group_by {
         Some(col) => {
-            let values = meta.require_nonempty_column(col)?;
             let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-            for (i, v) in values.iter().enumerate() {
+            for (i, v) in meta.require_nonempty_column(col)?.iter().enumerate() {
                 by.entry(v).or_default().push(i);
             }
             by.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
         }
         None => vec![(String::new(), (0..items.n()).collect())],
     };
+    clock.lap("load");
     let device = select_device(args.device)?;
-    let precision = if args.device == DeviceChoice::Wgpu { Precision::F32 } else { Precision::F64 };
+    let precision = precision_for(args.device);
+    clock.lap("device init");
 
     let mut results = Map::new();
-    for (gi, (name, rows)) in groups.iter().enumerate() {
-        let sub = if rows.len() == items.n() { None } else { Some(items.subset(rows)) };
+    for (name, rows) in &groups {
+        let sub = (rows.len() != items.n()).then(|| items.subset(rows));
         let group = sub.as_ref().unwrap_or(&items);
         let qual: Option<Vec<f64>> = quality.as_ref().map(|q| rows.iter().map(|&i| q[i]).collect());
-        let mut value = match args.batch_size {
+        let value = match args.batch_size {
             Some(batch) => {
-                let Items::Features(f) = group else {
-                    bail!("--batch-size needs a cosine or categorical kernel")
+                let plan = ProtocolPlan {
+                    batch: batch as usize,
+                    repeats: args.repeats as usize,
+                    seed: group_seed(args.seed, name),
                 };
-                let seed = args.seed.wrapping_add(gi as u64);
-                protocol_json(
-                    &protocol(f, qual.as_deref(), args.q, batch, args.repeats, seed, precision, &device),
-                    f.n,
-                    args.q,
-                )
+                let score = match group {
+                    Items::Features(f) => protocol(f, qual.as_deref(), args.q, plan, precision, &device),
+                    Items::Kernel { k, n, path } => {
+                        precomputed_spectrum(k, *n, Precision::F32)
+                            .with_context(|| path.display().to_string())?;
+                        protocol_precomputed(k, *n, qual.as_deref(), args.q, plan, Precision::F32)
+                    }
+                };
+                clock.lap("protocol");
+                protocol_json(&score, group.n(), args.q, args.intdiv)
             }
             None => {
                 let spectrum = match group {
-                    Items::Features(f) => spectrum(f, args.route.into(), precision, &device),
-                    Items::Kernel { k, n } => {
-                        precomputed_spectrum(k, *n).with_context(|| kernel_file(args))?
+                    Items::Features(f) => {
+                        let product = product_tensor(f, args.route.into(), precision, &device).into_data();
+                        clock.lap("product");
+                        spectrum_from_product(product, f, precision)
                     }
+                    Items::Kernel { k, n, path } => precomputed_spectrum(k, *n, Precision::F32)
+                        .with_context(|| path.display().to_string())?,
                 };
-                serde_json::to_value(VendiScore::from_spectrum(
-                    &spectrum,
-                    group.n(),
-                    args.q,
-                    qual.as_deref(),
-                ))?
+                clock.lap("eigenvalues");
+                let score = VendiScore::from_spectrum(&spectrum, group.n(), args.q, qual.as_deref());
+                let mut value = serde_json::to_value(score)?;
+                if args.intdiv {
+                    value["intdiv"] = json!(match group {
+                        Items::Features(f) => intdiv(f),
+                        Items::Kernel { k, n, .. } => intdiv_of_kernel(k, *n),
+                    });
+                }
+                value
             }
         };
-        if args.intdiv {
-            let id = match group {
-                Items::Features(f) => intdiv(f),
-                Items::Kernel { k, n } => {
-                    (*n > 1).then(|| 1.0 - (k.iter().sum::<f64>() - *n as f64) / (n * (n - 1)) as f64)
-                }
-            };
-            value["intdiv"] = json!(id);
-        }
         results.insert(name.clone(), value);
     }
     let out = match args.group_by {
         Some(_) => Value::Object(results),
-        None => results.remove("").expect("ungrouped result"),
+        None => results.remove("").expect("the ungrouped result"),
     };
     let text = serde_json::to_vec_pretty(&out)?;
     write_atomic(&args.out, |w| w.write_all(&text))?;
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    clock.lap("write");
+    println!("{}", String::from_utf8_lossy(&text));
     Ok(())
 }
 
-fn kernel_file(args: &VendiArgs) -> String {
-    args.embeddings.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+/// Rejects flag combinations that would otherwise be silently ignored.
+fn check_flags(args: &VendiArgs, kernel: KernelArg) -> Result<()> {
+    let categorical = kernel == KernelArg::Categorical;
+    if !categorical && (!args.columns.is_empty() || !args.weights.is_empty()) {
+        bail!("--columns and --weights belong to --kernel categorical");
+    }
+    if categorical && args.embeddings.is_some() {
+        bail!("--kernel categorical is built from --meta alone; drop --embeddings");
+    }
+    if kernel == KernelArg::Precomputed && args.route != RouteArg::Auto {
+        bail!(
+            "--route applies to cosine and categorical kernels; a precomputed kernel is diagonalised as given"
+        );
+    }
+    Ok(())
+}
+
+/// The protocol seed of one group: `seed` mixed with the FNV-1a hash of the group value, so a
+/// group's batches do not change when other groups are added or removed.
+fn group_seed(seed: u64, group: &str) -> u64 {
+    let hash =
+        group.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    seed ^ hash
 }
 
 fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> {
@@ -246,7 +298,11 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> 
                 .as_deref()
                 .context("--kernel categorical needs --meta with the category columns")?;
             if args.columns.is_empty() || args.columns.len() != args.weights.len() {
-                bail!("--kernel categorical needs --columns and --weights with one weight per column");
+                bail!(
+                    "--kernel categorical needs --columns and --weights with one weight per column (got {} columns, {} weights)",
+                    args.columns.len(),
+                    args.weights.len()
+                );
             }
             let meta = read_metadata_csv(path)?;
             let cols: Vec<(&str, &[String])> = args
@@ -273,19 +329,22 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> 
             }
             let n = m.rows();
             let meta = match &args.meta {
-                Some(p) => read_metadata_csv(p)?,
+                Some(p) => precomputed_meta(p, n)?,
                 None => Metadata::empty(n),
             };
-            if meta.n_rows() != n {
-                bail!(
-                    "{}: {} metadata rows but the kernel is {n} x {n}",
-                    args.meta.as_ref().unwrap().display(),
-                    meta.n_rows()
-                );
-            }
-            Ok((Items::Kernel { k: m.data().iter().map(|v| f64::from(*v)).collect(), n }, meta))
+            let k = m.data().iter().map(|v| f64::from(*v)).collect();
+            Ok((Items::Kernel { k, n, path: path.to_path_buf() }, meta))
         }
     }
+}
+
+/// The metadata of a precomputed kernel: one row per kernel row.
+fn precomputed_meta(path: &Path, n: usize) -> Result<Metadata> {
+    let meta = read_metadata_csv(path)?;
+    if meta.n_rows() != n {
+        bail!("{}: {} metadata rows but the kernel is {n} x {n}", path.display(), meta.n_rows());
+    }
+    Ok(meta)
 }
 
 fn quality_column(meta: &Metadata, col: &str) -> Result<Vec<f64>> {
@@ -303,15 +362,16 @@ fn quality_column(meta: &Metadata, col: &str) -> Result<Vec<f64>> {
         .collect()
 }
 
-fn protocol_json(p: &ProtocolScore, n: usize, q: Order) -> Value {
-    let q = match q {
-        Order::Finite(v) => json!(v),
-        Order::Infinity => json!("inf"),
-    };
-    json!({
+fn protocol_json(p: &ProtocolScore, n: usize, q: Order, with_intdiv: bool) -> Value {
+    let mut value = json!({
         "n": n, "q": q,
         "vs": p.vs.mean, "qvs": p.qvs.mean, "qvs_norm": p.qvs_norm.mean,
         "vs_sd": p.vs.sd, "qvs_sd": p.qvs.sd, "qvs_norm_sd": p.qvs_norm.sd,
         "batch_size": p.batch, "repeats": p.repeats,
-    })
+    });
+    if with_intdiv {
+        value["intdiv"] = json!(p.intdiv.map(|d| d.mean));
+        value["intdiv_sd"] = json!(p.intdiv.map(|d| d.sd));
+    }
+    value
 }

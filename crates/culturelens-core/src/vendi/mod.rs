@@ -1,37 +1,72 @@
 //! Vendi scores (CUBE paper §5.1, Def. 5.1), quality-weighted and normalised Vendi (Eq. 2–3), the
 //! CUBE kernels (Eq. 4) and the CUBE protocol (§5.2, App. J: batches of 8, repeated, mean ± sd).
 //!
+//! # Conventions
+//! - `VS_q` is computed from the eigenvalues of `K/N` (N items, `K` the kernel matrix with
+//!   `k(x, x) = 1`), normalised to sum to 1; the order is any `q ≥ 0` or `q = ∞` ([`Order`]).
+//!   `q = 0` is the numerical rank, `q = 1` the Shannon limit `exp(−Σ λ̄ ln λ̄)` with
+//!   `0 · ln 0 = 0`, `q = ∞` is `1 / max λ̄`, any other `q` is `(Σ λ̄^q)^{1/(1−q)}`.
+//! - Round-off eigenvalues `λ ≤ max(N, D) · ε · λ_max` (and negative ones) are set to 0 first,
+//!   `ε` being the machine epsilon of the precision the kernel was accumulated in
+//!   ([`clip_eigenvalues`]); so `q = 0` is the numerical rank and `q = ∞` is stable.
+//! - `qVS_q = mean(s) · VS_q` (Eq. 2) and `qVS_q / N` (Eq. 3) with per-item quality `s`
+//!   (e.g. HPS-v2 scores computed elsewhere), or `s = 1` for every item.
+//!
+//! # Kernels and routes
 //! Every kernel culturelens builds is linear in a feature map, `K = F Fᵀ`:
-//! - cosine on embeddings: `F` = rows L2-normalised;
+//! - cosine on embeddings: `F` = rows L2-normalised ([`cosine_features`]);
 //! - categorical (Eq. 4): `k = w₁[same continent] + w₂[same country] + w₃[same artifact]`, i.e.
-//!   `F` = one-hot columns scaled by `√w_c` (weights ≥ 0 summing to 1, so `k(x, x) = 1`).
+//!   `F` = one-hot columns scaled by `√w_c` (weights ≥ 0 summing to 1, so `k(x, x) = 1`)
+//!   ([`categorical_features`]);
 //!
 //! so the eigenvalues of `K/N` can come from either route (same non-zero spectrum):
 //! - **kernel route**: eigenvalues of `F Fᵀ / N` (N × N);
 //! - **dual route**: eigenvalues of `Fᵀ F / N` (D × D), D = embedding dimension or number of
 //!   one-hot columns.
 //!
-//! [`Route::Auto`] takes the smaller matrix. The product runs on the Burn device. With
-//! [`Precision::F64`] (CPU) it is accumulated in f64. With [`Precision::F32`] (backends without
-//! f64, e.g. WebGPU) it is accumulated in f32, and the eigen-tolerance uses f32's epsilon. The
-//! eigenvalues are then computed in f64 on the host with faer. A precomputed kernel matrix is
-//! validated (symmetric, unit diagonal, PSD) and goes straight to the eigensolver.
+//! [`Route::Auto`] takes the smaller matrix. A precomputed kernel matrix is validated (finite,
+//! symmetric, unit diagonal, PSD) and goes straight to the eigensolver ([`precomputed_spectrum`]).
 //!
-//! Differences from the `vendi-score` Python package (0.0.3, checked by the parity fixtures of
-//! `scripts/fixtures/vendi_parity.py`): its `score_X` always computes the Shannon (q = 1) score and
-//! ignores `q`, while here every route honours `q` (its `score_dual` does too). Its `score_K`
-//! returns NaN for `q = inf`; here `q = ∞` is the limit `1 / max λ̄`. It keeps every eigenvalue
-//! `> 0`, without a tolerance; here round-off eigenvalues below a relative tolerance are zeroed
-//! first (see [`score`]), which only changes `q = 0` (the rank instead of a count of round-off).
+//! # Devices and precision
+//! The product (`F Fᵀ` or `Fᵀ F`) runs on the Burn device ([`product_tensor`]); only its lower
+//! block triangle is computed, which halves the work. With [`Precision::F64`] (CPU, CUDA) it is
+//! accumulated in f64. WebGPU has no f64: with [`Precision::F32`] the product is accumulated in
+//! f32 and the clipping tolerance uses f32's epsilon, so scores agree with the f64 ones to about
+//! 1e-6 rather than 1e-12. The eigenvalues are always computed in f64 on the host with faer's
+//! pure-Rust self-adjoint eigensolver (multi-threaded with the crate feature `rayon`). The one
+//! read-back sits between [`product_tensor`] and [`spectrum_from_product`], so the browser can
+//! await `into_data_async` there; [`spectrum`] does both synchronously.
+//!
+//! # Differences from the `vendi-score` package
+//! Checked by the parity fixtures of `scripts/fixtures/vendi_parity.py` (vendi-score 0.0.3):
+//! - its `score_X` (kernel route on embeddings) ignores `q` and always returns the Shannon
+//!   (`q = 1`) score, while its `score_dual` and `score_K` honour `q`. Here every route honours
+//!   `q`: Def. 5.1 defines `VS_q` for every order and the two routes have the same non-zero
+//!   spectrum, so which matrix is diagonalised must not change the answer;
+//! - its `score_K` returns NaN for `q = inf` (it evaluates `log Σ p^q / (1 − q)`); here `q = ∞`
+//!   is the limit `1 / max λ̄`, which is the value its README quotes (1.57895);
+//! - it keeps every eigenvalue `> 0` without a tolerance, so its `q = 0` counts round-off and
+//!   its `q < 1` scores of rank-deficient kernels include round-off terms (about 1e-8 relative);
+//!   here those eigenvalues are zeroed first, so `q = 0` is the rank and every route agrees.
 
+mod product;
+mod protocol;
 mod score;
 
-pub use score::{Order, clip_eigenvalues, quality_weighted, symmetric_eigenvalues, vendi_from_eigenvalues};
+pub use product::{
+    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, precomputed_spectrum, product_tensor, spectrum,
+    spectrum_from_product,
+};
+pub use protocol::{
+    MeanSd, ProtocolPlan, ProtocolScore, intdiv, intdiv_of_kernel, protocol, protocol_batches,
+    protocol_precomputed,
+};
+pub use score::{
+    Order, clip_eigenvalues, clip_tolerance, quality_weighted, symmetric_eigenvalues, vendi_from_eigenvalues,
+};
 
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::DType;
 use serde::Serialize;
-
-use crate::rng::SplitMix64;
 
 /// Which eigenproblem gives the spectrum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,15 +90,17 @@ impl Route {
     }
 }
 
-/// Precision of the kernel product on the device.
+/// Precision of the kernel product on the device (and of a precomputed kernel's values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
     F64,
+    /// For backends without f64 (WebGPU) and kernels stored as f32.
     F32,
 }
 
 impl Precision {
-    fn epsilon(self) -> f64 {
+    /// The machine epsilon that scales the clipping tolerance.
+    pub fn epsilon(self) -> f64 {
         match self {
             Precision::F64 => f64::EPSILON,
             Precision::F32 => f64::from(f32::EPSILON),
@@ -86,11 +123,22 @@ pub struct Features {
     pub data: Vec<f64>,
 }
 
+impl Features {
+    /// The features of the items `rows` (in that order).
+    pub fn select_rows(&self, rows: &[usize]) -> Features {
+        let data =
+            rows.iter().flat_map(|&i| self.data[i * self.d..(i + 1) * self.d].iter().copied()).collect();
+        Features { n: rows.len(), d: self.d, data }
+    }
+}
+
 /// Invalid input to a Vendi computation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VendiError {
     #[error("row {row}: zero-norm embedding has no direction (cosine kernel undefined)")]
     ZeroNorm { row: usize },
+    #[error("row {row}, column {col}: non-finite value {value}")]
+    NonFinite { row: usize, col: usize, value: f64 },
     #[error("row {row}, column {column}: empty category")]
     EmptyCategory { row: usize, column: String },
     #[error("kernel weights must be >= 0 and sum to 1 (so that k(x, x) = 1), got {weights:?}")]
@@ -99,7 +147,9 @@ pub enum VendiError {
     Diagonal { row: usize, col: usize, value: f64 },
     #[error("kernel matrix is not symmetric: K[{row}][{col}] = {a} but K[{col}][{row}] = {b}")]
     Asymmetric { row: usize, col: usize, a: f64, b: f64 },
-    #[error("kernel matrix is not positive semi-definite: smallest eigenvalue {min} (tolerance {tol})")]
+    #[error(
+        "kernel matrix is not positive semi-definite: K/N has eigenvalue {min} (round-off tolerance {tol})"
+    )]
     NotPsd { min: f64, tol: f64 },
     #[error("a Vendi score needs at least one item")]
     Empty,
@@ -107,10 +157,17 @@ pub enum VendiError {
 
 /// Cosine-kernel features: rows of `x` (row-major n × d) L2-normalised, in f64.
 pub fn cosine_features(x: &[f32], n: usize, d: usize) -> Result<Features, VendiError> {
-    assert_eq!(x.len(), n * d);
+    assert_eq!(x.len(), n * d, "x must be n × d");
+    if n == 0 || d == 0 {
+        return Err(VendiError::Empty);
+    }
     let mut data = Vec::with_capacity(n * d);
-    for (row, v) in x.chunks(d.max(1)).enumerate() {
+    for (row, v) in x.chunks_exact(d).enumerate() {
         let norm = v.iter().map(|a| f64::from(*a) * f64::from(*a)).sum::<f64>().sqrt();
+        if !norm.is_finite() {
+            let col = v.iter().position(|a| !a.is_finite()).unwrap_or(0);
+            return Err(VendiError::NonFinite { row, col, value: f64::from(v[col]) });
+        }
         if norm == 0.0 {
             return Err(VendiError::ZeroNorm { row });
         }
@@ -119,17 +176,26 @@ pub fn cosine_features(x: &[f32], n: usize, d: usize) -> Result<Features, VendiE
     Ok(Features { n, d, data })
 }
 
+/// Tolerance on the sum of categorical kernel weights (they must sum to 1 so `k(x, x) = 1`).
+pub const WEIGHT_SUM_TOLERANCE: f64 = 1e-9;
+
 /// Categorical CUBE kernel features (Eq. 4): for each column `c`, one-hot indicators scaled by
-/// `√w_c`, so `F Fᵀ = Σ_c w_c [x_c = y_c]`. Weights must be ≥ 0 and sum to 1 (±1e-9).
+/// `√w_c`, so `F Fᵀ = Σ_c w_c [x_c = y_c]`. Weights must be ≥ 0 and sum to 1
+/// (± [`WEIGHT_SUM_TOLERANCE`]); a blank value is an error naming its row and column.
 pub fn categorical_features(columns: &[(&str, &[String])], weights: &[f64]) -> Result<Features, VendiError> {
     assert_eq!(columns.len(), weights.len(), "one weight per column");
-    if weights.iter().any(|w| *w < 0.0 || !w.is_finite()) || (weights.iter().sum::<f64>() - 1.0).abs() > 1e-9
+    if weights.iter().any(|w| *w < 0.0 || !w.is_finite())
+        || (weights.iter().sum::<f64>() - 1.0).abs() > WEIGHT_SUM_TOLERANCE
     {
         return Err(VendiError::Weights { weights: weights.to_vec() });
     }
     let n = columns.first().map_or(0, |(_, v)| v.len());
+    if n == 0 {
+        return Err(VendiError::Empty);
+    }
     let mut blocks: Vec<(Vec<usize>, usize, f64)> = Vec::new();
     for ((name, values), w) in columns.iter().zip(weights) {
+        assert_eq!(values.len(), n, "every column has one value per item");
         let mut ids = std::collections::HashMap::new();
         let mut codes = Vec::with_capacity(n);
         for (row, v) in values.iter().enumerate() {
@@ -153,178 +219,29 @@ pub fn categorical_features(columns: &[(&str, &[String])], weights: &[f64]) -> R
     Ok(Features { n, d, data })
 }
 
-/// The kernel (N × N, route Kernel) or covariance (D × D, route Dual) product of `features` on
-/// `device`, unscaled. Read it back (sync or async) and pass it to [`spectrum_from_product`].
-pub fn product_tensor(features: &Features, route: Route, precision: Precision, device: &Device) -> Tensor<2> {
-    let f = Tensor::<2>::from_data(
-        TensorData::new(features.data.clone(), [features.n, features.d]),
-        (device, precision.dtype()),
-    );
-    match route.resolve(features.n, features.d) {
-        Route::Dual => f.clone().transpose().matmul(f),
-        _ => f.clone().matmul(f.transpose()),
-    }
-}
-
-/// Clipped eigenvalues of `K/N` from a read-back of [`product_tensor`].
-pub fn spectrum_from_product(product: TensorData, features: &Features, precision: Precision) -> Vec<f64> {
-    let size = product.shape()[0];
-    let m: Vec<f64> = product.try_into_vec_as::<f64>().expect("kernel product holds floats");
-    let scaled: Vec<f64> = m.iter().map(|v| v / features.n as f64).collect();
-    let eig = symmetric_eigenvalues(&scaled, size);
-    clip_eigenvalues(&eig, features.n.max(features.d), precision.epsilon())
-}
-
-/// Clipped eigenvalues of `K/N` computed on `device` (synchronous read-back).
-pub fn spectrum(features: &Features, route: Route, precision: Precision, device: &Device) -> Vec<f64> {
-    let data = product_tensor(features, route, precision, device).into_data();
-    spectrum_from_product(data, features, precision)
-}
-
-/// Validates a precomputed kernel matrix (row-major n × n): symmetric and unit diagonal to 1e-6,
-/// PSD up to `−1e-6 · n`; returns the clipped eigenvalues of `K/N`.
-pub fn precomputed_spectrum(k: &[f64], n: usize) -> Result<Vec<f64>, VendiError> {
-    if n == 0 {
-        return Err(VendiError::Empty);
-    }
-    for i in 0..n {
-        let v = k[i * n + i];
-        if (v - 1.0).abs() > 1e-6 {
-            return Err(VendiError::Diagonal { row: i, col: i, value: v });
-        }
-        for j in 0..i {
-            let (a, b) = (k[i * n + j], k[j * n + i]);
-            if (a - b).abs() > 1e-6 {
-                return Err(VendiError::Asymmetric { row: i, col: j, a, b });
-            }
-        }
-    }
-    let eig: Vec<f64> = symmetric_eigenvalues(k, n).iter().map(|l| l / n as f64).collect();
-    let min = eig.iter().copied().fold(f64::INFINITY, f64::min);
-    let tol = 1e-6;
-    if min < -tol {
-        return Err(VendiError::NotPsd { min, tol });
-    }
-    Ok(clip_eigenvalues(&eig, n, f64::EPSILON))
-}
-
 /// The CUBE diversity numbers of one collection: `VS_q`, `qVS_q` (Eq. 2), `qVS_q / N` (Eq. 3).
+/// Serialised as `{"n", "q", "vs", "qvs", "qvs_norm"}` with `q = ∞` as the string `"inf"`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct VendiScore {
     pub n: usize,
-    #[serde(serialize_with = "serialize_order")]
     pub q: Order,
     pub vs: f64,
     pub qvs: f64,
     pub qvs_norm: f64,
 }
 
-fn serialize_order<S: serde::Serializer>(q: &Order, s: S) -> Result<S::Ok, S::Error> {
-    match q {
-        Order::Finite(v) => s.serialize_f64(*v),
-        Order::Infinity => s.serialize_str("inf"),
-    }
-}
-
 impl VendiScore {
     /// Scores a clipped spectrum of `K/N` with per-item `quality` (uniform 1 when `None`).
     pub fn from_spectrum(spectrum: &[f64], n: usize, q: Order, quality: Option<&[f64]>) -> VendiScore {
         let vs = vendi_from_eigenvalues(spectrum, q);
-        let ones = vec![1.0; n];
-        let (qvs, qvs_norm) = quality_weighted(vs, quality.unwrap_or(&ones));
+        let (qvs, qvs_norm) = match quality {
+            Some(s) => {
+                assert_eq!(s.len(), n, "one quality score per item");
+                quality_weighted(vs, s)
+            }
+            None => (vs, vs / n as f64),
+        };
         VendiScore { n, q, vs, qvs, qvs_norm }
-    }
-}
-
-/// `intdiv = 1 − mean_{i≠j} k(x_i, x_j)`, the mean off-diagonal similarity's complement (the
-/// internal-diversity companion of App. J), from the features in O(N·D): `Σ_{ij} k = ‖Σ_i f_i‖²`.
-pub fn intdiv(features: &Features) -> Option<f64> {
-    let n = features.n;
-    if n < 2 {
-        return None;
-    }
-    let mut sum = vec![0.0; features.d];
-    let mut diag = 0.0;
-    for row in features.data.chunks(features.d.max(1)) {
-        for (s, v) in sum.iter_mut().zip(row) {
-            *s += v;
-        }
-        diag += row.iter().map(|v| v * v).sum::<f64>();
-    }
-    let total: f64 = sum.iter().map(|v| v * v).sum();
-    Some(1.0 - (total - diag) / (n * (n - 1)) as f64)
-}
-
-/// Mean and standard deviation (population, ddof = 0, as `numpy.std`) of repeated scores.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MeanSd {
-    pub mean: f64,
-    pub sd: f64,
-}
-
-impl MeanSd {
-    pub fn of(values: &[f64]) -> MeanSd {
-        let mean = values.iter().sum::<f64>() / values.len() as f64;
-        let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / values.len() as f64;
-        MeanSd { mean, sd: var.sqrt() }
-    }
-}
-
-/// The CUBE protocol for one group (§5.2, App. J): `repeats` batches of `batch` items drawn
-/// without replacement (all items when the group has at most `batch`), each scored, then
-/// mean ± sd. The batch kernels are one batched product on the device.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProtocolScore {
-    pub batch: usize,
-    pub repeats: usize,
-    pub vs: MeanSd,
-    pub qvs: MeanSd,
-    pub qvs_norm: MeanSd,
-}
-
-/// Runs the protocol on `features` (the group's rows) with per-row `quality`, seeded.
-#[allow(clippy::too_many_arguments)]
-pub fn protocol(
-    features: &Features,
-    quality: Option<&[f64]>,
-    q: Order,
-    batch: usize,
-    repeats: usize,
-    seed: u64,
-    precision: Precision,
-    device: &Device,
-) -> ProtocolScore {
-    let b = batch.min(features.n).max(1);
-    let mut rng = SplitMix64::new(seed);
-    let mut all: Vec<usize> = (0..features.n).collect();
-    let picks: Vec<Vec<usize>> = (0..repeats)
-        .map(|_| {
-            rng.shuffle(&mut all);
-            all[..b].to_vec()
-        })
-        .collect();
-    let d = features.d;
-    let gathered: Vec<f64> =
-        picks.iter().flatten().flat_map(|&i| features.data[i * d..(i + 1) * d].iter().copied()).collect();
-    let f = Tensor::<3>::from_data(TensorData::new(gathered, [repeats, b, d]), (device, precision.dtype()));
-    let kernels = f.clone().matmul(f.swap_dims(1, 2)).into_data();
-    let k: Vec<f64> = kernels.try_into_vec_as::<f64>().expect("kernel product holds floats");
-    let (mut vs, mut qvs, mut qvs_norm) = (vec![], vec![], vec![]);
-    for (r, pick) in picks.iter().enumerate() {
-        let block: Vec<f64> = k[r * b * b..(r + 1) * b * b].iter().map(|v| v / b as f64).collect();
-        let eig = clip_eigenvalues(&symmetric_eigenvalues(&block, b), b.max(d), precision.epsilon());
-        let qual: Option<Vec<f64>> = quality.map(|s| pick.iter().map(|&i| s[i]).collect());
-        let score = VendiScore::from_spectrum(&eig, b, q, qual.as_deref());
-        vs.push(score.vs);
-        qvs.push(score.qvs);
-        qvs_norm.push(score.qvs_norm);
-    }
-    ProtocolScore {
-        batch: b,
-        repeats,
-        vs: MeanSd::of(&vs),
-        qvs: MeanSd::of(&qvs),
-        qvs_norm: MeanSd::of(&qvs_norm),
     }
 }
 

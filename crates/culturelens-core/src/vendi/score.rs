@@ -36,6 +36,16 @@ impl Order {
     }
 }
 
+/// `q = ∞` is serialised as the string `"inf"` (JSON has no infinity), finite `q` as a number.
+impl serde::Serialize for Order {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Order::Finite(q) => s.serialize_f64(*q),
+            Order::Infinity => s.serialize_str("inf"),
+        }
+    }
+}
+
 impl std::fmt::Display for Order {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -45,10 +55,16 @@ impl std::fmt::Display for Order {
     }
 }
 
-/// Eigenvalues `λ ≤ max(N, d) · eps · λ_max` (and all negative ones) set to zero.
-pub fn clip_eigenvalues(eigenvalues: &[f64], size: usize, eps: f64) -> Vec<f64> {
+/// The round-off tolerance `size · eps · λ_max` of a spectrum, `size = max(N, d)` (numpy's
+/// `matrix_rank` convention).
+pub fn clip_tolerance(eigenvalues: &[f64], size: usize, eps: f64) -> f64 {
     let max = eigenvalues.iter().copied().fold(0.0f64, f64::max);
-    let tol = size as f64 * eps * max;
+    size as f64 * eps * max
+}
+
+/// Eigenvalues `λ ≤` [`clip_tolerance`] (and all negative ones) set to zero.
+pub fn clip_eigenvalues(eigenvalues: &[f64], size: usize, eps: f64) -> Vec<f64> {
+    let tol = clip_tolerance(eigenvalues, size, eps);
     eigenvalues.iter().map(|&l| if l > tol { l } else { 0.0 }).collect()
 }
 
@@ -60,18 +76,19 @@ pub fn vendi_from_eigenvalues(eigenvalues: &[f64], q: Order) -> f64 {
     let p: Vec<f64> = eigenvalues.iter().filter(|l| **l > 0.0).map(|l| l / total).collect();
     match q {
         Order::Infinity => 1.0 / p.iter().copied().fold(0.0, f64::max),
-        Order::Finite(q) if q == 0.0 => p.len() as f64,
-        Order::Finite(q) if q == 1.0 => (-p.iter().map(|x| x * x.ln()).sum::<f64>()).exp(),
+        Order::Finite(0.0) => p.len() as f64,
+        Order::Finite(1.0) => (-p.iter().map(|x| x * x.ln()).sum::<f64>()).exp(),
         Order::Finite(q) => (p.iter().map(|x| x.powf(q)).sum::<f64>().ln() / (1.0 - q)).exp(),
     }
 }
 
 /// Eigenvalues of a symmetric `n × n` row-major matrix (f64), ascending. Uses faer's pure-Rust
-/// self-adjoint eigensolver (lower triangle).
+/// self-adjoint eigensolver, which reads only the lower triangle (`i ≥ j`) of the matrix.
 pub fn symmetric_eigenvalues(matrix: &[f64], n: usize) -> Vec<f64> {
     assert_eq!(matrix.len(), n * n, "matrix must be n × n");
-    let m = faer::Mat::<f64>::from_fn(n, n, |i, j| matrix[i * n + j]);
-    m.self_adjoint_eigenvalues(faer::Side::Lower).expect("the self-adjoint eigensolver converges")
+    faer::MatRef::from_row_major_slice(matrix, n, n)
+        .self_adjoint_eigenvalues(faer::Side::Lower)
+        .expect("the self-adjoint eigensolver converges on finite input")
 }
 
 /// Quality-weighted Vendi score `qVS_q = mean(s) · VS_q` (CUBE Eq. 2) and its normalised form

@@ -71,7 +71,7 @@ fn random_features(seed: u64, n: usize, d: usize) -> Features {
 
 #[test]
 fn kernel_and_dual_routes_agree() {
-    for (seed, n, d) in [(1, 40, 12), (2, 10, 30), (3, 25, 25), (4, 60, 3)] {
+    for (seed, n, d) in [(1, 40, 12), (2, 10, 30), (3, 25, 25), (4, 60, 3), (8, 300, 270), (10, 20, 600)] {
         let f = random_features(seed, n, d);
         let kernel = spectrum(&f, Route::Kernel, Precision::F64, &cpu());
         let dual = spectrum(&f, Route::Dual, Precision::F64, &cpu());
@@ -100,36 +100,81 @@ fn duplicates_count_once() {
 #[test]
 fn precomputed_kernel_validation() {
     let ok = vec![1.0, 0.9, 0.0, 0.9, 1.0, 0.0, 0.0, 0.0, 1.0];
-    let eig = precomputed_spectrum(&ok, 3).unwrap();
+    let eig = precomputed_spectrum(&ok, 3, Precision::F64).unwrap();
     assert!((vendi_from_eigenvalues(&eig, Order::Finite(1.0)) - 2.1573).abs() < 5e-5);
     let mut diag = ok.clone();
     diag[4] = 0.8;
     assert_eq!(
-        precomputed_spectrum(&diag, 3).unwrap_err(),
+        precomputed_spectrum(&diag, 3, Precision::F64).unwrap_err(),
         VendiError::Diagonal { row: 1, col: 1, value: 0.8 }
     );
     let mut asym = ok.clone();
     asym[1] = 0.5;
-    assert!(matches!(precomputed_spectrum(&asym, 3), Err(VendiError::Asymmetric { row: 1, col: 0, .. })));
-    // [[1, 2], [2, 1]] has eigenvalue −1: not PSD.
-    assert!(matches!(precomputed_spectrum(&[1.0, 2.0, 2.0, 1.0], 2), Err(VendiError::NotPsd { .. })));
+    assert!(matches!(
+        precomputed_spectrum(&asym, 3, Precision::F64),
+        Err(VendiError::Asymmetric { row: 1, col: 0, .. })
+    ));
+    // [[1, 2], [2, 1]] has eigenvalues 3 and −1, so K/2 has −0.5: not PSD.
+    assert_eq!(
+        precomputed_spectrum(&[1.0, 2.0, 2.0, 1.0], 2, Precision::F64).unwrap_err(),
+        VendiError::NotPsd { min: -0.5, tol: 2.0 * f64::EPSILON * 1.5 }
+    );
+    let mut nan = ok.clone();
+    nan[5] = f64::NAN;
+    assert!(matches!(
+        precomputed_spectrum(&nan, 3, Precision::F64),
+        Err(VendiError::NonFinite { row: 1, col: 2, .. })
+    ));
+    assert_eq!(precomputed_spectrum(&[], 0, Precision::F64).unwrap_err(), VendiError::Empty);
+    // Two identical items stored in f32: the round-off eigenvalue is zeroed, rank 1.
+    let dup = [1.0, 1.0, 1.0, 1.0];
+    let eig = precomputed_spectrum(&dup, 2, Precision::F32).unwrap();
+    assert_eq!(vendi_from_eigenvalues(&eig, Order::Finite(0.0)), 1.0);
 }
 
 #[test]
 fn protocol_is_seeded_and_matches_direct_scores() {
     let f = random_features(5, 30, 16);
     let quality: Vec<f64> = (0..30).map(|i| 0.5 + i as f64 / 60.0).collect();
-    let a = protocol(&f, Some(&quality), Order::Finite(1.0), 8, 20, 42, Precision::F64, &cpu());
-    let b = protocol(&f, Some(&quality), Order::Finite(1.0), 8, 20, 42, Precision::F64, &cpu());
+    let a = protocol(
+        &f,
+        Some(&quality),
+        Order::Finite(1.0),
+        ProtocolPlan { batch: 8, repeats: 20, seed: 42 },
+        Precision::F64,
+        &cpu(),
+    );
+    let b = protocol(
+        &f,
+        Some(&quality),
+        Order::Finite(1.0),
+        ProtocolPlan { batch: 8, repeats: 20, seed: 42 },
+        Precision::F64,
+        &cpu(),
+    );
     assert_eq!(a, b, "same seed, same result");
-    let c = protocol(&f, Some(&quality), Order::Finite(1.0), 8, 20, 43, Precision::F64, &cpu());
+    let c = protocol(
+        &f,
+        Some(&quality),
+        Order::Finite(1.0),
+        ProtocolPlan { batch: 8, repeats: 20, seed: 43 },
+        Precision::F64,
+        &cpu(),
+    );
     assert_ne!(a.vs.mean, c.vs.mean);
     assert_eq!((a.batch, a.repeats), (8, 20));
     assert!(a.vs.mean > 1.0 && a.vs.mean <= 8.0 && a.vs.sd > 0.0);
     // A group no larger than the batch: every repetition scores the whole group (sd = 0) and
     // equals the direct score.
     let small = random_features(6, 6, 16);
-    let p = protocol(&small, None, Order::Infinity, 8, 5, 1, Precision::F64, &cpu());
+    let p = protocol(
+        &small,
+        None,
+        Order::Infinity,
+        ProtocolPlan { batch: 8, repeats: 5, seed: 1 },
+        Precision::F64,
+        &cpu(),
+    );
     let direct = VendiScore::from_spectrum(
         &spectrum(&small, Route::Kernel, Precision::F64, &cpu()),
         6,
@@ -142,8 +187,109 @@ fn protocol_is_seeded_and_matches_direct_scores() {
 }
 
 #[test]
-fn zero_norm_rows_are_rejected() {
+fn protocol_is_the_mean_of_direct_batch_scores() {
+    let f = categorical();
+    let quality = [0.2, 0.4, 0.6, 0.8];
+    let (batch, repeats, seed) = (2, 9, 7);
+    let p = protocol(
+        &f,
+        Some(&quality),
+        Order::Finite(2.0),
+        ProtocolPlan { batch, repeats, seed },
+        Precision::F64,
+        &cpu(),
+    );
+    let picks = protocol_batches(4, ProtocolPlan { batch, repeats, seed });
+    assert_eq!(picks.len(), repeats);
+    let (mut vs, mut qvs_norm, mut div) = (vec![], vec![], vec![]);
+    for pick in &picks {
+        assert!(pick.len() == 2 && pick[0] != pick[1], "distinct items: {pick:?}");
+        let sub = f.select_rows(pick);
+        let qual: Vec<f64> = pick.iter().map(|&i| quality[i]).collect();
+        let eig = spectrum(&sub, Route::Kernel, Precision::F64, &cpu());
+        let s = VendiScore::from_spectrum(&eig, 2, Order::Finite(2.0), Some(&qual));
+        vs.push(s.vs);
+        qvs_norm.push(s.qvs_norm);
+        div.push(intdiv(&sub).unwrap());
+    }
+    let close = |a: MeanSd, b: MeanSd| (a.mean - b.mean).abs() < 1e-12 && (a.sd - b.sd).abs() < 1e-12;
+    assert!(close(p.vs, MeanSd::of(&vs)), "{:?} vs {:?}", p.vs, MeanSd::of(&vs));
+    assert!(close(p.qvs_norm, MeanSd::of(&qvs_norm)));
+    assert!(close(p.intdiv.unwrap(), MeanSd::of(&div)));
+    // Pairs of this kernel have similarity .5 (items 0, 1), 1 (items 2, 3) or 0: VS_2 of
+    // [[1, s], [s, 1]] is 2 / (1 + s²), so every batch score is one of 1.6, 1 and 2.
+    assert!(vs.iter().all(|v| [1.6, 1.0, 2.0].iter().any(|w| (v - w).abs() < 1e-12)), "{vs:?}");
+
+    // The same protocol on the precomputed kernel matrix gives the same numbers.
+    let k: Vec<f64> = (0..4)
+        .flat_map(|i| {
+            let f = &f;
+            (0..4).map(move |j| (0..f.d).map(|c| f.data[i * f.d + c] * f.data[j * f.d + c]).sum::<f64>())
+        })
+        .collect();
+    let pk = protocol_precomputed(
+        &k,
+        4,
+        Some(&quality),
+        Order::Finite(2.0),
+        ProtocolPlan { batch, repeats, seed },
+        Precision::F64,
+    );
+    assert_eq!((pk.batch, pk.repeats), (p.batch, p.repeats));
+    assert!(close(pk.vs, p.vs) && close(pk.qvs, p.qvs) && close(pk.intdiv.unwrap(), p.intdiv.unwrap()));
+    assert!((intdiv_of_kernel(&k, 4).unwrap() - intdiv(&f).unwrap()).abs() < 1e-15);
+    assert_eq!(intdiv_of_kernel(&[1.0], 1), None);
+}
+
+/// The blocked product holds `F Fᵀ` / `Fᵀ F` in its lower triangle and zeros in the blocks above
+/// it, on both routes, for sizes spanning several blocks.
+#[test]
+fn blocked_product_lower_triangle() {
+    let (n, d) = (PRODUCT_BLOCK + 40, PRODUCT_BLOCK + 14);
+    let f = random_features(11, n, d);
+    for (route, size) in [(Route::Kernel, n), (Route::Dual, d)] {
+        let product = product_tensor(&f, route, Precision::F64, &cpu()).into_data();
+        assert_eq!(product.shape().as_slice(), [size, size]);
+        let m: Vec<f64> = product.try_into_vec_as::<f64>().unwrap();
+        let entry = |i: usize, j: usize| -> f64 {
+            match route {
+                Route::Kernel => (0..d).map(|c| f.data[i * d + c] * f.data[j * d + c]).sum(),
+                _ => (0..n).map(|r| f.data[r * d + i] * f.data[r * d + j]).sum(),
+            }
+        };
+        for (i, j) in [
+            (0, 0),
+            (size - 1, 0),
+            (size - 1, size - 1),
+            (PRODUCT_BLOCK, 3),
+            (PRODUCT_BLOCK + 5, PRODUCT_BLOCK + 2),
+        ] {
+            assert!((m[i * size + j] - entry(i, j)).abs() < 1e-12, "{route:?} ({i}, {j})");
+        }
+        // Inside a diagonal block the upper part is computed too; above it, zeros.
+        assert!((m[2 * size + 5] - entry(2, 5)).abs() < 1e-12);
+        assert_eq!(m[3 * size + PRODUCT_BLOCK + 1], 0.0, "{route:?}: upper block not computed");
+    }
+}
+
+#[test]
+fn scores_serialise_infinity_as_a_string() {
+    let s = VendiScore::from_spectrum(&[0.5, 0.25, 0.25], 3, Order::Infinity, None);
+    let v = serde_json::to_value(s).unwrap();
+    assert_eq!(v, serde_json::json!({"n": 3, "q": "inf", "vs": 2.0, "qvs": 2.0, "qvs_norm": 2.0 / 3.0}));
+    let s = VendiScore::from_spectrum(&[0.5, 0.25, 0.25], 3, Order::Finite(0.5), None);
+    assert_eq!(serde_json::to_value(s).unwrap()["q"], 0.5);
+}
+
+#[test]
+fn bad_embeddings_are_rejected() {
     assert_eq!(cosine_features(&[1.0, 0.0, 0.0, 0.0], 2, 2).unwrap_err(), VendiError::ZeroNorm { row: 1 });
+    assert!(matches!(
+        cosine_features(&[1.0, 0.0, 0.0, f32::INFINITY], 2, 2).unwrap_err(),
+        VendiError::NonFinite { row: 1, col: 1, .. }
+    ));
+    assert_eq!(cosine_features(&[], 0, 4).unwrap_err(), VendiError::Empty);
+    assert_eq!(categorical_features(&[("country", &[])], &[1.0]).unwrap_err(), VendiError::Empty);
 }
 
 /// Parity with the `vendi-score` package (fixtures from `scripts/fixtures/vendi_parity.py`).
