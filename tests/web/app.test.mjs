@@ -134,6 +134,24 @@ async function assertNonBlank(page, locator, label) {
   return stats;
 }
 
+/** Drags a box over the middle of the scatter and checks that it selects some, not all, points. */
+async function boxSelect(page) {
+  await page.click("#tab-scatter");
+  await page.waitForFunction(() => /^\d+ selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+  const box = await page.locator("#scatter-canvas").boundingBox();
+  await page.mouse.move(box.x + box.width * 0.25, box.y + box.height * 0.25);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5, { steps: 4 });
+  await page.mouse.move(box.x + box.width * 0.75, box.y + box.height * 0.75, { steps: 4 });
+  await page.mouse.up();
+  // A GPU frame is asynchronous: the count reads "" until the frame is on the canvas.
+  await page.waitForFunction(() => /^[1-9]\d* selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+  const selected = Number((await page.textContent("#selection-count")).split(" ")[0]);
+  assert.ok(selected > 0, `the box selects points: ${selected}`);
+  await page.click("[data-action=clear]");
+  await page.waitForFunction(() => document.querySelector("#selection-count")?.textContent === "0 selected");
+}
+
 test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors", { timeout: TIMEOUT * 4 }, async () => {
   const browser = await launch(false);
   try {
@@ -159,6 +177,16 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
       shots[view] = await assertNonBlank(page, page.locator(`#view-${view}`), view);
     }
     assert.ok(Number(await page.textContent("#vendi-vs")) >= 1, "VS of a non-empty subset is at least 1");
+    // Quality from a numeric metadata column: the demo's `seed` is 42 everywhere, so qVS = 42 · VS.
+    await page.click("#tab-vendi");
+    await page.waitForFunction(() => document.querySelector("#vendi-vs")?.textContent !== "–");
+    const vs = Number(await page.textContent("#vendi-vs"));
+    await page.selectOption("#vendi-quality", "seed");
+    await page.waitForFunction((v) => document.querySelector("#vendi-qvs")?.textContent !== v,
+      await page.textContent("#vendi-vs"));
+    assert.ok(Math.abs(Number(await page.textContent("#vendi-qvs")) - 42 * vs) < 0.01, "qVS = mean quality · VS");
+    assert.equal(await page.getAttribute("#scatter-points", "data-renderer"), "canvas2d");
+    await boxSelect(page);
     // Educator mode: keyboard navigation moves the culture and the URL follows.
     await page.click("#tab-educator");
     const before = new URL(page.url()).searchParams.get("culture");
@@ -227,6 +255,10 @@ test("WebGPU on the browser's adapter (SwiftShader here) gives the CLI's numbers
       if (view === "scatter") await page.waitForFunction(() => document.querySelector("#selection-count")?.textContent !== "");
       shots[view] = await assertNonBlank(page, page.locator(`#view-${view}`), `${view} (webgpu)`);
     }
+    // The scatter's points are GPU sprites (shaders/scatter.wgsl), and selection still works.
+    assert.equal(await page.getAttribute("#scatter-points", "data-renderer"), "webgpu");
+    await boxSelect(page);
+    await page.click("#tab-heatmap");
     const firstHeatmapMs = Number(await page.getAttribute("body", "data-first-heatmap-ms"));
     await page.uncheck("#filters input[data-kind=language][value=am]");
     const filtered = await results(page);

@@ -1,6 +1,7 @@
 // Browser benchmark: time to first heatmap and recompute latency after a filter change (one
 // language unchecked), for a served bundle, on the CPU fallback and on WebGPU (whatever adapter
-// the browser offers; SwiftShader on a machine without GPU). Usage:
+// the browser offers; SwiftShader on a machine without GPU); then the PCA scatter: PCA time, and
+// the time to draw all points (first frame and after a colour change). Usage:
 //   node bench.mjs BUNDLE_DIR [cpu|webgpu ...]      (needs web/dist built)
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,7 +38,18 @@ for (const backend of backends.length ? backends : ["cpu", "webgpu"]) {
       recompute.push(Number(await attr("data-recompute-ms")));
     }
   }
-  console.log(JSON.stringify({ backend: await attr("data-backend"), adapter: await attr("data-adapter"), ...first, recomputeMs: recompute }));
+  // Scatter: first draw after the PCA, then redraws with a new colouring.
+  await page.click("#tab-scatter");
+  await page.waitForFunction(() => /selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+  const points = () => page.getAttribute("#scatter-points", "data-draw-ms").then(Number);
+  const scatter = { pcaMs: Number(await attr("data-pca-ms")), renderer: await page.getAttribute("#scatter-points", "data-renderer"), drawMs: [await points()] };
+  for (const by of ["culture", "model", "language"]) {
+    await page.evaluate(() => { document.querySelector("#selection-count").textContent = ""; });
+    await page.selectOption("#colour-by", by);
+    await page.waitForFunction(() => /selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+    scatter.drawMs.push(await points());
+  }
+  console.log(JSON.stringify({ backend: await attr("data-backend"), adapter: await attr("data-adapter"), ...first, recomputeMs: recompute, scatter }));
   await browser.close();
 }
 server.close();

@@ -217,10 +217,10 @@ fn register_offline_cache() {
     if sw.is_undefined() || !dom::window().is_secure_context() {
         return;
     }
-    if let Ok(register) = js_sys::Reflect::get(&sw, &"register".into()) {
-        if let Some(f) = register.dyn_ref::<js_sys::Function>() {
-            f.call1(&sw, &"sw.js".into()).ok();
-        }
+    if let Ok(register) = js_sys::Reflect::get(&sw, &"register".into())
+        && let Some(f) = register.dyn_ref::<js_sys::Function>()
+    {
+        f.call1(&sw, &"sw.js".into()).ok();
     }
 }
 

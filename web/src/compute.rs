@@ -42,11 +42,21 @@ impl Preference {
     }
 }
 
+/// The wgpu handles behind Burn's WebGPU device, shared with the scatter's point renderer so the
+/// page holds a single GPU device.
+#[derive(Clone)]
+pub struct GpuHandles {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+}
+
 /// The initialised device and what it is.
 #[derive(Clone)]
 pub struct Compute {
     pub device: Device,
     pub backend: Backend,
+    /// Burn's wgpu handles (WebGPU only).
+    pub gpu: Option<GpuHandles>,
     /// Adapter description (WebGPU) or "flex" (CPU).
     pub adapter: String,
     /// Why WebGPU is not used, when it is not.
@@ -62,8 +72,14 @@ pub async fn init(preference: Preference) -> Compute {
         "this browser has no WebGPU (navigator.gpu is missing)".to_string()
     } else {
         match init_webgpu().await {
-            Ok((device, adapter)) => {
-                return Compute { device, backend: Backend::WebGpu, adapter, fallback_reason: None };
+            Ok((device, adapter, gpu)) => {
+                return Compute {
+                    device,
+                    backend: Backend::WebGpu,
+                    adapter,
+                    gpu: Some(gpu),
+                    fallback_reason: None,
+                };
             }
             Err(e) => e,
         }
@@ -72,6 +88,7 @@ pub async fn init(preference: Preference) -> Compute {
         device: Device::flex(),
         backend: Backend::Cpu,
         adapter: "flex (wasm32, single thread)".into(),
+        gpu: None,
         fallback_reason: Some(reason),
     }
 }
@@ -83,7 +100,7 @@ fn has_webgpu() -> bool {
         .unwrap_or(false)
 }
 
-async fn init_webgpu() -> Result<(Device, String), String> {
+async fn init_webgpu() -> Result<(Device, String, GpuHandles), String> {
     let (device, setup) = Device::wgpu_options()
         .init_with_setup_async()
         .await
@@ -103,7 +120,8 @@ async fn init_webgpu() -> Result<(Device, String), String> {
     if sum != [10.0] {
         return Err(format!("WebGPU smoke test returned {sum:?} instead of [10.0]"));
     }
-    Ok((device, adapter))
+    let gpu = GpuHandles { device: setup.device, queue: setup.queue };
+    Ok((device, adapter, gpu))
 }
 
 /// Uploads the table once; filters later select rows on the device.

@@ -8,6 +8,7 @@ mod educator;
 mod flags;
 mod heatmap;
 mod scatter;
+mod scatter_gpu;
 mod vendi;
 
 use wasm_bindgen::JsCast;

@@ -1,7 +1,13 @@
 //! 2-D PCA scatter of all embeddings (SoS paper App. E), coloured by language, culture or model
-//! (Okabe–Ito palette), with box or lasso selection that feeds the Vendi panel. Points are
-//! rasterised into one RGBA buffer per frame (a single `putImageData`), which stays interactive
-//! at 150k points.
+//! (Okabe–Ito palette), with box or lasso selection that feeds the Vendi panel.
+//!
+//! Two stacked canvases: `#scatter-points` holds the points, `#scatter-canvas` (on top, transparent)
+//! takes the pointer and shows the selection outline, so drawing a selection redraws only the
+//! outline. With the WebGPU backend the points are GPU sprites (`scatter_gpu.rs`,
+//! `shaders/scatter.wgsl`: one instanced draw call into an offscreen texture, read back); with the
+//! CPU backend, or when WebGPU rendering fails, they are rasterised into one RGBA buffer. Either
+//! way the frame reaches the canvas with a single `putImageData`. Both put each point
+//! on the same pixels. `#scatter-points[data-renderer]` says which one drew.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -10,6 +16,7 @@ use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent};
 
 use super::colour::{category, css};
+use super::scatter_gpu;
 use crate::app::{self, with_app};
 use crate::dom::{self, esc};
 use crate::pca;
@@ -17,21 +24,26 @@ use crate::pca;
 const W: u32 = 820;
 const H: u32 = 560;
 const MARGIN: f64 = 12.0;
+/// Side of an unselected and of a selected point, pixels.
+const POINT_PX: [u32; 2] = [2, 3];
 
 thread_local! {
     /// The pointer path of the selection being drawn (canvas pixels).
     static DRAG: RefCell<Option<Vec<(f64, f64)>>> = const { RefCell::new(None) };
+    /// Number of the latest frame asked for; a GPU frame that finishes later than a newer one
+    /// is dropped.
+    static FRAME: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 pub fn wire() {
     dom::on_id("view-scatter", "change", |e| {
-        if let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) {
-            if sel.id() == "colour-by" {
-                let v = sel.value();
-                with_app(|app| app.ui.colour_by = v);
-                app::sync_url();
-                draw();
-            }
+        if let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok())
+            && sel.id() == "colour-by"
+        {
+            let v = sel.value();
+            with_app(|app| app.ui.colour_by = v);
+            app::sync_url();
+            draw();
         }
     });
     dom::on_id("view-scatter", "click", |e| {
@@ -55,13 +67,13 @@ pub fn wire() {
         let Some(p) = canvas_point(&e) else { return };
         let dragging = DRAG.with(|d| d.borrow_mut().as_mut().map(|path| path.push(p)).is_some());
         if dragging {
-            draw();
+            draw_overlay();
         }
     });
     dom::on(&dom::document(), "mouseup", |_| {
         let Some(path) = DRAG.with(|d| d.borrow_mut().take()) else { return };
         if path.len() < 2 {
-            draw();
+            draw_overlay();
             return;
         }
         let lasso = dom::select_value("select-mode") == "lasso";
@@ -162,7 +174,8 @@ pub fn render() {
              <label>Select <select id='select-mode'><option value='box'>box</option><option value='lasso'>lasso</option></select></label>\
              <button type='button' data-action='clear'>Clear selection</button>\
              <button type='button' data-action='vendi'>Vendi of selection →</button> <span id='selection-count'></span></div>\
-             <canvas id='scatter-canvas' width='{W}' height='{H}'></canvas><div id='scatter-legend'></div>\
+             <div class='scatter-stack'><canvas id='scatter-points' width='{W}' height='{H}'></canvas>\
+             <canvas id='scatter-canvas' width='{W}' height='{H}'></canvas></div><div id='scatter-legend'></div>\
              <p class='muted'>Axes: first two principal components of the L2-normalised embeddings (covariance from ≤ {} rows).</p>",
             pca::SAMPLE_ROWS
         ),
@@ -175,7 +188,9 @@ pub fn render() {
             match pca::pca2(&table).await {
                 Ok(coords) => {
                     with_app(|app| app.pca = Some(std::rc::Rc::new(coords)));
-                    dom::status(&format!("PCA in {:.0} ms", dom::now_ms() - t0));
+                    let ms = dom::now_ms() - t0;
+                    dom::status(&format!("PCA in {ms:.0} ms"));
+                    dom::set_body_attr("data-pca-ms", &format!("{ms:.0}"));
                     draw();
                 }
                 Err(e) => dom::show_error(&format!("PCA failed: {e}")),
@@ -186,16 +201,20 @@ pub fn render() {
     }
 }
 
-/// Rasterises the points (2 × 2 px, selected ones larger and black) and the selection outline.
+fn canvas(id: &str) -> Option<HtmlCanvasElement> {
+    dom::document().get_element_by_id(id)?.dyn_into().ok()
+}
+
+fn context_2d(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas.get_context("2d").ok().flatten()?.dyn_into().ok()
+}
+
+/// Draws the points (selected ones larger, black and on top), the selection outline, the count
+/// and the legend. With WebGPU the frame is rendered on the GPU asynchronously; a newer draw
+/// supersedes one still in flight.
 pub fn draw() {
-    let Ok(canvas) = dom::document()
-        .get_element_by_id("scatter-canvas")
-        .ok_or(())
-        .and_then(|c| c.dyn_into::<HtmlCanvasElement>().map_err(|_| ()))
-    else {
-        return;
-    };
-    let Some((coords, colours, legend, selected)) = with_app(|app| {
+    let Some(points) = canvas("scatter-points") else { return };
+    let Some((coords, colours, legend, selected, gpu)) = with_app(|app| {
         let coords = app.pca.clone()?;
         let values = app.columns.iter().find(|(c, _)| *c == app.ui.colour_by).map(|(_, v)| v.as_slice())?;
         let mut index: BTreeMap<&str, usize> = BTreeMap::new();
@@ -207,12 +226,82 @@ pub fn draw() {
         let colours: Vec<u8> = values.iter().map(|v| index[v.as_str()] as u8).collect();
         let mut selected = vec![false; values.len()];
         app.selection.iter().for_each(|&r| selected[r as usize] = true);
-        Some((coords, colours, legend, selected))
+        Some((coords, colours, legend, selected, app.compute.gpu.clone()))
     })
     .flatten() else {
         return;
     };
     let t = Transform::fit(&coords);
+    let t0 = dom::now_ms();
+    let frame = FRAME.with(|f| {
+        f.set(f.get() + 1);
+        f.get()
+    });
+    let n_selected = selected.iter().filter(|s| **s).count();
+    let done = move |points: &HtmlCanvasElement, renderer: &str| {
+        points.set_attribute("data-renderer", renderer).ok();
+        points.set_attribute("data-draw-ms", &format!("{:.1}", dom::now_ms() - t0)).ok();
+        draw_overlay();
+        dom::set_text("selection-count", &format!("{n_selected} selected"));
+        let items: String = legend
+            .iter()
+            .map(|(name, i)| {
+                format!(
+                    "<span class='key'><i style='background:{}'></i>{}</span>",
+                    css(category(*i)),
+                    esc(name)
+                )
+            })
+            .collect();
+        dom::set_html("scatter-legend", &items);
+    };
+    let Some(gpu) = gpu else {
+        raster(&points, &t, &coords, &colours, &selected);
+        done(&points, "canvas2d");
+        return;
+    };
+    let mut instances = Vec::with_capacity(colours.len() * scatter_gpu::INSTANCE_BYTES);
+    for pass in [false, true] {
+        for i in (0..colours.len()).filter(|&i| selected[i] == pass) {
+            let rgb = category(colours[i] as usize);
+            scatter_gpu::push_instance(&mut instances, coords[2 * i], coords[2 * i + 1], rgb, pass);
+        }
+    }
+    let view = scatter_gpu::ViewUniform {
+        centre: [t.x0, t.y0],
+        scale: t.scale,
+        canvas: [W as f32, H as f32],
+        point: [POINT_PX[0] as f32, POINT_PX[1] as f32],
+    };
+    dom::set_text("selection-count", "");
+    wasm_bindgen_futures::spawn_local(async move {
+        let pixels = scatter_gpu::render(&instances, view, W, H, &gpu).await;
+        if FRAME.with(|f| f.get()) != frame {
+            return;
+        }
+        match pixels {
+            Ok(px) => {
+                put_pixels(&points, &px);
+                done(&points, "webgpu");
+            }
+            Err(e) => {
+                dom::status(&format!("scatter drawn on the CPU: {e}"));
+                raster(&points, &t, &coords, &colours, &selected);
+                done(&points, "canvas2d");
+            }
+        }
+    });
+}
+
+fn put_pixels(canvas: &HtmlCanvasElement, px: &[u8]) {
+    let Some(ctx) = context_2d(canvas) else { return };
+    if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(px), W, H) {
+        ctx.put_image_data(&image, 0.0, 0.0).ok();
+    }
+}
+
+/// CPU rasteriser: the points into one RGBA buffer, one `putImageData`.
+fn raster(canvas: &HtmlCanvasElement, t: &Transform, coords: &[f32], colours: &[u8], selected: &[bool]) {
     let (w, h) = (W as usize, H as usize);
     let mut px = vec![255u8; w * h * 4];
     let mut put = |x: i64, y: i64, rgb: [u8; 3]| {
@@ -222,25 +311,25 @@ pub fn draw() {
         }
     };
     for pass in [false, true] {
-        for i in 0..colours.len() {
-            if selected[i] != pass {
-                continue;
-            }
+        for i in (0..colours.len()).filter(|&i| selected[i] == pass) {
             let (x, y) = t.apply(coords[2 * i], coords[2 * i + 1]);
             let (x, y) = (x as i64, y as i64);
-            let (rgb, r) = if pass { ([0, 0, 0], 2) } else { (category(colours[i] as usize), 1) };
-            for dy in 0..r {
-                for dx in 0..r {
+            let (rgb, r) =
+                if pass { ([0, 0, 0], POINT_PX[1]) } else { (category(colours[i] as usize), POINT_PX[0]) };
+            for dy in 0..i64::from(r) {
+                for dx in 0..i64::from(r) {
                     put(x + dx, y + dy, rgb);
                 }
             }
         }
     }
-    let ctx: CanvasRenderingContext2d =
-        canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into().ok()).expect("2d context");
-    if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&px), W, H) {
-        ctx.put_image_data(&image, 0.0, 0.0).ok();
-    }
+    put_pixels(canvas, &px);
+}
+
+/// The selection outline being drawn (box or lasso) on the transparent top canvas.
+fn draw_overlay() {
+    let Some(ctx) = canvas("scatter-canvas").as_ref().and_then(context_2d) else { return };
+    ctx.clear_rect(0.0, 0.0, f64::from(W), f64::from(H));
     if let Some(path) = DRAG.with(|d| d.borrow().clone()) {
         ctx.set_stroke_style_str("#000");
         ctx.begin_path();
@@ -255,13 +344,4 @@ pub fn draw() {
         }
         ctx.stroke();
     }
-    let n_sel = selected.iter().filter(|s| **s).count();
-    dom::set_text("selection-count", &format!("{n_sel} selected"));
-    let items: String = legend
-        .iter()
-        .map(|(name, i)| {
-            format!("<span class='key'><i style='background:{}'></i>{}</span>", css(category(*i)), esc(name))
-        })
-        .collect();
-    dom::set_html("scatter-legend", &items);
 }

@@ -48,6 +48,13 @@ pub fn render() {
         let present: Vec<&str> =
             CATEGORICAL_COLUMNS.iter().copied().filter(|c| app.columns.iter().any(|(n, _)| n == c)).collect();
         let weight = 1.0 / present.len().max(1) as f64;
+        // Numeric metadata columns can serve as per-image quality (e.g. HPS-v2 scores).
+        let quality: String = app
+            .columns
+            .iter()
+            .filter(|(_, v)| !v.is_empty() && v.iter().all(|x| x.parse::<f64>().is_ok_and(f64::is_finite)))
+            .map(|(c, _)| format!("<option value='{e}'>{e}</option>", e = esc(c)))
+            .collect();
         let weights: String = present
             .iter()
             .map(|c| format!("<label>{c} <input type='number' class='weight' data-column='{c}' min='0' max='1' step='0.05' value='{weight:.3}'></label>"))
@@ -60,11 +67,13 @@ pub fn render() {
              <label>Kernel <select id='vendi-kernel'><option value='cosine'>cosine (embeddings)</option>\
              <option value='categorical'>categorical (metadata)</option></select></label>\
              <fieldset><legend>Categorical weights (sum to 1)</legend>{weights}</fieldset>\
-             <label>q <input id='vendi-q' value='1' size='4'></label></div>\
+             <label>q <input id='vendi-q' value='1' size='4'></label>\
+             <label>Quality <select id='vendi-quality'><option value=''>uniform (1 per image)</option>{quality}</select></label></div>\
              <table class='numbers big' id='vendi-table'><tbody><tr><th>N</th><td id='vendi-n'>–</td></tr>\
              <tr><th>VS<sub>q</sub></th><td id='vendi-vs'>–</td></tr><tr><th>qVS<sub>q</sub></th><td id='vendi-qvs'>–</td></tr>\
              <tr><th>qVS<sub>q</sub> / N</th><td id='vendi-qvs-norm'>–</td></tr></tbody></table>\
-             <p class='muted'>Without per-image quality scores in the bundle, quality is 1 for every image, so qVS = VS.</p>",
+             <p class='muted'>qVS = mean quality × VS (CUBE Eq. 2), quality from a numeric metadata column of the bundle \
+             (e.g. HPS-v2 scores); with uniform quality, qVS = VS.</p>",
             if app.selection.is_empty() { "" } else { " selected" },
             app.selection.len(),
             choice("vendi-model", "Model", &m.models),
@@ -101,6 +110,7 @@ async fn score() -> Result<VendiScore, String> {
         dom::select_value("vendi-culture"),
     );
     let use_selection = dom::select_value("vendi-source") == "selection";
+    let quality_col = dom::select_value("vendi-quality");
     let weights: Vec<(String, f64)> = {
         let nodes = dom::by_id("view-vendi").query_selector_all("input.weight").map_err(|_| "weights")?;
         (0..nodes.length())
@@ -114,7 +124,7 @@ async fn score() -> Result<VendiScore, String> {
             })
             .collect()
     };
-    let (rows, table, backend, cat) = with_app(|app| {
+    let (rows, table, backend, cat, quality) = with_app(|app| {
         let col =
             |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
         let (m, l, c) = (col("model"), col("language"), col("culture"));
@@ -135,7 +145,11 @@ async fn score() -> Result<VendiScore, String> {
             .iter()
             .map(|(name, _)| (name.clone(), rows.iter().map(|&r| col(name)[r as usize].clone()).collect()))
             .collect();
-        (rows, app.table.clone(), app.compute.backend, cat)
+        let quality: Option<Vec<f64>> = (!quality_col.is_empty()).then(|| {
+            let v = col(&quality_col);
+            rows.iter().map(|&r| v[r as usize].parse::<f64>().unwrap_or(f64::NAN)).collect()
+        });
+        (rows, app.table.clone(), app.compute.backend, cat, quality)
     })
     .ok_or("no bundle loaded")?;
     let n = rows.len();
@@ -179,5 +193,5 @@ async fn score() -> Result<VendiScore, String> {
         .await
         .map_err(|e| format!("{e:?}"))?;
     let spectrum = spectrum_from_product(product, &features, precision);
-    Ok(VendiScore::from_spectrum(&spectrum, n, q, None))
+    Ok(VendiScore::from_spectrum(&spectrum, n, q, quality.as_deref()))
 }
