@@ -2,7 +2,7 @@
 // language unchecked), for a served bundle, on the CPU fallback and on WebGPU (whatever adapter
 // the browser offers; SwiftShader on a machine without GPU); then the PCA scatter: PCA time, and
 // the time to draw all points (first frame and after a colour change). Usage:
-//   node bench.mjs BUNDLE_DIR [cpu|webgpu ...]      (needs web/dist built)
+//   [BENCH_LANGUAGES=3] node bench.mjs BUNDLE_DIR [cpu|webgpu ...]      (needs web/dist built)
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -30,7 +30,8 @@ for (const backend of backends.length ? backends : ["cpu", "webgpu"]) {
   const first = { wallMs: Date.now() - t0, firstHeatmapMs: Number(await attr("data-first-heatmap-ms")), loadMs: Number(await attr("data-load-ms")) };
   const languages = await page.$$eval("#filters input[data-kind=language]", (els) => els.map((e) => e.value));
   const recompute = [];
-  for (const lang of languages.slice(0, 3)) {
+  // BENCH_LANGUAGES=0 skips the recompute loop (full-scale bundles on SwiftShader take minutes each).
+  for (const lang of languages.slice(0, Number(process.env.BENCH_LANGUAGES ?? 3))) {
     for (const action of ["uncheck", "check"]) {
       await page.evaluate(() => { document.body.dataset.state = "waiting"; });
       await page[action](`#filters input[data-kind=language][value="${lang}"]`);
