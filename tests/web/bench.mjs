@@ -27,7 +27,8 @@ for (const backend of backends.length ? backends : ["cpu", "webgpu"]) {
     await browser.close();
     continue;
   }
-  const first = { wallMs: Date.now() - t0, firstHeatmapMs: Number(await attr("data-first-heatmap-ms")), loadMs: Number(await attr("data-load-ms")) };
+  const first = { wallMs: Date.now() - t0, firstHeatmapMs: Number(await attr("data-first-heatmap-ms")), loadMs: Number(await attr("data-load-ms")),
+    verifyMs: Number(await attr("data-verify-ms")), decodeMs: Number(await attr("data-decode-ms")) };
   const languages = await page.$$eval("#filters input[data-kind=language]", (els) => els.map((e) => e.value));
   const recompute = [];
   // BENCH_LANGUAGES=0 skips the recompute loop (full-scale bundles on SwiftShader take minutes each).

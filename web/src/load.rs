@@ -182,11 +182,16 @@ fn finish(
 ) -> Result<Loaded, String> {
     let get = |p: &str| &files.iter().find(|(q, _)| q == p).expect("fetched above").1;
     dom::status("verifying checksums…");
+    let t0 = dom::now_ms();
     for (path, bytes) in &files {
         check_file(&manifest, path, bytes).map_err(|e| e.to_string())?;
     }
+    let t1 = dom::now_ms();
     let columns = parse_metadata(&manifest, get(&manifest.metadata)).map_err(|e| e.to_string())?;
     let embeddings = decode_embeddings(&manifest, get(&manifest.embeddings)).map_err(|e| e.to_string())?;
+    // Phase timings for tests/web/bench.mjs (the rest of data-load-ms is reading the files).
+    dom::set_body_attr("data-verify-ms", &format!("{:.1}", t1 - t0));
+    dom::set_body_attr("data-decode-ms", &format!("{:.1}", dom::now_ms() - t1));
     let has_thumbs = columns.iter().any(|(n, _)| n == culturelens_bundle::THUMBNAIL_COLUMN);
     Ok(Loaded {
         manifest,
