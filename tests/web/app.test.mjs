@@ -205,6 +205,19 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
     report.runs.push({ path: "cpu fallback", adapter: await page.getAttribute("body", "data-adapter"),
       bundle: "demo", maxAbsDiff: worst, ...timing, screenshots: shots });
 
+    // Offline once loaded: the service worker caches the app shell on a controlled load; with the
+    // network gone, a reload still shows the demo.
+    const offline = await openPage(browser, "?bundle=demo&backend=cpu");
+    await results(offline.page);
+    await offline.page.evaluate(async () => { await navigator.serviceWorker.ready; });
+    await offline.page.waitForFunction(() => !!navigator.serviceWorker.controller);
+    await offline.page.reload();
+    await results(offline.page);
+    await offline.page.context().setOffline(true);
+    await offline.page.reload();
+    assertSameScores(await results(offline.page), cliRows, "reloaded offline");
+    await offline.page.context().setOffline(false);
+
     // ?bundle=URL with the CLI-written bundle, and local files through the picker.
     const served = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu");
     assertSameScores(await results(served.page), cliRows, "?bundle=URL");
