@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use culturelens_core::vendi::{
     Features, Order, Precision, ProtocolPlan, ProtocolScore, Route, VendiScore, categorical_features,
-    cosine_features, intdiv, intdiv_of_kernel, precomputed_spectrum, product_tensor, protocol,
-    protocol_precomputed, spectrum_from_product,
+    cosine_features, intdiv, intdiv_of_kernel, kernel_submatrix, precomputed_spectrum, product_tensor,
+    protocol, protocol_precomputed, spectrum_from_product,
 };
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
 use serde_json::{Map, Value, json};
@@ -155,11 +155,9 @@ impl Items {
     fn subset(&self, rows: &[usize]) -> Items {
         match self {
             Items::Features(f) => Items::Features(f.select_rows(rows)),
-            Items::Kernel { k, n, path } => Items::Kernel {
-                k: rows.iter().flat_map(|&i| rows.iter().map(move |&j| k[i * n + j])).collect(),
-                n: rows.len(),
-                path: path.clone(),
-            },
+            Items::Kernel { k, n, path } => {
+                Items::Kernel { k: kernel_submatrix(k, *n, rows), n: rows.len(), path: path.clone() }
+            }
         }
     }
 }

@@ -54,7 +54,7 @@ mod protocol;
 mod score;
 
 pub use product::{
-    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, precomputed_spectrum, product_tensor, spectrum,
+    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, kernel_submatrix, precomputed_spectrum, product_tensor, spectrum,
     spectrum_from_product,
 };
 pub use protocol::{

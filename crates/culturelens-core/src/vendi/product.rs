@@ -111,3 +111,9 @@ pub fn precomputed_spectrum(k: &[f64], n: usize, precision: Precision) -> Result
     }
     Ok(clip_eigenvalues(&eig, n, precision.epsilon()))
 }
+
+/// The principal submatrix of the kernel `k` (row-major n × n) on the items `rows`, in that order.
+pub fn kernel_submatrix(k: &[f64], n: usize, rows: &[usize]) -> Vec<f64> {
+    assert_eq!(k.len(), n * n, "the kernel matrix must be n × n");
+    rows.iter().flat_map(|&i| rows.iter().map(move |&j| k[i * n + j])).collect()
+}

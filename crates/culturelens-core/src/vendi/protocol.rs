@@ -9,7 +9,9 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::Serialize;
 
-use super::{Features, Order, Precision, VendiScore, clip_eigenvalues, symmetric_eigenvalues};
+use super::{
+    Features, Order, Precision, VendiScore, clip_eigenvalues, kernel_submatrix, symmetric_eigenvalues,
+};
 use crate::rng::SplitMix64;
 
 /// Mean and standard deviation (population, ddof = 0, as `numpy.std`) of repeated scores.
@@ -80,8 +82,7 @@ pub fn protocol(
     let repeats = picks.len();
     let b = picks[0].len();
     let d = features.d;
-    let gathered: Vec<f64> =
-        picks.iter().flatten().flat_map(|&i| features.data[i * d..(i + 1) * d].iter().copied()).collect();
+    let gathered = features.select_rows(&picks.concat()).data;
     let f = Tensor::<3>::from_data(TensorData::new(gathered, [repeats, b, d]), (device, precision.dtype()));
     let kernels = f.clone().matmul(f.swap_dims(1, 2)).into_data();
     let k: Vec<f64> = kernels.try_into_vec_as::<f64>().expect("the kernel product holds floats");
@@ -100,12 +101,8 @@ pub fn protocol_precomputed(
 ) -> ProtocolScore {
     assert_eq!(k.len(), n * n, "the kernel matrix must be n × n");
     let picks = protocol_batches(n, plan);
-    let block = |r: usize| -> Vec<f64> {
-        let pick = &picks[r];
-        pick.iter().flat_map(|&i| pick.iter().map(move |&j| k[i * n + j])).collect()
-    };
     let b = picks[0].len();
-    summarise(&picks, block, b, precision, quality, q)
+    summarise(&picks, |r| kernel_submatrix(k, n, &picks[r]), b, precision, quality, q)
 }
 
 /// Scores every batch from its `b × b` kernel block (unscaled) and aggregates.

@@ -136,31 +136,12 @@ fn precomputed_kernel_validation() {
 fn protocol_is_seeded_and_matches_direct_scores() {
     let f = random_features(5, 30, 16);
     let quality: Vec<f64> = (0..30).map(|i| 0.5 + i as f64 / 60.0).collect();
-    let a = protocol(
-        &f,
-        Some(&quality),
-        Order::Finite(1.0),
-        ProtocolPlan { batch: 8, repeats: 20, seed: 42 },
-        Precision::F64,
-        &cpu(),
-    );
-    let b = protocol(
-        &f,
-        Some(&quality),
-        Order::Finite(1.0),
-        ProtocolPlan { batch: 8, repeats: 20, seed: 42 },
-        Precision::F64,
-        &cpu(),
-    );
+    let run = |seed| {
+        let plan = ProtocolPlan { batch: 8, repeats: 20, seed };
+        protocol(&f, Some(&quality), Order::Finite(1.0), plan, Precision::F64, &cpu())
+    };
+    let (a, b, c) = (run(42), run(42), run(43));
     assert_eq!(a, b, "same seed, same result");
-    let c = protocol(
-        &f,
-        Some(&quality),
-        Order::Finite(1.0),
-        ProtocolPlan { batch: 8, repeats: 20, seed: 43 },
-        Precision::F64,
-        &cpu(),
-    );
     assert_ne!(a.vs.mean, c.vs.mean);
     assert_eq!((a.batch, a.repeats), (8, 20));
     assert!(a.vs.mean > 1.0 && a.vs.mean <= 8.0 && a.vs.sd > 0.0);
@@ -343,4 +324,11 @@ fn parity_with_vendi_score_package() {
             );
         }
     }
+}
+
+#[test]
+fn kernel_submatrix_picks_rows_and_columns_in_order() {
+    // K[i][j] = 10 i + j
+    let k: Vec<f64> = (0..3).flat_map(|i| (0..3).map(move |j| (10 * i + j) as f64)).collect();
+    assert_eq!(kernel_submatrix(&k, 3, &[2, 0]), vec![22.0, 20.0, 2.0, 0.0]);
 }
