@@ -1,6 +1,7 @@
 //! Native side of the culturelens encoders: reads a weights folder written by transformers'
 //! `save_pretrained` (config.json, model.safetensors or a sharded index,
-//! preprocessor_config.json, tokenizer.json), builds the Burn model of `culturelens-core` on a
+//! preprocessor_config.json, tokenizer.json) or an OpenCLIP hub folder (open_clip_config.json,
+//! open_clip_model.safetensors), builds the Burn model of `culturelens-core` on a
 //! device, and embeds image files and prompts. File I/O and the `tokenizers` crate live here so
 //! that the core stays free of them (and builds for wasm32).
 //!
@@ -10,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_core::models::open_clip::OpenClipFile;
 use culturelens_core::models::preprocess::{
     ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
 };
@@ -84,27 +86,76 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     Err(LoadError::Missing { dir: dir.to_owned(), what: "safetensors weights", hint })
 }
 
+/// Reads `files` (the shards of one checkpoint) and builds the model with `build`, mapping a
+/// weights error to the first shard and any other error to `config_path`.
+fn load_model(
+    files: &[PathBuf],
+    config_path: &Path,
+    device: &Device,
+    build: impl FnOnce(&Checkpoint) -> Result<EncoderModel, ModelError>,
+) -> Result<EncoderModel, LoadError> {
+    let buffers = files.iter().map(|f| read(f)).collect::<Result<Vec<_>, _>>()?;
+    let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    let weights_path = files[0].clone();
+    let checkpoint = Checkpoint::from_shards(&slices, device)
+        .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?;
+    build(&checkpoint).map_err(|source| {
+        let path =
+            if matches!(source, ModelError::Weights(_)) { weights_path } else { config_path.to_owned() };
+        LoadError::Model { path, source }
+    })
+}
+
 impl Encoder {
-    /// Loads the model, preprocessing and tokenizer found in `dir` onto `device`.
+    /// Loads the model, preprocessing and tokenizer found in `dir` onto `device`: a
+    /// transformers folder (`config.json`, `model.safetensors` or shards) or an OpenCLIP one
+    /// (`open_clip_config.json`, `open_clip_model.safetensors`, as on the Hugging Face hub).
+    /// When both are present the transformers files are used.
     pub fn from_dir(dir: &Path, device: &Device) -> Result<Self, LoadError> {
         let config_path = dir.join("config.json");
-        let config = read_string(&config_path)?;
-        let files = safetensors_files(dir)?;
-        let buffers = files.iter().map(|f| read(f)).collect::<Result<Vec<_>, _>>()?;
-        let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
-        let weights_path = files[0].clone();
-        let checkpoint = Checkpoint::from_shards(&slices, device)
-            .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?;
-        let model = EncoderModel::load(&config, &checkpoint).map_err(|source| {
-            let path = if matches!(source, ModelError::Weights(_)) {
-                weights_path.clone()
-            } else {
-                config_path.clone()
+        let open_clip_path = dir.join("open_clip_config.json");
+        let (model, default_processor) = if config_path.is_file() || !open_clip_path.is_file() {
+            let config = read_string(&config_path)?;
+            let files = safetensors_files(dir)?;
+            (load_model(&files, &config_path, device, |ck| EncoderModel::load(&config, ck))?, None)
+        } else {
+            let config = read_string(&open_clip_path)?;
+            let weights = dir.join("open_clip_model.safetensors");
+            if !weights.is_file() {
+                let hint = if dir.join("open_clip_pytorch_model.bin").is_file() {
+                    "found open_clip_pytorch_model.bin, a pickled checkpoint, which culturelens does not unpickle; \
+                     the LAION repositories also ship open_clip_model.safetensors"
+                        .to_string()
+                } else {
+                    "expected open_clip_model.safetensors next to open_clip_config.json".to_string()
+                };
+                return Err(LoadError::Missing {
+                    dir: dir.to_owned(),
+                    what: "OpenCLIP safetensors weights",
+                    hint,
+                });
+            }
+            let model = load_model(&[weights], &open_clip_path, device, |ck| {
+                EncoderModel::load_open_clip(&config, ck)
+            })?;
+            let file = OpenClipFile::from_json(&config)
+                .map_err(|source| LoadError::Model { path: open_clip_path.clone(), source })?;
+            let size = match &model {
+                EncoderModel::Clip(c) => c.config.vision_config.image_size as u32,
+                _ => unreachable!("OpenCLIP folders build CLIP models"),
             };
-            LoadError::Model { path, source }
-        })?;
+            let processor = file
+                .preprocess_cfg
+                .processor(size)
+                .map_err(|source| LoadError::Model { path: open_clip_path.clone(), source })?;
+            (model, Some(processor))
+        };
+        // An OpenCLIP folder is preprocessed as open_clip does (its preprocess_cfg), even where
+        // the hub repository also carries a transformers preprocessor_config.json.
         let processor_path = dir.join("preprocessor_config.json");
-        let processor = if processor_path.is_file() {
+        let processor = if default_processor.is_some() {
+            default_processor
+        } else if processor_path.is_file() {
             let cfg = ImageProcessorConfig::from_json(&read_string(&processor_path)?)
                 .map_err(|source| LoadError::Json { path: processor_path.clone(), source })?;
             Some(

@@ -1,4 +1,4 @@
-//! Image and text encoders (CLIP, SigLIP, DINOv2) written once in Burn, with their weight
+//! Image and text encoders (CLIP and OpenCLIP, SigLIP, DINOv2) and an image-only EfficientNet-Lite written once in Burn, with their weight
 //! loading ([`weights`]) and image preprocessing ([`preprocess`], [`resample`]).
 //!
 //! One file per family, each with a config struct that mirrors transformers' `config.json`,
@@ -10,6 +10,8 @@
 
 pub mod clip;
 pub mod dinov2;
+pub mod efficientnet;
+pub mod open_clip;
 pub mod preprocess;
 pub mod resample;
 pub mod siglip;
@@ -26,10 +28,14 @@ use self::weights::{Checkpoint, WeightError};
 pub enum ModelError {
     #[error("config.json: {0}")]
     Config(#[from] serde_json::Error),
-    #[error("config.json has model_type `{0}`; supported: clip, siglip, dinov2, dinov2_with_registers")]
+    #[error(
+        "config.json has model_type `{0}`; supported: clip, siglip, dinov2, dinov2_with_registers, efficientnet_lite"
+    )]
     UnsupportedModelType(String),
     #[error(transparent)]
     Weights(#[from] WeightError),
+    #[error("{0}")]
+    Unsupported(String),
     #[error("{family} has no text tower")]
     NoTextTower { family: &'static str },
 }
@@ -40,6 +46,7 @@ pub enum EncoderModel {
     Clip(Box<clip::Clip>),
     Siglip(Box<siglip::Siglip>),
     Dinov2(Box<dinov2::Dinov2>),
+    EfficientNet(Box<efficientnet::EfficientNetLite>),
 }
 
 #[derive(Deserialize)]
@@ -57,6 +64,9 @@ impl EncoderModel {
             "dinov2" | "dinov2_with_registers" => {
                 Self::Dinov2(Box::new(dinov2::Dinov2Config::from_json(config_json)?.init(device)))
             }
+            "efficientnet_lite" => Self::EfficientNet(Box::new(
+                efficientnet::EfficientNetLiteConfig::from_json(config_json)?.init(device),
+            )),
             _ => return Err(ModelError::UnsupportedModelType(model_type)),
         })
     }
@@ -68,8 +78,18 @@ impl EncoderModel {
             Self::Clip(m) => m.load(checkpoint)?,
             Self::Siglip(m) => m.load(checkpoint)?,
             Self::Dinov2(m) => m.load(checkpoint)?,
+            Self::EfficientNet(m) => m.load(checkpoint)?,
         }
         Ok(model)
+    }
+
+    /// Builds the CLIP described by an OpenCLIP `open_clip_config.json` and loads its state
+    /// dict (`open_clip_model.safetensors`) through the key table of [`open_clip`].
+    pub fn load_open_clip(open_clip_json: &str, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
+        let config = open_clip::OpenClipFile::from_json(open_clip_json)?.model_cfg.clip_config()?;
+        let mut model = config.init(checkpoint.device());
+        open_clip::load(&mut model, checkpoint)?;
+        Ok(Self::Clip(Box::new(model)))
     }
 
     pub fn family(&self) -> &'static str {
@@ -77,6 +97,7 @@ impl EncoderModel {
             Self::Clip(_) => "clip",
             Self::Siglip(_) => "siglip",
             Self::Dinov2(_) => "dinov2",
+            Self::EfficientNet(_) => "efficientnet_lite",
         }
     }
 
@@ -86,6 +107,7 @@ impl EncoderModel {
             Self::Clip(m) => m.image_features(pixel_values),
             Self::Siglip(m) => m.image_features(pixel_values),
             Self::Dinov2(m) => m.pooled(pixel_values),
+            Self::EfficientNet(m) => m.features(pixel_values),
         }
     }
 
@@ -96,6 +118,7 @@ impl EncoderModel {
             Self::Clip(m) => Ok(m.text_features(ids, device)),
             Self::Siglip(m) => Ok(m.text_features(ids, device)),
             Self::Dinov2(_) => Err(ModelError::NoTextTower { family: "dinov2" }),
+            Self::EfficientNet(_) => Err(ModelError::NoTextTower { family: "efficientnet_lite" }),
         }
     }
 
@@ -105,6 +128,7 @@ impl EncoderModel {
             Self::Clip(m) => m.config.projection_dim,
             Self::Siglip(m) => m.config.vision_config.hidden_size,
             Self::Dinov2(m) => m.config.hidden_size,
+            Self::EfficientNet(_) => 1280,
         }
     }
 
@@ -113,7 +137,7 @@ impl EncoderModel {
         match self {
             Self::Clip(m) => Some(m.config.text_config.max_position_embeddings),
             Self::Siglip(m) => Some(m.config.text_config.max_position_embeddings),
-            Self::Dinov2(_) => None,
+            Self::Dinov2(_) | Self::EfficientNet(_) => None,
         }
     }
 }

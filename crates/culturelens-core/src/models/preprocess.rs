@@ -81,10 +81,33 @@ pub enum Resize {
     Exact { height: u32, width: u32 },
 }
 
+/// What happens to an alpha channel when an image is converted to RGB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Alpha {
+    /// Composite onto white, exactly as Pillow does (transformers' `convert_rgb`).
+    #[default]
+    OverWhite,
+    /// Drop it (`PIL.Image.convert("RGB")`, what OpenCLIP's transform does).
+    Drop,
+}
+
+/// How a centre crop places its window when the margin is odd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CropOffset {
+    /// transformers: `top = (H - h) // 2`; a larger crop pads, the image `ceil((h - H) / 2)` down.
+    #[default]
+    Floor,
+    /// torchvision's `CenterCrop`: `top = int(round((H - h) / 2))` with Python's round half to
+    /// even; a larger crop pads, the image `(h - H) // 2` down.
+    RoundHalfEven,
+}
+
 /// A resolved preprocessing pipeline.
 #[derive(Clone, Debug)]
 pub struct ImageProcessor {
     pub convert_rgb: bool,
+    pub alpha: Alpha,
+    pub crop_offset: CropOffset,
     pub resize: Option<(Resize, PilFilter)>,
     pub crop: Option<(u32, u32)>,
     pub rescale: Option<f64>,
@@ -156,6 +179,8 @@ impl ImageProcessorConfig {
         };
         Ok(ImageProcessor {
             convert_rgb: self.do_convert_rgb,
+            alpha: Alpha::OverWhite,
+            crop_offset: CropOffset::Floor,
             resize,
             crop,
             rescale: self.do_rescale.then_some(self.rescale_factor),
@@ -190,9 +215,9 @@ pub fn decode(bytes: &[u8]) -> Result<DynamicImage, PreprocessError> {
 
 /// Pillow's `convert("RGB")`, compositing images with alpha onto white first
 /// (`convert_to_rgb` of transformers, `ImagingAlphaComposite` arithmetic).
-pub fn to_rgb8(image: &DynamicImage) -> Rgb8 {
+pub fn to_rgb8(image: &DynamicImage, alpha: Alpha) -> Rgb8 {
     let (width, height) = (image.width() as usize, image.height() as usize);
-    let data = if image.color().has_alpha() {
+    let data = if image.color().has_alpha() && alpha == Alpha::OverWhite {
         image.to_rgba8().pixels().flat_map(|p| over_white(p.0)).collect()
     } else {
         image.to_rgb8().into_raw()
@@ -220,6 +245,12 @@ fn over_white([r, g, b, a]: [u8; 4]) -> [u8; 3] {
 
 /// `(height, width)` after resizing the short side to `size`, the long side scaled and
 /// truncated (`get_resize_output_image_size(default_to_square=False)`).
+/// `round(n / 2)` with ties to even, as Python's `round`.
+fn round_half_even_half(n: usize) -> usize {
+    let (q, r) = (n / 2, n % 2);
+    if r == 1 && q % 2 == 1 { q + 1 } else { q }
+}
+
 pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usize) {
     let size = size as usize;
     if width <= height { (size * height / width, size) } else { (size, size * width / height) }
@@ -240,8 +271,11 @@ impl ImageProcessor {
         let (out_h, out_w) = self.crop.map_or((height, width), |(h, w)| (h as usize, w as usize));
         // Centre crop (`top = (H - h) // 2`); a crop larger than the image pads with zeros,
         // the image placed `ceil((h - H) / 2)` from the top, as transformers' `center_crop`.
-        let offset = |size: usize, out: usize| {
-            if out <= size { ((size - out) / 2) as i64 } else { -(((out - size) as i64 + 1) / 2) }
+        let offset = |size: usize, out: usize| match self.crop_offset {
+            CropOffset::Floor if out <= size => ((size - out) / 2) as i64,
+            CropOffset::Floor => -(((out - size) as i64 + 1) / 2),
+            CropOffset::RoundHalfEven if out <= size => round_half_even_half(size - out) as i64,
+            CropOffset::RoundHalfEven => -(((out - size) / 2) as i64),
         };
         let (top, left) = (offset(height, out_h), offset(width, out_w));
         let scale = self.rescale.unwrap_or(1.0);
@@ -280,13 +314,46 @@ impl ImageProcessor {
     /// Decodes `bytes` and returns its `pixel_values`.
     pub fn pixel_values(&self, bytes: &[u8]) -> Result<PixelValues, PreprocessError> {
         let image = decode(bytes)?;
-        Ok(self.pixel_values_rgb(&to_rgb8(&image)))
+        Ok(self.pixel_values_rgb(&to_rgb8(&image, self.alpha)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn torchvision_crop_rounds_half_to_even() {
+        // int(round(m / 2)) for margins 0..8: 0, 0, 1, 2, 2, 2, 3, 4, 4.
+        let got: Vec<usize> = (0..9).map(round_half_even_half).collect();
+        assert_eq!(got, [0, 0, 1, 2, 2, 2, 3, 4, 4]);
+        // A 1 × 7 row cropped to 1 × 4 (margin 3): transformers starts at 1, torchvision at 2.
+        let rgb = Rgb8 { width: 7, height: 1, data: (0..7u8).flat_map(|v| [v * 10; 3]).collect() };
+        let mut p = ImageProcessor {
+            convert_rgb: true,
+            alpha: Alpha::OverWhite,
+            crop_offset: CropOffset::Floor,
+            resize: None,
+            crop: Some((1, 4)),
+            rescale: None,
+            normalize: None,
+        };
+        assert_eq!(p.pixel_values_rgb(&rgb).data[..4], [10.0, 20.0, 30.0, 40.0]);
+        p.crop_offset = CropOffset::RoundHalfEven;
+        assert_eq!(p.pixel_values_rgb(&rgb).data[..4], [20.0, 30.0, 40.0, 50.0]);
+        // Padding a 1 × 1 image into 1 × 4: transformers puts it at 2 (ceil 3/2), torchvision at 1.
+        let one = Rgb8 { width: 1, height: 1, data: vec![9; 3] };
+        assert_eq!(p.pixel_values_rgb(&one).data[..4], [0.0, 9.0, 0.0, 0.0]);
+        p.crop_offset = CropOffset::Floor;
+        assert_eq!(p.pixel_values_rgb(&one).data[..4], [0.0, 0.0, 9.0, 0.0]);
+    }
+
+    #[test]
+    fn alpha_drop_keeps_the_colour() {
+        let img = DynamicImage::ImageRgba8(image::RgbaImage::from_raw(1, 1, vec![10, 20, 30, 0]).unwrap());
+        assert_eq!(to_rgb8(&img, Alpha::Drop).data, [10, 20, 30]);
+        assert_eq!(to_rgb8(&img, Alpha::OverWhite).data, [255, 255, 255]);
+    }
 
     #[test]
     fn shortest_edge_truncates_the_long_side() {
@@ -323,6 +390,8 @@ mod tests {
         let rgb = Rgb8 { width: 3, height: 1, data: vec![0, 0, 0, 255, 51, 0, 9, 9, 9] };
         let p = ImageProcessor {
             convert_rgb: true,
+            alpha: Alpha::OverWhite,
+            crop_offset: CropOffset::Floor,
             resize: None,
             crop: Some((1, 1)),
             rescale: Some(1.0 / 255.0),

@@ -10,9 +10,7 @@ use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 
 use super::vit::{Activation, Attention, Encoder, EncoderShape, Mlp};
-use super::weights::{
-    Checkpoint, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear, load_linear_rows,
-};
+use super::weights::{Checkpoint, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear};
 
 /// `config.json` of a `SiglipModel`.
 #[derive(Clone, Debug, Deserialize)]
@@ -227,15 +225,7 @@ impl SiglipVisionTransformer {
         let shape: [usize; 3] = head.probe.lazy_shape().dims();
         head.probe = ck.param(&format!("{prefix}.head.probe"), shape)?;
         // nn.MultiheadAttention stacks q, k, v in `in_proj_weight` / `in_proj_bias`.
-        let (w, b) = (
-            format!("{prefix}.head.attention.in_proj_weight"),
-            format!("{prefix}.head.attention.in_proj_bias"),
-        );
-        let attn = &mut head.attention;
-        for (part, proj) in [&mut attn.q_proj, &mut attn.k_proj, &mut attn.v_proj].into_iter().enumerate() {
-            load_linear_rows(proj, ck, &w, &b, part, 3)?;
-        }
-        load_linear(&mut attn.out_proj, ck, &format!("{prefix}.head.attention.out_proj"))?;
+        head.attention.load_fused(ck, &format!("{prefix}.head.attention"))?;
         load_layer_norm(&mut head.layernorm, ck, &format!("{prefix}.head.layernorm"))?;
         head.mlp.load(ck, &format!("{prefix}.head.mlp"))
     }

@@ -10,7 +10,7 @@ use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Tensor};
 use serde::Deserialize;
 
-use super::weights::{Checkpoint, WeightError, load_layer_norm, load_linear};
+use super::weights::{Checkpoint, WeightError, load_layer_norm, load_linear, load_linear_rows};
 
 /// The `hidden_act` of a transformers config.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -64,6 +64,16 @@ impl Attention {
         load_linear(&mut self.k_proj, ck, &format!("{prefix}.{}", names[1]))?;
         load_linear(&mut self.v_proj, ck, &format!("{prefix}.{}", names[2]))?;
         load_linear(&mut self.out_proj, ck, &format!("{prefix}.{}", names[3]))
+    }
+
+    /// Loads an `nn.MultiheadAttention` stored under `prefix`: q, k and v stacked in
+    /// `in_proj_weight` / `in_proj_bias`, and `out_proj`.
+    pub fn load_fused(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
+        let (w, b) = (format!("{prefix}.in_proj_weight"), format!("{prefix}.in_proj_bias"));
+        for (part, proj) in [&mut self.q_proj, &mut self.k_proj, &mut self.v_proj].into_iter().enumerate() {
+            load_linear_rows(proj, ck, &w, &b, part, 3)?;
+        }
+        load_linear(&mut self.out_proj, ck, &format!("{prefix}.out_proj"))
     }
 
     /// `softmax(q kᵀ / √d_head) v` over `[batch, tokens, hidden]`; `causal` masks future tokens.
@@ -171,6 +181,20 @@ impl Encoder {
             )?;
             load_layer_norm(&mut layer.layer_norm2, ck, &format!("{p}.layer_norm2"))?;
             layer.mlp.load(ck, &format!("{p}.mlp"))?;
+        }
+        Ok(())
+    }
+
+    /// Loads OpenCLIP's `{prefix}.resblocks.{i}.{ln_1, attn, ln_2, mlp.c_fc, mlp.c_proj}`
+    /// (`ResidualAttentionBlock` with `nn.MultiheadAttention`).
+    pub fn load_open_clip(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            let p = format!("{prefix}.resblocks.{i}");
+            load_layer_norm(&mut layer.layer_norm1, ck, &format!("{p}.ln_1"))?;
+            layer.self_attn.load_fused(ck, &format!("{p}.attn"))?;
+            load_layer_norm(&mut layer.layer_norm2, ck, &format!("{p}.ln_2"))?;
+            load_linear(&mut layer.mlp.fc1, ck, &format!("{p}.mlp.c_fc"))?;
+            load_linear(&mut layer.mlp.fc2, ck, &format!("{p}.mlp.c_proj"))?;
         }
         Ok(())
     }

@@ -1,0 +1,416 @@
+//! OpenCLIP checkpoints (`open_clip_config.json` + `open_clip_model.safetensors`, the layout of
+//! the LAION repositories on the Hugging Face hub, e.g. ViT-bigG-14 and ViT-H-14) mapped onto
+//! the [`Clip`] modules by an explicit key table.
+//!
+//! OpenCLIP's `CLIP` is the same network as transformers' `CLIPModel`; only the names and two
+//! layouts differ:
+//!
+//! | OpenCLIP | transformers / [`Clip`] |
+//! |---|---|
+//! | `visual.conv1` | `vision_model.embeddings.patch_embedding` |
+//! | `visual.class_embedding`, `visual.positional_embedding` | `…class_embedding`, `…position_embedding.weight` |
+//! | `visual.ln_pre`, `visual.ln_post` | `vision_model.pre_layrnorm`, `vision_model.post_layernorm` |
+//! | `*.transformer.resblocks.{i}.ln_1`, `ln_2` | `*.encoder.layers.{i}.layer_norm1`, `layer_norm2` |
+//! | `*.resblocks.{i}.attn.in_proj_weight` (q, k, v stacked) | `self_attn.{q,k,v}_proj` |
+//! | `*.resblocks.{i}.attn.out_proj`, `mlp.c_fc`, `mlp.c_proj` | `self_attn.out_proj`, `mlp.fc1`, `mlp.fc2` |
+//! | `visual.proj` `[width, embed]`, used as `x @ proj` | `visual_projection.weight` `[embed, width]` |
+//! | `token_embedding`, `positional_embedding`, `ln_final` | `text_model.embeddings.*`, `final_layer_norm` |
+//! | `text_projection` `[width, embed]` | `text_projection.weight` `[embed, width]` |
+//!
+//! With `custom_text: true` the text tower's keys sit under `text.`. The architecture comes from
+//! `model_cfg`: vision heads are `width / head_width`, MLP widths `int(width * mlp_ratio)` (as
+//! OpenCLIP computes them, so bigG's `mlp_ratio` 4.9231 gives 8192), the activation is exact
+//! GELU unless `quick_gelu`, LayerNorm ε is PyTorch's 1e-5, and the text embedding is taken at
+//! the highest token id (`pool_type: "argmax"`, the end-of-text token). Options that change the
+//! network beyond this (timm or Hugging Face towers, attentional pooling, layer scale, custom
+//! attention blocks) are refused with the option's name rather than loaded wrongly.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::ModelError;
+use super::clip::{Clip, ClipConfig, ClipTextConfig, ClipVisionConfig};
+use super::preprocess::{Alpha, CropOffset, ImageProcessor, Resize};
+use super::resample::PilFilter;
+use super::vit::Activation;
+use super::weights::{Checkpoint, WeightError, load_embedding, load_layer_norm};
+
+/// `open_clip_config.json`: `{"model_cfg": {...}, "preprocess_cfg": {...}}` (what
+/// `open_clip.push_to_hf_hub` writes). A bare model config (the files of
+/// `open_clip/model_configs/`) is accepted as `model_cfg` with default preprocessing.
+#[derive(Clone, Debug)]
+pub struct OpenClipFile {
+    pub model_cfg: OpenClipConfig,
+    pub preprocess_cfg: OpenClipPreprocess,
+}
+
+/// `model_cfg` of an OpenCLIP `CLIP` with a ViT image tower and the built-in text tower.
+#[derive(Clone, Debug, Deserialize)]
+pub struct OpenClipConfig {
+    pub embed_dim: usize,
+    #[serde(default)]
+    pub quick_gelu: bool,
+    #[serde(default)]
+    pub custom_text: bool,
+    pub vision_cfg: Value,
+    pub text_cfg: Value,
+}
+
+/// `preprocess_cfg` (defaults: OpenCLIP's OpenAI mean/std, bicubic, `resize_mode: "shortest"`).
+#[derive(Clone, Debug, Deserialize)]
+pub struct OpenClipPreprocess {
+    #[serde(default = "openai_mean")]
+    pub mean: [f32; 3],
+    #[serde(default = "openai_std")]
+    pub std: [f32; 3],
+    #[serde(default = "bicubic")]
+    pub interpolation: String,
+    #[serde(default = "shortest")]
+    pub resize_mode: String,
+}
+
+fn openai_mean() -> [f32; 3] {
+    [0.481_454_66, 0.457_827_5, 0.408_210_73]
+}
+fn openai_std() -> [f32; 3] {
+    [0.268_629_54, 0.261_302_6, 0.275_777_1]
+}
+fn bicubic() -> String {
+    "bicubic".into()
+}
+fn shortest() -> String {
+    "shortest".into()
+}
+
+impl Default for OpenClipPreprocess {
+    fn default() -> Self {
+        Self { mean: openai_mean(), std: openai_std(), interpolation: bicubic(), resize_mode: shortest() }
+    }
+}
+
+impl OpenClipPreprocess {
+    /// OpenCLIP's evaluation transform (`image_transform(is_train=False)`) for a square input
+    /// of `image_size`: `Resize(image_size)` of the shorter side (or to a square for
+    /// `resize_mode: "squash"`) with Pillow's filter, `CenterCrop`, `convert("RGB")` (alpha
+    /// dropped), `ToTensor`, `Normalize(mean, std)`.
+    pub fn processor(&self, image_size: u32) -> Result<ImageProcessor, ModelError> {
+        let filter = match self.interpolation.as_str() {
+            "bicubic" => PilFilter::Bicubic,
+            "bilinear" => PilFilter::Bilinear,
+            other => {
+                return Err(ModelError::Unsupported(format!(
+                    "open_clip_config.json: preprocess_cfg.interpolation = {other:?} (bicubic or bilinear)"
+                )));
+            }
+        };
+        let resize = match self.resize_mode.as_str() {
+            "shortest" => Resize::ShortestEdge(image_size),
+            "squash" => Resize::Exact { height: image_size, width: image_size },
+            other => {
+                return Err(ModelError::Unsupported(format!(
+                    "open_clip_config.json: preprocess_cfg.resize_mode = {other:?} (shortest or squash)"
+                )));
+            }
+        };
+        Ok(ImageProcessor {
+            convert_rgb: true,
+            alpha: Alpha::Drop,
+            crop_offset: CropOffset::RoundHalfEven,
+            resize: Some((resize, filter)),
+            crop: Some((image_size, image_size)),
+            rescale: Some(1.0 / 255.0),
+            normalize: Some((self.mean, self.std)),
+        })
+    }
+}
+
+/// The fields of `vision_cfg` this loader maps (OpenCLIP's `CLIPVisionCfg` defaults).
+#[derive(Deserialize)]
+struct VisionCfg {
+    #[serde(default = "twelve")]
+    layers: Value,
+    #[serde(default = "vision_width")]
+    width: usize,
+    #[serde(default = "sixty_four")]
+    head_width: usize,
+    #[serde(default = "four")]
+    mlp_ratio: f64,
+    #[serde(default = "sixteen")]
+    patch_size: usize,
+    #[serde(default = "image_size")]
+    image_size: Value,
+}
+
+/// The fields of `text_cfg` this loader maps (OpenCLIP's `CLIPTextCfg` defaults).
+#[derive(Deserialize)]
+struct TextCfg {
+    #[serde(default = "context_length")]
+    context_length: usize,
+    #[serde(default = "vocab_size")]
+    vocab_size: usize,
+    #[serde(default = "text_width")]
+    width: usize,
+    #[serde(default = "eight")]
+    heads: usize,
+    #[serde(default = "twelve_usize")]
+    layers: usize,
+    #[serde(default = "four")]
+    mlp_ratio: f64,
+    #[serde(default)]
+    pad_id: u32,
+}
+
+fn twelve() -> Value {
+    Value::from(12)
+}
+fn twelve_usize() -> usize {
+    12
+}
+fn vision_width() -> usize {
+    768
+}
+fn sixty_four() -> usize {
+    64
+}
+fn four() -> f64 {
+    4.0
+}
+fn sixteen() -> usize {
+    16
+}
+fn image_size() -> Value {
+    Value::from(224)
+}
+fn context_length() -> usize {
+    77
+}
+fn vocab_size() -> usize {
+    49408
+}
+fn text_width() -> usize {
+    512
+}
+fn eight() -> usize {
+    8
+}
+
+/// Options of `vision_cfg` / `text_cfg` that must keep their default for this key table to be
+/// the whole network: (name, default). `null` defaults mean "absent or null".
+const VISION_DEFAULTS: &[(&str, &str)] = &[
+    ("timm_model_name", "null"),
+    ("attentional_pool", "false"),
+    ("ls_init_value", "null"),
+    ("no_ln_pre", "false"),
+    ("pos_embed_type", "\"learnable\""),
+    ("pool_type", "\"tok\""),
+    ("act_kwargs", "null"),
+    ("norm_kwargs", "null"),
+    ("qk_norm", "false"),
+    ("scaled_cosine_attn", "false"),
+    ("scale_heads", "false"),
+    ("scale_attn_inner", "false"),
+    ("scale_attn", "false"),
+    ("scale_fc", "false"),
+    ("input_patchnorm", "false"),
+];
+const TEXT_DEFAULTS: &[(&str, &str)] = &[
+    ("hf_model_name", "null"),
+    ("ls_init_value", "null"),
+    ("embed_cls", "false"),
+    ("no_causal_mask", "false"),
+    ("pool_type", "\"argmax\""),
+    ("proj_bias", "false"),
+    ("proj_type", "\"linear\""),
+    ("act_kwargs", "null"),
+    ("norm_kwargs", "null"),
+    ("qk_norm", "false"),
+    ("scaled_cosine_attn", "false"),
+    ("scale_heads", "false"),
+    ("scale_attn_inner", "false"),
+    ("scale_attn", "false"),
+    ("scale_fc", "false"),
+];
+
+fn check_defaults(cfg: &Value, tower: &str, defaults: &[(&str, &str)]) -> Result<(), ModelError> {
+    for (name, default) in defaults {
+        let default: Value = serde_json::from_str(default).expect("valid JSON default");
+        if let Some(v) = cfg.get(name)
+            && !v.is_null()
+            && *v != default
+        {
+            return Err(ModelError::Unsupported(format!(
+                "open_clip_config.json: {tower}.{name} = {v} is not supported (only {default})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `int(width * mlp_ratio)`, as OpenCLIP sizes its MLPs.
+fn mlp_width(width: usize, mlp_ratio: f64) -> usize {
+    (width as f64 * mlp_ratio) as usize
+}
+
+impl OpenClipFile {
+    pub fn from_json(json: &str) -> Result<Self, ModelError> {
+        let value: Value = serde_json::from_str(json)?;
+        let (model, preprocess) = match value.get("model_cfg") {
+            Some(model) => (model.clone(), value.get("preprocess_cfg").cloned()),
+            None => (value, None),
+        };
+        let model_cfg: OpenClipConfig = serde_json::from_value(model)?;
+        let preprocess_cfg = match preprocess {
+            Some(p) => serde_json::from_value(p)?,
+            None => OpenClipPreprocess::default(),
+        };
+        Ok(Self { model_cfg, preprocess_cfg })
+    }
+}
+
+impl OpenClipConfig {
+    /// The transformers-style config of the same network.
+    pub fn clip_config(&self) -> Result<ClipConfig, ModelError> {
+        check_defaults(&self.vision_cfg, "vision_cfg", VISION_DEFAULTS)?;
+        check_defaults(&self.text_cfg, "text_cfg", TEXT_DEFAULTS)?;
+        let vision: VisionCfg = serde_json::from_value(self.vision_cfg.clone())?;
+        let text: TextCfg = serde_json::from_value(self.text_cfg.clone())?;
+        let layers = vision.layers.as_u64().ok_or_else(|| {
+            ModelError::Unsupported(format!(
+                "open_clip_config.json: vision_cfg.layers = {} describes a ResNet image tower; only ViT towers are supported",
+                vision.layers
+            ))
+        })? as usize;
+        let image_size = match &vision.image_size {
+            Value::Number(n) => n.as_u64().map(|n| n as usize),
+            Value::Array(a) if a.len() == 2 && a[0] == a[1] => a[0].as_u64().map(|n| n as usize),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            ModelError::Unsupported(format!(
+                "open_clip_config.json: vision_cfg.image_size = {} (only square sizes)",
+                vision.image_size
+            ))
+        })?;
+        if vision.head_width == 0 || vision.width % vision.head_width != 0 {
+            return Err(ModelError::Unsupported(format!(
+                "open_clip_config.json: vision_cfg.width {} is not a multiple of head_width {}",
+                vision.width, vision.head_width
+            )));
+        }
+        let act = if self.quick_gelu { Activation::QuickGelu } else { Activation::Gelu };
+        Ok(ClipConfig {
+            projection_dim: self.embed_dim,
+            vision_config: ClipVisionConfig {
+                hidden_size: vision.width,
+                intermediate_size: mlp_width(vision.width, vision.mlp_ratio),
+                num_hidden_layers: layers,
+                num_attention_heads: vision.width / vision.head_width,
+                num_channels: 3,
+                image_size,
+                patch_size: vision.patch_size,
+                hidden_act: act,
+                layer_norm_eps: 1e-5,
+            },
+            text_config: ClipTextConfig {
+                vocab_size: text.vocab_size,
+                hidden_size: text.width,
+                intermediate_size: mlp_width(text.width, text.mlp_ratio),
+                num_hidden_layers: text.layers,
+                num_attention_heads: text.heads,
+                max_position_embeddings: text.context_length,
+                hidden_act: act,
+                layer_norm_eps: 1e-5,
+                // `eos_token_id == 2` selects the highest-id pooling (`pool_type: "argmax"`).
+                eos_token_id: 2,
+                pad_token_id: Some(text.pad_id),
+            },
+        })
+    }
+}
+
+/// Loads an OpenCLIP state dict into `clip` (built from [`OpenClipConfig::clip_config`]).
+pub fn load(clip: &mut Clip, ck: &Checkpoint) -> Result<(), WeightError> {
+    let v = &mut clip.vision_model;
+    let [d] = v.class_embedding.lazy_shape().dims();
+    super::weights::load_conv2d(&mut v.patch_embedding, ck, "visual.conv1")?;
+    v.class_embedding = ck.param("visual.class_embedding", [d])?;
+    load_embedding(&mut v.position_embedding, ck, "visual.positional_embedding")?;
+    load_layer_norm(&mut v.pre_layrnorm, ck, "visual.ln_pre")?;
+    v.encoder.load_open_clip(ck, "visual.transformer")?;
+    load_layer_norm(&mut v.post_layernorm, ck, "visual.ln_post")?;
+    load_matmul_projection(&mut clip.visual_projection, ck, "visual.proj")?;
+
+    // The built-in text tower sits at the top level; `custom_text` models nest it under `text.`.
+    let t = if ck.contains("text.token_embedding.weight") { "text." } else { "" };
+    let m = &mut clip.text_model;
+    load_embedding(&mut m.token_embedding, ck, &format!("{t}token_embedding.weight"))?;
+    load_embedding(&mut m.position_embedding, ck, &format!("{t}positional_embedding"))?;
+    m.encoder.load_open_clip(ck, &format!("{t}transformer"))?;
+    load_layer_norm(&mut m.final_layer_norm, ck, &format!("{t}ln_final"))?;
+    load_matmul_projection(&mut clip.text_projection, ck, &format!("{t}text_projection"))
+}
+
+/// A projection stored as a `[d_in, d_out]` parameter applied as `x @ proj` — already Burn's
+/// `Linear` layout, so no transpose.
+fn load_matmul_projection(
+    linear: &mut burn::nn::Linear,
+    ck: &Checkpoint,
+    key: &str,
+) -> Result<(), WeightError> {
+    let shape: [usize; 2] = linear.weight.lazy_shape().dims();
+    linear.weight = ck.param(key, shape)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bigg_and_h_configs_map_to_clip_shapes() {
+        let bigg = r#"{"embed_dim": 1280, "vision_cfg": {"image_size": 224, "layers": 48, "width": 1664,
+            "head_width": 104, "mlp_ratio": 4.9231, "patch_size": 14}, "text_cfg": {"context_length": 77,
+            "vocab_size": 49408, "width": 1280, "heads": 20, "layers": 32}}"#;
+        let c = OpenClipFile::from_json(bigg).unwrap().model_cfg.clip_config().unwrap();
+        assert_eq!(c.projection_dim, 1280);
+        let v = &c.vision_config;
+        assert_eq!(
+            (v.hidden_size, v.intermediate_size, v.num_attention_heads, v.num_hidden_layers),
+            (1664, 8192, 16, 48)
+        );
+        assert_eq!((v.patch_size, v.image_size), (14, 224));
+        assert!(matches!(v.hidden_act, Activation::Gelu));
+        let t = &c.text_config;
+        assert_eq!(
+            (t.hidden_size, t.intermediate_size, t.num_attention_heads, t.num_hidden_layers),
+            (1280, 5120, 20, 32)
+        );
+        assert_eq!((t.max_position_embeddings, t.eos_token_id, t.pad_token_id), (77, 2, Some(0)));
+
+        let h = r#"{"model_cfg": {"embed_dim": 1024, "vision_cfg": {"image_size": 224, "layers": 32, "width": 1280,
+            "head_width": 80, "patch_size": 14}, "text_cfg": {"width": 1024, "heads": 16, "layers": 24}},
+            "preprocess_cfg": {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}}"#;
+        let file = OpenClipFile::from_json(h).unwrap();
+        let c = file.model_cfg.clip_config().unwrap();
+        assert_eq!((c.vision_config.intermediate_size, c.vision_config.num_attention_heads), (5120, 16));
+        assert_eq!(file.preprocess_cfg.mean, [0.5; 3]);
+        assert_eq!(file.preprocess_cfg.interpolation, "bicubic");
+    }
+
+    #[test]
+    fn unsupported_options_are_named() {
+        let cfg =
+            r#"{"embed_dim": 8, "vision_cfg": {"width": 64, "attentional_pool": true}, "text_cfg": {}}"#;
+        let err = OpenClipFile::from_json(cfg).unwrap().model_cfg.clip_config().unwrap_err().to_string();
+        assert!(err.contains("vision_cfg.attentional_pool"), "{err}");
+        let cfg = r#"{"embed_dim": 8, "vision_cfg": {"layers": [3, 4, 6, 3]}, "text_cfg": {}}"#;
+        let err = OpenClipFile::from_json(cfg).unwrap().model_cfg.clip_config().unwrap_err().to_string();
+        assert!(err.contains("ResNet"), "{err}");
+        let cfg = r#"{"embed_dim": 8, "vision_cfg": {}, "text_cfg": {"hf_model_name": "xlm-roberta-base"}}"#;
+        let err = OpenClipFile::from_json(cfg).unwrap().model_cfg.clip_config().unwrap_err().to_string();
+        assert!(err.contains("text_cfg.hf_model_name"), "{err}");
+        // Defaults spelled out are fine.
+        let cfg = r#"{"embed_dim": 8, "vision_cfg": {"pool_type": "tok", "ls_init_value": null}, "text_cfg": {"pool_type": "argmax"}}"#;
+        assert!(OpenClipFile::from_json(cfg).unwrap().model_cfg.clip_config().is_ok());
+    }
+}
