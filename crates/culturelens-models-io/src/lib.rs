@@ -6,7 +6,11 @@
 //! that the core stays free of them (and builds for wasm32).
 //!
 //! Only safetensors are read: pickled `.bin`/`.pt` checkpoints can run code when unpickled and
-//! are refused with a message saying how to convert them.
+//! are refused with a message saying how to convert them. The one exception is explicit:
+//! [`import::import_pickle`] (`culturelens import-weights --pickle FILE`) converts a pickled state
+//! dict of a known architecture with a reader that never executes the pickle.
+
+pub mod import;
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +36,10 @@ pub enum LoadError {
     Preprocess { path: PathBuf, source: PreprocessError },
     #[error("{path}: {message}")]
     Tokenizer { path: PathBuf, message: String },
+    #[error("{path}: cannot read the pickled checkpoint: {message}")]
+    Pickle { path: PathBuf, message: String },
+    #[error("{path} already exists; culturelens does not overwrite a weights folder")]
+    Exists { path: PathBuf },
     #[error("{dir}: no {what} ({hint})")]
     Missing { dir: PathBuf, what: &'static str, hint: String },
 }
@@ -184,7 +192,8 @@ impl Encoder {
         Ok(Self { model, processor, tokenizer, device: device.clone(), dir: dir.to_owned() })
     }
 
-    fn processor(&self) -> Result<&ImageProcessor, LoadError> {
+    /// The image preprocessing of this folder (an error naming the missing file if it has none).
+    pub fn processor(&self) -> Result<&ImageProcessor, LoadError> {
         self.processor.as_ref().ok_or_else(|| LoadError::Missing {
             dir: self.dir.clone(),
             what: "preprocessor_config.json",
@@ -194,10 +203,7 @@ impl Encoder {
 
     /// `pixel_values` of the image file at `path`.
     pub fn pixel_values(&self, path: &Path) -> Result<PixelValues, LoadError> {
-        let bytes = read(path)?;
-        self.processor()?
-            .pixel_values(&bytes)
-            .map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })
+        read_pixel_values(self.processor()?, path)
     }
 
     /// Embeds a batch of same-sized `pixel_values` and reads the rows back.
@@ -237,6 +243,13 @@ impl Encoder {
             .map_err(|source| LoadError::Model { path: self.dir.join("config.json"), source })?;
         Ok(rows(features))
     }
+}
+
+/// Reads and decodes the image file at `path` and preprocesses it with `processor` (thread-safe:
+/// the embed command decodes on several threads while the model runs).
+pub fn read_pixel_values(processor: &ImageProcessor, path: &Path) -> Result<PixelValues, LoadError> {
+    let bytes = read(path)?;
+    processor.pixel_values(&bytes).map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })
 }
 
 /// Reads a `[n, d]` tensor back to the host as rows (the one read-back of the embed path).

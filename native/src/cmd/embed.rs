@@ -1,6 +1,7 @@
 //! `culturelens embed` and `culturelens embed-text`: image and prompt embedding tables from a
-//! weights folder (transformers `save_pretrained` layout), with the models of
-//! `culturelens-core` on the chosen device.
+//! weights folder (transformers `save_pretrained` layout, OpenCLIP hub layout, or one written by
+//! `import-weights`), with the models of `culturelens-core` on the chosen device. Images are
+//! decoded on all cores, one batch ahead of the model.
 //!
 //! Rows follow the sorted file names of `--images DIR` (png/jpg/jpeg/webp) or the row order of a
 //! manifest CSV (column `image`, paths relative to the manifest; every column is carried into
@@ -16,9 +17,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use culturelens_core::models::preprocess::PixelValues;
-use culturelens_models_io::Encoder;
+use culturelens_models_io::{Encoder, read_pixel_values};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, read_metadata_csv, save_table};
 use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 
 use crate::device::{DeviceChoice, select_device};
 
@@ -27,14 +29,17 @@ pub const IMAGE_EXTENSIONS: [&str; 4] = ["png", "jpg", "jpeg", "webp"];
 
 /// Arguments of `culturelens embed`.
 #[derive(clap::Args, Debug)]
-#[command(about = "Embed images with CLIP, SigLIP or DINOv2 into an embedding table")]
+#[command(
+    about = "Embed images with CLIP, OpenCLIP, SigLIP, DINOv2 or EfficientNet-Lite into an embedding table"
+)]
 pub struct EmbedArgs {
     /// A folder of images (png/jpg/jpeg/webp, rows in sorted file-name order) or a manifest CSV
     /// with an `image` column (paths relative to the CSV); manifest columns are carried over.
     #[arg(long, value_name = "DIR|CSV")]
     pub images: PathBuf,
-    /// Weights folder written by transformers' `save_pretrained`: config.json,
-    /// model.safetensors (or a sharded index) and preprocessor_config.json.
+    /// Weights folder: transformers' `save_pretrained` layout (config.json, model.safetensors or
+    /// a sharded index, preprocessor_config.json), an OpenCLIP hub folder
+    /// (open_clip_config.json, open_clip_model.safetensors), or one made by `import-weights`.
     #[arg(long, value_name = "DIR")]
     pub weights: PathBuf,
     /// Output table: `.npy` (with metadata in `--meta-out`, default OUT with `.csv`) or `.parquet`.
@@ -297,26 +302,47 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
         }
         log.sync()
     };
-    for &row in &todo {
-        let path = &inputs.paths[row];
-        match encoder.pixel_values(path) {
-            Ok(p) => {
-                let same_size =
-                    pending.first().is_none_or(|(_, q)| (q.height, q.width) == (p.height, p.width));
-                if !same_size {
-                    flush(&mut pending, &mut log, &mut done)?;
-                }
-                pending.push((row, p));
-                if pending.len() == args.batch {
-                    flush(&mut pending, &mut log, &mut done)?;
+    // Decoding and preprocessing run ahead of the model: a producer thread decodes the next
+    // batches (each on all cores, through rayon) while this thread embeds the current one.
+    let processor = encoder.processor()?.clone();
+    let batches: Vec<Vec<usize>> = todo.chunks(args.batch).map(<[usize]>::to_vec).collect();
+    let paths = &inputs.paths;
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Result<PixelValues, String>)>>(2);
+        scope.spawn(move || {
+            for batch in batches {
+                let decoded: Vec<_> = batch
+                    .par_iter()
+                    .map(|&row| (row, read_pixel_values(&processor, &paths[row]).map_err(|e| e.to_string())))
+                    .collect();
+                if tx.send(decoded).is_err() {
+                    break; // the consumer stopped on an error
                 }
             }
-            Err(e) => {
-                bar.inc(1);
-                failures.push((path.clone(), e.to_string()));
+        });
+        for decoded in rx {
+            for (row, result) in decoded {
+                match result {
+                    Ok(p) => {
+                        let same_size =
+                            pending.first().is_none_or(|(_, q)| (q.height, q.width) == (p.height, p.width));
+                        if !same_size {
+                            flush(&mut pending, &mut log, &mut done)?;
+                        }
+                        pending.push((row, p));
+                        if pending.len() == args.batch {
+                            flush(&mut pending, &mut log, &mut done)?;
+                        }
+                    }
+                    Err(e) => {
+                        bar.inc(1);
+                        failures.push((paths[row].clone(), e));
+                    }
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     flush(&mut pending, &mut log, &mut done)?;
     bar.finish();
     let seconds = started.elapsed().as_secs_f64();

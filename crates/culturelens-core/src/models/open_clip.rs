@@ -199,28 +199,22 @@ fn eight() -> usize {
 const VISION_DEFAULTS: &[(&str, &str)] = &[
     ("timm_model_name", "null"),
     ("attentional_pool", "false"),
-    ("ls_init_value", "null"),
     ("no_ln_pre", "false"),
     ("pos_embed_type", "\"learnable\""),
     ("pool_type", "\"tok\""),
-    ("act_kwargs", "null"),
-    ("norm_kwargs", "null"),
-    ("qk_norm", "false"),
-    ("scaled_cosine_attn", "false"),
-    ("scale_heads", "false"),
-    ("scale_attn_inner", "false"),
-    ("scale_attn", "false"),
-    ("scale_fc", "false"),
     ("input_patchnorm", "false"),
 ];
 const TEXT_DEFAULTS: &[(&str, &str)] = &[
     ("hf_model_name", "null"),
-    ("ls_init_value", "null"),
     ("embed_cls", "false"),
     ("no_causal_mask", "false"),
     ("pool_type", "\"argmax\""),
     ("proj_bias", "false"),
     ("proj_type", "\"linear\""),
+];
+/// Options of the residual blocks, shared by both towers.
+const BLOCK_DEFAULTS: &[(&str, &str)] = &[
+    ("ls_init_value", "null"),
     ("act_kwargs", "null"),
     ("norm_kwargs", "null"),
     ("qk_norm", "false"),
@@ -270,8 +264,12 @@ impl OpenClipFile {
 impl OpenClipConfig {
     /// The transformers-style config of the same network.
     pub fn clip_config(&self) -> Result<ClipConfig, ModelError> {
-        check_defaults(&self.vision_cfg, "vision_cfg", VISION_DEFAULTS)?;
-        check_defaults(&self.text_cfg, "text_cfg", TEXT_DEFAULTS)?;
+        for (cfg, tower, defaults) in
+            [(&self.vision_cfg, "vision_cfg", VISION_DEFAULTS), (&self.text_cfg, "text_cfg", TEXT_DEFAULTS)]
+        {
+            check_defaults(cfg, tower, defaults)?;
+            check_defaults(cfg, tower, BLOCK_DEFAULTS)?;
+        }
         let vision: VisionCfg = serde_json::from_value(self.vision_cfg.clone())?;
         let text: TextCfg = serde_json::from_value(self.text_cfg.clone())?;
         let layers = vision.layers.as_u64().ok_or_else(|| {
@@ -291,7 +289,7 @@ impl OpenClipConfig {
                 vision.image_size
             ))
         })?;
-        if vision.head_width == 0 || vision.width % vision.head_width != 0 {
+        if vision.head_width == 0 || !vision.width.is_multiple_of(vision.head_width) {
             return Err(ModelError::Unsupported(format!(
                 "open_clip_config.json: vision_cfg.width {} is not a multiple of head_width {}",
                 vision.width, vision.head_width

