@@ -40,8 +40,12 @@ pub struct EmbedArgs {
     /// Weights folder: transformers' `save_pretrained` layout (config.json, model.safetensors or
     /// a sharded index, preprocessor_config.json), an OpenCLIP hub folder
     /// (open_clip_config.json, open_clip_model.safetensors), or one made by `import-weights`.
-    #[arg(long, value_name = "DIR")]
-    pub weights: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
+    pub weights: Option<PathBuf>,
+    /// Hugging Face hub model ORG/NAME[@REVISION], downloaded (safetensors only) into the hub's
+    /// standard cache ($HF_HOME, $HF_ENDPOINT honoured) instead of --weights.
+    #[arg(long, value_name = "HF_ID")]
+    pub model: Option<String>,
     /// Output table: `.npy` (with metadata in `--meta-out`, default OUT with `.csv`) or `.parquet`.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -76,8 +80,11 @@ pub struct EmbedTextArgs {
     #[arg(long, default_value = "prompt")]
     pub column: String,
     /// Weights folder (config.json, model.safetensors, tokenizer.json).
-    #[arg(long, value_name = "DIR")]
-    pub weights: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
+    pub weights: Option<PathBuf>,
+    /// Hugging Face hub model ORG/NAME[@REVISION] instead of --weights (see `embed --help`).
+    #[arg(long, value_name = "HF_ID")]
+    pub model: Option<String>,
     /// Output table (`.npy` or `.parquet`).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -254,6 +261,15 @@ fn write_table(
     Ok(())
 }
 
+/// The weights folder of `--weights DIR` or `--model HF_ID` (downloaded into the hub cache).
+fn weights_dir(weights: &Option<PathBuf>, model: &Option<String>) -> Result<PathBuf> {
+    match (weights, model) {
+        (Some(dir), _) => Ok(dir.clone()),
+        (None, Some(model)) => super::hub::snapshot(model),
+        (None, None) => bail!("give --weights DIR or --model HF_ID"),
+    }
+}
+
 pub fn run(args: &EmbedArgs) -> Result<()> {
     if args.batch == 0 {
         bail!("--batch must be at least 1");
@@ -263,18 +279,14 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     let rows: Vec<usize> = range.collect();
     let device = select_device(args.device)?;
     let started = Instant::now();
-    let encoder = Encoder::from_dir(&args.weights, &device)?;
-    eprintln!(
-        "loaded {} from {} in {:.1?}",
-        encoder.model.family(),
-        args.weights.display(),
-        started.elapsed()
-    );
+    let weights = weights_dir(&args.weights, &args.model)?;
+    let encoder = Encoder::from_dir(&weights, &device)?;
+    eprintln!("loaded {} from {} in {:.1?}", encoder.model.family(), weights.display(), started.elapsed());
 
     let dim = encoder.model.image_dim();
     let header = format!(
         "culturelens-embed-v1\t{}\t{dim}",
-        args.weights.canonicalize().unwrap_or_else(|_| args.weights.clone()).display()
+        weights.canonicalize().unwrap_or_else(|_| weights.clone()).display()
     );
     let (mut log, done_by_path) = ResumeLog::open(&args.out, &header, dim)?;
     let key = |row: usize| inputs.paths[row].to_string_lossy().into_owned();
@@ -401,7 +413,8 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     }
     let device = select_device(args.device)?;
     let started = Instant::now();
-    let encoder = Encoder::from_dir(&args.weights, &device)?;
+    let weights = weights_dir(&args.weights, &args.model)?;
+    let encoder = Encoder::from_dir(&weights, &device)?;
     let ids = encoder.tokenize(&prompts)?;
     let bar = progress(prompts.len(), 0, "prompts");
     let mut rows = BTreeMap::new();

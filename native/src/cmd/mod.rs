@@ -3,6 +3,7 @@
 pub mod bundle;
 pub mod demo;
 pub mod embed;
+pub mod hub;
 pub mod import;
 pub mod prompts;
 pub mod sos;

@@ -1,0 +1,112 @@
+//! `--model ORG/NAME[@REVISION]`: the weights folder of a Hugging Face hub repository, downloaded
+//! with `hf-hub` into its standard cache (`$HF_HOME/hub`, default `~/.cache/huggingface/hub`,
+//! shared with transformers and huggingface_hub; `HF_ENDPOINT` selects a mirror). Files already
+//! in the cache are not downloaded again, so a second run works offline.
+//!
+//! Only what `embed` reads is fetched, and only safetensors: `config.json`, `model.safetensors`
+//! (or `model.safetensors.index.json` and its shards), `preprocessor_config.json` and
+//! `tokenizer.json` when the repository has them — or, for an OpenCLIP repository without a
+//! transformers config, `open_clip_config.json` and `open_clip_model.safetensors`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use hf_hub::api::sync::{ApiBuilder, ApiError, ApiRepo};
+use hf_hub::{Repo, RepoType};
+
+/// A `--model` argument: `org/name` or `org/name@revision`.
+fn parse(model: &str) -> Result<Repo> {
+    let (id, revision) = match model.split_once('@') {
+        Some((id, rev)) if !rev.is_empty() => (id, rev.to_string()),
+        Some(_) => bail!("--model {model:?}: empty revision after @"),
+        None => (model, "main".to_string()),
+    };
+    if id.split('/').count() != 2 || id.split('/').any(str::is_empty) {
+        bail!("--model {model:?}: expected a hub id ORG/NAME, optionally @REVISION");
+    }
+    Ok(Repo::with_revision(id.to_string(), RepoType::Model, revision))
+}
+
+fn is_not_found(err: &ApiError) -> bool {
+    matches!(err, ApiError::RequestError(e) if matches!(**e, ureq::Error::Status(404, _)))
+}
+
+/// Downloads `file` (or finds it in the cache); `None` if the repository has no such file.
+fn optional(repo: &ApiRepo, model: &str, file: &str) -> Result<Option<PathBuf>> {
+    match repo.get(file) {
+        Ok(path) => Ok(Some(path)),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("--model {model}: cannot download {file}")),
+    }
+}
+
+fn required(repo: &ApiRepo, model: &str, file: &str) -> Result<PathBuf> {
+    optional(repo, model, file)?.with_context(|| format!("--model {model}: the repository has no {file}"))
+}
+
+/// The local snapshot folder of `model` with every file `embed` needs.
+pub fn snapshot(model: &str) -> Result<PathBuf> {
+    let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
+    let repo = api.repo(parse(model)?);
+    let config = match optional(&repo, model, "config.json")? {
+        Some(config) => {
+            if optional(&repo, model, "model.safetensors")?.is_none() {
+                let index = optional(&repo, model, "model.safetensors.index.json")?.with_context(|| {
+                    format!(
+                        "--model {model}: no model.safetensors or model.safetensors.index.json \
+                         (culturelens reads only safetensors weights)"
+                    )
+                })?;
+                for shard in shard_files(&index)? {
+                    required(&repo, model, &shard)?;
+                }
+            }
+            optional(&repo, model, "preprocessor_config.json")?;
+            config
+        }
+        None => {
+            let config = optional(&repo, model, "open_clip_config.json")?.with_context(|| {
+                format!("--model {model}: the repository has neither config.json nor open_clip_config.json")
+            })?;
+            required(&repo, model, "open_clip_model.safetensors")?;
+            config
+        }
+    };
+    optional(&repo, model, "tokenizer.json")?;
+    let dir = config.parent().map(Path::to_path_buf).context("cached file without a folder")?;
+    Ok(dir)
+}
+
+/// The shard file names of a `model.safetensors.index.json`.
+fn shard_files(index: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(index).with_context(|| format!("cannot read {}", index.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", index.display()))?;
+    let map =
+        value["weight_map"].as_object().with_context(|| format!("{}: no weight_map", index.display()))?;
+    let mut files: Vec<String> = map.values().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+    files.sort();
+    files.dedup();
+    for f in &files {
+        if f.contains('/') || f.contains("..") || !f.ends_with(".safetensors") {
+            bail!("{}: unexpected shard name {f:?}", index.display());
+        }
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_ids_parse_with_optional_revision() {
+        let repo = parse("laion/CLIP-ViT-bigG-14-laion2B-39B-b160k").unwrap();
+        assert_eq!(repo.url(), "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k");
+        assert_eq!(repo.revision(), "main");
+        assert_eq!(parse("openai/clip-vit-large-patch14@abc123").unwrap().revision(), "abc123");
+        for bad in ["clip", "a/b/c", "/b", "a/", "a/b@"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}
