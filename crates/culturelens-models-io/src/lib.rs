@@ -127,7 +127,11 @@ impl Encoder {
             let files = safetensors_files(dir)?;
             (load_model(&files, &config_path, device, |ck| EncoderModel::load(&config, ck))?, None)
         } else {
-            let config = read_string(&open_clip_path)?;
+            let at_config = |source| LoadError::Model { path: open_clip_path.clone(), source };
+            let file = OpenClipFile::from_json(&read_string(&open_clip_path)?).map_err(at_config)?;
+            let clip = file.model_cfg.clip_config().map_err(at_config)?;
+            let processor =
+                file.preprocess_cfg.processor(clip.vision_config.image_size as u32).map_err(at_config)?;
             let weights = dir.join("open_clip_model.safetensors");
             if !weights.is_file() {
                 let hint = if dir.join("open_clip_pytorch_model.bin").is_file() {
@@ -144,18 +148,8 @@ impl Encoder {
                 });
             }
             let model = load_model(&[weights], &open_clip_path, device, |ck| {
-                EncoderModel::load_open_clip(&config, ck)
+                EncoderModel::load_open_clip(&clip, ck)
             })?;
-            let file = OpenClipFile::from_json(&config)
-                .map_err(|source| LoadError::Model { path: open_clip_path.clone(), source })?;
-            let size = match &model {
-                EncoderModel::Clip(c) => c.config.vision_config.image_size as u32,
-                _ => unreachable!("OpenCLIP folders build CLIP models"),
-            };
-            let processor = file
-                .preprocess_cfg
-                .processor(size)
-                .map_err(|source| LoadError::Model { path: open_clip_path.clone(), source })?;
             (model, Some(processor))
         };
         // An OpenCLIP folder is preprocessed as open_clip does (its preprocess_cfg), even where

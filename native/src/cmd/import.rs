@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use culturelens_models_io::import::{KNOWN_ARCHS, import_pickle};
+use culturelens_models_io::import::{import_pickle, known_archs};
 
 use crate::device::{DeviceChoice, select_device};
 
@@ -24,7 +24,7 @@ pub struct ImportArgs {
     #[arg(long, value_name = "FILE")]
     pub pickle: PathBuf,
     /// Architecture of the checkpoint.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(KNOWN_ARCHS.iter().map(|(a, _)| *a)))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(known_archs()))]
     pub arch: String,
     /// Weights folder to create (config.json, model.safetensors, preprocessor_config.json);
     /// it must not exist yet.

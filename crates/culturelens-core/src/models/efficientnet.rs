@@ -42,16 +42,19 @@ fn bn_eps() -> f64 {
     1e-3
 }
 
-/// `(width, depth, resolution)` coefficients of `efficientnet_lite_builder.py`.
+/// The variants and their `(width, depth, resolution)` coefficients, as in
+/// `efficientnet_lite_builder.py`.
+pub const VARIANTS: [(&str, (f64, f64, usize)); 5] = [
+    ("efficientnet-lite0", (1.0, 1.0, 224)),
+    ("efficientnet-lite1", (1.0, 1.1, 240)),
+    ("efficientnet-lite2", (1.1, 1.2, 260)),
+    ("efficientnet-lite3", (1.2, 1.4, 280)),
+    ("efficientnet-lite4", (1.4, 1.8, 300)),
+];
+
+/// The coefficients of `variant`, if it is one of [`VARIANTS`].
 pub fn variant_params(variant: &str) -> Option<(f64, f64, usize)> {
-    Some(match variant {
-        "efficientnet-lite0" => (1.0, 1.0, 224),
-        "efficientnet-lite1" => (1.0, 1.1, 240),
-        "efficientnet-lite2" => (1.1, 1.2, 260),
-        "efficientnet-lite3" => (1.2, 1.4, 280),
-        "efficientnet-lite4" => (1.4, 1.8, 300),
-        _ => return None,
-    })
+    VARIANTS.iter().find(|(name, _)| *name == variant).map(|&(_, params)| params)
 }
 
 /// One stage of the Lite block string list: repeats, kernel, stride, expansion, in, out.

@@ -83,10 +83,10 @@ impl EncoderModel {
         Ok(model)
     }
 
-    /// Builds the CLIP described by an OpenCLIP `open_clip_config.json` and loads its state
-    /// dict (`open_clip_model.safetensors`) through the key table of [`open_clip`].
-    pub fn load_open_clip(open_clip_json: &str, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
-        let config = open_clip::OpenClipFile::from_json(open_clip_json)?.model_cfg.clip_config()?;
+    /// Builds the CLIP of `config` (from an OpenCLIP `open_clip_config.json`, see
+    /// [`open_clip::OpenClipConfig::clip_config`]) and loads its state dict
+    /// (`open_clip_model.safetensors`) through the key table of [`open_clip`].
+    pub fn load_open_clip(config: &clip::ClipConfig, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
         let mut model = config.init(checkpoint.device());
         open_clip::load(&mut model, checkpoint)?;
         Ok(Self::Clip(Box::new(model)))

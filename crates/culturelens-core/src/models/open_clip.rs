@@ -33,7 +33,7 @@ use super::clip::{Clip, ClipConfig, ClipTextConfig, ClipVisionConfig};
 use super::preprocess::{Alpha, CropOffset, ImageProcessor, Resize};
 use super::resample::PilFilter;
 use super::vit::Activation;
-use super::weights::{Checkpoint, WeightError, load_embedding, load_layer_norm};
+use super::weights::{Checkpoint, WeightError, load_conv2d, load_embedding, load_layer_norm};
 
 /// `open_clip_config.json`: `{"model_cfg": {...}, "preprocess_cfg": {...}}` (what
 /// `open_clip.push_to_hf_hub` writes). A bare model config (the files of
@@ -330,7 +330,7 @@ impl OpenClipConfig {
 pub fn load(clip: &mut Clip, ck: &Checkpoint) -> Result<(), WeightError> {
     let v = &mut clip.vision_model;
     let [d] = v.class_embedding.lazy_shape().dims();
-    super::weights::load_conv2d(&mut v.patch_embedding, ck, "visual.conv1")?;
+    load_conv2d(&mut v.patch_embedding, ck, "visual.conv1")?;
     v.class_embedding = ck.param("visual.class_embedding", [d])?;
     load_embedding(&mut v.position_embedding, ck, "visual.positional_embedding")?;
     load_layer_norm(&mut v.pre_layrnorm, ck, "visual.ln_pre")?;

@@ -243,14 +243,14 @@ fn over_white([r, g, b, a]: [u8; 4]) -> [u8; 3] {
     [channel(r), channel(g), channel(b)]
 }
 
-/// `(height, width)` after resizing the short side to `size`, the long side scaled and
-/// truncated (`get_resize_output_image_size(default_to_square=False)`).
 /// `round(n / 2)` with ties to even, as Python's `round`.
 fn round_half_even_half(n: usize) -> usize {
     let (q, r) = (n / 2, n % 2);
     if r == 1 && q % 2 == 1 { q + 1 } else { q }
 }
 
+/// `(height, width)` after resizing the short side to `size`, the long side scaled and
+/// truncated (`get_resize_output_image_size(default_to_square=False)`).
 pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usize) {
     let size = size as usize;
     if width <= height { (size * height / width, size) } else { (size, size * width / height) }
@@ -269,8 +269,8 @@ impl ImageProcessor {
             (width, height) = (w, h);
         }
         let (out_h, out_w) = self.crop.map_or((height, width), |(h, w)| (h as usize, w as usize));
-        // Centre crop (`top = (H - h) // 2`); a crop larger than the image pads with zeros,
-        // the image placed `ceil((h - H) / 2)` from the top, as transformers' `center_crop`.
+        // Centre crop placed as `self.crop_offset` says (transformers or torchvision); a crop
+        // larger than the image pads with zeros.
         let offset = |size: usize, out: usize| match self.crop_offset {
             CropOffset::Floor if out <= size => ((size - out) / 2) as i64,
             CropOffset::Floor => -(((out - size) as i64 + 1) / 2),
