@@ -11,6 +11,7 @@
 //! dict of a known architecture with a reader that never executes the pickle.
 
 pub mod import;
+pub mod spiece;
 
 use std::path::{Path, PathBuf};
 
@@ -48,7 +49,8 @@ pub enum LoadError {
 pub struct Encoder {
     pub model: EncoderModel,
     pub processor: Option<ImageProcessor>,
-    pub tokenizer: Option<tokenizers::Tokenizer>,
+    /// The tokenizer and the file it was read from.
+    pub tokenizer: Option<(tokenizers::Tokenizer, PathBuf)>,
     pub device: Device,
     pub dir: PathBuf,
 }
@@ -167,21 +169,31 @@ impl Encoder {
         } else {
             None
         };
-        let tokenizer_path = dir.join("tokenizer.json");
-        let tokenizer = if tokenizer_path.is_file() {
-            let mut tok = tokenizers::Tokenizer::from_file(&tokenizer_path)
-                .map_err(|e| LoadError::Tokenizer { path: tokenizer_path.clone(), message: e.to_string() })?;
-            if let Some(max) = model.max_text_len() {
-                tok.with_truncation(Some(tokenizers::TruncationParams {
-                    max_length: max,
-                    ..Default::default()
-                }))
-                .map_err(|e| LoadError::Tokenizer { path: tokenizer_path.clone(), message: e.to_string() })?;
-            }
-            tok.with_padding(None);
-            Some(tok)
+        // tokenizer.json, or for SigLIP the SentencePiece model its repositories ship instead.
+        let json_path = dir.join("tokenizer.json");
+        let spiece_path = dir.join("spiece.model");
+        let tokenizer = if json_path.is_file() {
+            let tok = tokenizers::Tokenizer::from_file(&json_path)
+                .map_err(|e| LoadError::Tokenizer { path: json_path.clone(), message: e.to_string() })?;
+            Some((tok, json_path))
+        } else if spiece_path.is_file() && matches!(model, EncoderModel::Siglip(_)) {
+            Some((spiece::siglip_tokenizer(&spiece_path)?, spiece_path))
         } else {
             None
+        };
+        let tokenizer = match tokenizer {
+            Some((mut tok, path)) => {
+                if let Some(max) = model.max_text_len() {
+                    tok.with_truncation(Some(tokenizers::TruncationParams {
+                        max_length: max,
+                        ..Default::default()
+                    }))
+                    .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })?;
+                }
+                tok.with_padding(None);
+                Some((tok, path))
+            }
+            None => None,
         };
         Ok(Self { model, processor, tokenizer, device: device.clone(), dir: dir.to_owned() })
     }
@@ -213,11 +225,12 @@ impl Encoder {
     /// Token ids of `texts` with the folder's tokenizer (specials added, truncated to the
     /// text tower's length).
     pub fn tokenize(&self, texts: &[String]) -> Result<Vec<Vec<u32>>, LoadError> {
-        let path = self.dir.join("tokenizer.json");
-        let tok = self.tokenizer.as_ref().ok_or_else(|| LoadError::Missing {
+        let (tok, path) = self.tokenizer.as_ref().ok_or_else(|| LoadError::Missing {
             dir: self.dir.clone(),
             what: "tokenizer.json",
-            hint: "text embedding needs the tokenizer saved with `tokenizer.save_pretrained`".into(),
+            hint: "text embedding needs the tokenizer saved with `tokenizer.save_pretrained` \
+                   (tokenizer.json, or spiece.model for SigLIP)"
+                .into(),
         })?;
         texts
             .iter()

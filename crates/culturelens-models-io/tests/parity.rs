@@ -245,3 +245,24 @@ fn pickled_checkpoints_are_refused_with_a_hint() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(err.contains("does not unpickle"), "{err}");
 }
+
+/// SigLIP's tokenizer rebuilt from `spiece.model` (no tokenizer.json in the folder, as in the
+/// google/siglip-* repositories) gives the ids of transformers' `SiglipTokenizer`.
+#[test]
+fn siglip_sentencepiece_tokenizer_matches_transformers() {
+    let device = Device::flex();
+    let encoder = load("siglip", &device);
+    assert!(!fixtures().join("siglip/tokenizer.json").exists());
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("siglip/tokenizer_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let texts: Vec<String> = serde_json::from_value(reference["texts"].clone()).unwrap();
+    let want: Vec<Vec<u32>> = serde_json::from_value(reference["input_ids"].clone()).unwrap();
+    let got = encoder.tokenize(&texts).unwrap();
+    for ((text, got), want) in texts.iter().zip(&got).zip(&want) {
+        assert_eq!(got, want, "token ids of {text:?}");
+    }
+    // The ids feed the text tower (right-padded to max_position_embeddings inside).
+    assert_eq!(encoder.embed_ids(&got).unwrap().len(), texts.len());
+}

@@ -5,7 +5,7 @@
 //!
 //! Only what `embed` reads is fetched, and only safetensors: `config.json`, `model.safetensors`
 //! (or `model.safetensors.index.json` and its shards), `preprocessor_config.json` and
-//! `tokenizer.json` when the repository has them — or, for an OpenCLIP repository without a
+//! `tokenizer.json` (else `spiece.model`) when the repository has them — or, for an OpenCLIP repository without a
 //! transformers config, `open_clip_config.json` and `open_clip_model.safetensors`.
 
 use std::path::{Path, PathBuf};
@@ -72,7 +72,10 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
             config
         }
     };
-    optional(&repo, model, "tokenizer.json")?;
+    // SigLIP repositories ship a SentencePiece model instead of a tokenizer.json.
+    if optional(&repo, model, "tokenizer.json")?.is_none() {
+        optional(&repo, model, "spiece.model")?;
+    }
     let dir = config.parent().map(Path::to_path_buf).context("cached file without a folder")?;
     Ok(dir)
 }
