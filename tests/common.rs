@@ -40,3 +40,37 @@ pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     let rows = r.records().map(|rec| rec.unwrap().iter().map(String::from).collect()).collect();
     (header, rows)
 }
+
+/// The committed encoder fixtures (tiny random-weight models made by
+/// scripts/fixtures/make_encoder_fixtures.py, and their reference outputs).
+pub fn encoder_fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/culturelens-models-io/tests/fixtures/encoders")
+}
+
+/// The JSON header and the bytes of `model`'s reference.safetensors.
+fn reference_file(model: &str) -> (serde_json::Value, Vec<u8>) {
+    let bytes = std::fs::read(encoder_fixtures().join(model).join("reference.safetensors")).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    (header, bytes[8 + n..].to_vec())
+}
+
+/// Tensor `key` of `model`'s reference.safetensors as f32, row-major (read through the JSON
+/// header's offsets).
+pub fn reference(model: &str, key: &str) -> Vec<f32> {
+    let (header, data) = reference_file(model);
+    let offsets = header[key]["data_offsets"].as_array().unwrap();
+    let (a, b) = (offsets[0].as_u64().unwrap() as usize, offsets[1].as_u64().unwrap() as usize);
+    data[a..b].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// The texts the fixture script embedded (the reference's metadata).
+pub fn reference_texts(model: &str) -> Vec<String> {
+    let (header, _) = reference_file(model);
+    serde_json::from_str(header["__metadata__"]["texts"].as_str().unwrap()).unwrap()
+}
+
+pub fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}

@@ -1,34 +1,13 @@
 //! End-to-end tests of `culturelens embed` / `embed-text` on the committed encoder fixtures
 //! (tiny random-weight transformers models, see scripts/fixtures/make_encoder_fixtures.py).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use culturelens_table::{load_table, read_npy};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/culturelens-models-io/tests/fixtures/encoders")
-}
+mod common;
 
-fn culturelens(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_culturelens")).args(args).output().expect("run culturelens")
-}
-
-/// Reference embeddings (f32, row-major) of `model` from its reference.safetensors.
-fn reference(model: &str, key: &str) -> Vec<f32> {
-    let bytes = std::fs::read(fixtures().join(model).join("reference.safetensors")).unwrap();
-    // safetensors: u64 header length, JSON header, then data; read via the JSON offsets.
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let offsets = header[key]["data_offsets"].as_array().unwrap();
-    let (a, b) = (offsets[0].as_u64().unwrap() as usize, offsets[1].as_u64().unwrap() as usize);
-    bytes[8 + n + a..8 + n + b].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
+use common::{culturelens, encoder_fixtures as fixtures, max_abs, reference};
 
 fn copy_images(to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -214,4 +193,25 @@ fn a_folder_without_weights_fails_clearly() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("model.safetensors"));
     assert!(!out.exists());
+}
+
+#[test]
+fn half_precision_on_the_cpu_is_refused_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("e.npy");
+    let o = culturelens(&[
+        "embed",
+        "--precision",
+        "f16",
+        "--images",
+        fixtures().join("images").to_str().unwrap(),
+        "--weights",
+        fixtures().join("clip").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--precision f16 runs on a GPU"), "{err}");
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "nothing is written");
 }

@@ -1,7 +1,7 @@
 //! Device selection at the edge: the only place that names concrete Burn backends.
 
 use anyhow::{Context, Result, bail};
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 /// Which Burn backend runs the tensor work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -21,6 +21,49 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device> {
         DeviceChoice::Wgpu => wgpu_device(),
         DeviceChoice::Cuda => cuda_device(),
     }
+}
+
+/// The float type a model computes in (`--precision`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    /// 32-bit floats everywhere (the parity-tested default).
+    #[default]
+    F32,
+    /// Half precision on a GPU: weights, activations and accumulation-free element-wise work in
+    /// f16, as `model.half()` in PyTorch. The embeddings are read back as f32.
+    F16,
+}
+
+impl Precision {
+    /// The tag this precision adds to a resume log's header (f32 logs keep their old header).
+    pub fn log_tag(self) -> &'static str {
+        match self {
+            Precision::F32 => "",
+            Precision::F16 => "\tf16",
+        }
+    }
+}
+
+/// [`select_device`], then makes `precision` the device's float type: every tensor created on it
+/// afterwards (weights, inputs) is stored and computed in that type. f16 needs a GPU backend
+/// whose device supports it (wgpu with the adapter's `SHADER_F16`, or CUDA).
+pub fn select_device_with(choice: DeviceChoice, precision: Precision) -> Result<Device> {
+    let mut device = select_device(choice)?;
+    if precision == Precision::F16 {
+        if choice == DeviceChoice::Cpu {
+            bail!("--precision f16 runs on a GPU (--device wgpu or cuda); the CPU backend computes in f32");
+        }
+        if !device.supports_dtype(FloatDType::F16) {
+            bail!(
+                "--precision f16: this {choice:?} device does not support f16 arithmetic \
+                 (for wgpu the adapter lacks SHADER_F16); use --precision f32"
+            );
+        }
+        device.configure(FloatDType::F16).map_err(|e| {
+            anyhow::anyhow!("--precision f16: could not make f16 the device's float type: {e:?}")
+        })?;
+    }
+    Ok(device)
 }
 
 /// Rows per block for row-blocked metrics (`culturelens_core::sos::sos_tensor`): CPU blocks of
