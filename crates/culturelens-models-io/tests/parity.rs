@@ -87,22 +87,14 @@ fn image_parity(model: &str) {
 }
 
 /// How far our pixel_values may be from the reference's for one committed image.
-fn bound(model: &str, name: &str) -> f32 {
+fn bound(name: &str) -> f32 {
     if name.ends_with(".jpg") {
         // zune-jpeg vs libjpeg-turbo differ by a few grey levels.
         0.2
-    } else if model == "open_clip" && name.ends_with("_rgba.png") {
-        // Pillow resizes RGBA premultiplied by alpha before open_clip drops the alpha channel;
-        // culturelens drops it first (documented in the README). Fully transparent pixels
-        // change most.
-        OPEN_CLIP_RGBA_BOUND
     } else {
         1e-6
     }
 }
-
-// Measured with open_clip 3.3.0 on the committed RGBA image: 2.82 (mean 0.10).
-const OPEN_CLIP_RGBA_BOUND: f32 = 3.0;
 
 /// Decoding + preprocessing of the committed images reproduces the processor's pixel_values:
 /// exactly (to f32 rounding) for PNG and lossless WebP; JPEG decoders differ slightly.
@@ -116,7 +108,7 @@ fn preprocessing_parity(model: &str) {
         let got = encoder.pixel_values(&fixtures().join("images").join(name)).unwrap();
         assert_eq!((got.height, got.width), (shape[2], shape[3]), "{model}/{name}");
         let err = max_abs(&got.data, &want[i * per_image..(i + 1) * per_image]);
-        let bound = bound(model, name);
+        let bound = bound(name);
         assert!(err <= bound, "{model}/{name}: pixel_values differ by {err}");
     }
 }

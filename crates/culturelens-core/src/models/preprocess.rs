@@ -8,7 +8,7 @@
 use image::{DynamicImage, ImageReader};
 use serde::Deserialize;
 
-use super::resample::{PilFilter, pil_resize_rgb8};
+use super::resample::{PilFilter, pil_resize_u8};
 
 /// Why an image could not be turned into `pixel_values`.
 #[derive(Debug, thiserror::Error)]
@@ -243,6 +243,22 @@ fn over_white([r, g, b, a]: [u8; 4]) -> [u8; 3] {
     [channel(r), channel(g), channel(b)]
 }
 
+/// Pillow's `RGBA` → `RGBa` channel: `c · a / 255` rounded (`MULDIV255`).
+fn mul_div255(c: u8, a: u8) -> u8 {
+    let t = u32::from(c) * u32::from(a) + 128;
+    (((t >> 8) + t) >> 8) as u8
+}
+
+/// Pillow's `RGBa` → `RGBA`, keeping RGB: `255 · c / a` truncated and clipped, the colour kept
+/// as is where `a` is 0 or 255.
+fn unpremultiply([r, g, b, a]: [u8; 4]) -> [u8; 3] {
+    if a == 0 || a == 255 {
+        return [r, g, b];
+    }
+    let a = u32::from(a);
+    [r, g, b].map(|c| (255 * u32::from(c) / a).min(255) as u8)
+}
+
 /// `round(n / 2)` with ties to even, as Python's `round`.
 fn round_half_even_half(n: usize) -> usize {
     let (q, r) = (n / 2, n % 2);
@@ -259,15 +275,47 @@ pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usi
 impl ImageProcessor {
     /// `pixel_values` of an RGB image.
     pub fn pixel_values_rgb(&self, rgb: &Rgb8) -> PixelValues {
-        let (mut width, mut height, mut px) = (rgb.width, rgb.height, std::borrow::Cow::Borrowed(&rgb.data));
-        if let Some((resize, filter)) = self.resize {
-            let (h, w) = match resize {
-                Resize::ShortestEdge(n) => shortest_edge_size(height, width, n),
-                Resize::Exact { height, width } => (height as usize, width as usize),
-            };
-            px = std::borrow::Cow::Owned(pil_resize_rgb8(&px, width, height, w, h, filter));
-            (width, height) = (w, h);
-        }
+        let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height);
+        self.crop_and_normalize(&px, width, height)
+    }
+
+    /// `pixel_values` of an image whose alpha channel is dropped after resizing, as OpenCLIP's
+    /// transform does with Pillow: `Image.resize` resamples RGBA premultiplied (`RGBa`,
+    /// rounded to 8 bits both ways), then `convert("RGB")` drops the alpha.
+    fn pixel_values_rgba_drop(&self, image: &DynamicImage) -> PixelValues {
+        let (width, height) = (image.width() as usize, image.height() as usize);
+        let premultiplied: Vec<u8> = image
+            .to_rgba8()
+            .pixels()
+            .flat_map(|p| {
+                let [r, g, b, a] = p.0;
+                [mul_div255(r, a), mul_div255(g, a), mul_div255(b, a), a]
+            })
+            .collect();
+        let (px, width, height) = self.resized::<4>(&premultiplied, width, height);
+        let rgb: Vec<u8> = px.chunks_exact(4).flat_map(|p| unpremultiply([p[0], p[1], p[2], p[3]])).collect();
+        self.crop_and_normalize(&rgb, width, height)
+    }
+
+    /// The resize step on interleaved `C`-channel pixels: the pixels and their new size.
+    fn resized<'a, const C: usize>(
+        &self,
+        px: &'a [u8],
+        width: usize,
+        height: usize,
+    ) -> (std::borrow::Cow<'a, [u8]>, usize, usize) {
+        let Some((resize, filter)) = self.resize else {
+            return (std::borrow::Cow::Borrowed(px), width, height);
+        };
+        let (h, w) = match resize {
+            Resize::ShortestEdge(n) => shortest_edge_size(height, width, n),
+            Resize::Exact { height, width } => (height as usize, width as usize),
+        };
+        (std::borrow::Cow::Owned(pil_resize_u8::<C>(px, width, height, w, h, filter)), w, h)
+    }
+
+    /// Centre crop, rescale and normalise of resized RGB8 pixels into channel-first f32.
+    fn crop_and_normalize(&self, px: &[u8], width: usize, height: usize) -> PixelValues {
         let (out_h, out_w) = self.crop.map_or((height, width), |(h, w)| (h as usize, w as usize));
         // Centre crop placed as `self.crop_offset` says (transformers or torchvision); a crop
         // larger than the image pads with zeros.
@@ -314,6 +362,9 @@ impl ImageProcessor {
     /// Decodes `bytes` and returns its `pixel_values`.
     pub fn pixel_values(&self, bytes: &[u8]) -> Result<PixelValues, PreprocessError> {
         let image = decode(bytes)?;
+        if self.alpha == Alpha::Drop && image.color().has_alpha() && self.resize.is_some() {
+            return Ok(self.pixel_values_rgba_drop(&image));
+        }
         Ok(self.pixel_values_rgb(&to_rgb8(&image, self.alpha)))
     }
 }
@@ -353,6 +404,43 @@ mod tests {
         let img = DynamicImage::ImageRgba8(image::RgbaImage::from_raw(1, 1, vec![10, 20, 30, 0]).unwrap());
         assert_eq!(to_rgb8(&img, Alpha::Drop).data, [10, 20, 30]);
         assert_eq!(to_rgb8(&img, Alpha::OverWhite).data, [255, 255, 255]);
+    }
+
+    #[test]
+    fn premultiplying_rounds_as_pillow() {
+        assert_eq!(mul_div255(255, 128), 128);
+        assert_eq!(mul_div255(100, 255), 100);
+        assert_eq!(mul_div255(200, 0), 0);
+        assert_eq!(mul_div255(3, 128), 2); // 1.506 rounds to 2
+        assert_eq!(unpremultiply([100, 0, 7, 128]), [199, 0, 13]); // 255 · c / 128, truncated
+        assert_eq!(unpremultiply([200, 50, 9, 100]), [255, 127, 22]); // clipped at 255
+        assert_eq!(unpremultiply([10, 20, 30, 0]), [10, 20, 30]);
+    }
+
+    #[test]
+    fn alpha_dropped_after_a_premultiplied_resize() {
+        // Opaque red beside fully transparent blue, box-filtered to one pixel: premultiplied,
+        // the blue weighs nothing (128, 0, 0, 128) and un-premultiplies to pure red; dropping
+        // alpha first would give (128, 0, 128).
+        let png = {
+            let img = image::RgbaImage::from_raw(2, 1, vec![255, 0, 0, 255, 0, 0, 255, 0]).unwrap();
+            let mut bytes = Vec::new();
+            img.write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png).unwrap();
+            bytes
+        };
+        let p = ImageProcessor {
+            convert_rgb: true,
+            alpha: Alpha::Drop,
+            crop_offset: CropOffset::RoundHalfEven,
+            resize: Some((Resize::Exact { height: 1, width: 1 }, PilFilter::Box)),
+            crop: None,
+            rescale: None,
+            normalize: None,
+        };
+        assert_eq!(p.pixel_values(&png).unwrap().data, [255.0, 0.0, 0.0]);
+        let p = ImageProcessor { alpha: Alpha::OverWhite, ..p };
+        // Composited onto white first: (255, 0, 0) and (255, 255, 255) averaged.
+        assert_eq!(p.pixel_values(&png).unwrap().data, [255.0, 128.0, 128.0]);
     }
 
     #[test]

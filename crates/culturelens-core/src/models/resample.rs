@@ -1,6 +1,6 @@
 //! Resampling weights, computed on the host so every backend sees the same numbers.
 //!
-//! - [`pil_resize_rgb8`]: Pillow's `Image.resize` for 8-bit RGB (libImaging `Resample.c`): a
+//! - [`pil_resize_u8`]: Pillow's `Image.resize` for 8-bit RGB or RGBa (libImaging `Resample.c`): a
 //!   separable convolution whose per-output-pixel coefficients are normalised, quantised to
 //!   22-bit fixed point, applied along one axis (result rounded to u8) then the other. The
 //!   transformers image processors (PIL backend) resize this way, so reproducing it bit for bit
@@ -135,14 +135,15 @@ fn clip8(acc: i64) -> u8 {
     (acc >> PRECISION_BITS).clamp(0, 255) as u8
 }
 
-/// Resizes interleaved RGB8 pixels (`width × height`) to `out_w × out_h` exactly as Pillow's
-/// `Image.resize(size, resample=filter)` does for an RGB image.
+/// Resizes interleaved 8-bit pixels of `C` channels (`width × height`) to `out_w × out_h`
+/// exactly as Pillow's `Image.resize(size, resample=filter)` does: every channel alike, as for
+/// the three bands of `RGB` and the four of premultiplied `RGBa`.
 ///
 /// The horizontal pass runs first, except when the width grows while the height shrinks: then
 /// Pillow (checked against Pillow 13) shrinks vertically first. The order matters because the
 /// intermediate image is rounded to u8.
-pub fn pil_resize_rgb8(
-    rgb: &[u8],
+pub fn pil_resize_u8<const C: usize>(
+    px: &[u8],
     width: usize,
     height: usize,
     out_w: usize,
@@ -150,37 +151,37 @@ pub fn pil_resize_rgb8(
     filter: PilFilter,
 ) -> Vec<u8> {
     if out_w > width && out_h < height {
-        let t = transpose_rgb8(rgb, width, height);
-        let resized = resize_horizontal_first(&t, height, width, out_h, out_w, filter);
-        return transpose_rgb8(&resized, out_h, out_w);
+        let t = transpose_u8::<C>(px, width, height);
+        let resized = resize_horizontal_first::<C>(&t, height, width, out_h, out_w, filter);
+        return transpose_u8::<C>(&resized, out_h, out_w);
     }
-    resize_horizontal_first(rgb, width, height, out_w, out_h, filter)
+    resize_horizontal_first::<C>(px, width, height, out_w, out_h, filter)
 }
 
-/// Swaps rows and columns of interleaved RGB8 pixels (`width × height` → `height × width`).
-fn transpose_rgb8(rgb: &[u8], width: usize, height: usize) -> Vec<u8> {
-    let mut out = vec![0u8; rgb.len()];
+/// Swaps rows and columns of interleaved `C`-channel pixels (`width × height` → `height × width`).
+fn transpose_u8<const C: usize>(px: &[u8], width: usize, height: usize) -> Vec<u8> {
+    let mut out = vec![0u8; px.len()];
     for y in 0..height {
         for x in 0..width {
-            out[(x * height + y) * 3..(x * height + y) * 3 + 3]
-                .copy_from_slice(&rgb[(y * width + x) * 3..(y * width + x) * 3 + 3]);
+            out[(x * height + y) * C..(x * height + y) * C + C]
+                .copy_from_slice(&px[(y * width + x) * C..(y * width + x) * C + C]);
         }
     }
     out
 }
 
 /// `ImagingResampleInner`: horizontal pass (on the rows the vertical pass reads), then vertical.
-fn resize_horizontal_first(
-    rgb: &[u8],
+fn resize_horizontal_first<const C: usize>(
+    px: &[u8],
     width: usize,
     height: usize,
     out_w: usize,
     out_h: usize,
     filter: PilFilter,
 ) -> Vec<u8> {
-    assert_eq!(rgb.len(), width * height * 3, "RGB buffer does not match {width} × {height}");
+    assert_eq!(px.len(), width * height * C, "{C}-channel buffer does not match {width} × {height}");
     if (width, height) == (out_w, out_h) {
-        return rgb.to_vec();
+        return px.to_vec();
     }
     let horizontal = fixed_point(antialias_coefficients(width, out_w, filter));
     let vertical = fixed_point(antialias_coefficients(height, out_h, filter));
@@ -195,15 +196,15 @@ fn resize_horizontal_first(
         (0, height)
     };
     let (mut tmp, tmp_w) = if out_w != width {
-        let mut tmp = Vec::with_capacity((row_last - row_first) * out_w * 3);
+        let mut tmp = Vec::with_capacity((row_last - row_first) * out_w * C);
         for y in row_first..row_last {
-            let row = &rgb[y * width * 3..(y + 1) * width * 3];
+            let row = &px[y * width * C..(y + 1) * width * C];
             for (start, k) in &horizontal {
-                let mut acc = [round; 3];
+                let mut acc = [round; C];
                 for (i, &kv) in k.iter().enumerate() {
-                    let px = &row[(start + i) * 3..(start + i) * 3 + 3];
-                    for c in 0..3 {
-                        acc[c] += i64::from(px[c]) * kv;
+                    let p = &row[(start + i) * C..(start + i) * C + C];
+                    for c in 0..C {
+                        acc[c] += i64::from(p[c]) * kv;
                     }
                 }
                 tmp.extend(acc.map(clip8));
@@ -211,20 +212,20 @@ fn resize_horizontal_first(
         }
         (tmp, out_w)
     } else {
-        (rgb[row_first * width * 3..row_last * width * 3].to_vec(), width)
+        (px[row_first * width * C..row_last * width * C].to_vec(), width)
     };
     if out_h == height {
         return tmp;
     }
-    let mut out = Vec::with_capacity(out_w * out_h * 3);
+    let mut out = Vec::with_capacity(out_w * out_h * C);
     for (start, k) in &vertical {
         let start = start - row_first;
         for x in 0..tmp_w {
-            let mut acc = [round; 3];
+            let mut acc = [round; C];
             for (i, &kv) in k.iter().enumerate() {
-                let px = &tmp[((start + i) * tmp_w + x) * 3..((start + i) * tmp_w + x) * 3 + 3];
-                for c in 0..3 {
-                    acc[c] += i64::from(px[c]) * kv;
+                let p = &tmp[((start + i) * tmp_w + x) * C..((start + i) * tmp_w + x) * C + C];
+                for c in 0..C {
+                    acc[c] += i64::from(p[c]) * kv;
                 }
             }
             out.extend(acc.map(clip8));
@@ -278,7 +279,7 @@ mod tests {
     #[test]
     fn identity_resize_is_a_copy() {
         let px: Vec<u8> = (0..2 * 3 * 3).map(|v| v as u8).collect();
-        assert_eq!(pil_resize_rgb8(&px, 3, 2, 3, 2, PilFilter::Bicubic), px);
+        assert_eq!(pil_resize_u8::<3>(&px, 3, 2, 3, 2, PilFilter::Bicubic), px);
     }
 
     #[test]
@@ -287,9 +288,9 @@ mod tests {
         for f in
             [PilFilter::Bicubic, PilFilter::Bilinear, PilFilter::Lanczos, PilFilter::Box, PilFilter::Hamming]
         {
-            let out = pil_resize_rgb8(&px, 7, 5, 3, 4, f);
+            let out = pil_resize_u8::<3>(&px, 7, 5, 3, 4, f);
             assert!(out.iter().all(|&v| v == 77), "{f:?}");
-            let out = pil_resize_rgb8(&px, 7, 5, 11, 9, f);
+            let out = pil_resize_u8::<3>(&px, 7, 5, 11, 9, f);
             assert!(out.iter().all(|&v| v == 77), "{f:?}");
         }
     }
@@ -298,7 +299,7 @@ mod tests {
     fn box_halving_averages_pairs() {
         // 4 × 1 → 2 × 1 with the box filter averages (10, 30) and (50, 70), rounding half up.
         let px: Vec<u8> = [10u8, 30, 50, 71].iter().flat_map(|&v| [v, v, v]).collect();
-        let out = pil_resize_rgb8(&px, 4, 1, 2, 1, PilFilter::Box);
+        let out = pil_resize_u8::<3>(&px, 4, 1, 2, 1, PilFilter::Box);
         assert_eq!(out, vec![20, 20, 20, 61, 61, 61]);
     }
 
