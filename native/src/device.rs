@@ -29,8 +29,8 @@ pub enum Precision {
     /// 32-bit floats everywhere (the parity-tested default).
     #[default]
     F32,
-    /// Half precision on a GPU: weights, activations and accumulation-free element-wise work in
-    /// f16, as `model.half()` in PyTorch. The embeddings are read back as f32.
+    /// Half precision on a GPU: weights and activations in f16, as PyTorch's `model.half()`;
+    /// the embeddings are read back as f32.
     F16,
 }
 

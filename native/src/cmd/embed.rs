@@ -27,6 +27,39 @@ use crate::device::{DeviceChoice, Precision, select_device_with};
 /// File extensions `--images DIR` picks up (case-insensitive).
 pub const IMAGE_EXTENSIONS: [&str; 4] = ["png", "jpg", "jpeg", "webp"];
 
+/// The model and where it runs: shared by `embed` and `embed-text`.
+#[derive(clap::Args, Debug)]
+pub struct ModelArgs {
+    /// Weights folder: transformers' `save_pretrained` layout (config.json, model.safetensors or
+    /// a sharded index, preprocessor_config.json for images, tokenizer.json or SigLIP's
+    /// spiece.model for text), an OpenCLIP hub folder (open_clip_config.json,
+    /// open_clip_model.safetensors), or one made by `import-weights`.
+    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
+    pub weights: Option<PathBuf>,
+    /// Hugging Face hub model ORG/NAME[@REVISION], downloaded (safetensors only) into the hub's
+    /// standard cache ($HF_HOME, $HF_ENDPOINT honoured) instead of --weights.
+    #[arg(long, value_name = "HF_ID")]
+    pub model: Option<String>,
+    /// Backend that runs the model.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
+    /// Float type the model stores and computes in: f16 (GPU only) halves its memory; the
+    /// embeddings then differ from f32 by about 1e-3 relative (README).
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
+}
+
+/// The output table: shared by `embed` and `embed-text`.
+#[derive(clap::Args, Debug)]
+pub struct OutputArgs {
+    /// Output table: `.npy` (with metadata in `--meta-out`, default OUT with `.csv`) or `.parquet`.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Metadata CSV for a `.npy` output (default: the output path with extension `.csv`).
+    #[arg(long, value_name = "FILE")]
+    pub meta_out: Option<PathBuf>,
+}
+
 /// Arguments of `culturelens embed`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -37,31 +70,13 @@ pub struct EmbedArgs {
     /// with an `image` column (paths relative to the CSV); manifest columns are carried over.
     #[arg(long, value_name = "DIR|CSV")]
     pub images: PathBuf,
-    /// Weights folder: transformers' `save_pretrained` layout (config.json, model.safetensors or
-    /// a sharded index, preprocessor_config.json), an OpenCLIP hub folder
-    /// (open_clip_config.json, open_clip_model.safetensors), or one made by `import-weights`.
-    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
-    pub weights: Option<PathBuf>,
-    /// Hugging Face hub model ORG/NAME[@REVISION], downloaded (safetensors only) into the hub's
-    /// standard cache ($HF_HOME, $HF_ENDPOINT honoured) instead of --weights.
-    #[arg(long, value_name = "HF_ID")]
-    pub model: Option<String>,
-    /// Output table: `.npy` (with metadata in `--meta-out`, default OUT with `.csv`) or `.parquet`.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// Metadata CSV for a `.npy` output (default: the output path with extension `.csv`).
-    #[arg(long, value_name = "FILE")]
-    pub meta_out: Option<PathBuf>,
-    /// Backend that runs the model.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
-    pub device: DeviceChoice,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Images per forward pass.
     #[arg(long, default_value_t = 16)]
     pub batch: usize,
-    /// Float type of the model: f16 halves memory and, on GPUs with fast half arithmetic,
-    /// roughly doubles throughput; embeddings then differ from f32 by about 1e-3 relative.
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
     /// Embed only shard K of N (1-based; contiguous row ranges, so the shards' tables
     /// concatenated in order give the whole table).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -83,28 +98,13 @@ pub struct EmbedTextArgs {
     /// Column of the CSV that holds the prompts.
     #[arg(long, default_value = "prompt")]
     pub column: String,
-    /// Weights folder (config.json, model.safetensors, tokenizer.json).
-    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
-    pub weights: Option<PathBuf>,
-    /// Hugging Face hub model ORG/NAME[@REVISION] instead of --weights (see `embed --help`).
-    #[arg(long, value_name = "HF_ID")]
-    pub model: Option<String>,
-    /// Output table (`.npy` or `.parquet`).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// Metadata CSV for a `.npy` output (default: the output path with extension `.csv`).
-    #[arg(long, value_name = "FILE")]
-    pub meta_out: Option<PathBuf>,
-    /// Backend that runs the model.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
-    pub device: DeviceChoice,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Prompts per forward pass.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// Float type of the model: f16 halves memory and, on GPUs with fast half arithmetic,
-    /// roughly doubles throughput; embeddings then differ from f32 by about 1e-3 relative.
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
 }
 
 fn parse_shard(s: &str) -> Result<(usize, usize), String> {
@@ -269,12 +269,30 @@ fn write_table(
     Ok(())
 }
 
-/// The weights folder of `--weights DIR` or `--model HF_ID` (downloaded into the hub cache).
-fn weights_dir(weights: &Option<PathBuf>, model: &Option<String>) -> Result<PathBuf> {
-    match (weights, model) {
-        (Some(dir), _) => Ok(dir.clone()),
-        (None, Some(model)) => super::hub::snapshot(model),
-        (None, None) => bail!("give --weights DIR or --model HF_ID"),
+impl ModelArgs {
+    /// The weights folder of `--weights DIR` or `--model HF_ID` (downloaded into the hub cache).
+    fn weights_dir(&self) -> Result<PathBuf> {
+        match (&self.weights, &self.model) {
+            (Some(dir), _) => Ok(dir.clone()),
+            (None, Some(model)) => super::hub::snapshot(model),
+            (None, None) => bail!("give --weights DIR or --model HF_ID"),
+        }
+    }
+
+    /// The device (in `--precision`), then the encoder of the weights folder on it, and the
+    /// folder.
+    fn load(&self) -> Result<(Encoder, PathBuf)> {
+        let device = select_device_with(self.device, self.precision)?;
+        let started = Instant::now();
+        let weights = self.weights_dir()?;
+        let encoder = Encoder::from_dir(&weights, &device)?;
+        eprintln!(
+            "loaded {} from {} in {:.1?}",
+            encoder.model.family(),
+            weights.display(),
+            started.elapsed()
+        );
+        Ok((encoder, weights))
     }
 }
 
@@ -285,19 +303,15 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     let inputs = list_images(&args.images)?;
     let range = args.shard.map_or(0..inputs.paths.len(), |s| shard_range(inputs.paths.len(), s));
     let rows: Vec<usize> = range.collect();
-    let device = select_device_with(args.device, args.precision)?;
-    let started = Instant::now();
-    let weights = weights_dir(&args.weights, &args.model)?;
-    let encoder = Encoder::from_dir(&weights, &device)?;
-    eprintln!("loaded {} from {} in {:.1?}", encoder.model.family(), weights.display(), started.elapsed());
+    let (encoder, weights) = args.model.load()?;
 
     let dim = encoder.model.image_dim();
     let header = format!(
         "culturelens-embed-v1\t{}\t{dim}{}",
         weights.canonicalize().unwrap_or_else(|_| weights.clone()).display(),
-        args.precision.log_tag()
+        args.model.precision.log_tag()
     );
-    let (mut log, done_by_path) = ResumeLog::open(&args.out, &header, dim)?;
+    let (mut log, done_by_path) = ResumeLog::open(&args.output.out, &header, dim)?;
     let key = |row: usize| inputs.paths[row].to_string_lossy().into_owned();
     let mut done: BTreeMap<usize, Vec<f32>> =
         rows.iter().filter_map(|&r| done_by_path.get(&key(r)).map(|v| (r, v.clone()))).collect();
@@ -305,6 +319,8 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     if todo.len() < rows.len() {
         eprintln!("resuming: {} of {} rows already embedded", rows.len() - todo.len(), rows.len());
     }
+    // The rate below is of the embedding loop: decoding, preprocessing and the model.
+    let started = Instant::now();
     let bar = progress(rows.len(), rows.len() - todo.len(), "images");
     let mut failures: Vec<(PathBuf, String)> = Vec::new();
     let mut pending: Vec<(usize, PixelValues)> = Vec::new();
@@ -390,9 +406,9 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     if kept.is_empty() {
         bail!("no image could be embedded");
     }
-    write_table(&args.out, &args.meta_out, &inputs.meta, &kept, &done)?;
+    write_table(&args.output.out, &args.output.meta_out, &inputs.meta, &kept, &done)?;
     log.remove()?;
-    eprintln!("wrote {} rows to {}", kept.len(), args.out.display());
+    eprintln!("wrote {} rows to {}", kept.len(), args.output.out.display());
     Ok(())
 }
 
@@ -420,10 +436,8 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     if prompts.is_empty() {
         bail!("{}: no prompts", args.prompts.display());
     }
-    let device = select_device_with(args.device, args.precision)?;
     let started = Instant::now();
-    let weights = weights_dir(&args.weights, &args.model)?;
-    let encoder = Encoder::from_dir(&weights, &device)?;
+    let (encoder, _) = args.model.load()?;
     let ids = encoder.tokenize(&prompts)?;
     let bar = progress(prompts.len(), 0, "prompts");
     let mut rows = BTreeMap::new();
@@ -435,8 +449,8 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     }
     bar.finish();
     let kept: Vec<usize> = (0..prompts.len()).collect();
-    write_table(&args.out, &args.meta_out, &meta, &kept, &rows)?;
-    eprintln!("wrote {} rows to {} in {:.1?}", kept.len(), args.out.display(), started.elapsed());
+    write_table(&args.output.out, &args.output.meta_out, &meta, &kept, &rows)?;
+    eprintln!("wrote {} rows to {} in {:.1?}", kept.len(), args.output.out.display(), started.elapsed());
     Ok(())
 }
 
