@@ -159,3 +159,49 @@ fn imported_efficientnet_lite0_matches_pytorch_on_wgpu_in_f32_and_f16() {
     let got = embed_wgpu(&dir, &folder, "f16", &tmp.path().join("lite0_16.parquet"));
     assert_half_precision("efficientnet-lite0", &got, &want, 4e-2);
 }
+
+/// Rows an f32 run left in its resume log are not reused by an f16 run of the same weights and
+/// output (nor would f16 rows be by an f32 run): the log's header names the precision.
+#[test]
+fn an_f16_run_does_not_resume_from_f32_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let images = tmp.path().join("imgs");
+    std::fs::create_dir(&images).unwrap();
+    for (name, _) in IMAGES {
+        std::fs::copy(fixtures().join("images").join(name), images.join(name)).unwrap();
+    }
+    std::fs::write(images.join("z_broken.png"), b"\x89PNG not really").unwrap();
+    let out = tmp.path().join("e.npy");
+    let run = |precision: &str| {
+        common::culturelens(&[
+            "embed",
+            "--device",
+            "wgpu",
+            "--precision",
+            precision,
+            "--images",
+            p(&images),
+            "--weights",
+            p(&fixtures().join("clip")),
+            "--out",
+            p(&out),
+        ])
+    };
+    // The broken file fails the f32 run after its good rows are logged.
+    assert!(!run("f32").status.success());
+    assert!(tmp.path().join("e.npy.resume").exists());
+    std::fs::remove_file(images.join("z_broken.png")).unwrap();
+    let o = run("f16");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("belongs to another run; starting afresh"), "{stderr}");
+    assert!(!stderr.contains("resuming"), "{stderr}");
+    // And every row is f16's: none equals the f32 reference to f32 accuracy.
+    let table = load_table(&out, None).unwrap();
+    let want = reference("clip", "image_embeds");
+    let dim = table.dim();
+    for (i, (_, r)) in IMAGES.iter().enumerate() {
+        let err = max_abs(table.embeddings.row(i), &want[r * dim..(r + 1) * dim]);
+        assert!(err > 1e-6, "row {i} looks like an f32 row ({err})");
+    }
+}
