@@ -2,7 +2,8 @@
 //! `scripts/fixtures/make_encoder_fixtures.py`): tiny random-weight CLIP, SigLIP, DINOv2 and
 //! DINOv2-with-registers folders written by `save_pretrained`, a tiny OpenCLIP folder in the
 //! hub layout of ViT-bigG-14 / ViT-H-14, plus the reference
-//! `pixel_values`, embeddings and token ids. Runs on Burn's CPU backend (`flex`).
+//! `pixel_values`, embeddings and token ids. The image and text towers are checked on Burn's
+//! CPU backend (`flex`) and on wgpu (lavapipe on a machine without GPU).
 
 use std::path::{Path, PathBuf};
 
@@ -64,26 +65,40 @@ fn max_abs(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
+/// The backends every parity check runs on: flex (CPU) and wgpu (lavapipe without a GPU), the
+/// wgpu device initialised once per test process.
+fn devices() -> [Device; 2] {
+    static WGPU: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
+    let wgpu = WGPU.get_or_init(|| {
+        Device::wgpu_options().init().expect("a wgpu adapter (Debian: mesa-vulkan-drivers for lavapipe)")
+    });
+    [Device::flex(), wgpu.clone()]
+}
+
 fn load(model: &str, device: &Device) -> Encoder {
     Encoder::from_dir(&fixtures().join(model), device).unwrap()
 }
 
-/// The model applied to the reference `pixel_values` matches the reference embeddings.
+/// The model applied to the reference `pixel_values` matches the reference embeddings, on
+/// every backend.
 fn image_parity(model: &str) {
-    let device = Device::flex();
-    let encoder = load(model, &device);
-    let reference = Reference::open(model);
-    let (shape, pixels) = reference.f32("pixel_values");
-    let pixels =
-        Tensor::<4>::from_data(TensorData::new(pixels, [shape[0], shape[1], shape[2], shape[3]]), &device);
-    let got =
-        encoder.model.image_features(pixels).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
-    let (want_shape, want) = reference.f32("image_embeds");
-    assert_eq!(got.len(), want_shape.iter().product::<usize>());
-    let err = max_abs(&got, &want);
-    assert!(err <= TOLERANCE, "{model}: image embeddings differ by {err}");
-    // The check can fail: embeddings are not trivially small.
-    assert!(want.iter().map(|v| v.abs()).fold(0.0, f32::max) > 0.1);
+    for device in devices() {
+        let encoder = load(model, &device);
+        let reference = Reference::open(model);
+        let (shape, pixels) = reference.f32("pixel_values");
+        let pixels = Tensor::<4>::from_data(
+            TensorData::new(pixels, [shape[0], shape[1], shape[2], shape[3]]),
+            &device,
+        );
+        let got =
+            encoder.model.image_features(pixels).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+        let (want_shape, want) = reference.f32("image_embeds");
+        assert_eq!(got.len(), want_shape.iter().product::<usize>());
+        let err = max_abs(&got, &want);
+        assert!(err <= TOLERANCE, "{model} on {device:?}: image embeddings differ by {err}");
+        // The check can fail: embeddings are not trivially small.
+        assert!(want.iter().map(|v| v.abs()).fold(0.0, f32::max) > 0.1);
+    }
 }
 
 /// How far our pixel_values may be from the reference's for one committed image.
@@ -113,14 +128,17 @@ fn preprocessing_parity(model: &str) {
     }
 }
 
-/// The text tower applied to `ids` matches the reference `text_embeds` of `model`.
-fn text_parity(model: &str, encoder: &Encoder, ids: &[Vec<u32>]) {
-    let got: Vec<f32> = encoder.embed_ids(ids).unwrap().concat();
+/// The text tower applied to `ids` matches the reference `text_embeds` of `model`, on every
+/// backend.
+fn text_parity(model: &str, ids: &[Vec<u32>]) {
     let (_, want) = Reference::open(model).f32("text_embeds");
-    let err = max_abs(&got, &want);
-    assert!(err <= TOLERANCE, "{model} text embeddings differ by {err}");
     // The check can fail: embeddings are not trivially small.
     assert!(want.iter().map(|v| v.abs()).fold(0.0, f32::max) > 0.1);
+    for device in devices() {
+        let got: Vec<f32> = load(model, &device).embed_ids(ids).unwrap().concat();
+        let err = max_abs(&got, &want);
+        assert!(err <= TOLERANCE, "{model} on {device:?}: text embeddings differ by {err}");
+    }
 }
 
 #[test]
@@ -173,17 +191,15 @@ fn clip_tokenizer_and_text_features_match_transformers() {
             .collect();
         assert_eq!(got, &want, "token ids of text {row}");
     }
-    text_parity("clip", &encoder, &ids);
+    text_parity("clip", &ids);
 }
 
 #[test]
 fn siglip_text_features_match_transformers() {
-    let device = Device::flex();
-    let encoder = load("siglip", &device);
     let reference = Reference::open("siglip");
     let (shape, ids) = reference.i64("input_ids");
     let ids: Vec<Vec<u32>> = ids.chunks(shape[1]).map(|r| r.iter().map(|&t| t as u32).collect()).collect();
-    text_parity("siglip", &encoder, &ids);
+    text_parity("siglip", &ids);
 }
 
 #[test]
@@ -198,8 +214,6 @@ fn open_clip_preprocessing_matches_its_transform() {
 
 #[test]
 fn open_clip_text_features_match_open_clip() {
-    let device = Device::flex();
-    let encoder = load("open_clip", &device);
     let reference = Reference::open("open_clip");
     let (shape, ids) = reference.i64("input_ids");
     // open_clip pads rows with 0 after the end-of-text token (the highest id); culturelens
@@ -212,7 +226,7 @@ fn open_clip_text_features_match_open_clip() {
         })
         .collect();
     assert_eq!(ids.iter().map(Vec::len).collect::<Vec<_>>(), [3, 16, 7, 1, 11]);
-    text_parity("open_clip", &encoder, &ids);
+    text_parity("open_clip", &ids);
 }
 
 #[test]
