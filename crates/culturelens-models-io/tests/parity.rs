@@ -212,6 +212,25 @@ fn open_clip_preprocessing_matches_its_transform() {
     preprocessing_parity("open_clip");
 }
 
+/// Palette and bilevel PNGs, which Pillow resizes with nearest neighbour inside open_clip's
+/// transform (reference from scripts/fixtures/make_pillow_modes_fixture.py).
+#[test]
+fn open_clip_preprocessing_resizes_palette_and_bilevel_pngs_as_pillow() {
+    let encoder = load("open_clip", &Device::flex());
+    let dir = fixtures().join("pillow_modes");
+    let bytes = std::fs::read(dir.join("open_clip_pixel_values.safetensors")).unwrap();
+    let tensors = SafeTensors::deserialize(&bytes).unwrap();
+    let view = tensors.tensor("pixel_values").unwrap();
+    let want: Vec<f32> =
+        view.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    let per_image = want.len() / 2;
+    for (i, name) in ["p_palette_trns.png", "q_bilevel.png"].iter().enumerate() {
+        let got = encoder.pixel_values(&dir.join(name)).unwrap();
+        let err = max_abs(&got.data, &want[i * per_image..(i + 1) * per_image]);
+        assert!(err <= 1e-6, "open_clip/{name}: pixel_values differ by {err}");
+    }
+}
+
 #[test]
 fn open_clip_text_features_match_open_clip() {
     let reference = Reference::open("open_clip");

@@ -8,7 +8,7 @@
 use image::{DynamicImage, ImageReader};
 use serde::Deserialize;
 
-use super::resample::{PilFilter, pil_resize_u8};
+use super::resample::{PilFilter, pil_resize_nearest_u8, pil_resize_u8};
 
 /// Why an image could not be turned into `pixel_values`.
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +87,9 @@ pub enum Alpha {
     /// Composite onto white, exactly as Pillow does (transformers' `convert_rgb`).
     #[default]
     OverWhite,
-    /// Drop it (`PIL.Image.convert("RGB")`, what OpenCLIP's transform does).
+    /// Resize the image in the mode Pillow opened it in, then `convert("RGB")`, dropping alpha
+    /// (OpenCLIP's transform). So RGBA/LA images are resized premultiplied (`RGBa`), and palette
+    /// (`P`) and bilevel (`1`) PNGs with nearest neighbour, as Pillow's `Image.resize` does.
     Drop,
 }
 
@@ -243,6 +245,18 @@ fn over_white([r, g, b, a]: [u8; 4]) -> [u8; 3] {
     [channel(r), channel(g), channel(b)]
 }
 
+/// Whether Pillow opens these bytes as a palette (`P`) or bilevel (`1`) image, which its
+/// `Image.resize` samples with nearest neighbour whatever filter is asked for: PNGs of colour
+/// type 3 (indexed), and 1-bit greyscale ones (read from the IHDR chunk).
+fn pillow_opens_as_palette_or_bilevel(bytes: &[u8]) -> bool {
+    const SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+    if bytes.len() < 26 || !bytes.starts_with(SIGNATURE) || &bytes[12..16] != b"IHDR" {
+        return false;
+    }
+    let (bit_depth, colour_type) = (bytes[24], bytes[25]);
+    colour_type == 3 || (colour_type == 0 && bit_depth == 1)
+}
+
 /// Pillow's `RGBA` → `RGBa` channel: `c · a / 255` rounded (`MULDIV255`).
 fn mul_div255(c: u8, a: u8) -> u8 {
     let t = u32::from(c) * u32::from(a) + 128;
@@ -275,7 +289,7 @@ pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usi
 impl ImageProcessor {
     /// `pixel_values` of an RGB image.
     pub fn pixel_values_rgb(&self, rgb: &Rgb8) -> PixelValues {
-        let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height);
+        let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height, false);
         self.crop_and_normalize(&px, width, height)
     }
 
@@ -292,17 +306,19 @@ impl ImageProcessor {
                 [mul_div255(r, a), mul_div255(g, a), mul_div255(b, a), a]
             })
             .collect();
-        let (px, width, height) = self.resized::<4>(&premultiplied, width, height);
+        let (px, width, height) = self.resized::<4>(&premultiplied, width, height, false);
         let rgb: Vec<u8> = px.chunks_exact(4).flat_map(|p| unpremultiply([p[0], p[1], p[2], p[3]])).collect();
         self.crop_and_normalize(&rgb, width, height)
     }
 
-    /// The resize step on interleaved `C`-channel pixels: the pixels and their new size.
+    /// The resize step on interleaved `C`-channel pixels (with nearest neighbour instead of the
+    /// configured filter where `nearest`): the pixels and their new size.
     fn resized<'a, const C: usize>(
         &self,
         px: &'a [u8],
         width: usize,
         height: usize,
+        nearest: bool,
     ) -> (std::borrow::Cow<'a, [u8]>, usize, usize) {
         let Some((resize, filter)) = self.resize else {
             return (std::borrow::Cow::Borrowed(px), width, height);
@@ -311,7 +327,12 @@ impl ImageProcessor {
             Resize::ShortestEdge(n) => shortest_edge_size(height, width, n),
             Resize::Exact { height, width } => (height as usize, width as usize),
         };
-        (std::borrow::Cow::Owned(pil_resize_u8::<C>(px, width, height, w, h, filter)), w, h)
+        let out = if nearest {
+            pil_resize_nearest_u8::<C>(px, width, height, w, h)
+        } else {
+            pil_resize_u8::<C>(px, width, height, w, h, filter)
+        };
+        (std::borrow::Cow::Owned(out), w, h)
     }
 
     /// Centre crop, rescale and normalise of resized RGB8 pixels into channel-first f32.
@@ -362,8 +383,15 @@ impl ImageProcessor {
     /// Decodes `bytes` and returns its `pixel_values`.
     pub fn pixel_values(&self, bytes: &[u8]) -> Result<PixelValues, PreprocessError> {
         let image = decode(bytes)?;
-        if self.alpha == Alpha::Drop && image.color().has_alpha() && self.resize.is_some() {
-            return Ok(self.pixel_values_rgba_drop(&image));
+        if self.alpha == Alpha::Drop && self.resize.is_some() {
+            if pillow_opens_as_palette_or_bilevel(bytes) {
+                let rgb = to_rgb8(&image, Alpha::Drop);
+                let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height, true);
+                return Ok(self.crop_and_normalize(&px, width, height));
+            }
+            if image.color().has_alpha() {
+                return Ok(self.pixel_values_rgba_drop(&image));
+            }
         }
         Ok(self.pixel_values_rgb(&to_rgb8(&image, self.alpha)))
     }
