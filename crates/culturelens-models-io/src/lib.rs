@@ -11,6 +11,7 @@
 //! dict of a known architecture with a reader that never executes the pickle.
 
 pub mod import;
+pub mod open_clip_text;
 pub mod spiece;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +52,9 @@ pub struct Encoder {
     pub processor: Option<ImageProcessor>,
     /// The tokenizer and the file it was read from.
     pub tokenizer: Option<(tokenizers::Tokenizer, PathBuf)>,
+    /// An OpenCLIP folder: texts get open_clip's cleaning before the tokenizer
+    /// ([`open_clip_text::clean`]).
+    pub open_clip: bool,
     pub device: Device,
     pub dir: PathBuf,
 }
@@ -124,7 +128,8 @@ impl Encoder {
     pub fn from_dir(dir: &Path, device: &Device) -> Result<Self, LoadError> {
         let config_path = dir.join("config.json");
         let open_clip_path = dir.join("open_clip_config.json");
-        let (model, default_processor) = if config_path.is_file() || !open_clip_path.is_file() {
+        let open_clip = !config_path.is_file() && open_clip_path.is_file();
+        let (model, default_processor) = if !open_clip {
             let config = read_string(&config_path)?;
             let files = safetensors_files(dir)?;
             (load_model(&files, &config_path, device, |ck| EncoderModel::load(&config, ck))?, None)
@@ -195,7 +200,7 @@ impl Encoder {
             }
             None => None,
         };
-        Ok(Self { model, processor, tokenizer, device: device.clone(), dir: dir.to_owned() })
+        Ok(Self { model, processor, tokenizer, open_clip, device: device.clone(), dir: dir.to_owned() })
     }
 
     /// The image preprocessing of this folder (an error naming the missing file if it has none).
@@ -235,7 +240,14 @@ impl Encoder {
         texts
             .iter()
             .map(|t| {
-                tok.encode(t.as_str(), true)
+                let cleaned;
+                let t = if self.open_clip {
+                    cleaned = open_clip_text::clean(t);
+                    cleaned.as_str()
+                } else {
+                    t.as_str()
+                };
+                tok.encode(t, true)
                     .map(|e| e.get_ids().to_vec())
                     .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })
             })

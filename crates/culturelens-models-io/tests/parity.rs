@@ -248,6 +248,54 @@ fn open_clip_text_features_match_open_clip() {
     text_parity("open_clip", &ids);
 }
 
+/// open_clip's text cleaning (ftfy's character fixes) followed by the CLIP tokenizer.json's
+/// normaliser gives what open_clip's own tokenizer feeds its BPE (reference from
+/// scripts/fixtures/make_open_clip_text_fixture.py: curly quotes, ligatures, full- and halfwidth
+/// forms, control characters, line breaks, several scripts).
+#[test]
+fn open_clip_text_cleaning_matches_open_clip() {
+    use tokenizers::{NormalizedString, Normalizer};
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("open_clip/text_clean_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let texts: Vec<String> = serde_json::from_value(reference["texts"].clone()).unwrap();
+    let want: Vec<String> = serde_json::from_value(reference["normalized"].clone()).unwrap();
+    let tokenizer = tokenizers::Tokenizer::from_file(fixtures().join("clip/tokenizer.json")).unwrap();
+    let normalizer = tokenizer.get_normalizer().unwrap();
+    let normalized = |text: &str| {
+        let mut n = NormalizedString::from(text);
+        normalizer.normalize(&mut n).unwrap();
+        n.get().trim().to_owned()
+    };
+    let mut differ_without = 0;
+    for (text, want) in texts.iter().zip(&want) {
+        let cleaned = culturelens_models_io::open_clip_text::clean(text);
+        assert_eq!(&normalized(&cleaned), want, "{text:?}");
+        differ_without += usize::from(&normalized(text) != want);
+    }
+    // The check can fail: most of these texts need the cleaning.
+    assert!(differ_without >= 6, "only {differ_without} texts needed cleaning");
+}
+
+/// An OpenCLIP folder cleans texts before tokenizing (a curly apostrophe becomes straight); a
+/// transformers folder with the same tokenizer.json does not, as transformers does not.
+#[test]
+fn only_open_clip_folders_clean_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["open_clip_config.json", "open_clip_model.safetensors"] {
+        std::fs::copy(fixtures().join("open_clip").join(file), dir.path().join(file)).unwrap();
+    }
+    std::fs::copy(fixtures().join("clip/tokenizer.json"), dir.path().join("tokenizer.json")).unwrap();
+    let texts = ["it\u{2019}s a photo".to_string(), "it's a photo".to_string()];
+    let open_clip = Encoder::from_dir(dir.path(), &Device::flex()).unwrap();
+    let ids = open_clip.tokenize(&texts).unwrap();
+    assert_eq!(ids[0], ids[1]);
+    let clip = load("clip", &Device::flex());
+    let ids = clip.tokenize(&texts).unwrap();
+    assert_ne!(ids[0], ids[1]);
+}
+
 #[test]
 fn open_clip_folder_without_safetensors_names_the_pickle() {
     let dir = std::env::temp_dir().join(format!("culturelens-oc-pickle-{}", std::process::id()));
