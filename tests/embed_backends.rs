@@ -40,6 +40,11 @@ fn embed_wgpu(images: &Path, weights: &Path, precision: &str, out: &Path) -> Vec
         "--out",
         p(out),
     ]);
+    table_rows(out)
+}
+
+/// The rows of the embedding table at `out`.
+fn table_rows(out: &Path) -> Vec<Vec<f32>> {
     let table = load_table(out, None).unwrap();
     (0..table.len()).map(|r| table.embeddings.row(r).to_vec()).collect()
 }
@@ -65,10 +70,9 @@ fn every_family_matches_transformers_on_wgpu_in_f32_and_f16() {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = image_manifest(tmp.path());
     for model in ["clip", "siglip", "dinov2", "dinov2_reg", "open_clip"] {
-        let want = reference(model, "image_embeds");
-        let dim = want.len() / 5;
-        let want_row = |r: usize| &want[r * dim..(r + 1) * dim];
-        let compared: Vec<usize> = (0..IMAGES.len()).collect();
+        let reference = reference(model, "image_embeds");
+        let dim = reference.len() / 5;
+        let want: Vec<&[f32]> = IMAGES.iter().map(|&(_, r)| &reference[r * dim..(r + 1) * dim]).collect();
 
         let f32_rows = embed_wgpu(
             &manifest,
@@ -76,19 +80,17 @@ fn every_family_matches_transformers_on_wgpu_in_f32_and_f16() {
             "f32",
             &tmp.path().join(format!("{model}.parquet")),
         );
-        for &i in &compared {
-            let err = max_abs(&f32_rows[i], want_row(IMAGES[i].1));
-            assert!(err <= 1e-4, "{model} {}: {err}", IMAGES[i].0);
+        for ((name, _), (got, want)) in IMAGES.iter().zip(f32_rows.iter().zip(&want)) {
+            let err = max_abs(got, want);
+            assert!(err <= 1e-4, "{model} {name}: {err}");
         }
 
-        let f16_rows = embed_wgpu(
+        let got = embed_wgpu(
             &manifest,
             &fixtures().join(model),
             "f16",
             &tmp.path().join(format!("{model}16.parquet")),
         );
-        let got: Vec<Vec<f32>> = compared.iter().map(|&i| f16_rows[i].clone()).collect();
-        let want: Vec<&[f32]> = compared.iter().map(|&i| want_row(IMAGES[i].1)).collect();
         // PyTorch's own `model.half()` misses these fixtures by 7e-4 to 9e-4 (relative).
         assert_half_precision(model, &got, &want, 5e-3);
     }
@@ -117,8 +119,7 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
             "--out",
             p(&out),
         ]);
-        let table = load_table(&out, None).unwrap();
-        (0..table.len()).map(|r| table.embeddings.row(r).to_vec()).collect::<Vec<_>>()
+        table_rows(&out)
     };
     let f32_rows = rows("f32");
     for (got, want) in f32_rows.iter().zip(&want) {

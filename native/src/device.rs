@@ -24,24 +24,13 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device> {
 }
 
 /// The float type a model computes in (`--precision`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Precision {
     /// 32-bit floats everywhere (the parity-tested default).
-    #[default]
     F32,
     /// Half precision on a GPU: weights and activations in f16, as PyTorch's `model.half()`;
     /// the embeddings are read back as f32.
     F16,
-}
-
-impl Precision {
-    /// The tag this precision adds to a resume log's header (f32 logs keep their old header).
-    pub fn log_tag(self) -> &'static str {
-        match self {
-            Precision::F32 => "",
-            Precision::F16 => "\tf16",
-        }
-    }
 }
 
 /// [`select_device`], then makes `precision` the device's float type: every tensor created on it

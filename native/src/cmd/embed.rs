@@ -159,15 +159,26 @@ fn list_images(images: &Path) -> Result<Inputs> {
 }
 
 /// Where finished rows are kept until the table is written: a header line naming the run
-/// (weights, width and precision), then one record per embedded image: the image path (`u32` LE length +
-/// UTF-8) and `dim` × `f32` LE. Records are keyed by path, so a rerun after adding, removing or
-/// reordering files reuses every finished image. A torn last record is dropped.
+/// (weights, width and precision), then one record per embedded image: the image path (`u32` LE
+/// length + UTF-8) and `dim` × `f32` LE. Records are keyed by path, so a rerun after adding,
+/// removing or reordering files reuses every finished image. A torn last record is dropped.
 struct ResumeLog {
     path: PathBuf,
     writer: BufWriter<File>,
 }
 
 impl ResumeLog {
+    /// The header of a run of `weights` with `dim`-wide rows in `precision`: f16 runs are tagged,
+    /// so they never reuse f32 rows nor the reverse; f32 logs keep the header they always had.
+    fn header(weights: &Path, dim: usize, precision: Precision) -> String {
+        let tag = match precision {
+            Precision::F32 => "",
+            Precision::F16 => "\tf16",
+        };
+        let weights = weights.canonicalize().unwrap_or_else(|_| weights.to_owned());
+        format!("culturelens-embed-v1\t{}\t{dim}{tag}", weights.display())
+    }
+
     fn path_for(out: &Path) -> PathBuf {
         let mut name = out.as_os_str().to_owned();
         name.push(".resume");
@@ -306,11 +317,7 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     let (encoder, weights) = args.model.load()?;
 
     let dim = encoder.model.image_dim();
-    let header = format!(
-        "culturelens-embed-v1\t{}\t{dim}{}",
-        weights.canonicalize().unwrap_or_else(|_| weights.clone()).display(),
-        args.model.precision.log_tag()
-    );
+    let header = ResumeLog::header(&weights, dim, args.model.precision);
     let (mut log, done_by_path) = ResumeLog::open(&args.output.out, &header, dim)?;
     let key = |row: usize| inputs.paths[row].to_string_lossy().into_owned();
     let mut done: BTreeMap<usize, Vec<f32>> =

@@ -289,7 +289,12 @@ pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usi
 impl ImageProcessor {
     /// `pixel_values` of an RGB image.
     pub fn pixel_values_rgb(&self, rgb: &Rgb8) -> PixelValues {
-        let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height, false);
+        self.pixel_values_rgb_resampled(rgb, false)
+    }
+
+    /// [`Self::pixel_values_rgb`], resizing with nearest neighbour where `nearest`.
+    fn pixel_values_rgb_resampled(&self, rgb: &Rgb8, nearest: bool) -> PixelValues {
+        let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height, nearest);
         self.crop_and_normalize(&px, width, height)
     }
 
@@ -385,9 +390,7 @@ impl ImageProcessor {
         let image = decode(bytes)?;
         if self.alpha == Alpha::Drop && self.resize.is_some() {
             if pillow_opens_as_palette_or_bilevel(bytes) {
-                let rgb = to_rgb8(&image, Alpha::Drop);
-                let (px, width, height) = self.resized::<3>(&rgb.data, rgb.width, rgb.height, true);
-                return Ok(self.crop_and_normalize(&px, width, height));
+                return Ok(self.pixel_values_rgb_resampled(&to_rgb8(&image, Alpha::Drop), true));
             }
             if image.color().has_alpha() {
                 return Ok(self.pixel_values_rgba_drop(&image));
