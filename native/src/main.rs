@@ -26,6 +26,8 @@ enum Command {
     Bundle(cmd::bundle::BundleArgs),
     DemoBundle(cmd::bundle::DemoBundleArgs),
     Prompts(cmd::prompts::PromptsArgs),
+    Magbig(cmd::magbig::MagbigArgs),
+    Agreement(cmd::agreement::AgreementArgs),
 }
 
 fn main() {
@@ -40,6 +42,8 @@ fn main() {
         Command::Bundle(args) => cmd::bundle::run(args),
         Command::DemoBundle(args) => cmd::bundle::run_demo(args),
         Command::Prompts(args) => cmd::prompts::run(args),
+        Command::Magbig(args) => cmd::magbig::run(args),
+        Command::Agreement(args) => cmd::agreement::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -6,7 +6,9 @@
 //! backend is named outside tests; every device read-back is explicit, so the browser can do it
 //! asynchronously.
 
+pub mod agreement;
 pub mod demo;
+pub mod magbig;
 pub mod models;
 pub mod rng;
 pub mod sos;

@@ -91,13 +91,23 @@ impl Metadata {
     pub fn require_nonempty_column(&self, name: &str) -> Result<&[String], TableError> {
         let col = self.require_column(name)?;
         if let Some(row) = col.iter().position(|v| v.trim().is_empty()) {
-            let mut at = self.location().row(row).column(name);
-            if self.source.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "csv")) {
-                at = at.line(row as u64 + 2);
-            }
-            return Err(TableError::invalid(at, "empty value: every row needs one for this column"));
+            return Err(TableError::invalid(
+                self.cell(row, name),
+                "empty value: every row needs one for this column",
+            ));
         }
         Ok(col)
+    }
+
+    /// The location of data row `row` (0-based) in column `name`, with its 1-based line when the
+    /// source is a CSV file (header on line 1).
+    pub fn cell(&self, row: usize, name: &str) -> Location {
+        let at = self.location().row(row).column(name);
+        if self.source.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "csv")) {
+            at.line(row as u64 + 2)
+        } else {
+            at
+        }
     }
 
     /// Keeps only the rows in `indices` (in that order).

@@ -1,0 +1,162 @@
+//! End-to-end tests of the analysis commands on hand-worked inputs and reference fixtures:
+//! `culturelens magbig` (MAGBIG §4) and `culturelens agreement` (SoS App. B.2, against statsmodels,
+//! scikit-learn and the krippendorff package: scripts/fixtures/agreement_parity.py).
+
+mod common;
+
+use std::path::Path;
+
+use common::{fails, ok, p, read_csv};
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn close(got: f64, want: f64, tol: f64, what: &str) {
+    assert!((got - want).abs() <= tol, "{what}: {got} vs {want}");
+}
+
+#[test]
+fn magbig_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    // m1/de/direct: prompt a 3 male + 1 female (+1 unclassified), prompt b 0 male + 2 female,
+    // prompt c only unclassified (skipped). m1/de/indirect: prompt a 1 + 1.
+    // m0/en/direct: prompt x 1 male (sorted first).
+    let a = write(
+        dir.path(),
+        "a.csv",
+        "model,language,set,prompt_id,gender,image\n\
+         m1,de,direct,a,male,1.png\nm1,de,direct,a,male,2.png\nm1,de,direct,a,female,3.png\n\
+         m1,de,direct,a,male,4.png\nm1,de,direct,a,,5.png\nm1,de,direct,b,female,6.png\n\
+         m1,de,direct,b,female,7.png\nm1,de,direct,c,,8.png\nm1,de,indirect,a,male,9.png\n\
+         m1,de,indirect,a,female,10.png\nm0,en,direct,x,male,11.png\n",
+    );
+    let out = dir.path().join("out.csv");
+    ok(&["magbig", "--attributes", p(&a), "--out", p(&out)]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "model,language,set,n_prompts,n_images,mad,mad_random,male_share"
+    );
+    let (_, rows) = read_csv(&out);
+    let keys: Vec<String> = rows.iter().map(|r| r[..3].join("/")).collect();
+    assert_eq!(keys, ["m0/en/direct", "m1/de/direct", "m1/de/indirect"]);
+    let value = |row: usize, col: usize| rows[row][col].parse::<f64>().unwrap();
+    // m0/en/direct: one prompt, one male image: deviation 1, E|2B − 1| = 1, p_m = 1.
+    assert_eq!(rows[0][3..5], ["1".to_string(), "1".to_string()]);
+    close(value(0, 5), 1.0, 0.0, "mad m0");
+    close(value(0, 6), 1.0, 1e-15, "mad_random m0");
+    close(value(0, 7), 1.0, 0.0, "male_share m0");
+    // m1/de/direct: prompts a (¾ male: deviation ½, n = 4) and b (0 male: deviation 1, n = 2).
+    // mad = ¾; male_share = 3/8; mad_random = (E_4 + E_2)/2 = (0.375 + 0.5)/2.
+    assert_eq!(rows[1][3..5], ["2".to_string(), "6".to_string()]);
+    close(value(1, 5), 0.75, 1e-15, "mad m1 direct");
+    close(value(1, 6), 0.4375, 1e-15, "mad_random m1 direct");
+    close(value(1, 7), 0.375, 1e-15, "male_share m1 direct");
+    // m1/de/indirect: 1 + 1: deviation 0, E_2 = ½, p_m = ½.
+    close(value(2, 5), 0.0, 0.0, "mad m1 indirect");
+    close(value(2, 6), 0.5, 1e-15, "mad_random m1 indirect");
+    close(value(2, 7), 0.5, 0.0, "male_share m1 indirect");
+}
+
+#[test]
+fn magbig_bad_input_names_file_row_and_column_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let bad = write(
+        dir.path(),
+        "bad.csv",
+        "model,language,set,prompt_id,gender\nm,de,direct,a,male\nm,de,direct,a,Frau\n",
+    );
+    let err = fails(&["magbig", "--attributes", p(&bad), "--out", p(&out)]);
+    assert!(err.contains("bad.csv") && err.contains("line 3") && err.contains("column gender"), "{err}");
+    assert!(err.contains("unknown gender \"Frau\""), "{err}");
+    let missing = write(dir.path(), "missing.csv", "model,language,prompt_id,gender\nm,de,a,male\n");
+    let err = fails(&["magbig", "--attributes", p(&missing), "--out", p(&out)]);
+    assert!(
+        err.contains("missing.csv") && err.contains("column set") && err.contains("required column"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no output after an error");
+}
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/agreement")
+}
+
+/// Compares a statistic that may be null.
+fn same(got: &serde_json::Value, want: &serde_json::Value, what: &str) {
+    match (got.as_f64(), want.as_f64()) {
+        (Some(g), Some(w)) => close(g, w, 1e-12, what),
+        _ => assert!(got.is_null() && want.is_null(), "{what}: {got} vs {want}"),
+    }
+}
+
+#[test]
+fn agreement_matches_statsmodels_sklearn_and_krippendorff() {
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("expected.json")).unwrap()).unwrap();
+    let cases = expected["cases"].as_object().unwrap();
+    assert_eq!(cases.len(), 3);
+    let dir = tempfile::tempdir().unwrap();
+    for (name, want) in cases {
+        let raters: Vec<&str> =
+            want["raters"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+        let out = dir.path().join(format!("{name}.json"));
+        let labels = fixtures().join(format!("{name}.csv"));
+        let joined = raters.join(",");
+        let level = want["level"].as_str().unwrap();
+        ok(&["agreement", "--labels", p(&labels), "--raters", &joined, "--level", level, "--out", p(&out)]);
+        let text = std::fs::read_to_string(&out).unwrap();
+        let got: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(got["n_items"], want["n_items"], "{name} n_items");
+        same(&got["fleiss_kappa"], &want["fleiss_kappa"], &format!("{name} fleiss"));
+        same(&got["krippendorff_alpha"], &want["krippendorff_alpha"], &format!("{name} alpha"));
+        let pairs: Vec<&String> = want["cohen_kappa"].as_object().unwrap().keys().collect();
+        assert_eq!(pairs.len(), raters.len() * (raters.len() - 1) / 2);
+        for pair in &pairs {
+            same(
+                &got["cohen_kappa"][pair.as_str()],
+                &want["cohen_kappa"][pair.as_str()],
+                &format!("{name} cohen {pair}"),
+            );
+        }
+        // Pairs appear in the order the raters were given: A|B before A|C before B|C.
+        let first = format!("\"{}|{}\"", raters[0], raters[1]);
+        let last = format!("\"{}|{}\"", raters[raters.len() - 2], raters[raters.len() - 1]);
+        assert!(text.find(&first).unwrap() < text.find(&last).unwrap(), "{text}");
+        let labels = want["per_label"].as_object().unwrap();
+        assert_eq!(got["per_label"].as_object().unwrap().len(), labels.len(), "{name} labels");
+        for (label, by_pair) in labels {
+            for (pair, value) in by_pair.as_object().unwrap() {
+                same(&got["per_label"][label][pair], value, &format!("{name} per_label {label} {pair}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn agreement_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let labels = write(dir.path(), "l.csv", "a,b\n1,2\nx,1\n");
+    let err = fails(&["agreement", "--labels", p(&labels), "--raters", "a,c", "--out", p(&out)]);
+    assert!(err.contains("l.csv") && err.contains("column c"), "{err}");
+    let err = fails(&[
+        "agreement",
+        "--labels",
+        p(&labels),
+        "--raters",
+        "a,b",
+        "--level",
+        "ordinal",
+        "--out",
+        p(&out),
+    ]);
+    assert!(err.contains("l.csv") && err.contains("line 3") && err.contains("column a"), "{err}");
+    let err = fails(&["agreement", "--labels", p(&labels), "--raters", "a", "--out", p(&out)]);
+    assert!(err.contains("at least two"), "{err}");
+    assert!(!out.exists(), "no output after an error");
+}
