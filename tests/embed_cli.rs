@@ -66,6 +66,7 @@ fn embed_folder_matches_transformers_rows_in_file_order() {
     embed(&fixtures().join("images"), "clip", &out).opt("--batch", "2").run_ok();
     let (rows, names) = table(&out);
     assert_eq!(names, IMAGES);
+    assert_eq!(rows.len(), names.len());
     // PNG and lossless WebP decode exactly as Pillow does: the rows equal get_image_features.
     for (row, (name, values)) in names.iter().zip(&rows).enumerate() {
         let err = max_abs(values, &reference_row("clip", row, values.len()));

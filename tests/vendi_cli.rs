@@ -119,6 +119,7 @@ fn assert_batches_in_closed_form(
         keys.iter().map(|k| (f64_of(v, k), f64_of(v, &format!("{k}_sd")))).collect();
     let mut best = (f64::INFINITY, Vec::new());
     for counts in compositions(repeats, per_kind.len()) {
+        assert_eq!(counts.len(), per_kind.len());
         let mut worst = 0.0f64;
         for (i, (mean, sd)) in reported.iter().enumerate() {
             let values = counts.iter().zip(per_kind).map(|(&c, kind)| (c as f64, kind[i]));

@@ -223,6 +223,7 @@ fn write_per_image_csv(path: &Path, layout: &SosLayout, values: &SosValues) -> R
         }
         header.push("sos");
         out.write_record(&header)?;
+        assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
         for (row, (cell, score)) in layout.cell.iter().zip(&values.per_image).enumerate() {
             let c = &layout.cells[*cell as usize];
             let mut rec = vec![row.to_string(), c.model.clone()];
