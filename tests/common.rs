@@ -2,31 +2,123 @@
 
 #![allow(dead_code)]
 
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output};
+
+/// A `culturelens` command line, written as it reads in a shell:
+/// `Cli::new("embed").opt("--images", &dir).opt("--out", &out).flag("--skip-bad").run_ok()`.
+pub struct Cli {
+    command: Command,
+    line: Vec<OsString>,
+}
+
+/// What a finished `culturelens` run printed.
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Cli {
+    /// `culturelens SUBCOMMAND`.
+    pub fn new(subcommand: &str) -> Self {
+        Self { command: Command::new(env!("CARGO_BIN_EXE_culturelens")), line: Vec::new() }.arg(subcommand)
+    }
+
+    /// `culturelens ARGS…` as one list (the first being the subcommand).
+    pub fn from_args<S: AsRef<OsStr>>(args: &[S]) -> Self {
+        let mut cli = Self { command: Command::new(env!("CARGO_BIN_EXE_culturelens")), line: Vec::new() };
+        for a in args {
+            cli = cli.arg(a);
+        }
+        cli
+    }
+
+    /// One argument as it is (a positional value, or a flag without a value).
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.line.push(arg.as_ref().to_owned());
+        self.command.arg(arg);
+        self
+    }
+
+    /// A flag without a value (`--skip-bad`).
+    pub fn flag(self, name: &str) -> Self {
+        self.arg(name)
+    }
+
+    /// An option and its value (`--out FILE`).
+    pub fn opt(self, name: &str, value: impl AsRef<OsStr>) -> Self {
+        self.arg(name).arg(value)
+    }
+
+    /// Sets an environment variable of the run.
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.command.env(key, value);
+        self
+    }
+
+    /// Removes an environment variable from the run.
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.command.env_remove(key);
+        self
+    }
+
+    /// The command line, for messages.
+    fn shown(&self) -> String {
+        self.line.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Runs the command, whatever its exit status.
+    pub fn run(self) -> Run {
+        let Output { status, stdout, stderr } = self.output();
+        Run { status, stdout: String::from_utf8(stdout).unwrap(), stderr: String::from_utf8(stderr).unwrap() }
+    }
+
+    /// Runs the command; returns the raw process output.
+    pub fn output(mut self) -> Output {
+        self.command.output().expect("culturelens binary runs")
+    }
+
+    /// Runs the command and asserts that it succeeds.
+    pub fn run_ok(self) -> Run {
+        let shown = self.shown();
+        let run = self.run();
+        assert!(
+            run.status.success(),
+            "culturelens {shown} failed:\nstdout: {}\nstderr: {}",
+            run.stdout,
+            run.stderr
+        );
+        run
+    }
+
+    /// Runs the command and asserts that it fails (exit status not 0).
+    pub fn run_fails(self) -> Run {
+        let shown = self.shown();
+        let run = self.run();
+        assert!(
+            !run.status.success(),
+            "culturelens {shown} should fail but succeeded:\nstderr: {}",
+            run.stderr
+        );
+        run
+    }
+}
 
 /// Runs `culturelens` with `args`; returns the process output.
 pub fn culturelens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_culturelens")).args(args).output().expect("culturelens binary runs")
+    Cli::from_args(args).output()
 }
 
 /// Runs `culturelens` and asserts success, returning stdout.
 pub fn ok(args: &[&str]) -> String {
-    let out = culturelens(args);
-    assert!(
-        out.status.success(),
-        "culturelens {args:?} failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    Cli::from_args(args).run_ok().stdout
 }
 
 /// Runs `culturelens`, asserts a non-zero exit and returns stderr.
 pub fn fails(args: &[&str]) -> String {
-    let out = culturelens(args);
-    assert!(!out.status.success(), "culturelens {args:?} should fail but succeeded");
-    String::from_utf8(out.stderr).unwrap()
+    Cli::from_args(args).run_fails().stderr
 }
 
 pub fn p(path: &Path) -> &str {

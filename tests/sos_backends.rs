@@ -1,32 +1,24 @@
-//! The same SoS code on the CPU (`flex`) and wgpu backends must give the same numbers (≤ 1e-5).
+//! The same SoS code on the CPU (`flex`) and wgpu backends must give the same numbers: within
+//! [`BOUND`], about 2.5× the largest difference measured on lavapipe (3.9e-7).
 //! Without a GPU, wgpu runs on a software Vulkan driver (Debian `mesa-vulkan-drivers`, lavapipe);
-//! this test fails rather than skips when no adapter exists, unless CULTURELENS_SKIP_WGPU=1.
-
-use std::sync::OnceLock;
+//! the test fails, never skips, when no adapter exists.
 
 use burn::tensor::Device;
 use culturelens_core::demo::demo_table;
 use culturelens_core::sos::{Pooling, SosColumns, sos};
 
-fn wgpu() -> Option<&'static Device> {
-    static DEVICE: OnceLock<Option<Device>> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| match Device::wgpu_options().init() {
-            Ok(d) => Some(d),
-            Err(e) if std::env::var("CULTURELENS_SKIP_WGPU").as_deref() == Ok("1") => {
-                eprintln!("skipping wgpu (CULTURELENS_SKIP_WGPU=1): {e}");
-                None
-            }
-            Err(e) => {
-                panic!("no wgpu adapter ({e}); install mesa-vulkan-drivers or set CULTURELENS_SKIP_WGPU=1")
-            }
-        })
-        .as_ref()
+/// Largest |cpu − wgpu| of a per-image or joint score.
+const BOUND: f64 = 1e-6;
+
+fn wgpu() -> Device {
+    Device::wgpu_options().init().unwrap_or_else(|e| {
+        panic!("no wgpu adapter ({e}); install a Vulkan driver, e.g. mesa-vulkan-drivers")
+    })
 }
 
 #[test]
 fn cpu_and_wgpu_agree_on_the_demo_table() {
-    let Some(gpu) = wgpu() else { return };
+    let gpu = wgpu();
     let demo = demo_table();
     let cols = SosColumns {
         model: demo.column("model").unwrap(),
@@ -40,17 +32,25 @@ fn cpu_and_wgpu_agree_on_the_demo_table() {
         let cpu = sos(demo.embeddings.clone(), demo.dim, cols, pooling, &Device::flex(), Some(100));
         let (_, cpu_values, cpu_report) = cpu.unwrap();
         let (_, gpu_values, gpu_report) =
-            sos(demo.embeddings.clone(), demo.dim, cols, pooling, gpu, None).unwrap();
+            sos(demo.embeddings.clone(), demo.dim, cols, pooling, &gpu, None).unwrap();
+        assert_eq!(cpu_values.per_image.len(), demo.len());
+        assert_eq!(gpu_values.per_image.len(), demo.len());
         let max_diff = cpu_values
             .per_image
             .iter()
             .zip(&gpu_values.per_image)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
-        assert!(max_diff <= 1e-5, "{pooling:?}: per-image max |cpu - wgpu| = {max_diff}");
+        assert_eq!(cpu_report.joint.len(), gpu_report.joint.len());
+        let mut max_joint = 0.0f64;
         for (a, b) in cpu_report.joint.iter().zip(&gpu_report.joint) {
             assert_eq!((&a.model, &a.language, &a.culture, a.n), (&b.model, &b.language, &b.culture, b.n));
-            assert!((a.sos - b.sos).abs() <= 1e-5, "{a:?} vs {b:?}");
+            max_joint = max_joint.max((a.sos - b.sos).abs());
         }
+        println!(
+            "{pooling:?}: max |cpu - wgpu| per image = {max_diff:.3e}, joint = {max_joint:.3e} (bound {BOUND:.0e})"
+        );
+        assert!(f64::from(max_diff) <= BOUND, "{pooling:?}: per-image max |cpu - wgpu| = {max_diff}");
+        assert!(max_joint <= BOUND, "{pooling:?}: joint max |cpu - wgpu| = {max_joint}");
     }
 }

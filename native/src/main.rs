@@ -3,7 +3,11 @@
 
 mod cmd;
 mod device;
+mod hub;
+mod input;
+mod output;
 mod timing;
+mod work;
 
 use clap::{Parser, Subcommand};
 
@@ -18,7 +22,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Sos(cmd::sos::SosArgs),
-    Demo(cmd::demo::DemoArgs),
+    Demo(cmd::sos::DemoArgs),
     Vendi(cmd::vendi::VendiArgs),
     Embed(cmd::embed::EmbedArgs),
     EmbedText(cmd::embed::EmbedTextArgs),
@@ -34,7 +38,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),
-        Command::Demo(args) => cmd::demo::run(args),
+        Command::Demo(args) => cmd::sos::run_demo(args),
         Command::Vendi(args) => cmd::vendi::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::EmbedText(args) => cmd::embed::run_text(args),

@@ -1,17 +1,15 @@
 //! `culturelens bundle` and `culturelens demo-bundle`: pack an embedding table (and, optionally,
-//! thumbnails of its images) into a bundle for the browser app (`web/BUNDLE.md`), and read
-//! bundles back for `culturelens sos --bundle`. The format itself lives in `culturelens-bundle`,
-//! shared with the browser app.
+//! thumbnails of its images) into a bundle for the browser app (`web/BUNDLE.md`); `sos
+//! --bundle` reads them back through `crate::input`. The format itself lives in
+//! `culturelens-bundle`, shared with the browser app.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use culturelens_bundle::{
-    BundleError, BundleSpec, DType, MANIFEST, THUMBNAIL_COLUMN, build_bundle, demo_spec, read_bundle,
-};
+use culturelens_bundle::{BundleSpec, DType, MANIFEST, THUMBNAIL_COLUMN, build_bundle, demo_spec};
 use culturelens_core::demo::demo_table;
-use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table};
+use culturelens_table::{Metadata, load_table};
 
 /// Longest side of a thumbnail, in pixels.
 pub const THUMBNAIL_SIZE: u32 = 160;
@@ -124,20 +122,6 @@ pub fn run_demo(args: &DemoBundleArgs) -> Result<()> {
         demo.dim
     );
     Ok(())
-}
-
-/// Reads and validates a bundle directory (checksums included) as an embedding table.
-pub fn load_bundle_table(dir: &Path) -> Result<EmbeddingTable> {
-    if !dir.join(MANIFEST).is_file() {
-        bail!("{} is not a bundle directory (no {MANIFEST})", dir.display());
-    }
-    let bundle = read_bundle(|path| {
-        std::fs::read(dir.join(path)).map_err(|e| BundleError::new(path, format!("cannot read: {e}")))
-    })
-    .with_context(|| format!("invalid bundle {}", dir.display()))?;
-    let (rows, dim) = (bundle.manifest.rows, bundle.manifest.dim);
-    let meta = Metadata::from_columns(Some(dir.join(&bundle.manifest.metadata)), bundle.columns)?;
-    Ok(EmbeddingTable::new(Matrix::new(rows, dim, bundle.embeddings), meta))
 }
 
 /// Writes `files` into a fresh temporary directory next to `out`, then renames it to `out`

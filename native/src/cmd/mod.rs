@@ -1,10 +1,11 @@
-//! One module per subcommand; each exposes `XxxArgs` (clap) and `run(&XxxArgs) -> anyhow::Result<()>`.
+//! One module per subcommand (or pair of kindred subcommands: `embed`/`embed-text`,
+//! `sos`/`demo`, `bundle`/`demo-bundle`); each exposes `XxxArgs` (clap) and
+//! `run(&XxxArgs) -> anyhow::Result<()>`. Subcommands never import each other: what two of them
+//! share lives beside `cmd/` (`input`, `output`, `work`, `hub`, `device`, `timing`).
 
 pub mod agreement;
 pub mod bundle;
-pub mod demo;
 pub mod embed;
-pub mod hub;
 pub mod import;
 pub mod magbig;
 pub mod prompts;

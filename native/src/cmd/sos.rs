@@ -1,14 +1,17 @@
-//! `culturelens sos`: Surface-over-Semantics scores (SoS paper Eq. 1) of an embedding table.
+//! `culturelens sos`: Surface-over-Semantics scores (SoS paper Eq. 1) of an embedding table,
+//! and `culturelens demo`: the same on the built-in synthetic demo table.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use culturelens_core::demo::demo_table;
 use culturelens_core::sos::{Pooling, SosColumns, SosLayout, SosReport, SosValues};
-use culturelens_table::{EmbeddingTable, load_table, write_atomic};
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
-use crate::cmd::bundle::load_bundle_table;
 use crate::device::{DeviceChoice, block_rows, select_device};
+use crate::input::load_bundle_table;
+use crate::timing::Stages;
 
 const CONVENTIONS: &str = "\
 Computes the Surface-over-Semantics score of the SoS paper, Eq. (1):
@@ -115,24 +118,45 @@ pub fn run(args: &SosArgs) -> Result<()> {
     Ok(())
 }
 
-/// Wall-clock stage timer behind `--timings` (prints `timing <stage> <seconds>` to stderr).
-struct Stages {
-    on: bool,
-    last: std::time::Instant,
+/// Arguments of `culturelens demo`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Run SoS on the built-in synthetic demo table (planted tendencies; not real data)",
+    long_about = "Builds the deterministic synthetic demo table (3 models x 8 languages x 10 cultures x 3 \
+templates x 3 person terms = 2,160 outputs, 64-d embeddings with planted surface/semantic tendencies; see \
+culturelens_core::demo), scores it with SoS and prints the summary. It is synthetic demo data, not results \
+from any model."
+)]
+pub struct DemoArgs {
+    /// Also write the demo table (embeddings.npy + meta.csv) and its joint scores (sos.csv) here.
+    #[arg(long, value_name = "DIR")]
+    pub write: Option<PathBuf>,
+    /// Backend that runs the tensor work.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
 }
 
-impl Stages {
-    fn new(on: bool) -> Self {
-        Self { on, last: std::time::Instant::now() }
-    }
+/// The demo table as an [`EmbeddingTable`].
+pub fn demo_embedding_table() -> EmbeddingTable {
+    let demo = demo_table();
+    let rows = demo.len();
+    let meta = Metadata::from_columns(None, demo.columns).expect("demo columns are well-formed");
+    EmbeddingTable::new(Matrix::new(rows, demo.dim, demo.embeddings), meta)
+}
 
-    fn lap(&mut self, stage: &str) {
-        let now = std::time::Instant::now();
-        if self.on {
-            eprintln!("timing {stage} {:.6}", (now - self.last).as_secs_f64());
-        }
-        self.last = now;
+pub fn run_demo(args: &DemoArgs) -> Result<()> {
+    let table = demo_embedding_table();
+    let device = select_device(args.device)?;
+    let (layout, _, report) = score_table(table.clone(), Pooling::All, &device, args.device)?;
+    println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
+    print_summary(&layout, &report, &mut std::io::stdout().lock())?;
+    if let Some(dir) = &args.write {
+        std::fs::create_dir_all(dir)?;
+        save_table(&table, &dir.join("embeddings.npy"), Some(&dir.join("meta.csv")))?;
+        write_joint_csv(&dir.join("sos.csv"), &report)?;
+        println!("\nwrote {}/{{embeddings.npy, meta.csv, sos.csv}}", dir.display());
     }
+    Ok(())
 }
 
 /// Validates the metadata columns SoS needs and scores the table on `device` (the embeddings
@@ -199,6 +223,7 @@ fn write_per_image_csv(path: &Path, layout: &SosLayout, values: &SosValues) -> R
         }
         header.push("sos");
         out.write_record(&header)?;
+        assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
         for (row, (cell, score)) in layout.cell.iter().zip(&values.per_image).enumerate() {
             let c = &layout.cells[*cell as usize];
             let mut rec = vec![row.to_string(), c.model.clone()];

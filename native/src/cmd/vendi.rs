@@ -179,20 +179,8 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     });
     check_flags(args, kernel)?;
     let (items, meta) = load_items(args, kernel)?;
-    let quality = match &args.quality_col {
-        Some(col) => Some(quality_column(&meta, col)?),
-        None => None,
-    };
-    let groups: Vec<(String, Vec<usize>)> = match &args.group_by {
-        Some(col) => {
-            let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-            for (i, v) in meta.require_nonempty_column(col)?.iter().enumerate() {
-                by.entry(v).or_default().push(i);
-            }
-            by.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-        }
-        None => vec![(String::new(), (0..items.n()).collect())],
-    };
+    let quality = args.quality_col.as_deref().map(|col| quality_column(&meta, col)).transpose()?;
+    let groups = groups(&meta, args.group_by.as_deref(), items.n())?;
     clock.lap("load");
     let device = select_device(args.device)?;
     let precision = precision_for(args.device);
@@ -254,6 +242,17 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     clock.lap("write");
     println!("{}", String::from_utf8_lossy(&text));
     Ok(())
+}
+
+/// The groups of `--group-by COL` (value and rows, in value order), or one group named `""`
+/// of all `n` rows.
+fn groups(meta: &Metadata, group_by: Option<&str>, n: usize) -> Result<Vec<(String, Vec<usize>)>> {
+    let Some(col) = group_by else { return Ok(vec![(String::new(), (0..n).collect())]) };
+    let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, v) in meta.require_nonempty_column(col)?.iter().enumerate() {
+        by.entry(v).or_default().push(i);
+    }
+    Ok(by.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
 /// Rejects flag combinations that would otherwise be silently ignored.

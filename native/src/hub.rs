@@ -3,6 +3,11 @@
 //! shared with transformers and huggingface_hub; `HF_ENDPOINT` selects a mirror). Files already
 //! in the cache are not downloaded again, so a second run works offline.
 //!
+//! One run reads one commit: the first file resolves `REVISION` (a branch, tag or commit sha;
+//! default `main`) to the commit the hub (or the cache's `refs/REVISION`) names, and every
+//! further file is asked for at that commit, so a branch that moves between two requests, or a
+//! cache that holds part of an older commit of the branch, never mixes files of two commits.
+//!
 //! Only what `embed` reads is fetched, and only safetensors: `config.json`, `model.safetensors`
 //! (or `model.safetensors.index.json` and its shards), `preprocessor_config.json` and
 //! `tokenizer.json` (else `spiece.model`) when the repository has them — or, for an OpenCLIP repository without a
@@ -44,34 +49,48 @@ fn required(repo: &ApiRepo, model: &str, file: &str) -> Result<PathBuf> {
     optional(repo, model, file)?.with_context(|| format!("--model {model}: the repository has no {file}"))
 }
 
+/// The commit a file of the cache or the hub belongs to: the name of its snapshot folder
+/// (`…/snapshots/COMMIT/FILE`).
+fn commit_of(file: &Path) -> Result<String> {
+    file.parent()
+        .and_then(Path::file_name)
+        .and_then(|c| c.to_str())
+        .map(str::to_owned)
+        .with_context(|| format!("{}: not in a hub snapshot folder", file.display()))
+}
+
 /// The local snapshot folder of `model` with every file `embed` needs.
 pub fn snapshot(model: &str) -> Result<PathBuf> {
     let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
-    let repo = api.repo(parse(model)?);
-    let config = match optional(&repo, model, "config.json")? {
-        Some(config) => {
-            if optional(&repo, model, "model.safetensors")?.is_none() {
-                let index = optional(&repo, model, "model.safetensors.index.json")?.with_context(|| {
-                    format!(
-                        "--model {model}: no model.safetensors or model.safetensors.index.json \
-                         (culturelens reads only safetensors weights)"
-                    )
-                })?;
-                for shard in shard_files(&index)? {
-                    required(&repo, model, &shard)?;
-                }
-            }
-            optional(&repo, model, "preprocessor_config.json")?;
-            config
-        }
+    let wanted = parse(model)?;
+    // The config fixes the commit (and the layout); every other file is read at that commit.
+    let at_revision = api.repo(wanted.clone());
+    let (config, transformers) = match optional(&at_revision, model, "config.json")? {
+        Some(config) => (config, true),
         None => {
-            let config = optional(&repo, model, "open_clip_config.json")?.with_context(|| {
+            let config = optional(&at_revision, model, "open_clip_config.json")?.with_context(|| {
                 format!("--model {model}: the repository has neither config.json nor open_clip_config.json")
             })?;
-            required(&repo, model, "open_clip_model.safetensors")?;
-            config
+            (config, false)
         }
     };
+    let repo = api.repo(Repo::with_revision(wanted.url(), RepoType::Model, commit_of(&config)?));
+    if !transformers {
+        required(&repo, model, "open_clip_model.safetensors")?;
+    } else {
+        if optional(&repo, model, "model.safetensors")?.is_none() {
+            let index = optional(&repo, model, "model.safetensors.index.json")?.with_context(|| {
+                format!(
+                    "--model {model}: no model.safetensors or model.safetensors.index.json \
+                     (culturelens reads only safetensors weights)"
+                )
+            })?;
+            for shard in shard_files(&index)? {
+                required(&repo, model, &shard)?;
+            }
+        }
+        optional(&repo, model, "preprocessor_config.json")?;
+    }
     // SigLIP repositories ship a SentencePiece model instead of a tokenizer.json.
     if optional(&repo, model, "tokenizer.json")?.is_none() {
         optional(&repo, model, "spiece.model")?;

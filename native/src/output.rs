@@ -1,0 +1,45 @@
+//! Writing the outputs subcommands share: embedding tables (`.npy` with a metadata CSV beside
+//! it, or `.parquet`), always atomically (`culturelens_table::write_atomic`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
+
+/// The metadata CSV of an `.npy` output: `meta_out`, else `out` with extension `.csv`; `None`
+/// for a `.parquet` output, which holds its metadata.
+pub fn meta_out_path(out: &Path, meta_out: Option<&Path>) -> Option<PathBuf> {
+    let is_npy = out.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    is_npy.then(|| meta_out.map_or_else(|| out.with_extension("csv"), Path::to_path_buf))
+}
+
+/// Writes the rows `kept` (indices into `meta` and keys of `rows`, in output order) with their
+/// embeddings to `out` (and the metadata CSV of [`meta_out_path`]).
+pub fn write_table(
+    out: &Path,
+    meta_out: Option<&Path>,
+    meta: &Metadata,
+    kept: &[usize],
+    rows: &BTreeMap<usize, Vec<f32>>,
+) -> Result<()> {
+    let dim = rows.values().next().map_or(0, Vec::len);
+    let data: Vec<f32> = kept.iter().flat_map(|r| rows[r].iter().copied()).collect();
+    let table = EmbeddingTable::new(Matrix::new(kept.len(), dim, data), meta.select_rows(kept));
+    save_table(&table, out, meta_out_path(out, meta_out).as_deref())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_outputs_get_a_metadata_csv_and_parquet_outputs_none() {
+        let out = Path::new("runs/e.npy");
+        assert_eq!(meta_out_path(out, None), Some(PathBuf::from("runs/e.csv")));
+        assert_eq!(meta_out_path(Path::new("e.NPY"), None), Some(PathBuf::from("e.csv")));
+        assert_eq!(meta_out_path(out, Some(Path::new("m.csv"))), Some(PathBuf::from("m.csv")));
+        assert_eq!(meta_out_path(Path::new("e.parquet"), Some(Path::new("m.csv"))), None);
+    }
+}
