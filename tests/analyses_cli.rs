@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fails, ok, p, read_csv};
+use common::{Cli, read_csv};
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);
@@ -34,7 +34,7 @@ fn magbig_by_hand() {
          m1,de,indirect,a,female,10.png\nm0,en,direct,x,male,11.png\n",
     );
     let out = dir.path().join("out.csv");
-    ok(&["magbig", "--attributes", p(&a), "--out", p(&out)]);
+    Cli::new("magbig").opt("--attributes", &a).opt("--out", &out).run_ok();
     let text = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         text.lines().next().unwrap(),
@@ -70,11 +70,11 @@ fn magbig_bad_input_names_file_row_and_column_and_writes_nothing() {
         "bad.csv",
         "model,language,set,prompt_id,gender\nm,de,direct,a,male\nm,de,direct,a,Frau\n",
     );
-    let err = fails(&["magbig", "--attributes", p(&bad), "--out", p(&out)]);
+    let err = Cli::new("magbig").opt("--attributes", &bad).opt("--out", &out).run_fails().stderr;
     assert!(err.contains("bad.csv") && err.contains("line 3") && err.contains("column gender"), "{err}");
     assert!(err.contains("unknown gender \"Frau\""), "{err}");
     let missing = write(dir.path(), "missing.csv", "model,language,prompt_id,gender\nm,de,a,male\n");
-    let err = fails(&["magbig", "--attributes", p(&missing), "--out", p(&out)]);
+    let err = Cli::new("magbig").opt("--attributes", &missing).opt("--out", &out).run_fails().stderr;
     assert!(
         err.contains("missing.csv") && err.contains("column set") && err.contains("required column"),
         "{err}"
@@ -108,7 +108,12 @@ fn agreement_matches_statsmodels_sklearn_and_krippendorff() {
         let labels = fixtures().join(format!("{name}.csv"));
         let joined = raters.join(",");
         let level = want["level"].as_str().unwrap();
-        ok(&["agreement", "--labels", p(&labels), "--raters", &joined, "--level", level, "--out", p(&out)]);
+        Cli::new("agreement")
+            .opt("--labels", &labels)
+            .opt("--raters", &joined)
+            .opt("--level", level)
+            .opt("--out", &out)
+            .run_ok();
         let text = std::fs::read_to_string(&out).unwrap();
         let got: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(got["n_items"], want["n_items"], "{name} n_items");
@@ -142,21 +147,14 @@ fn agreement_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
     let labels = write(dir.path(), "l.csv", "a,b\n1,2\nx,1\n");
-    let err = fails(&["agreement", "--labels", p(&labels), "--raters", "a,c", "--out", p(&out)]);
+    let agreement = |raters: &str| {
+        Cli::new("agreement").opt("--labels", &labels).opt("--raters", raters).opt("--out", &out)
+    };
+    let err = agreement("a,c").run_fails().stderr;
     assert!(err.contains("l.csv") && err.contains("column c"), "{err}");
-    let err = fails(&[
-        "agreement",
-        "--labels",
-        p(&labels),
-        "--raters",
-        "a,b",
-        "--level",
-        "ordinal",
-        "--out",
-        p(&out),
-    ]);
+    let err = agreement("a,b").opt("--level", "ordinal").run_fails().stderr;
     assert!(err.contains("l.csv") && err.contains("line 3") && err.contains("column a"), "{err}");
-    let err = fails(&["agreement", "--labels", p(&labels), "--raters", "a", "--out", p(&out)]);
+    let err = agreement("a").run_fails().stderr;
     assert!(err.contains("at least two"), "{err}");
     assert!(!out.exists(), "no output after an error");
 }
