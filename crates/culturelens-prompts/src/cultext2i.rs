@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use culturelens_core::rng::SplitMix64;
+use culturelens_rng::SplitMix64;
 use culturelens_table::Location;
 
 use crate::error::PromptError;
