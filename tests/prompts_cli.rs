@@ -73,7 +73,10 @@ fn export_magbig_languages_as_parquet() {
     let (cache, out) = (dir.path().join("cache"), dir.path().join("magbig.parquet"));
     let mirror = mirror();
     let export = |out: &Path| {
-        ok(&cache, &["prompts", "export", "magbig", "--out", p(out), "--languages", "en,de", "--mirror", p(&mirror)])
+        ok(
+            &cache,
+            &["prompts", "export", "magbig", "--out", p(out), "--languages", "en,de", "--mirror", p(&mirror)],
+        )
     };
     let (stdout, _) = export(&out);
     assert!(stdout.contains("wrote 795 magbig prompts (2 languages: en 322, de 473)"), "{stdout}");

@@ -48,7 +48,7 @@ fn npy_from_numpy_reads_to_numpys_values() {
     }
     // f16 really rounds (it holds a subnormal and -1234.5678 becomes -1235); f64 read as f32 is
     // numpy's own f64 -> f32 cast, the same values as the f32 file.
-    assert_eq!(expected(16)[7], 2.002_716_1e-5);
+    assert_eq!(expected(16)[7], 2.002_716e-5);
     assert_eq!(expected(16)[14], -1235.0);
     assert_eq!(expected(32)[14], -1234.5677);
     assert_eq!(expected(32), expected(64));
