@@ -10,6 +10,43 @@ fn manifest(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
 
+/// The arguments of `culturelens bundle` for the table `culturelens demo --write demo` wrote,
+/// into `out`, followed by `extra`.
+fn bundle_args(demo: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    let (npy, meta) = (demo.join("embeddings.npy"), demo.join("meta.csv"));
+    let args = ["bundle", "--embeddings", p(&npy), "--meta", p(&meta), "--out", p(out)];
+    args.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// (cell key, n, sos) of a joint-score CSV `model,language,culture,n,sos`.
+fn joint_scores(path: &Path) -> Vec<(String, f64)> {
+    let (header, rows) = read_csv(path);
+    assert_eq!(header, ["model", "language", "culture", "n", "sos"], "{}", path.display());
+    rows.iter().map(|r| (r[..4].join("/"), r[4].parse().unwrap())).collect()
+}
+
+/// Largest |a − b| over two joint-score tables with the same cells in the same order.
+fn max_difference(a: &[(String, f64)], b: &[(String, f64)]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            assert_eq!(x.0, y.0, "same (model, language, culture, n)");
+            (x.1 - y.1).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The committed numpy reference of the demo table's joint scores
+/// (scripts/fixtures/make_demo_sos_reference.py).
+fn numpy_reference() -> Vec<(String, f64)> {
+    joint_scores(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo_sos_reference.csv"))
+}
+
 #[test]
 fn demo_bundle_scores_like_the_demo_table() {
     let tmp = tempfile::tempdir().unwrap();
@@ -25,20 +62,15 @@ fn demo_bundle_scores_like_the_demo_table() {
     let out = tmp.path().join("sos.csv");
     ok(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
     assert_eq!(read_csv(&out), read_csv(&demo.join("sos.csv")), "a bundle scores exactly like its table");
+    let numpy = max_difference(&joint_scores(&out), &numpy_reference());
+    println!("max |bundle joint SoS - numpy reference| = {numpy:.2e}");
+    assert!(numpy <= 2e-7, "measured 9.2e-8, like the table: {numpy}");
 
     // `culturelens bundle` of the same table: same embeddings and metadata bytes, and rewriting
     // an existing bundle replaces it.
     let packed = tmp.path().join("packed");
     for _ in 0..2 {
-        ok(&[
-            "bundle",
-            "--embeddings",
-            p(&demo.join("embeddings.npy")),
-            "--meta",
-            p(&demo.join("meta.csv")),
-            "--out",
-            p(&packed),
-        ]);
+        ok(&strs(&bundle_args(&demo, &packed, &[])));
     }
     for file in ["embeddings.f32", "meta.csv"] {
         assert_eq!(
@@ -100,6 +132,10 @@ fn f16_bundle_and_thumbnails() {
     let scores = d.join("s.csv");
     ok(&["sos", "--bundle", p(&out), "--out", p(&scores)]);
     assert_eq!(read_csv(&scores).1.len(), 4);
+    // Every value of this table is exact in f16, so the f16 bundle scores exactly like the table.
+    let from_table = d.join("t.csv");
+    ok(&["sos", "--embeddings", p(&npy), "--meta", p(&csv), "--out", p(&from_table)]);
+    assert_eq!(read_csv(&scores), read_csv(&from_table));
 
     // A missing image fails with row and column, and leaves no bundle behind.
     std::fs::remove_file(images.join("b.png")).unwrap();
@@ -108,6 +144,26 @@ fn f16_bundle_and_thumbnails() {
     let err = fails(&[&args2[..], &["--images", p(&images)]].concat());
     assert!(err.contains("row 1, column image: cannot read image"), "{err}");
     assert!(!out2.exists());
+}
+
+/// Bound on |SoS(f16 bundle) − SoS(f32 table)| over the demo's joint scores: measured 2.5e-5
+/// (f16 keeps 11 significant bits; the bound is stated in culturelens-bundle's crate docs).
+const F16_BOUND: f64 = 5e-5;
+
+#[test]
+fn f16_demo_bundle_scores_like_f32_within_the_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (demo, bundle) = (tmp.path().join("demo"), tmp.path().join("f16"));
+    ok(&["demo", "--write", p(&demo)]);
+    ok(&strs(&bundle_args(&demo, &bundle, &["--dtype", "f16"])));
+    assert_eq!(manifest(&bundle)["dtype"], "f16");
+    let out = tmp.path().join("sos.csv");
+    ok(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    let (f16, f32) = (joint_scores(&out), joint_scores(&demo.join("sos.csv")));
+    let worst = max_difference(&f16, &f32);
+    println!("max |joint SoS(f16 bundle) - SoS(f32)| = {worst:.2e} (bound {F16_BOUND:e})");
+    assert!(worst <= F16_BOUND, "{worst}");
+    assert!(worst > 0.0, "the f16 bundle really is rounded");
 }
 
 #[test]
@@ -134,14 +190,6 @@ fn corrupt_bundles_fail_without_output() {
     // `bundle` refuses to replace a directory that is not a bundle.
     let demo = tmp.path().join("demo");
     ok(&["demo", "--write", p(&demo)]);
-    let err = fails(&[
-        "bundle",
-        "--embeddings",
-        p(&demo.join("embeddings.npy")),
-        "--meta",
-        p(&demo.join("meta.csv")),
-        "--out",
-        p(&demo),
-    ]);
+    let err = fails(&strs(&bundle_args(&demo, &demo, &[])));
     assert!(err.contains("exists and is not a bundle"), "{err}");
 }

@@ -71,13 +71,31 @@ fn export_sos_csv_from_the_mirror() {
 fn export_magbig_languages_as_parquet() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, out) = (dir.path().join("cache"), dir.path().join("magbig.parquet"));
-    let (stdout, _) = ok(
-        &cache,
-        &["prompts", "export", "magbig", "--out", p(&out), "--languages", "en,de", "--mirror", p(&mirror())],
-    );
+    let mirror = mirror();
+    let export = |out: &Path| {
+        ok(
+            &cache,
+            &["prompts", "export", "magbig", "--out", p(out), "--languages", "en,de", "--mirror", p(&mirror)],
+        )
+    };
+    let (stdout, _) = export(&out);
     assert!(stdout.contains("wrote 795 magbig prompts (2 languages: en 322, de 473)"), "{stdout}");
     let bytes = std::fs::read(&out).unwrap();
     assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
+
+    // The Parquet rows equal the CSV export's, column by column.
+    let csv = dir.path().join("magbig.csv");
+    export(&csv);
+    let (header, rows) = read_csv(&csv);
+    let parquet = culturelens_table::read_metadata_parquet(&out).unwrap();
+    assert_eq!(parquet.names(), header.as_slice());
+    assert_eq!((parquet.n_rows(), rows.len()), (795, 795));
+    for (i, name) in header.iter().enumerate() {
+        let from_csv: Vec<&str> = rows.iter().map(|r| r[i].as_str()).collect();
+        assert_eq!(parquet.column(name).unwrap(), from_csv.as_slice(), "column {name}");
+    }
+    let de = rows.iter().position(|r| r[2] == "de").unwrap();
+    assert_eq!(parquet.column("language").unwrap()[de], "de");
 }
 
 #[test]

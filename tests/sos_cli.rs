@@ -57,6 +57,95 @@ fn sos_on_demo_table_writes_the_contract_csv() {
     assert!(flagged);
 }
 
+/// A committed file of the independent numpy reference (scripts/fixtures/make_demo_sos_reference.py,
+/// run on `culturelens demo --write`).
+fn numpy_reference(name: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    read_csv(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name))
+}
+
+/// Largest |CLI − reference| over joint-score rows keyed by (model, language, culture); the keys
+/// and cell sizes must agree exactly.
+fn max_joint_difference(cli: &[Vec<String>], reference: &[Vec<String>]) -> f64 {
+    assert_eq!(cli.len(), reference.len(), "one row per (model, language, culture) on both sides");
+    let mut worst = 0f64;
+    for (got, want) in cli.iter().zip(reference) {
+        assert_eq!(got[..4], want[..4], "same cell and n");
+        let (g, w): (f64, f64) = (got[4].parse().unwrap(), want[4].parse().unwrap());
+        worst = worst.max((g - w).abs());
+    }
+    worst
+}
+
+/// f32 on the device against numpy in f64, for the joint scores, per-model distributions,
+/// model–language medians and language correlations of the demo table: measured 9.2e-8 (flex).
+const NUMPY_BOUND: f64 = 2e-7;
+
+#[test]
+fn sos_on_demo_table_equals_the_numpy_reference() {
+    let dir = demo_dir();
+    let d = dir.path();
+    let (npy, meta) = (d.join("embeddings.npy"), d.join("meta.csv"));
+    let (out, per_model, report) = (d.join("out.csv"), d.join("per-model.csv"), d.join("report.json"));
+    let table = ["--embeddings", p(&npy), "--meta", p(&meta)];
+    ok(&[&["sos"], &table[..], &["--out", p(&out), "--report", p(&report)]].concat());
+    ok(&[&["sos"], &table[..], &["--out", p(&per_model), "--pool", "per-model"]].concat());
+
+    let (header, rows) = read_csv(&out);
+    let (ref_header, ref_rows) = numpy_reference("demo_sos_reference.csv");
+    assert_eq!(header, ref_header);
+    let pooled = max_joint_difference(&rows, &ref_rows);
+    let per_model_pooling =
+        max_joint_difference(&read_csv(&per_model).1, &numpy_reference("demo_sos_reference_per_model.csv").1);
+    println!("max |joint SoS - numpy|: pooled {pooled:.2e}, per-model pooling {per_model_pooling:.2e}");
+    assert!(pooled <= NUMPY_BOUND && per_model_pooling <= NUMPY_BOUND);
+
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let num = |s: &str| s.parse::<f64>().unwrap();
+    let mut worst = 0f64;
+    let mut close = |got: &serde_json::Value, want: &str, what: &str| {
+        let diff = (got.as_f64().unwrap_or_else(|| panic!("{what}: {got}")) - num(want)).abs();
+        assert!(diff <= NUMPY_BOUND, "{what}: {got} vs numpy {want}");
+        worst = worst.max(diff);
+    };
+    let (h, summary) = numpy_reference("demo_sos_reference_summary.csv");
+    assert_eq!(h, ["model", "n", "mean", "median", "q1", "q3", "min", "max"]);
+    assert_eq!(summary.len(), report["per_model"].as_object().unwrap().len());
+    for row in &summary {
+        let m = &report["per_model"][&row[0]];
+        assert_eq!(m["n"].as_u64().unwrap().to_string(), row[1], "{}", row[0]);
+        for (i, key) in h.iter().enumerate().skip(2) {
+            close(&m[key.as_str()], &row[i], &format!("per_model {} {key}", row[0]));
+        }
+    }
+    let (_, languages) = numpy_reference("demo_sos_reference_languages.csv");
+    let medians = report["language_medians"].as_array().unwrap();
+    assert_eq!(medians.len(), languages.len());
+    for (m, want) in medians.iter().zip(&languages) {
+        assert_eq!((m["model"].as_str().unwrap(), m["language"].as_str().unwrap()), (&*want[0], &*want[1]));
+        assert_eq!(m["n"].as_u64().unwrap().to_string(), want[2]);
+        close(&m["mean"], &want[3], "language mean");
+        close(&m["median"], &want[4], "language median");
+        assert_eq!(m["strong_surface"].as_bool().unwrap().to_string(), want[5], "{}/{}", want[0], want[1]);
+    }
+    let (_, correlation) = numpy_reference("demo_sos_reference_correlation.csv");
+    let c = &report["language_correlation"];
+    let langs: Vec<&str> = c["languages"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert_eq!(correlation.len(), langs.len() * langs.len());
+    for row in &correlation {
+        let (a, b) = (
+            langs.iter().position(|l| *l == row[0]).unwrap(),
+            langs.iter().position(|l| *l == row[1]).unwrap(),
+        );
+        assert_eq!(c["pairs"][a][b].as_u64().unwrap().to_string(), row[2]);
+        if row[3].is_empty() {
+            assert!(c["r"][a][b].is_null(), "r {}/{} is undefined in numpy", row[0], row[1]);
+        } else {
+            close(&c["r"][a][b], &row[3], &format!("r {}/{}", row[0], row[1]));
+        }
+    }
+    println!("max |report value - numpy| (distributions, medians, correlations): {worst:.2e}");
+}
+
 #[test]
 fn parquet_table_gives_the_same_scores_and_per_model_pooling_differs() {
     let dir = demo_dir();

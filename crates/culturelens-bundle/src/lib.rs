@@ -6,6 +6,10 @@
 //! wasm32 browser app read, validate and write bundles with this one implementation:
 //! [`Manifest::parse`] → [`check_file`] per file → [`decode_embeddings`] + [`parse_metadata`]
 //! (or [`read_bundle`] for all of it), and [`build_bundle`] to write one.
+//!
+//! Precision of f16 bundles: f16 keeps 11 significant bits (relative rounding ≤ 2⁻¹¹ ≈ 4.9e-4 per
+//! value); on the synthetic demo table the joint SoS of an f16 bundle differs from the f32 table's
+//! by at most 2.5e-5 (measured; `tests/bundle_cli.rs` holds it to 5e-5).
 
 mod error;
 mod manifest;

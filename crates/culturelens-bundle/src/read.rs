@@ -105,6 +105,11 @@ pub fn parse_metadata(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<(String, 
     let mut columns: Vec<Vec<String>> = vec![Vec::with_capacity(manifest.rows); names.len()];
     for (row, record) in reader.records().enumerate() {
         let record = record.map_err(|e| BundleError::new(path, format!("malformed CSV: {e}")).row(row))?;
+        assert_eq!(
+            columns.len(),
+            record.len(),
+            "the CSV reader is strict: every record has the header's length"
+        );
         for (col, value) in columns.iter_mut().zip(record.iter()) {
             col.push(value.to_string());
         }
@@ -119,6 +124,7 @@ pub fn parse_metadata(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<(String, 
             ),
         ));
     }
+    assert_eq!(names.len(), columns.len());
     let columns: Vec<(String, Vec<String>)> = names.into_iter().zip(columns).collect();
     let column = |name: &str| columns.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice());
     for (name, listed) in

@@ -108,6 +108,7 @@ pub fn demo_table() -> DemoTable {
                         }
                         let prompt = format!("[{language}] template {template}: a {culture} {person}");
                         let row = [model, language, culture, template, person, "42", prompt.as_str()];
+                        assert_eq!(columns.len(), row.len());
                         for (col, value) in columns.iter_mut().zip(row) {
                             col.push(value.to_string());
                         }
@@ -116,6 +117,7 @@ pub fn demo_table() -> DemoTable {
             }
         }
     }
+    assert_eq!(names.len(), columns.len());
     DemoTable { dim: DIM, embeddings, columns: names.iter().map(|n| n.to_string()).zip(columns).collect() }
 }
 
@@ -130,5 +132,25 @@ mod tests {
         assert_eq!(a, demo_table());
         assert!(a.embeddings.iter().all(|v| v.is_finite()));
         assert_eq!(a.column("language").unwrap()[0], "en");
+    }
+
+    #[test]
+    fn demo_values_equal_the_independent_python_generator() {
+        // scripts/fixtures/make_demo_sos_reference.py regenerates the table from the recipe in the
+        // module docs (its SHA-256 equals the bytes `culturelens demo --write` saves); these are
+        // its float32 bit patterns at (row, dim).
+        let a = demo_table();
+        for (row, dim, bits) in [
+            (0, 0, 0x3e12_8d36u32),
+            (0, 1, 0x3dc1_11fa),
+            (0, 63, 0x3dd1_59d3),
+            (1000, 17, 0xbe28_5040),
+            (2159, 63, 0x3dc8_e335),
+        ] {
+            let v = a.embeddings[row * DIM + dim];
+            assert_eq!(v.to_bits(), bits, "row {row}, dim {dim}: {v} vs {}", f32::from_bits(bits));
+        }
+        let row_1000: Vec<&str> = a.columns.iter().map(|(_, v)| v[1000].as_str()).collect();
+        assert_eq!(row_1000[..5], ["synth-monolingual", "zh", "French", "a", "woman"]);
     }
 }

@@ -104,75 +104,105 @@ pub const EXTRA_COLUMNS: [Column; 8] = [
 ];
 
 /// Parses `cube_1k.json` (a JSON array of records with string fields `name`, `country`,
-/// `domain`, `prompt`, `id`) and appends the under-specified diversity prompts.
+/// `domain`, `prompt`, `id`) and appends the under-specified diversity prompts: each record is
+/// read and checked ([`read_record`]), then turned into a row ([`Record::into_prompt`]).
 pub fn parse(bytes: &[u8]) -> Result<PromptTable, PromptError> {
-    let file = Path::new(CUBE_FILES[0].mirror_path);
-    let at = || Location::file(file);
     let records: Vec<Value> = serde_json::from_slice(bytes).map_err(|e| {
         PromptError::malformed(at().line(e.line() as u64), format!("not a JSON array of records: {e}"))
     })?;
     let mut rows = Vec::with_capacity(records.len() + GLOBAL_PROMPTS.len() + 24);
     let mut first: HashMap<(String, &str, String), String> = HashMap::new();
     for (i, record) in records.iter().enumerate() {
-        let field = |name: &str| -> Result<String, PromptError> {
-            let place = || at().row(i).column(name);
-            match record.get(name) {
-                Some(Value::String(s)) => Ok(normalize_ws(s)),
-                Some(other) => {
-                    Err(PromptError::malformed(place(), format!("expected a string, found {other}")))
-                }
-                None => Err(PromptError::malformed(place(), "missing field")),
-            }
-        };
-        let nonempty = |name: &str| {
-            let v = field(name)?;
-            if v.is_empty() {
-                Err(PromptError::malformed(at().row(i).column(name), "empty value"))
-            } else {
-                Ok(v)
-            }
-        };
-        let country = nonempty("country")?;
-        if !COUNTRIES.iter().any(|c| c.0 == country) {
-            return Err(PromptError::malformed(
-                at().row(i).column("country"),
-                format!("{country:?} is not one of the 8 CUBE countries"),
-            ));
-        }
-        let domain = nonempty("domain")?;
-        let concept =
-            CONCEPTS.iter().find(|c| c.1.contains(&domain.as_str())).map(|c| c.0).ok_or_else(|| {
-                PromptError::malformed(
-                    at().row(i).column("domain"),
-                    format!("unknown domain {domain:?} (expected cuisine, landmarks, landscapes or art)"),
-                )
-            })?;
-        let artifact = nonempty("name")?;
-        let prompt = nonempty("prompt")?;
-        let upstream_id = field("id")?;
-        let art_form = if concept == "art" { art_form(&prompt) } else { "" };
-        let template =
-            if concept == "art" { if art_form == "other" { "art_other" } else { art_form } } else { concept };
+        let record = read_record(i, record)?;
         let id = format!("cube-{i:04}");
-        let duplicate_of =
-            first.entry((country.clone(), concept, artifact.clone())).or_insert_with(|| id.clone());
-        let duplicate_of = if *duplicate_of == id { String::new() } else { duplicate_of.clone() };
-        let in_prompt = prompt.to_lowercase().contains(&artifact.to_lowercase());
-        let wikidata = if is_wikidata_id(&upstream_id) { upstream_id } else { String::new() };
-        rows.push(Prompt {
+        let first_id = first.entry((record.country.clone(), record.concept, record.artifact.clone()));
+        let first_id = first_id.or_insert_with(|| id.clone());
+        let duplicate_of = if *first_id == id { String::new() } else { first_id.clone() };
+        rows.push(record.into_prompt(i, id, duplicate_of));
+    }
+    rows.extend(diversity_prompts());
+    Ok(PromptTable::new(PromptSet::Cube, &EXTRA_COLUMNS, rows))
+}
+
+/// The upstream file, for error locations and `source` values.
+fn at() -> Location {
+    Location::file(Path::new(CUBE_FILES[0].mirror_path))
+}
+
+/// One checked CUBE-1K record.
+struct Record {
+    country: String,
+    domain: String,
+    concept: &'static str,
+    artifact: String,
+    prompt: String,
+    upstream_id: String,
+}
+
+/// Reads record `i`: string fields, non-empty where required, a CUBE country and a known domain.
+fn read_record(i: usize, record: &Value) -> Result<Record, PromptError> {
+    let field = |name: &str| -> Result<String, PromptError> {
+        let place = || at().row(i).column(name);
+        match record.get(name) {
+            Some(Value::String(s)) => Ok(normalize_ws(s)),
+            Some(other) => Err(PromptError::malformed(place(), format!("expected a string, found {other}"))),
+            None => Err(PromptError::malformed(place(), "missing field")),
+        }
+    };
+    let nonempty = |name: &str| {
+        let v = field(name)?;
+        if v.is_empty() {
+            Err(PromptError::malformed(at().row(i).column(name), "empty value"))
+        } else {
+            Ok(v)
+        }
+    };
+    let country = nonempty("country")?;
+    if !COUNTRIES.iter().any(|c| c.0 == country) {
+        return Err(PromptError::malformed(
+            at().row(i).column("country"),
+            format!("{country:?} is not one of the 8 CUBE countries"),
+        ));
+    }
+    let domain = nonempty("domain")?;
+    let concept = CONCEPTS.iter().find(|c| c.1.contains(&domain.as_str())).map(|c| c.0).ok_or_else(|| {
+        PromptError::malformed(
+            at().row(i).column("domain"),
+            format!("unknown domain {domain:?} (expected cuisine, landmarks, landscapes or art)"),
+        )
+    })?;
+    let artifact = nonempty("name")?;
+    let prompt = nonempty("prompt")?;
+    let upstream_id = field("id")?;
+    Ok(Record { country, domain, concept, artifact, prompt, upstream_id })
+}
+
+impl Record {
+    /// The awareness row of record `i` (`duplicate_of`: the id of an earlier record with the
+    /// same country, concept and artifact, or empty).
+    fn into_prompt(self, i: usize, id: String, duplicate_of: String) -> Prompt {
+        let art_form = if self.concept == "art" { art_form(&self.prompt) } else { "" };
+        let template = match (self.concept, art_form) {
+            ("art", "other") => "art_other",
+            ("art", form) => form,
+            (concept, _) => concept,
+        };
+        let in_prompt = self.prompt.to_lowercase().contains(&self.artifact.to_lowercase());
+        let wikidata = if is_wikidata_id(&self.upstream_id) { self.upstream_id } else { String::new() };
+        Prompt {
             id,
             language: "en".into(),
-            english: prompt.clone(),
-            prompt,
-            culture: country,
-            concept: concept.into(),
+            english: self.prompt.clone(),
+            prompt: self.prompt,
+            culture: self.country,
+            concept: self.concept.into(),
             template: template.into(),
             template_text: template_text(template).into(),
-            source: format!("{}:record {i}", file.display()),
+            source: format!("{}:record {i}", CUBE_FILES[0].mirror_path),
             extra: vec![
                 "awareness".into(),
-                domain,
-                artifact,
+                self.domain,
+                self.artifact,
                 art_form.into(),
                 wikidata,
                 NEGATIVE_PROMPT.into(),
@@ -180,48 +210,41 @@ pub fn parse(bytes: &[u8]) -> Result<PromptTable, PromptError> {
                 duplicate_of,
             ],
             ..Prompt::default()
-        });
+        }
     }
+}
+
+/// The under-specified prompts: [`GLOBAL_PROMPTS`], then [`WITHIN_TEMPLATES`] for every country.
+fn diversity_prompts() -> Vec<Prompt> {
     let diversity = |id: String,
                      concept: &str,
                      prompt: String,
                      kind: &str,
                      template: &str,
                      culture: &str,
-                     source: &str| Prompt {
-        id,
-        language: "en".into(),
-        english: prompt.clone(),
-        prompt,
-        culture: culture.into(),
-        concept: concept.into(),
-        template: format!("{kind}_{concept}"),
-        template_text: template.into(),
-        source: source.into(),
-        extra: vec![
-            format!("diversity_{kind}"),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ],
-        ..Prompt::default()
+                     source: &str| {
+        let mut extra = vec![String::new(); EXTRA_COLUMNS.len()];
+        extra[0] = format!("diversity_{kind}");
+        Prompt {
+            id,
+            language: "en".into(),
+            english: prompt.clone(),
+            prompt,
+            culture: culture.into(),
+            concept: concept.into(),
+            template: format!("{kind}_{concept}"),
+            template_text: template.into(),
+            source: source.into(),
+            extra,
+            ..Prompt::default()
+        }
     };
+    let mut rows = Vec::new();
     for (concept, prompt, source) in GLOBAL_PROMPTS {
         let k =
             GLOBAL_PROMPTS.iter().filter(|g| g.0 == concept).position(|g| g.1 == prompt).expect("listed") + 1;
-        rows.push(diversity(
-            format!("cube-global-{concept}-{k}"),
-            concept,
-            prompt.into(),
-            "global",
-            prompt,
-            "",
-            source,
-        ));
+        let id = format!("cube-global-{concept}-{k}");
+        rows.push(diversity(id, concept, prompt.into(), "global", prompt, "", source));
     }
     for (concept, template, source) in WITHIN_TEMPLATES {
         for (country, demonym, _) in COUNTRIES {
@@ -230,7 +253,7 @@ pub fn parse(bytes: &[u8]) -> Result<PromptTable, PromptError> {
             rows.push(diversity(id, concept, prompt, "within", template, country, source));
         }
     }
-    Ok(PromptTable::new(PromptSet::Cube, &EXTRA_COLUMNS, rows))
+    rows
 }
 
 /// The art form an upstream art prompt describes: "{x} performance from" → performance,

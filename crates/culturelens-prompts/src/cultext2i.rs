@@ -7,9 +7,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use culturelens_core::rng::SplitMix64;
+use culturelens_rng::SplitMix64;
 use culturelens_table::Location;
 
+use crate::csv_file::CsvFile;
 use crate::error::PromptError;
 use crate::registry::PromptSet;
 use crate::table::{Column, Prompt, PromptTable};
@@ -334,22 +335,13 @@ pub type Translations = HashMap<(&'static str, String), Translation>;
 /// that template out for the pair; a row needs at least one of the two. Other columns are ignored.
 pub fn read_translations(path: &Path, bytes: &[u8]) -> Result<Translations, PromptError> {
     let at = || Location::file(path);
-    let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
-    let header = reader.headers().map_err(|e| PromptError::malformed(at().line(1), e.to_string()))?.clone();
-    let column = |name: &str| {
-        header.iter().position(|h| h.trim() == name).ok_or_else(|| {
-            PromptError::malformed(at().line(1).column(name), "required column is missing from the header")
-        })
-    };
-    let (i_lang, i_concept) = (column("language")?, column("concept")?);
-    let (i_prompt, i_translated) = (column("translated_prompt")?, column("translated_concept")?);
+    let mut file = CsvFile::open(bytes, at())?;
+    let (i_lang, i_concept) = (file.column("language")?, file.column("concept")?);
+    let (i_prompt, i_translated) = (file.column("translated_prompt")?, file.column("translated_concept")?);
     let known = concepts();
     let mut out = Translations::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| {
-            PromptError::malformed(at().line(e.position().map_or(0, |p| p.line())), e.to_string())
-        })?;
-        let line = record.position().map_or(0, |p| p.line());
+    for record in file.records() {
+        let (line, record) = record?;
         let cell = |i: usize| normalize_ws(record.get(i).unwrap_or_default());
         let raw = cell(i_lang);
         let code = language_code(&raw)
@@ -411,108 +403,107 @@ pub fn build(translations: Option<&Translations>, options: &Options) -> Result<P
         return Err(PromptError::Invalid("the gibberish length must be at least 1".into()));
     }
     let concepts = concepts();
-    let subsets = |c: &str| {
-        let mut s = Vec::new();
-        if UNLOCKING_CONCEPTS.contains(&c) {
-            s.push("unlocking");
-        }
-        if TANGIBLE_CONCEPTS.contains(&c) {
-            s.push("tangible");
-        }
-        s.join(";")
-    };
-    let template_text = |id: &str| TEMPLATES.iter().find(|t| t.0 == id).expect("a Table 1 template").2;
-    let row = |lang: &Language,
-               template: &str,
-               c: &Concept,
-               prompt: String,
-               text_language: String,
-               gibberish: String,
-               source: String| {
-        Prompt {
-            id: format!("cultext2i-{}-{template}-{}", lang.code, slug(&c.concept)),
-            language: lang.code.into(),
-            prompt,
-            english: format!("{LEAD} {}", c.concept),
-            culture: lang.nationality.into(),
-            concept: c.concept.clone(),
-            template: template.into(),
-            template_text: template_text(template).into(),
-            source,
-            extra: vec![
-                c.domain.into(),
-                c.enrichment.to_string(),
-                subsets(&c.concept),
-                text_language,
-                gibberish,
-            ],
-            ..Prompt::default()
-        }
-    };
-    let table = |name: &str| format!("CulText2I paper Table 1 ({name}), Table 9");
-    let mut rows = Vec::new();
     let english = &LANGUAGES[0];
-    for c in &concepts {
-        let source = table("English Reference");
-        rows.push(row(
-            english,
-            "en_reference",
-            c,
-            format!("{LEAD} {}", c.concept),
-            "en".into(),
-            String::new(),
-            source,
-        ));
-    }
+    let mut rows: Vec<Prompt> = concepts
+        .iter()
+        .map(|c| {
+            let prompt = format!("{LEAD} {}", c.concept);
+            let source = table_source("English Reference");
+            prompt_row(english, "en_reference", c, prompt, "en".into(), String::new(), source)
+        })
+        .collect();
     for lang in &LANGUAGES {
-        let mixed = if lang.code == "en" { "en".to_string() } else { format!("en+{}", lang.code) };
-        for c in &concepts {
-            let prompt = format!("{LEAD} {} {}", lang.nationality, c.concept);
-            rows.push(row(
-                lang,
-                "en_nation",
-                c,
-                prompt,
-                "en".into(),
-                String::new(),
-                format!("{}, Table 8", table("English with Nation")),
-            ));
-        }
-        for c in &concepts {
-            let g = gibberish(lang, &c.concept, options.seed, options.gibberish_length);
-            let prompt = format!("{LEAD} {} {g}", c.concept);
-            let source = format!("{}; seed {}", table("English with Gibberish"), options.seed);
-            rows.push(row(lang, "en_gibberish", c, prompt, mixed.clone(), g, source));
-        }
-        let Some(translations) = translations else { continue };
-        for c in &concepts {
-            let Some(t) = translations.get(&(lang.code, c.concept.clone())) else { continue };
-            if let Some(p) = &t.prompt {
-                rows.push(row(
-                    lang,
-                    "translated_prompt",
-                    c,
-                    p.clone(),
-                    lang.code.into(),
-                    String::new(),
-                    t.source.clone(),
-                ));
-            }
-            if let Some(tc) = &t.concept {
-                let prompt = format!("{LEAD} {tc}");
-                rows.push(row(
-                    lang,
-                    "translated_concept",
-                    c,
-                    prompt,
-                    mixed.clone(),
-                    String::new(),
-                    t.source.clone(),
-                ));
-            }
-        }
+        rows.extend(language_rows(lang, &concepts, translations, options));
     }
     Ok(PromptTable::new(PromptSet::Cultext2i, &EXTRA_COLUMNS, rows))
+}
+
+/// The rows of one language: "English with Nation" and "English with Gibberish" for every
+/// concept, then the translated templates of the concepts the user translated.
+fn language_rows(
+    lang: &Language,
+    concepts: &[Concept],
+    translations: Option<&Translations>,
+    options: &Options,
+) -> Vec<Prompt> {
+    let mixed = if lang.code == "en" { "en".to_string() } else { format!("en+{}", lang.code) };
+    let mut rows = Vec::new();
+    for c in concepts {
+        let prompt = format!("{LEAD} {} {}", lang.nationality, c.concept);
+        let source = format!("{}, Table 8", table_source("English with Nation"));
+        rows.push(prompt_row(lang, "en_nation", c, prompt, "en".into(), String::new(), source));
+    }
+    for c in concepts {
+        let g = gibberish(lang, &c.concept, options.seed, options.gibberish_length);
+        let prompt = format!("{LEAD} {} {g}", c.concept);
+        let source = format!("{}; seed {}", table_source("English with Gibberish"), options.seed);
+        rows.push(prompt_row(lang, "en_gibberish", c, prompt, mixed.clone(), g, source));
+    }
+    let Some(translations) = translations else { return rows };
+    for c in concepts {
+        let Some(t) = translations.get(&(lang.code, c.concept.clone())) else { continue };
+        if let Some(p) = &t.prompt {
+            let (text, source) = (lang.code.to_string(), t.source.clone());
+            rows.push(prompt_row(lang, "translated_prompt", c, p.clone(), text, String::new(), source));
+        }
+        if let Some(tc) = &t.concept {
+            let prompt = format!("{LEAD} {tc}");
+            let source = t.source.clone();
+            rows.push(prompt_row(
+                lang,
+                "translated_concept",
+                c,
+                prompt,
+                mixed.clone(),
+                String::new(),
+                source,
+            ));
+        }
+    }
+    rows
+}
+
+/// Where a template's rows come from in the paper.
+fn table_source(template_name: &str) -> String {
+    format!("CulText2I paper Table 1 ({template_name}), Table 9")
+}
+
+/// The paper subsets holding `concept`, `;`-separated.
+fn subsets(concept: &str) -> String {
+    let mut s = Vec::new();
+    if UNLOCKING_CONCEPTS.contains(&concept) {
+        s.push("unlocking");
+    }
+    if TANGIBLE_CONCEPTS.contains(&concept) {
+        s.push("tangible");
+    }
+    s.join(";")
+}
+
+/// One row of `template` (a Table 1 id) for concept `c` in `lang`.
+fn prompt_row(
+    lang: &Language,
+    template: &str,
+    c: &Concept,
+    prompt: String,
+    text_language: String,
+    gibberish: String,
+    source: String,
+) -> Prompt {
+    let template_text = TEMPLATES.iter().find(|t| t.0 == template).expect("a Table 1 template").2;
+    Prompt {
+        id: format!("cultext2i-{}-{template}-{}", lang.code, slug(&c.concept)),
+        language: lang.code.into(),
+        prompt,
+        english: format!("{LEAD} {}", c.concept),
+        culture: lang.nationality.into(),
+        concept: c.concept.clone(),
+        template: template.into(),
+        template_text: template_text.into(),
+        source,
+        extra: vec![c.domain.into(), c.enrichment.to_string(), subsets(&c.concept), text_language, gibberish],
+        ..Prompt::default()
+    }
 }
 
 #[cfg(test)]

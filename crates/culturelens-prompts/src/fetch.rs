@@ -313,12 +313,18 @@ mod tests {
         std::fs::read(mirror().join(star().mirror_path)).unwrap()
     }
 
-    #[test]
-    fn download_verifies_then_caches_atomically() {
+    /// A fetcher with a fresh cache that downloads from [`serve`]'s `route` (its first path
+    /// segment); also returns the server's base URL and the request paths it sees.
+    fn downloader(route: &str) -> (Fetcher, tempfile::TempDir, String, std::sync::mpsc::Receiver<String>) {
         let (base, paths) = serve(real_bytes());
         let cache = tempfile::tempdir().unwrap();
-        let fetcher =
-            Fetcher::new(cache.path().into(), Origin::Download { base_url: format!("{base}/good") });
+        let origin = Origin::Download { base_url: format!("{base}/{route}") };
+        (Fetcher::new(cache.path().into(), origin), cache, base, paths)
+    }
+
+    #[test]
+    fn download_verifies_then_caches_atomically() {
+        let (fetcher, cache, base, paths) = downloader("good");
         assert_eq!(fetcher.fetch(star()).unwrap(), real_bytes());
         assert_eq!(
             paths.recv().unwrap(),
@@ -342,10 +348,7 @@ mod tests {
 
     #[test]
     fn truncated_response_is_an_error_and_leaves_nothing() {
-        let (base, _paths) = serve(real_bytes());
-        let cache = tempfile::tempdir().unwrap();
-        let fetcher =
-            Fetcher::new(cache.path().into(), Origin::Download { base_url: format!("{base}/truncated") });
+        let (fetcher, cache, _, _paths) = downloader("truncated");
         let err = fetcher.fetch(star()).unwrap_err().to_string();
         assert!(
             err.contains("download of MAGBIG/prompts/indirect:gender_neutral/occ_german_star.csv"),
@@ -357,10 +360,7 @@ mod tests {
 
     #[test]
     fn corrupted_response_fails_the_checksum_and_leaves_nothing() {
-        let (base, _paths) = serve(real_bytes());
-        let cache = tempfile::tempdir().unwrap();
-        let fetcher =
-            Fetcher::new(cache.path().into(), Origin::Download { base_url: format!("{base}/corrupt") });
+        let (fetcher, cache, _, _paths) = downloader("corrupt");
         let err = fetcher.fetch(star()).unwrap_err();
         let PromptError::Checksum { file, expected, actual, .. } = &err else { panic!("{err}") };
         assert_eq!(file, star().mirror_path);
@@ -376,10 +376,7 @@ mod tests {
 
     #[test]
     fn http_errors_name_the_file_and_url() {
-        let (base, _paths) = serve(real_bytes());
-        let cache = tempfile::tempdir().unwrap();
-        let fetcher =
-            Fetcher::new(cache.path().into(), Origin::Download { base_url: format!("{base}/nothing") });
+        let (fetcher, cache, _, _paths) = downloader("nothing");
         let err = fetcher.fetch(&SOS_FILES[0]).unwrap_err().to_string();
         assert!(
             err.starts_with("download of Surface-Over-Semantics/full_dataset.csv from http://127.0.0.1:"),

@@ -26,6 +26,7 @@
 //!
 //! This crate does network and file I/O and must stay out of `culturelens-core`.
 
+mod csv_file;
 pub mod cube;
 pub mod cultext2i;
 mod error;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use culturelens_table::Location;
 
+use crate::csv_file::CsvFile;
 use crate::error::PromptError;
 use crate::registry::{MAGBIG_FILES, PromptSet, UpstreamFile};
 use crate::table::{Column, Prompt, PromptTable};
@@ -220,27 +221,11 @@ struct Item {
 /// Reads a MAGBIG CSV: columns `name` and `prompt` required (others, such as the SEGA baselines
 /// of `adj_english.csv`, are ignored); both cells non-empty after trimming.
 fn read_items(bytes: &[u8], file: &Path) -> Result<Vec<Item>, PromptError> {
-    let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
-    let header =
-        reader.headers().map_err(|e| PromptError::malformed(Location::file(file).line(1), e.to_string()))?;
-    let column = |name: &str| {
-        header.iter().position(|h| h.trim() == name).ok_or_else(|| {
-            PromptError::malformed(
-                Location::file(file).line(1).column(name),
-                "required column is missing from the header",
-            )
-        })
-    };
-    let (i_name, i_prompt) = (column("name")?, column("prompt")?);
+    let mut csv = CsvFile::open(bytes, Location::file(file))?;
+    let (i_name, i_prompt) = (csv.column("name")?, csv.column("prompt")?);
     let mut items = Vec::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| {
-            PromptError::malformed(
-                Location::file(file).line(e.position().map_or(0, |p| p.line())),
-                e.to_string(),
-            )
-        })?;
-        let line = record.position().map_or(0, |p| p.line());
+    for record in csv.records() {
+        let (line, record) = record?;
         let cell = |i: usize, name: &str| {
             let v = normalize_ws(record.get(i).unwrap_or_default());
             if v.is_empty() {
@@ -304,13 +289,8 @@ struct Feminine {
 /// occupation) at most once.
 fn read_feminine(path: &Path, bytes: &[u8], occupations: &[&str]) -> Result<Vec<Feminine>, PromptError> {
     let at = || Location::file(path);
-    let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| PromptError::malformed(at().line(1), e.to_string()))?
-        .iter()
-        .map(|h| h.trim().to_lowercase())
-        .collect();
+    let mut csv = CsvFile::open(bytes, at())?;
+    let header: Vec<String> = csv.header.iter().map(|h| h.trim().to_lowercase()).collect();
     let key = header.iter().position(|h| h == "name" || h == "occupation").ok_or_else(|| {
         PromptError::malformed(at().line(1).column("name"), "needs a `name` or `occupation` column")
     })?;
@@ -334,11 +314,8 @@ fn read_feminine(path: &Path, bytes: &[u8], occupations: &[&str]) -> Result<Vec<
     };
     let mut out = Vec::new();
     let mut seen: HashMap<(&'static str, String), u64> = HashMap::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| {
-            PromptError::malformed(at().line(e.position().map_or(0, |p| p.line())), e.to_string())
-        })?;
-        let line = record.position().map_or(0, |p| p.line());
+    for record in csv.records() {
+        let (line, record) = record?;
         let cell = |i: usize| normalize_ws(record.get(i).unwrap_or_default());
         let occupation = cell(key);
         if !occupations.contains(&occupation.as_str()) {

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use culturelens_table::Location;
 
+use crate::csv_file::CsvFile;
 use crate::error::PromptError;
 use crate::registry::{PromptSet, SOS_FILES};
 use crate::table::{Column, Prompt, PromptTable};
@@ -46,154 +47,194 @@ pub const EXTRA_COLUMNS: [Column; 0] = [];
 type Key = (&'static str, &'static str, String);
 
 /// Parses `full_dataset.csv` into the normalised table: English rows first, then each translated
-/// language in file order; rows within a language keep the file order.
+/// language in file order; rows within a language keep the file order. Each row is read and
+/// checked on its own ([`read_row`]), then against the rows before it ([`Rows::add`]); the whole
+/// set must be complete ([`Rows::check_complete`]) before the table is built ([`Rows::build`]).
 pub fn parse(bytes: &[u8]) -> Result<PromptTable, PromptError> {
-    let file = SOS_FILES[0].mirror_path;
-    let at = || Location::file(Path::new(file));
-    let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
-    let header = reader.headers().map_err(|e| PromptError::malformed(at().line(1), e.to_string()))?.clone();
+    let mut file = CsvFile::open(bytes, at())?;
     let mut index = [0usize; 6];
     for (slot, name) in index.iter_mut().zip(UPSTREAM_COLUMNS) {
-        *slot = header.iter().position(|h| h == name).ok_or_else(|| {
-            PromptError::malformed(at().line(1).column(name), "required column is missing from the header")
-        })?;
+        *slot = file.column(name)?;
     }
+    let mut rows = Rows::default();
+    for record in file.records() {
+        let (line, record) = record?;
+        rows.add(read_row(line, &record, &index)?)?;
+    }
+    rows.check_complete()?;
+    Ok(rows.build())
+}
+
+/// The upstream file, for error locations and `source` values.
+fn at() -> Location {
+    Location::file(Path::new(SOS_FILES[0].mirror_path))
+}
+
+/// One translated upstream row, with its English prompt rebuilt from the template.
+struct Row {
+    line: u64,
+    language: &'static str,
+    key: Key,
+    english: String,
+    prompt: String,
+}
+
+/// Reads the record at `line` (`index`: the file positions of [`UPSTREAM_COLUMNS`]) and checks it alone:
+/// known template, Topic and language, non-empty cells, an English prompt that follows its template.
+fn read_row(line: u64, record: &csv::StringRecord, index: &[usize; 6]) -> Result<Row, PromptError> {
     let [i_template, i_en, i_topic, i_culture, i_language, i_translated] = [0, 1, 2, 3, 4, 5];
+    let bad = |slot: usize, message: String| {
+        PromptError::malformed(at().line(line).column(UPSTREAM_COLUMNS[slot]), message)
+    };
+    let cell = |slot: usize| -> Result<String, PromptError> {
+        let v = normalize_ws(record.get(index[slot]).unwrap_or_default());
+        if v.is_empty() { Err(bad(slot, "empty cell".into())) } else { Ok(v) }
+    };
 
-    let mut english: Vec<(Key, String, u64)> = Vec::new();
-    let mut english_index: HashMap<Key, usize> = HashMap::new();
-    let mut languages: Vec<&'static str> = Vec::new();
-    let mut seen: HashMap<(&'static str, Key), u64> = HashMap::new();
-    let mut translated: Vec<(&'static str, Key, String, u64)> = Vec::new();
+    let template_id = cell(i_template)?;
+    let template = TEMPLATES
+        .iter()
+        .find(|t| t.0 == template_id)
+        .ok_or_else(|| bad(i_template, format!("unknown template {template_id:?} (expected a, b or c)")))?;
+    let topic = cell(i_topic)?;
+    let (_, person, _) = PERSON_TERMS.iter().find(|p| p.0 == topic).ok_or_else(|| {
+        bad(i_topic, format!("unknown Topic {topic:?} (expected Person, Person-female or Person-male)"))
+    })?;
+    let lang_raw = cell(i_language)?;
+    let language = language_code(&lang_raw)
+        .filter(|c| *c == lang_raw)
+        .ok_or_else(|| bad(i_language, format!("unknown ISO 639-1 language code {lang_raw:?}")))?;
+    if language == "en" {
+        return Err(bad(i_language, "English is the prompt_en column, not a translated language".into()));
+    }
+    let culture = fixed(cell(i_culture)?);
+    let prompt_en = cell(i_en)?;
+    let (article, term) = split_english(template, person, &prompt_en).ok_or_else(|| {
+        bad(
+            i_en,
+            format!(
+                "{prompt_en:?} does not follow template {} ({:?}) with person term {person:?}",
+                template.0, template.2
+            ),
+        )
+    })?;
+    let term = fixed(term);
+    let english = [template.1, article, &term, person]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let prompt = cell(i_translated)?;
+    Ok(Row { line, language, key: (template.0, person, culture), english, prompt })
+}
 
-    for record in reader.records() {
-        let record = record.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line());
-            PromptError::malformed(at().line(line), e.to_string())
-        })?;
-        let line = record.position().map_or(0, |p| p.line());
-        let bad = |slot: usize, message: String| {
-            PromptError::malformed(at().line(line).column(UPSTREAM_COLUMNS[slot]), message)
-        };
-        let cell = |slot: usize| -> Result<String, PromptError> {
-            let v = normalize_ws(record.get(index[slot]).unwrap_or_default());
-            if v.is_empty() { Err(bad(slot, "empty cell".into())) } else { Ok(v) }
-        };
+/// The rows read so far, checked against each other.
+#[derive(Default)]
+struct Rows {
+    /// One English prompt per key, in order of first appearance, with its first line.
+    english: Vec<(Key, String, u64)>,
+    english_index: HashMap<Key, usize>,
+    /// Translated languages in order of first appearance.
+    languages: Vec<&'static str>,
+    /// The line of each (language, key) seen.
+    seen: HashMap<(&'static str, Key), u64>,
+    translated: Vec<Row>,
+}
 
-        let template_id = cell(i_template)?;
-        let template = TEMPLATES.iter().find(|t| t.0 == template_id).ok_or_else(|| {
-            bad(i_template, format!("unknown template {template_id:?} (expected a, b or c)"))
-        })?;
-        let topic = cell(i_topic)?;
-        let (_, person, _) = PERSON_TERMS.iter().find(|p| p.0 == topic).ok_or_else(|| {
-            bad(i_topic, format!("unknown Topic {topic:?} (expected Person, Person-female or Person-male)"))
-        })?;
-        let lang_raw = cell(i_language)?;
-        let lang = language_code(&lang_raw)
-            .filter(|c| *c == lang_raw)
-            .ok_or_else(|| bad(i_language, format!("unknown ISO 639-1 language code {lang_raw:?}")))?;
-        if lang == "en" {
-            return Err(bad(i_language, "English is the prompt_en column, not a translated language".into()));
-        }
-        let culture = fixed(cell(i_culture)?);
-        let prompt_en = cell(i_en)?;
-        let (article, term) = split_english(template, person, &prompt_en).ok_or_else(|| {
-            bad(
-                i_en,
-                format!(
-                    "{prompt_en:?} does not follow template {} ({:?}) with person term {person:?}",
-                    template.0, template.2
-                ),
-            )
-        })?;
-        let term = fixed(term);
-        let prompt_en = [template.1, article, &term, person]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" ");
-        let prompt = cell(i_translated)?;
-
-        let key: Key = (template.0, person, culture);
-        match english_index.get(&key) {
-            Some(&k) if english[k].1 != prompt_en => {
-                return Err(bad(
-                    i_en,
+impl Rows {
+    /// Adds a row whose English prompt agrees with the key's earlier rows and whose (language,
+    /// key) is new.
+    fn add(&mut self, row: Row) -> Result<(), PromptError> {
+        match self.english_index.get(&row.key) {
+            Some(&k) if self.english[k].1 != row.english => {
+                return Err(PromptError::malformed(
+                    at().line(row.line).column(UPSTREAM_COLUMNS[1]),
                     format!(
-                        "{prompt_en:?} differs from {:?} at line {} for the same template, person and culture",
-                        english[k].1, english[k].2
+                        "{:?} differs from {:?} at line {} for the same template, person and culture",
+                        row.english, self.english[k].1, self.english[k].2
                     ),
                 ));
             }
             Some(_) => {}
             None => {
-                english_index.insert(key.clone(), english.len());
-                english.push((key.clone(), prompt_en, line));
+                self.english_index.insert(row.key.clone(), self.english.len());
+                self.english.push((row.key.clone(), row.english.clone(), row.line));
             }
         }
-        if let Some(first) = seen.insert((lang, key.clone()), line) {
+        if let Some(first) = self.seen.insert((row.language, row.key.clone()), row.line) {
             return Err(PromptError::malformed(
-                at().line(line),
+                at().line(row.line),
                 format!("duplicate of line {first}: same language, template, person and culture"),
             ));
         }
-        if !languages.contains(&lang) {
-            languages.push(lang);
+        if !self.languages.contains(&row.language) {
+            self.languages.push(row.language);
         }
-        translated.push((lang, key, prompt, line));
+        self.translated.push(row);
+        Ok(())
     }
 
-    for &lang in &languages {
-        let missing: Vec<&Key> =
-            english.iter().map(|e| &e.0).filter(|k| !seen.contains_key(&(lang, (*k).clone()))).collect();
-        if let Some(example) = missing.first() {
-            return Err(PromptError::malformed(
-                at().column("Language"),
-                format!(
-                    "language {lang} lacks {} of the {} (template, person, culture) combinations, e.g. ({}, {}, {})",
-                    missing.len(),
-                    english.len(),
-                    example.0,
-                    example.1,
-                    example.2
-                ),
-            ));
+    /// Every translated language has every (template, person, culture) key.
+    fn check_complete(&self) -> Result<(), PromptError> {
+        for &lang in &self.languages {
+            let missing: Vec<&Key> = self
+                .english
+                .iter()
+                .map(|e| &e.0)
+                .filter(|k| !self.seen.contains_key(&(lang, (*k).clone())))
+                .collect();
+            if let Some(example) = missing.first() {
+                return Err(PromptError::malformed(
+                    at().column("Language"),
+                    format!(
+                        "language {lang} lacks {} of the {} (template, person, culture) combinations, e.g. ({}, {}, {})",
+                        missing.len(),
+                        self.english.len(),
+                        example.0,
+                        example.1,
+                        example.2
+                    ),
+                ));
+            }
         }
+        Ok(())
     }
 
-    let template_text = |id: &str| TEMPLATES.iter().find(|t| t.0 == id).expect("validated").2.to_string();
-    let gender_form =
-        |person: &str| PERSON_TERMS.iter().find(|p| p.1 == person).expect("validated").2.to_string();
-    let row = |lang: &str, key: &Key, prompt: String, english: String, source: String| Prompt {
-        id: format!("sos-{lang}-{}-{}-{}", key.0, slug(&key.2), key.1),
-        language: lang.to_string(),
-        prompt,
-        english,
-        culture: key.2.clone(),
-        template: key.0.to_string(),
-        template_text: template_text(key.0),
-        person: key.1.to_string(),
-        gender_form: gender_form(key.1),
-        source,
-        ..Prompt::default()
-    };
-    let mut rows = Vec::with_capacity(english.len() * (languages.len() + 1));
-    for (key, prompt_en, line) in &english {
-        rows.push(row("en", key, prompt_en.clone(), prompt_en.clone(), format!("{file}:{line}:prompt_en")));
-    }
-    for &lang in &languages {
-        for (l, key, prompt, line) in translated.iter().filter(|t| t.0 == lang) {
+    /// The table: English rows first, then each language's rows in file order.
+    fn build(self) -> PromptTable {
+        let file = SOS_FILES[0].mirror_path;
+        let row = |lang: &str, key: &Key, prompt: String, english: String, source: String| Prompt {
+            id: format!("sos-{lang}-{}-{}-{}", key.0, slug(&key.2), key.1),
+            language: lang.to_string(),
+            prompt,
+            english,
+            culture: key.2.clone(),
+            template: key.0.to_string(),
+            template_text: TEMPLATES.iter().find(|t| t.0 == key.0).expect("validated").2.to_string(),
+            person: key.1.to_string(),
+            gender_form: PERSON_TERMS.iter().find(|p| p.1 == key.1).expect("validated").2.to_string(),
+            source,
+            ..Prompt::default()
+        };
+        let mut rows = Vec::with_capacity(self.english.len() * (self.languages.len() + 1));
+        for (key, prompt_en, line) in &self.english {
             rows.push(row(
-                l,
+                "en",
                 key,
-                prompt.clone(),
-                english[english_index[key]].1.clone(),
-                format!("{file}:{line}"),
+                prompt_en.clone(),
+                prompt_en.clone(),
+                format!("{file}:{line}:prompt_en"),
             ));
         }
+        for &lang in &self.languages {
+            for t in self.translated.iter().filter(|t| t.language == lang) {
+                let english = self.english[self.english_index[&t.key]].1.clone();
+                rows.push(row(lang, &t.key, t.prompt.clone(), english, format!("{file}:{}", t.line)));
+            }
+        }
+        PromptTable::new(PromptSet::Sos, &EXTRA_COLUMNS, rows)
     }
-    Ok(PromptTable::new(PromptSet::Sos, &EXTRA_COLUMNS, rows))
 }
 
 /// Applies [`CULTURE_FIXES`] to a culture label or term.

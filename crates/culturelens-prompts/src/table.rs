@@ -5,12 +5,8 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema};
-use culturelens_table::{Metadata, write_atomic, write_metadata_csv};
-use parquet::arrow::ArrowWriter;
+use culturelens_table::{Metadata, write_atomic, write_metadata_csv, write_metadata_parquet};
 
 use crate::error::PromptError;
 use crate::registry::PromptSet;
@@ -187,7 +183,7 @@ impl PromptTable {
         let meta = self.to_metadata();
         match format {
             OutputFormat::Csv => write_atomic(path, |w| write_metadata_csv(w, &meta))?,
-            OutputFormat::Parquet => write_atomic(path, |w| write_string_parquet(w, &meta))?,
+            OutputFormat::Parquet => write_atomic(path, |w| write_metadata_parquet(w, &meta))?,
         }
         Ok(())
     }
@@ -213,26 +209,9 @@ impl OutputFormat {
     }
 }
 
-/// Writes string columns as one Parquet record batch.
-fn write_string_parquet(w: &mut (dyn std::io::Write + Send), meta: &Metadata) -> std::io::Result<()> {
-    let fields: Vec<Field> =
-        meta.names().iter().map(|n| Field::new(n.as_str(), DataType::Utf8, false)).collect();
-    let arrays: Vec<ArrayRef> = meta
-        .iter()
-        .map(|(_, values)| Arc::new(StringArray::from_iter_values(values.iter())) as ArrayRef)
-        .collect();
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(std::io::Error::other)?;
-    let mut writer = ArrowWriter::try_new(w, batch.schema(), None).map_err(std::io::Error::other)?;
-    writer.write(&batch).map_err(std::io::Error::other)?;
-    writer.close().map_err(std::io::Error::other)?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::cast::AsArray;
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     const EXTRA: [Column; 1] = [Column { name: "note", doc: "a test column" }];
 
@@ -275,18 +254,20 @@ mod tests {
     #[test]
     fn parquet_export_round_trips() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.parquet");
-        table().write(&path).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap())
-            .unwrap()
-            .build()
-            .unwrap();
-        let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
-        let batch = &batches[0];
-        assert_eq!(batch.num_rows(), 3);
-        assert_eq!(batch.schema().field(3).name(), "prompt");
-        assert_eq!(batch.column(3).as_string::<i32>().value(1), "Ein Foto");
-        assert_eq!(batch.column(14).as_string::<i32>().value(0), "n-x1");
+        let (parquet, csv) = (dir.path().join("p.parquet"), dir.path().join("p.csv"));
+        let t = table();
+        t.write(&parquet).unwrap();
+        t.write(&csv).unwrap();
+        let back = culturelens_table::read_metadata_parquet(&parquet).unwrap();
+        let names: Vec<&str> = back.names().iter().map(String::as_str).collect();
+        assert_eq!(names, t.column_names());
+        assert_eq!(back.column("prompt").unwrap(), ["A photo, \"quoted\"", "Ein Foto", "Zweite"]);
+        assert_eq!(back.column("note").unwrap(), ["n-x1", "n-x2", "n-x3"]);
+        // Every column equals the CSV export's.
+        let from_csv = culturelens_table::read_metadata_csv(&csv).unwrap();
+        for name in back.names() {
+            assert_eq!(back.column(name), from_csv.column(name), "{name}");
+        }
     }
 
     #[test]

@@ -122,6 +122,7 @@ impl Metadata {
 
     /// Iterates `(name, values)` pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &[String])> {
+        assert_eq!(self.names.len(), self.columns.len());
         self.names.iter().map(String::as_str).zip(self.columns.iter().map(Vec::as_slice))
     }
 }
@@ -162,10 +163,16 @@ pub fn read_metadata_csv_from(
     let mut columns: Vec<Vec<String>> = vec![Vec::new(); names.len()];
     for record in rdr.records() {
         let record = record.map_err(|e| csv_error(&at, e))?;
+        assert_eq!(
+            columns.len(),
+            record.len(),
+            "the CSV reader is strict: every record has the header's length"
+        );
         for (col, value) in columns.iter_mut().zip(record.iter()) {
             col.push(value.to_string());
         }
     }
+    assert_eq!(names.len(), columns.len());
     Metadata::from_columns(source, names.into_iter().zip(columns).collect())
 }
 

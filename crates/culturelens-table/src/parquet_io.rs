@@ -1,5 +1,6 @@
 //! Parquet embedding tables: one `embedding` column (fixed-size list or list of float32, float16
 //! or float64) plus any metadata columns (strings, integers, floats, booleans; stored as text).
+//! Metadata-only files (the prompt tables) go through the same reader and writer.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +11,8 @@ use arrow_array::types::{
     UInt32Type, UInt64Type,
 };
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchReader, StringArray,
+    Array, ArrayRef, FixedSizeListArray, Float32Array, GenericListArray, OffsetSizeTrait, RecordBatch,
+    RecordBatchReader, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -26,18 +28,34 @@ pub const EMBEDDING_COLUMN: &str = "embedding";
 
 /// Reads a Parquet embedding table.
 pub fn read_parquet(path: &Path) -> Result<EmbeddingTable, TableError> {
+    let (embeddings, meta) = read_columns(path, Some(EMBEDDING_COLUMN))?;
+    Ok(EmbeddingTable::new(embeddings.expect("the embedding column was read"), meta))
+}
+
+/// Reads a Parquet file of metadata only (every column strings, numbers or booleans, stored as
+/// text), such as an exported prompt table.
+pub fn read_metadata_parquet(path: &Path) -> Result<Metadata, TableError> {
+    Ok(read_columns(path, None)?.1)
+}
+
+/// Reads every column: `embedding` (when named) into a matrix, the others as text metadata.
+fn read_columns(path: &Path, embedding: Option<&str>) -> Result<(Option<Matrix>, Metadata), TableError> {
     let at = Location::file(path);
     let file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.with_batch_size(8192).build())
         .map_err(|e| TableError::format(at.clone(), format!("not a readable Parquet file: {e}")))?;
     let schema = reader.schema();
-    let emb_index = schema.index_of(EMBEDDING_COLUMN).map_err(|_| {
-        TableError::invalid(
-            at.clone().column(EMBEDDING_COLUMN),
-            "required column is missing (store vectors in a list column named `embedding`)",
-        )
-    })?;
+    let emb_index = embedding
+        .map(|name| {
+            schema.index_of(name).map_err(|_| {
+                TableError::invalid(
+                    at.clone().column(name),
+                    "required column is missing (store vectors in a list column named `embedding`)",
+                )
+            })
+        })
+        .transpose()?;
     let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
@@ -51,17 +69,23 @@ pub fn read_parquet(path: &Path) -> Result<EmbeddingTable, TableError> {
     for batch in reader {
         let batch =
             batch.map_err(|e| TableError::format(at.clone(), format!("corrupt Parquet data: {e}")))?;
-        append_embeddings(batch.column(emb_index), row0, &mut dim, &mut data, &at)?;
         for (i, col) in batch.columns().iter().enumerate() {
-            if i != emb_index {
+            if Some(i) == emb_index {
+                append_embeddings(col, row0, &mut dim, &mut data, &at)?;
+            } else {
                 append_strings(col, &names[i], &mut columns[i], &at)?;
             }
         }
         row0 += batch.num_rows();
     }
-    let d = dim.unwrap_or(0);
-    let meta_columns: Vec<(String, Vec<String>)> =
-        names.into_iter().zip(columns).enumerate().filter(|(i, _)| *i != emb_index).map(|(_, c)| c).collect();
+    assert_eq!(names.len(), columns.len());
+    let meta_columns: Vec<(String, Vec<String>)> = names
+        .into_iter()
+        .zip(columns)
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != emb_index)
+        .map(|(_, c)| c)
+        .collect();
     let meta = if meta_columns.is_empty() {
         let mut m = Metadata::empty(row0);
         m.set_source(path.to_path_buf());
@@ -69,7 +93,8 @@ pub fn read_parquet(path: &Path) -> Result<EmbeddingTable, TableError> {
     } else {
         Metadata::from_columns(Some(path.to_path_buf()), meta_columns)?
     };
-    Ok(EmbeddingTable::new(Matrix::new(row0, d, data), meta))
+    let embeddings = emb_index.map(|_| Matrix::new(row0, dim.unwrap_or(0), data));
+    Ok((embeddings, meta))
 }
 
 fn append_embeddings(
@@ -88,20 +113,8 @@ fn append_embeddings(
             let values = list.values().slice(start, list.len() * size);
             (values, (0..=list.len()).map(|i| i * size).collect())
         }
-        DataType::List(_) => {
-            let list = col.as_list::<i32>();
-            let o = list.offsets();
-            let base = o[0] as usize;
-            let values = list.values().slice(base, o[list.len()] as usize - base);
-            (values, o.iter().map(|v| *v as usize - base).collect())
-        }
-        DataType::LargeList(_) => {
-            let list = col.as_list::<i64>();
-            let o = list.offsets();
-            let base = o[0] as usize;
-            let values = list.values().slice(base, o[list.len()] as usize - base);
-            (values, o.iter().map(|v| *v as usize - base).collect())
-        }
+        DataType::List(_) => list_parts(col.as_list::<i32>()),
+        DataType::LargeList(_) => list_parts(col.as_list::<i64>()),
         other => {
             return Err(TableError::format(at, format!("must be a list of floats, found {other}")));
         }
@@ -140,45 +153,39 @@ fn append_embeddings(
     Ok(())
 }
 
+/// The values of a variable-length list column and each row's offset into them (from 0).
+fn list_parts<O: OffsetSizeTrait>(list: &GenericListArray<O>) -> (ArrayRef, Vec<usize>) {
+    let o = list.offsets();
+    let base = o[0].as_usize();
+    let values = list.values().slice(base, o[list.len()].as_usize() - base);
+    (values, o.iter().map(|v| v.as_usize() - base).collect())
+}
+
 fn append_strings(
     col: &ArrayRef,
     name: &str,
     out: &mut Vec<String>,
     at: &Location,
 ) -> Result<(), TableError> {
-    macro_rules! prim {
-        ($t:ty) => {{
-            let a = col.as_primitive::<$t>();
+    // Every supported array type has `is_null` and a `value` with `Display`; nulls become "".
+    macro_rules! text {
+        ($a:expr) => {{
+            let a = $a;
             out.extend(
                 (0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }),
             );
         }};
     }
+    macro_rules! prim {
+        ($t:ty) => {
+            text!(col.as_primitive::<$t>())
+        };
+    }
     match col.data_type() {
-        DataType::Utf8 => {
-            let a = col.as_string::<i32>();
-            out.extend(
-                (0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }),
-            );
-        }
-        DataType::LargeUtf8 => {
-            let a = col.as_string::<i64>();
-            out.extend(
-                (0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }),
-            );
-        }
-        DataType::Utf8View => {
-            let a = col.as_string_view();
-            out.extend(
-                (0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }),
-            );
-        }
-        DataType::Boolean => {
-            let a = col.as_boolean();
-            out.extend(
-                (0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }),
-            );
-        }
+        DataType::Utf8 => text!(col.as_string::<i32>()),
+        DataType::LargeUtf8 => text!(col.as_string::<i64>()),
+        DataType::Utf8View => text!(col.as_string_view()),
+        DataType::Boolean => text!(col.as_boolean()),
         DataType::Int8 => prim!(Int8Type),
         DataType::Int16 => prim!(Int16Type),
         DataType::Int32 => prim!(Int32Type),
@@ -203,21 +210,38 @@ fn append_strings(
 pub fn write_parquet(w: &mut (dyn std::io::Write + Send), table: &EmbeddingTable) -> std::io::Result<()> {
     let m = &table.embeddings;
     let item = Arc::new(Field::new("item", DataType::Float32, false));
-    let mut fields =
-        vec![Field::new(EMBEDDING_COLUMN, DataType::FixedSizeList(item.clone(), m.cols() as i32), false)];
-    let mut arrays: Vec<ArrayRef> = vec![Arc::new(
-        FixedSizeListArray::try_new(
-            item,
-            m.cols() as i32,
-            Arc::new(Float32Array::from(m.data().to_vec())),
-            None,
+    let embedding = FixedSizeListArray::try_new(
+        item.clone(),
+        m.cols() as i32,
+        Arc::new(Float32Array::from(m.data().to_vec())),
+        None,
+    )
+    .map_err(std::io::Error::other)?;
+    let column = (
+        Field::new(EMBEDDING_COLUMN, DataType::FixedSizeList(item, m.cols() as i32), false),
+        Arc::new(embedding) as ArrayRef,
+    );
+    write_batch(w, Some(column), &table.meta)
+}
+
+/// Writes metadata alone as Parquet: every column UTF-8, non-null (the prompt tables' export).
+pub fn write_metadata_parquet(w: &mut (dyn std::io::Write + Send), meta: &Metadata) -> std::io::Result<()> {
+    write_batch(w, None, meta)
+}
+
+/// One record batch: the optional leading column, then `meta`'s columns as strings.
+fn write_batch(
+    w: &mut (dyn std::io::Write + Send),
+    first: Option<(Field, ArrayRef)>,
+    meta: &Metadata,
+) -> std::io::Result<()> {
+    let strings = meta.iter().map(|(name, values)| {
+        (
+            Field::new(name, DataType::Utf8, false),
+            Arc::new(StringArray::from_iter_values(values.iter())) as ArrayRef,
         )
-        .map_err(std::io::Error::other)?,
-    )];
-    for (name, values) in table.meta.iter() {
-        fields.push(Field::new(name, DataType::Utf8, false));
-        arrays.push(Arc::new(StringArray::from_iter_values(values.iter())));
-    }
+    });
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = first.into_iter().chain(strings).unzip();
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(std::io::Error::other)?;
     let mut writer = ArrowWriter::try_new(w, batch.schema(), None).map_err(std::io::Error::other)?;
     writer.write(&batch).map_err(std::io::Error::other)?;

@@ -79,6 +79,7 @@ impl SosReport {
         for (i, c) in layout.cell.iter().enumerate() {
             by_cell[*c as usize].push(scores[i]);
         }
+        assert_eq!(by_cell.len(), layout.cells.len());
         let joint: Vec<JointScore> = layout
             .cells
             .iter()

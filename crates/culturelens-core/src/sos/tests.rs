@@ -153,6 +153,63 @@ fn golden_per_model_pooling() {
     assert_close(&got, &[-h, -h, -h, -h, h, h, h, h], 1e-6);
 }
 
+// An asymmetric per-model case (2-D; rows 5 and 7 scaled by 2 and 3). Per-model references
+// (unit vectors summed, then normalised):
+//   A: sur_en ∝ (1,1)/√2, sur_de = (1,0), sem_X = (1,0), sem_Y ∝ (1,1)/√2
+//   B: sur_en ∝ (1,1)/√2, sur_de = (0,1), sem_X ∝ (1,1)/√2, sem_Y = (0,1)
+// SoS(o) = cos(sem_c, e) − cos(sur_l, e), h = 1 − 1/√2:
+//   A: (en,X,(1,0)) 1 − 1/√2 = h; (en,Y,(0,1)) 1/√2 − 1/√2 = 0; (de,X,(1,0)) 1 − 1 = 0;
+//      (de,Y,(1,0)) 1/√2 − 1 = −h
+//   B: (en,X,(1,0)) 0; (de,X,(0,1)) 1/√2 − 1 = −h; (en,Y,(0,1)) 1 − 1/√2 = h; (de,Y,(0,1)) 0
+// Per model the scores are {−h, 0, 0, h}: mean 0, median 0, q1 = −h + 0.75·h = −h/4, q3 = h/4.
+// ‖mean of unit vectors‖: A/en 1/√2, A/de 1, B/en 1/√2, B/de 1 (surface); A/X 1, A/Y 1/√2,
+// B/X 1/√2, B/Y 1 (semantic).
+#[test]
+fn per_model_pooling_hand_case() {
+    let emb = vec![1., 0., 0., 1., 1., 0., 1., 0., 2., 0., 0., 1., 0., 3., 0., 1.];
+    let model = s(&["A", "A", "A", "A", "B", "B", "B", "B"]);
+    let language = s(&["en", "en", "de", "de", "en", "de", "en", "de"]);
+    let culture = s(&["X", "Y", "X", "Y", "X", "X", "Y", "Y"]);
+    let cols =
+        SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+    let (layout, values, report) = sos(emb.clone(), 2, cols, Pooling::PerModel, &cpu(), Some(3)).unwrap();
+    let h = 1.0 - std::f64::consts::FRAC_1_SQRT_2;
+    let got: Vec<f64> = values.per_image.iter().map(|v| f64::from(*v)).collect();
+    assert_close(&got, &[h, 0., 0., -h, 0., -h, h, 0.], 1e-6);
+
+    let r = std::f64::consts::FRAC_1_SQRT_2;
+    let norms = |names: &[String], norms: &[f32]| -> Vec<(String, f64)> {
+        assert_eq!(names.len(), norms.len());
+        let mut v: Vec<(String, f64)> =
+            names.iter().cloned().zip(norms.iter().map(|x| f64::from(*x))).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let sur = norms(&layout.sur_names, &values.sur_mean_norm);
+    let sem = norms(&layout.sem_names, &values.sem_mean_norm);
+    assert_eq!(sur.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["A/de", "A/en", "B/de", "B/en"]);
+    assert_close(&sur.iter().map(|x| x.1).collect::<Vec<_>>(), &[1., r, 1., r], 1e-6);
+    assert_eq!(sem.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["A/X", "A/Y", "B/X", "B/Y"]);
+    assert_close(&sem.iter().map(|x| x.1).collect::<Vec<_>>(), &[1., r, r, 1.], 1e-6);
+
+    // Joint scores, sorted by (model, language, culture).
+    let keys: Vec<String> =
+        report.joint.iter().map(|j| format!("{}/{}/{}", j.model, j.language, j.culture)).collect();
+    assert_eq!(keys, ["A/de/X", "A/de/Y", "A/en/X", "A/en/Y", "B/de/X", "B/de/Y", "B/en/X", "B/en/Y"]);
+    let joint: Vec<f64> = report.joint.iter().map(|j| j.sos).collect();
+    assert_close(&joint, &[0., -h, h, 0., -h, 0., 0., h], 1e-6);
+    for model in ["A", "B"] {
+        let m = &report.per_model[model];
+        assert_eq!(m.n, 4);
+        assert_close(&[m.mean, m.median, m.q1, m.q3, m.min, m.max], &[0., 0., -h / 4., h / 4., -h, h], 1e-6);
+    }
+
+    // Pooled over both models the references differ, and so do the scores.
+    let (_, pooled, _) = sos(emb, 2, cols, Pooling::All, &cpu(), Some(3)).unwrap();
+    assert_eq!(pooled.per_image.len(), values.per_image.len());
+    assert!(pooled.per_image.iter().zip(&values.per_image).any(|(a, b)| (a - b).abs() > 0.1));
+}
+
 #[test]
 fn layers_get_their_own_references() {
     // The golden table twice, as layer "1" and layer "2" with the second copy's semantics flipped:
@@ -226,6 +283,7 @@ fn property_range_scaling_invariance_and_label_swap() {
             })
             .collect();
         let (_, sc, _) = sos(scaled, 16, cols, Pooling::All, &cpu(), None).unwrap();
+        assert_eq!(base.per_image.len(), sc.per_image.len());
         for (a, b) in base.per_image.iter().zip(&sc.per_image) {
             assert!((a - b).abs() < 1e-5, "scaling changed {a} to {b}");
         }
@@ -233,6 +291,7 @@ fn property_range_scaling_invariance_and_label_swap() {
         // Swapping the language and culture labels swaps sur and sem, so every score flips sign.
         let swapped = SosColumns { language: &culture, culture: &language, ..cols };
         let (_, sw, _) = sos(emb.clone(), 16, swapped, Pooling::All, &cpu(), Some(1000)).unwrap();
+        assert_eq!(base.per_image.len(), sw.per_image.len());
         for (a, b) in base.per_image.iter().zip(&sw.per_image) {
             assert!((a + b).abs() < 1e-5, "swap should flip {a} to {}, got {b}", -a);
         }
@@ -258,6 +317,7 @@ fn block_size_does_not_change_scores() {
     let (_, whole, _) = sos(emb.clone(), 24, cols, Pooling::PerModel, &cpu(), None).unwrap();
     for rows in [1, 7, 64, 119, 120, 10_000] {
         let (_, blocked, _) = sos(emb.clone(), 24, cols, Pooling::PerModel, &cpu(), Some(rows)).unwrap();
+        assert_eq!(whole.per_image.len(), blocked.per_image.len());
         for (a, b) in whole.per_image.iter().zip(&blocked.per_image) {
             assert!((a - b).abs() < 1e-6, "block size {rows}: {a} vs {b}");
         }

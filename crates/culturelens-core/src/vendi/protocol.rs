@@ -147,6 +147,7 @@ pub fn intdiv(features: &Features) -> Option<f64> {
     let mut sum = vec![0.0; features.d];
     let mut diag = 0.0;
     for row in features.data.chunks_exact(features.d) {
+        assert_eq!(sum.len(), row.len());
         for (s, v) in sum.iter_mut().zip(row) {
             *s += v;
         }

@@ -200,6 +200,16 @@ fn protocol_is_the_mean_of_direct_batch_scores() {
     // Pairs of this kernel have similarity .5 (items 0, 1), 1 (items 2, 3) or 0: VS_2 of
     // [[1, s], [s, 1]] is 2 / (1 + s²), so every batch score is one of 1.6, 1 and 2.
     assert!(vs.iter().all(|v| [1.6, 1.0, 2.0].iter().any(|w| (v - w).abs() < 1e-12)), "{vs:?}");
+    // Batch by batch: each score is the closed form of its own pair's similarity (the hand kernel
+    // of `categorical`), and the protocol's mean ± sd is that of the closed forms.
+    let hand_k = [[1.0, 0.5, 0.0, 0.0], [0.5, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]];
+    let closed: Vec<f64> =
+        picks.iter().map(|b| 2.0 / (1.0 + hand_k[b[0]][b[1]] * hand_k[b[0]][b[1]])).collect();
+    assert_eq!(closed.len(), vs.len());
+    for (i, (got, want)) in vs.iter().zip(&closed).enumerate() {
+        assert!((got - want).abs() < 1e-12, "batch {i} {:?}: {got} vs 2/(1+s²) = {want}", picks[i]);
+    }
+    assert!(close(p.vs, MeanSd::of(&closed)), "{:?} vs {:?}", p.vs, MeanSd::of(&closed));
 
     // The same protocol on the precomputed kernel matrix gives the same numbers.
     let k: Vec<f64> = (0..4)
