@@ -11,6 +11,10 @@ and ratio. Models:
 The culturelens time covers the whole command (weights loading, decoding, preprocessing,
 model, writing) and is reported as total and as images/s of the embedding loop (printed by
 the command); the PyTorch time covers the processor and the model on preloaded PIL images.
+
+Both sides must compute the same thing: the script compares culturelens's embeddings with
+PyTorch's, row by row, and exits non-zero when they differ by more than 1e-3 (max abs; measured
+differences are ~1e-5) or when the command's output has no rate to read.
 """
 
 import argparse
@@ -58,6 +62,8 @@ def main() -> None:
             )
         embed = lambda pixels: model.extract_features(pixels).mean(dim=(2, 3))  # noqa: E731
     rng = np.random.default_rng(0)
+    for old in imgs.glob("*.png"):  # a previous run's images, possibly more of them
+        old.unlink()
     for i in range(args.images):
         Image.fromarray(rng.integers(0, 256, (512, 512, 3), dtype=np.uint8)).save(imgs / f"{i:05d}.png")
 
@@ -65,9 +71,12 @@ def main() -> None:
     with torch.inference_mode():
         embed(processor(images=pil[:2], return_tensors="pt")["pixel_values"])  # warm-up
         start = time.perf_counter()
-        for i in range(0, len(pil), args.batch):
+        theirs = [
             embed(processor(images=pil[i : i + args.batch], return_tensors="pt")["pixel_values"])
+            for i in range(0, len(pil), args.batch)
+        ]
         torch_s = time.perf_counter() - start
+    theirs = torch.cat(theirs).float().numpy()
     torch_ips = len(pil) / torch_s
 
     out = work / "out.npy"
@@ -80,11 +89,20 @@ def main() -> None:
     )
     total_s = time.perf_counter() - start
     loop = re.search(r"\(([\d.]+) images/s\)", run.stderr)
-    ours_ips = float(loop.group(1)) if loop else len(pil) / total_s
+    if loop is None:
+        sys.exit(f"culturelens embed printed no '(N images/s)' rate; its stderr was:\n{run.stderr}")
+    ours_ips = float(loop.group(1))
+    ours = np.load(out)
+    if ours.shape != theirs.shape:
+        sys.exit(f"culturelens wrote embeddings of shape {ours.shape}, PyTorch computed {theirs.shape}")
+    diff = float(np.abs(ours - theirs).max())
+    if not diff <= 1e-3:
+        sys.exit(f"culturelens and PyTorch embeddings differ by {diff:.2e} (max abs): not the same computation")
 
     print(f"{args.model}, torch {torch.__version__}, {torch.get_num_threads()} threads: {torch_ips:.1f} images/s")
     print(f"culturelens embed (cpu/flex): {ours_ips:.1f} images/s in the embedding loop, {total_s:.1f} s in all")
     print(f"ratio culturelens / torch: {ours_ips / torch_ips:.2f}x")
+    print(f"embeddings agree: max abs difference {diff:.2e} over {ours.shape[0]} x {ours.shape[1]}")
 
 
 if __name__ == "__main__":

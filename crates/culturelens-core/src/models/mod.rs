@@ -1,14 +1,16 @@
 //! Image and text encoders (CLIP and OpenCLIP, SigLIP, DINOv2) and an image-only EfficientNet-Lite written once in Burn, with their weight
 //! loading ([`weights`]) and image preprocessing ([`preprocess`], [`resample`]).
 //!
-//! One file per family, each with a config struct that mirrors transformers' `config.json`,
-//! Burn modules whose fields mirror the checkpoint names, and a `load` that reads the
-//! checkpoint by those names. The outputs are those of transformers: `get_image_features` /
+//! One file per family, each with a config struct that mirrors transformers' `config.json` and
+//! one preset literal for the keys a file leaves out (read by [`config`]), Burn modules whose
+//! fields mirror the checkpoint names, and a `load` that reads the checkpoint through a
+//! prefix-scoped view ([`weights::Vars`]) by those names. The outputs are those of transformers: `get_image_features` /
 //! `get_text_features` for CLIP and SigLIP, `pooler_output` for DINOv2, never normalised.
 //! No file I/O happens here: callers hand in the bytes of `config.json`, `model.safetensors`
 //! and the images.
 
 pub mod clip;
+pub mod config;
 pub mod dinov2;
 pub mod efficientnet;
 pub mod open_clip;
@@ -74,11 +76,12 @@ impl EncoderModel {
     /// Builds the model of `config_json` and loads its checkpoint.
     pub fn load(config_json: &str, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
         let mut model = Self::from_config(config_json, checkpoint.device())?;
+        let vars = checkpoint.vars();
         match &mut model {
-            Self::Clip(m) => m.load(checkpoint)?,
-            Self::Siglip(m) => m.load(checkpoint)?,
-            Self::Dinov2(m) => m.load(checkpoint)?,
-            Self::EfficientNet(m) => m.load(checkpoint)?,
+            Self::Clip(m) => m.load(vars)?,
+            Self::Siglip(m) => m.load(vars)?,
+            Self::Dinov2(m) => m.load(vars)?,
+            Self::EfficientNet(m) => m.load(vars)?,
         }
         Ok(model)
     }
@@ -88,7 +91,7 @@ impl EncoderModel {
     /// (`open_clip_model.safetensors`) through the key table of [`open_clip`].
     pub fn load_open_clip(config: &clip::ClipConfig, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
         let mut model = config.init(checkpoint.device());
-        open_clip::load(&mut model, checkpoint)?;
+        open_clip::load(&mut model, checkpoint.vars())?;
         Ok(Self::Clip(Box::new(model)))
     }
 
@@ -126,9 +129,9 @@ impl EncoderModel {
     pub fn image_dim(&self) -> usize {
         match self {
             Self::Clip(m) => m.config.projection_dim,
-            Self::Siglip(m) => m.config.vision_config.hidden_size,
+            Self::Siglip(m) => m.config.vision_config.encoder.hidden_size,
             Self::Dinov2(m) => m.config.hidden_size,
-            Self::EfficientNet(_) => 1280,
+            Self::EfficientNet(_) => efficientnet::HEAD_WIDTH,
         }
     }
 

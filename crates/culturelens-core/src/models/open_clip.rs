@@ -25,15 +25,16 @@
 //! network beyond this (timm or Hugging Face towers, attentional pooling, layer scale, custom
 //! attention blocks) are refused with the option's name rather than loaded wrongly.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ModelError;
 use super::clip::{Clip, ClipConfig, ClipTextConfig, ClipVisionConfig};
+use super::config::{self, without_nulls};
 use super::preprocess::{Alpha, CropOffset, ImageProcessor, Resize};
 use super::resample::PilFilter;
-use super::vit::Activation;
-use super::weights::{Checkpoint, WeightError, load_conv2d, load_embedding, load_layer_norm};
+use super::vit::{Activation, EncoderConfig};
+use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_norm};
 
 /// `open_clip_config.json`: `{"model_cfg": {...}, "preprocess_cfg": {...}}` (what
 /// `open_clip.push_to_hf_hub` writes). A bare model config (the files of
@@ -56,35 +57,24 @@ pub struct OpenClipConfig {
     pub text_cfg: Value,
 }
 
-/// `preprocess_cfg` (defaults: OpenCLIP's OpenAI mean/std, bicubic, `resize_mode: "shortest"`).
-#[derive(Clone, Debug, Deserialize)]
+/// `preprocess_cfg`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpenClipPreprocess {
-    #[serde(default = "openai_mean")]
     pub mean: [f32; 3],
-    #[serde(default = "openai_std")]
     pub std: [f32; 3],
-    #[serde(default = "bicubic")]
     pub interpolation: String,
-    #[serde(default = "shortest")]
     pub resize_mode: String,
 }
 
-fn openai_mean() -> [f32; 3] {
-    [0.481_454_66, 0.457_827_5, 0.408_210_73]
-}
-fn openai_std() -> [f32; 3] {
-    [0.268_629_54, 0.261_302_6, 0.275_777_1]
-}
-fn bicubic() -> String {
-    "bicubic".into()
-}
-fn shortest() -> String {
-    "shortest".into()
-}
-
 impl Default for OpenClipPreprocess {
+    /// OpenCLIP's defaults: OpenAI's mean and std, bicubic, `resize_mode: "shortest"`.
     fn default() -> Self {
-        Self { mean: openai_mean(), std: openai_std(), interpolation: bicubic(), resize_mode: shortest() }
+        Self {
+            mean: [0.481_454_66, 0.457_827_5, 0.408_210_73],
+            std: [0.268_629_54, 0.261_302_6, 0.275_777_1],
+            interpolation: "bicubic".into(),
+            resize_mode: "shortest".into(),
+        }
     }
 }
 
@@ -124,74 +114,58 @@ impl OpenClipPreprocess {
     }
 }
 
-/// The fields of `vision_cfg` this loader maps (OpenCLIP's `CLIPVisionCfg` defaults).
-#[derive(Deserialize)]
+/// The fields of `vision_cfg` this loader maps.
+#[derive(Serialize, Deserialize)]
 struct VisionCfg {
-    #[serde(default = "twelve")]
+    /// A number for a ViT, a list of stage depths for a ResNet.
     layers: Value,
-    #[serde(default = "vision_width")]
     width: usize,
-    #[serde(default = "sixty_four")]
     head_width: usize,
-    #[serde(default = "four")]
     mlp_ratio: f64,
-    #[serde(default = "sixteen")]
     patch_size: usize,
-    #[serde(default = "image_size")]
+    /// A number or a `[height, width]` pair.
     image_size: Value,
 }
 
-/// The fields of `text_cfg` this loader maps (OpenCLIP's `CLIPTextCfg` defaults).
-#[derive(Deserialize)]
+impl Default for VisionCfg {
+    /// OpenCLIP's `CLIPVisionCfg` defaults.
+    fn default() -> Self {
+        Self {
+            layers: Value::from(12),
+            width: 768,
+            head_width: 64,
+            mlp_ratio: 4.0,
+            patch_size: 16,
+            image_size: Value::from(224),
+        }
+    }
+}
+
+/// The fields of `text_cfg` this loader maps.
+#[derive(Serialize, Deserialize)]
 struct TextCfg {
-    #[serde(default = "context_length")]
     context_length: usize,
-    #[serde(default = "vocab_size")]
     vocab_size: usize,
-    #[serde(default = "text_width")]
     width: usize,
-    #[serde(default = "eight")]
     heads: usize,
-    #[serde(default = "twelve_usize")]
     layers: usize,
-    #[serde(default = "four")]
     mlp_ratio: f64,
-    #[serde(default)]
     pad_id: u32,
 }
 
-fn twelve() -> Value {
-    Value::from(12)
-}
-fn twelve_usize() -> usize {
-    12
-}
-fn vision_width() -> usize {
-    768
-}
-fn sixty_four() -> usize {
-    64
-}
-fn four() -> f64 {
-    4.0
-}
-fn sixteen() -> usize {
-    16
-}
-fn image_size() -> Value {
-    Value::from(224)
-}
-fn context_length() -> usize {
-    77
-}
-fn vocab_size() -> usize {
-    49408
-}
-fn text_width() -> usize {
-    512
-}
-fn eight() -> usize {
-    8
+impl Default for TextCfg {
+    /// OpenCLIP's `CLIPTextCfg` defaults.
+    fn default() -> Self {
+        Self {
+            context_length: 77,
+            vocab_size: 49408,
+            width: 512,
+            heads: 8,
+            layers: 12,
+            mlp_ratio: 4.0,
+            pad_id: 0,
+        }
+    }
 }
 
 /// Options of `vision_cfg` / `text_cfg` that must keep their default for this key table to be
@@ -246,15 +220,16 @@ fn mlp_width(width: usize, mlp_ratio: f64) -> usize {
 }
 
 impl OpenClipFile {
+    /// Reads the file; `null` anywhere is "not set", as in OpenCLIP's dataclass configs.
     pub fn from_json(json: &str) -> Result<Self, ModelError> {
-        let value: Value = serde_json::from_str(json)?;
+        let value = without_nulls(serde_json::from_str(json)?);
         let (model, preprocess) = match value.get("model_cfg") {
             Some(model) => (model.clone(), value.get("preprocess_cfg").cloned()),
             None => (value, None),
         };
         let model_cfg: OpenClipConfig = serde_json::from_value(model)?;
         let preprocess_cfg = match preprocess {
-            Some(p) => serde_json::from_value(p)?,
+            Some(p) => config::from_value(p, &OpenClipPreprocess::default(), &[])?,
             None => OpenClipPreprocess::default(),
         };
         Ok(Self { model_cfg, preprocess_cfg })
@@ -270,8 +245,8 @@ impl OpenClipConfig {
             check_defaults(cfg, tower, defaults)?;
             check_defaults(cfg, tower, BLOCK_DEFAULTS)?;
         }
-        let vision: VisionCfg = serde_json::from_value(self.vision_cfg.clone())?;
-        let text: TextCfg = serde_json::from_value(self.text_cfg.clone())?;
+        let vision: VisionCfg = config::from_value(self.vision_cfg.clone(), &VisionCfg::default(), &[])?;
+        let text: TextCfg = config::from_value(self.text_cfg.clone(), &TextCfg::default(), &[])?;
         let layers = vision.layers.as_u64().ok_or_else(|| {
             ModelError::Unsupported(format!(
                 "open_clip_config.json: vision_cfg.layers = {} describes a ResNet image tower; only ViT towers are supported",
@@ -296,28 +271,26 @@ impl OpenClipConfig {
             )));
         }
         let act = if self.quick_gelu { Activation::QuickGelu } else { Activation::Gelu };
+        let encoder = |width: usize, mlp_ratio: f64, layers: usize, heads: usize| EncoderConfig {
+            hidden_size: width,
+            intermediate_size: mlp_width(width, mlp_ratio),
+            num_hidden_layers: layers,
+            num_attention_heads: heads,
+            hidden_act: act,
+            layer_norm_eps: 1e-5,
+        };
         Ok(ClipConfig {
             projection_dim: self.embed_dim,
             vision_config: ClipVisionConfig {
-                hidden_size: vision.width,
-                intermediate_size: mlp_width(vision.width, vision.mlp_ratio),
-                num_hidden_layers: layers,
-                num_attention_heads: vision.width / vision.head_width,
+                encoder: encoder(vision.width, vision.mlp_ratio, layers, vision.width / vision.head_width),
                 num_channels: 3,
                 image_size,
                 patch_size: vision.patch_size,
-                hidden_act: act,
-                layer_norm_eps: 1e-5,
             },
             text_config: ClipTextConfig {
                 vocab_size: text.vocab_size,
-                hidden_size: text.width,
-                intermediate_size: mlp_width(text.width, text.mlp_ratio),
-                num_hidden_layers: text.layers,
-                num_attention_heads: text.heads,
+                encoder: encoder(text.width, text.mlp_ratio, text.layers, text.heads),
                 max_position_embeddings: text.context_length,
-                hidden_act: act,
-                layer_norm_eps: 1e-5,
                 // `eos_token_id == 2` selects the highest-id pooling (`pool_type: "argmax"`).
                 eos_token_id: 2,
                 pad_token_id: Some(text.pad_id),
@@ -327,36 +300,29 @@ impl OpenClipConfig {
 }
 
 /// Loads an OpenCLIP state dict into `clip` (built from [`OpenClipConfig::clip_config`]).
-pub fn load(clip: &mut Clip, ck: &Checkpoint) -> Result<(), WeightError> {
+/// `visual.proj` and `text_projection` are `[d_in, d_out]` matrices applied as `x @ proj`:
+/// already Burn's `Linear` layout, so they are not transposed.
+pub fn load(clip: &mut Clip, vars: Vars) -> Result<(), WeightError> {
+    let visual = vars.pp("visual");
     let v = &mut clip.vision_model;
-    let [d] = v.class_embedding.lazy_shape().dims();
-    load_conv2d(&mut v.patch_embedding, ck, "visual.conv1")?;
-    v.class_embedding = ck.param("visual.class_embedding", [d])?;
-    load_embedding(&mut v.position_embedding, ck, "visual.positional_embedding")?;
-    load_layer_norm(&mut v.pre_layrnorm, ck, "visual.ln_pre")?;
-    v.encoder.load_open_clip(ck, "visual.transformer")?;
-    load_layer_norm(&mut v.post_layernorm, ck, "visual.ln_post")?;
-    load_matmul_projection(&mut clip.visual_projection, ck, "visual.proj")?;
+    load_conv2d(&mut v.patch_embedding, visual.pp("conv1"))?;
+    v.class_embedding = visual.param("class_embedding", &v.class_embedding)?;
+    let positions = &mut v.position_embedding.weight;
+    *positions = visual.param("positional_embedding", positions)?;
+    load_layer_norm(&mut v.pre_layrnorm, visual.pp("ln_pre"))?;
+    v.encoder.load_open_clip(visual.pp("transformer"))?;
+    load_layer_norm(&mut v.post_layernorm, visual.pp("ln_post"))?;
+    clip.visual_projection.weight = visual.param("proj", &clip.visual_projection.weight)?;
 
     // The built-in text tower sits at the top level; `custom_text` models nest it under `text.`.
-    let t = if ck.contains("text.token_embedding.weight") { "text." } else { "" };
-    let m = &mut clip.text_model;
-    load_embedding(&mut m.token_embedding, ck, &format!("{t}token_embedding.weight"))?;
-    load_embedding(&mut m.position_embedding, ck, &format!("{t}positional_embedding"))?;
-    m.encoder.load_open_clip(ck, &format!("{t}transformer"))?;
-    load_layer_norm(&mut m.final_layer_norm, ck, &format!("{t}ln_final"))?;
-    load_matmul_projection(&mut clip.text_projection, ck, &format!("{t}text_projection"))
-}
-
-/// A projection stored as a `[d_in, d_out]` parameter applied as `x @ proj` — already Burn's
-/// `Linear` layout, so no transpose.
-fn load_matmul_projection(
-    linear: &mut burn::nn::Linear,
-    ck: &Checkpoint,
-    key: &str,
-) -> Result<(), WeightError> {
-    let shape: [usize; 2] = linear.weight.lazy_shape().dims();
-    linear.weight = ck.param(key, shape)?;
+    let text = if vars.contains("text.token_embedding.weight") { vars.pp("text") } else { vars };
+    let t = &mut clip.text_model;
+    load_embedding(&mut t.embeddings.token_embedding, text.pp("token_embedding"))?;
+    let positions = &mut t.embeddings.position_embedding.weight;
+    *positions = text.param("positional_embedding", positions)?;
+    t.encoder.load_open_clip(text.pp("transformer"))?;
+    load_layer_norm(&mut t.final_layer_norm, text.pp("ln_final"))?;
+    clip.text_projection.weight = text.param("text_projection", &clip.text_projection.weight)?;
     Ok(())
 }
 
@@ -372,15 +338,17 @@ mod tests {
         let c = OpenClipFile::from_json(bigg).unwrap().model_cfg.clip_config().unwrap();
         assert_eq!(c.projection_dim, 1280);
         let v = &c.vision_config;
+        let e = &v.encoder;
         assert_eq!(
-            (v.hidden_size, v.intermediate_size, v.num_attention_heads, v.num_hidden_layers),
+            (e.hidden_size, e.intermediate_size, e.num_attention_heads, e.num_hidden_layers),
             (1664, 8192, 16, 48)
         );
         assert_eq!((v.patch_size, v.image_size), (14, 224));
-        assert!(matches!(v.hidden_act, Activation::Gelu));
+        assert!(matches!(e.hidden_act, Activation::Gelu));
         let t = &c.text_config;
+        let e = &t.encoder;
         assert_eq!(
-            (t.hidden_size, t.intermediate_size, t.num_attention_heads, t.num_hidden_layers),
+            (e.hidden_size, e.intermediate_size, e.num_attention_heads, e.num_hidden_layers),
             (1280, 5120, 20, 32)
         );
         assert_eq!((t.max_position_embeddings, t.eos_token_id, t.pad_token_id), (77, 2, Some(0)));
@@ -390,7 +358,8 @@ mod tests {
             "preprocess_cfg": {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}}"#;
         let file = OpenClipFile::from_json(h).unwrap();
         let c = file.model_cfg.clip_config().unwrap();
-        assert_eq!((c.vision_config.intermediate_size, c.vision_config.num_attention_heads), (5120, 16));
+        let e = &c.vision_config.encoder;
+        assert_eq!((e.intermediate_size, e.num_attention_heads), (5120, 16));
         assert_eq!(file.preprocess_cfg.mean, [0.5; 3]);
         assert_eq!(file.preprocess_cfg.interpolation, "bicubic");
     }

@@ -2,12 +2,15 @@
 //! `preprocessor_config.json`: convert to RGB (alpha composited onto white), resize with
 //! Pillow's filter, centre crop, rescale and normalise, giving `pixel_values` in CHW order.
 //!
-//! Decoding uses the `image` crate: PNG and lossless WebP decode to the same pixels as Pillow;
-//! JPEG decoders differ by a few grey levels between libjpeg-turbo and `zune-jpeg`.
+//! [`decode`] uses the `image` crate: PNG and lossless WebP decode to the same pixels as Pillow;
+//! its JPEG decoder (`zune-jpeg`) differs from Pillow's libjpeg-turbo by a few grey levels, so
+//! the native reader decodes JPEG itself and hands in the [`Decoded`] image. EXIF orientation is
+//! not applied, as transformers' processors do not apply it to the images they are given.
 
 use image::{DynamicImage, ImageReader};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::config;
 use super::resample::{PilFilter, pil_resize_nearest_u8, pil_resize_u8};
 
 /// Why an image could not be turned into `pixel_values`.
@@ -20,56 +23,50 @@ pub enum PreprocessError {
 }
 
 /// A `size`/`crop_size` entry: an integer (old configs) or a dict.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SizeSpec {
     Square(u32),
-    Dict {
-        #[serde(default)]
-        shortest_edge: Option<u32>,
-        #[serde(default)]
-        height: Option<u32>,
-        #[serde(default)]
-        width: Option<u32>,
-    },
+    Dict { shortest_edge: Option<u32>, height: Option<u32>, width: Option<u32> },
 }
 
 /// `preprocessor_config.json` of a CLIP, SigLIP or DINOv2 (Bit) image processor.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ImageProcessorConfig {
-    #[serde(default)]
     pub image_processor_type: Option<String>,
-    #[serde(default = "yes")]
     pub do_convert_rgb: bool,
-    #[serde(default = "yes")]
     pub do_resize: bool,
     pub size: Option<SizeSpec>,
-    #[serde(default = "bilinear")]
     pub resample: u8,
-    #[serde(default)]
     pub do_center_crop: bool,
-    #[serde(default)]
     pub crop_size: Option<SizeSpec>,
-    #[serde(default = "yes")]
     pub do_rescale: bool,
-    #[serde(default = "inv255")]
     pub rescale_factor: f64,
-    #[serde(default = "yes")]
     pub do_normalize: bool,
-    #[serde(default)]
     pub image_mean: Option<[f32; 3]>,
-    #[serde(default)]
     pub image_std: Option<[f32; 3]>,
 }
 
-fn yes() -> bool {
-    true
-}
-fn bilinear() -> u8 {
-    2
-}
-fn inv255() -> f64 {
-    1.0 / 255.0
+impl Default for ImageProcessorConfig {
+    /// transformers' `BaseImageProcessor` defaults: the values of every key a file leaves
+    /// out. `size`, `crop_size`, `image_mean` and `image_std` have no default here (the
+    /// processor classes differ); a pipeline that needs one refuses a file without it.
+    fn default() -> Self {
+        Self {
+            image_processor_type: None,
+            do_convert_rgb: true,
+            do_resize: true,
+            size: None,
+            resample: 2, // PILImageResampling.BILINEAR
+            do_center_crop: false,
+            crop_size: None,
+            do_rescale: true,
+            rescale_factor: 1.0 / 255.0,
+            do_normalize: true,
+            image_mean: None,
+            image_std: None,
+        }
+    }
 }
 
 /// How the short side or both sides are resized.
@@ -117,8 +114,9 @@ pub struct ImageProcessor {
 }
 
 impl ImageProcessorConfig {
+    /// Reads `preprocessor_config.json` over [`Self::default`] (`null` is "not set").
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(json)
+        config::from_json(json, &Self::default(), &[])
     }
 
     /// Resolves the config into a pipeline. An integer `size` means the shortest edge for
@@ -207,12 +205,24 @@ pub struct Rgb8 {
     pub data: Vec<u8>,
 }
 
-/// Decodes PNG/JPEG/WebP bytes (format guessed from the content).
-pub fn decode(bytes: &[u8]) -> Result<DynamicImage, PreprocessError> {
-    Ok(ImageReader::new(std::io::Cursor::new(bytes))
+/// A decoded image, with what of Pillow's image mode the preprocessing needs to know.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    pub image: DynamicImage,
+    /// Pillow opens the file as a palette (`P`) or bilevel (`1`) image, which its
+    /// `Image.resize` samples with nearest neighbour whatever filter is asked for.
+    pub palette_or_bilevel: bool,
+}
+
+/// Decodes PNG/JPEG/WebP bytes (format guessed from the content) with the `image` crate. PNG
+/// and WebP pixels equal Pillow's; JPEG pixels do not quite (`zune-jpeg` is not libjpeg-turbo):
+/// the native reader (`culturelens-models-io`) decodes JPEG with libjpeg-turbo's code instead.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, PreprocessError> {
+    let image = ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(image::ImageError::IoError)?
-        .decode()?)
+        .decode()?;
+    Ok(Decoded { image, palette_or_bilevel: pillow_opens_as_palette_or_bilevel(bytes) })
 }
 
 /// Pillow's `convert("RGB")`, compositing images with alpha onto white first
@@ -385,18 +395,23 @@ impl ImageProcessor {
         }
     }
 
-    /// Decodes `bytes` and returns its `pixel_values`.
+    /// Decodes `bytes` with [`decode`] and returns its `pixel_values`.
     pub fn pixel_values(&self, bytes: &[u8]) -> Result<PixelValues, PreprocessError> {
-        let image = decode(bytes)?;
+        Ok(self.pixel_values_decoded(&decode(bytes)?))
+    }
+
+    /// The `pixel_values` of a decoded image.
+    pub fn pixel_values_decoded(&self, decoded: &Decoded) -> PixelValues {
+        let image = &decoded.image;
         if self.alpha == Alpha::Drop && self.resize.is_some() {
-            if pillow_opens_as_palette_or_bilevel(bytes) {
-                return Ok(self.pixel_values_rgb_resampled(&to_rgb8(&image, Alpha::Drop), true));
+            if decoded.palette_or_bilevel {
+                return self.pixel_values_rgb_resampled(&to_rgb8(image, Alpha::Drop), true);
             }
             if image.color().has_alpha() {
-                return Ok(self.pixel_values_rgba_drop(&image));
+                return self.pixel_values_rgba_drop(image);
             }
         }
-        Ok(self.pixel_values_rgb(&to_rgb8(&image, self.alpha)))
+        self.pixel_values_rgb(&to_rgb8(image, self.alpha))
     }
 }
 

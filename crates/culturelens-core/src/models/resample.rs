@@ -152,10 +152,10 @@ pub fn pil_resize_u8<const C: usize>(
 ) -> Vec<u8> {
     if out_w > width && out_h < height {
         let t = transpose_u8::<C>(px, width, height);
-        let resized = resize_horizontal_first::<C>(&t, height, width, out_h, out_w, filter);
+        let resized = resize_horizontal_first::<C>(&t, (height, width), (out_h, out_w), filter);
         return transpose_u8::<C>(&resized, out_h, out_w);
     }
-    resize_horizontal_first::<C>(px, width, height, out_w, out_h, filter)
+    resize_horizontal_first::<C>(px, (width, height), (out_w, out_h), filter)
 }
 
 /// Pillow's `Image.resize(size, NEAREST)` on interleaved `C`-channel pixels, which Pillow also
@@ -204,13 +204,12 @@ fn transpose_u8<const C: usize>(px: &[u8], width: usize, height: usize) -> Vec<u
     out
 }
 
-/// `ImagingResampleInner`: horizontal pass (on the rows the vertical pass reads), then vertical.
+/// `ImagingResampleInner`: horizontal pass (on the rows the vertical pass reads), then vertical,
+/// from `(width, height)` to `(out_w, out_h)`.
 fn resize_horizontal_first<const C: usize>(
     px: &[u8],
-    width: usize,
-    height: usize,
-    out_w: usize,
-    out_h: usize,
+    (width, height): (usize, usize),
+    (out_w, out_h): (usize, usize),
     filter: PilFilter,
 ) -> Vec<u8> {
     assert_eq!(px.len(), width * height * C, "{C}-channel buffer does not match {width} × {height}");

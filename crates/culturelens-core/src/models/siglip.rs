@@ -7,101 +7,77 @@ use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::vit::{Activation, Attention, Encoder, EncoderShape, Mlp};
-use super::weights::{Checkpoint, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear};
+use super::config;
+use super::vit::{Activation, Attention, Encoder, EncoderConfig, Mlp, TextEmbeddings, pad_ids};
+use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear};
 
 /// `config.json` of a `SiglipModel`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SiglipConfig {
     pub text_config: SiglipTextConfig,
     pub vision_config: SiglipVisionConfig,
 }
 
-/// `text_config` (defaults: transformers' `SiglipTextConfig`).
-#[derive(Clone, Debug, Deserialize)]
+/// `text_config` of a `SiglipConfig`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SiglipTextConfig {
-    #[serde(default = "defaults::vocab_size")]
     pub vocab_size: usize,
-    #[serde(default = "defaults::hidden_size")]
-    pub hidden_size: usize,
-    #[serde(default = "defaults::intermediate_size")]
-    pub intermediate_size: usize,
-    #[serde(default = "defaults::layers_heads")]
-    pub num_hidden_layers: usize,
-    #[serde(default = "defaults::layers_heads")]
-    pub num_attention_heads: usize,
-    #[serde(default = "defaults::max_position_embeddings")]
+    #[serde(flatten)]
+    pub encoder: EncoderConfig,
     pub max_position_embeddings: usize,
-    #[serde(default = "defaults::hidden_act")]
-    pub hidden_act: Activation,
-    #[serde(default = "defaults::layer_norm_eps")]
-    pub layer_norm_eps: f64,
-    #[serde(default = "defaults::pad_token_id")]
     pub pad_token_id: u32,
     /// Output size of `head`; transformers defaults it to `hidden_size`.
-    #[serde(default)]
     pub projection_size: Option<usize>,
 }
 
-/// `vision_config` (defaults: transformers' `SiglipVisionConfig`).
-#[derive(Clone, Debug, Deserialize)]
+/// `vision_config` of a `SiglipConfig`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SiglipVisionConfig {
-    #[serde(default = "defaults::hidden_size")]
-    pub hidden_size: usize,
-    #[serde(default = "defaults::intermediate_size")]
-    pub intermediate_size: usize,
-    #[serde(default = "defaults::layers_heads")]
-    pub num_hidden_layers: usize,
-    #[serde(default = "defaults::layers_heads")]
-    pub num_attention_heads: usize,
-    #[serde(default = "defaults::num_channels")]
+    #[serde(flatten)]
+    pub encoder: EncoderConfig,
     pub num_channels: usize,
-    #[serde(default = "defaults::image_size")]
     pub image_size: usize,
-    #[serde(default = "defaults::patch_size")]
     pub patch_size: usize,
-    #[serde(default = "defaults::hidden_act")]
-    pub hidden_act: Activation,
-    #[serde(default = "defaults::layer_norm_eps")]
-    pub layer_norm_eps: f64,
 }
 
-mod defaults {
-    use super::Activation;
-    pub fn vocab_size() -> usize {
-        32000
+impl SiglipConfig {
+    /// `google/siglip-base-patch16-224`, whose values are transformers' `SiglipConfig`
+    /// defaults: the values of every key a `config.json` leaves out.
+    pub fn base_patch16_224() -> Self {
+        let encoder = EncoderConfig {
+            hidden_size: 768,
+            intermediate_size: 3072,
+            num_hidden_layers: 12,
+            num_attention_heads: 12,
+            hidden_act: Activation::GeluPytorchTanh,
+            layer_norm_eps: 1e-6,
+        };
+        Self {
+            text_config: SiglipTextConfig {
+                vocab_size: 32000,
+                encoder,
+                max_position_embeddings: 64,
+                pad_token_id: 1,
+                projection_size: None,
+            },
+            vision_config: SiglipVisionConfig { encoder, num_channels: 3, image_size: 224, patch_size: 16 },
+        }
     }
-    pub fn hidden_size() -> usize {
-        768
+
+    /// Reads `config.json` over [`Self::base_patch16_224`] (`null` is "not set"); both tower
+    /// configs must be present.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        config::from_json(json, &Self::base_patch16_224(), &["text_config", "vision_config"])
     }
-    pub fn intermediate_size() -> usize {
-        3072
-    }
-    pub fn layers_heads() -> usize {
-        12
-    }
-    pub fn max_position_embeddings() -> usize {
-        64
-    }
-    pub fn hidden_act() -> Activation {
-        Activation::GeluPytorchTanh
-    }
-    pub fn layer_norm_eps() -> f64 {
-        1e-6
-    }
-    pub fn pad_token_id() -> u32 {
-        1
-    }
-    pub fn num_channels() -> usize {
-        3
-    }
-    pub fn image_size() -> usize {
-        224
-    }
-    pub fn patch_size() -> usize {
-        16
+
+    pub fn init(&self, device: &Device) -> Siglip {
+        Siglip {
+            vision_model: self.vision_config.init(device),
+            text_model: self.text_config.init(device),
+            config: self.clone(),
+        }
     }
 }
 
@@ -112,6 +88,17 @@ pub struct PoolingHead {
     pub attention: Attention,
     pub layernorm: LayerNorm,
     pub mlp: Mlp,
+}
+
+impl PoolingHead {
+    /// Loads `probe`, `attention` (an `nn.MultiheadAttention`: q, k, v stacked in
+    /// `in_proj_weight` / `in_proj_bias`), `layernorm` and `mlp`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        self.probe = vars.param("probe", &self.probe)?;
+        self.attention.load_fused(vars.pp("attention"))?;
+        load_layer_norm(&mut self.layernorm, vars.pp("layernorm"))?;
+        self.mlp.load(vars.pp("mlp"))
+    }
 }
 
 /// `vision_model` of `SiglipModel`.
@@ -127,8 +114,7 @@ pub struct SiglipVisionTransformer {
 /// `text_model` of `SiglipModel`.
 #[derive(Module, Debug)]
 pub struct SiglipTextTransformer {
-    pub token_embedding: Embedding,
-    pub position_embedding: Embedding,
+    pub embeddings: TextEmbeddings,
     pub encoder: Encoder,
     pub final_layer_norm: LayerNorm,
     pub head: Linear,
@@ -144,33 +130,23 @@ pub struct Siglip {
 }
 
 impl SiglipVisionConfig {
-    fn encoder_shape(&self) -> EncoderShape {
-        EncoderShape {
-            hidden: self.hidden_size,
-            intermediate: self.intermediate_size,
-            layers: self.num_hidden_layers,
-            heads: self.num_attention_heads,
-            layer_norm_eps: self.layer_norm_eps,
-            act: self.hidden_act,
-        }
-    }
-
     pub fn init(&self, device: &Device) -> SiglipVisionTransformer {
-        let d = self.hidden_size;
-        let norm = || LayerNormConfig::new(d).with_epsilon(self.layer_norm_eps).init(device);
+        let EncoderConfig { hidden_size: d, intermediate_size, num_attention_heads, hidden_act, .. } =
+            self.encoder;
+        let norm = || LayerNormConfig::new(d).with_epsilon(self.encoder.layer_norm_eps).init(device);
         SiglipVisionTransformer {
             patch_embedding: Conv2dConfig::new([self.num_channels, d], [self.patch_size; 2])
                 .with_stride([self.patch_size; 2])
                 .init(device),
             position_embedding: EmbeddingConfig::new((self.image_size / self.patch_size).pow(2), d)
                 .init(device),
-            encoder: Encoder::init(&self.encoder_shape(), device),
+            encoder: Encoder::init(&self.encoder, device),
             post_layernorm: norm(),
             head: PoolingHead {
                 probe: Param::from_tensor(Tensor::zeros([1, 1, d], device)),
-                attention: Attention::init(d, self.num_attention_heads, true, device),
+                attention: Attention::init(d, num_attention_heads, true, device),
                 layernorm: norm(),
-                mlp: Mlp::init(d, self.intermediate_size, self.hidden_act, device),
+                mlp: Mlp::init(d, intermediate_size, hidden_act, device),
             },
         }
     }
@@ -178,56 +154,25 @@ impl SiglipVisionConfig {
 
 impl SiglipTextConfig {
     pub fn init(&self, device: &Device) -> SiglipTextTransformer {
-        let d = self.hidden_size;
-        let shape = EncoderShape {
-            hidden: d,
-            intermediate: self.intermediate_size,
-            layers: self.num_hidden_layers,
-            heads: self.num_attention_heads,
-            layer_norm_eps: self.layer_norm_eps,
-            act: self.hidden_act,
-        };
+        let d = self.encoder.hidden_size;
         SiglipTextTransformer {
-            token_embedding: EmbeddingConfig::new(self.vocab_size, d).init(device),
-            position_embedding: EmbeddingConfig::new(self.max_position_embeddings, d).init(device),
-            encoder: Encoder::init(&shape, device),
-            final_layer_norm: LayerNormConfig::new(d).with_epsilon(self.layer_norm_eps).init(device),
+            embeddings: TextEmbeddings::init(self.vocab_size, self.max_position_embeddings, d, device),
+            encoder: Encoder::init(&self.encoder, device),
+            final_layer_norm: LayerNormConfig::new(d).with_epsilon(self.encoder.layer_norm_eps).init(device),
             head: LinearConfig::new(d, self.projection_size.unwrap_or(d)).init(device),
         }
     }
 }
 
-impl SiglipConfig {
-    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(json)
-    }
-
-    pub fn init(&self, device: &Device) -> Siglip {
-        Siglip {
-            vision_model: self.vision_config.init(device),
-            text_model: self.text_config.init(device),
-            config: self.clone(),
-        }
-    }
-}
-
 impl SiglipVisionTransformer {
-    pub fn load(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
-        load_conv2d(&mut self.patch_embedding, ck, &format!("{prefix}.embeddings.patch_embedding"))?;
-        load_embedding(
-            &mut self.position_embedding,
-            ck,
-            &format!("{prefix}.embeddings.position_embedding.weight"),
-        )?;
-        self.encoder.load(ck, &format!("{prefix}.encoder"))?;
-        load_layer_norm(&mut self.post_layernorm, ck, &format!("{prefix}.post_layernorm"))?;
-        let head = &mut self.head;
-        let shape: [usize; 3] = head.probe.lazy_shape().dims();
-        head.probe = ck.param(&format!("{prefix}.head.probe"), shape)?;
-        // nn.MultiheadAttention stacks q, k, v in `in_proj_weight` / `in_proj_bias`.
-        head.attention.load_fused(ck, &format!("{prefix}.head.attention"))?;
-        load_layer_norm(&mut head.layernorm, ck, &format!("{prefix}.head.layernorm"))?;
-        head.mlp.load(ck, &format!("{prefix}.head.mlp"))
+    /// Loads `embeddings.*`, `encoder`, `post_layernorm` and the pooling `head`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        let embeddings = vars.pp("embeddings");
+        load_conv2d(&mut self.patch_embedding, embeddings.pp("patch_embedding"))?;
+        load_embedding(&mut self.position_embedding, embeddings.pp("position_embedding"))?;
+        self.encoder.load(vars.pp("encoder"))?;
+        load_layer_norm(&mut self.post_layernorm, vars.pp("post_layernorm"))?;
+        self.head.load(vars.pp("head"))
     }
 
     /// `pooler_output` `[batch, hidden]` of `pixel_values` `[batch, 3, H, W]`.
@@ -245,28 +190,19 @@ impl SiglipVisionTransformer {
 }
 
 impl SiglipTextTransformer {
-    pub fn load(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
-        load_embedding(
-            &mut self.token_embedding,
-            ck,
-            &format!("{prefix}.embeddings.token_embedding.weight"),
-        )?;
-        load_embedding(
-            &mut self.position_embedding,
-            ck,
-            &format!("{prefix}.embeddings.position_embedding.weight"),
-        )?;
-        self.encoder.load(ck, &format!("{prefix}.encoder"))?;
-        load_layer_norm(&mut self.final_layer_norm, ck, &format!("{prefix}.final_layer_norm"))?;
-        load_linear(&mut self.head, ck, &format!("{prefix}.head"))
+    /// Loads `embeddings`, `encoder`, `final_layer_norm` and `head`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        self.embeddings.load(vars.pp("embeddings"))?;
+        self.encoder.load(vars.pp("encoder"))?;
+        load_layer_norm(&mut self.final_layer_norm, vars.pp("final_layer_norm"))?;
+        load_linear(&mut self.head, vars.pp("head"))
     }
 
     /// `pooler_output` of `input_ids` `[batch, len]` (the `head` of the last position).
     pub fn pooled(&self, input_ids: Tensor<2, Int>) -> Tensor<2> {
         let [batch, len] = input_ids.dims();
-        let positions = self.position_embedding.weight.val();
-        let d = positions.dims()[1];
-        let x = self.token_embedding.forward(input_ids) + positions.slice([0..len, 0..d]).unsqueeze::<3>();
+        let x = self.embeddings.forward(input_ids);
+        let d = x.dims()[2];
         let x = self.final_layer_norm.forward(self.encoder.forward(x, false));
         self.head.forward(x.slice([0..batch, len - 1..len, 0..d]).reshape([batch, d]))
     }
@@ -274,9 +210,9 @@ impl SiglipTextTransformer {
 
 impl Siglip {
     /// Loads every tensor of a transformers `SiglipModel` checkpoint used for embeddings.
-    pub fn load(&mut self, ck: &Checkpoint) -> Result<(), WeightError> {
-        self.vision_model.load(ck, "vision_model")?;
-        self.text_model.load(ck, "text_model")
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        self.vision_model.load(vars.pp("vision_model"))?;
+        self.text_model.load(vars.pp("text_model"))
     }
 
     /// `get_image_features`, `[batch, hidden]`.
@@ -297,7 +233,7 @@ impl Siglip {
                     .collect()
             })
             .collect();
-        let (input_ids, _) = super::clip::pad_ids(&padded, text.pad_token_id, device);
+        let input_ids = pad_ids(&padded, text.pad_token_id, device);
         self.text_model.pooled(input_ids)
     }
 }

@@ -1,19 +1,20 @@
 //! Transformer pieces shared by the CLIP and SigLIP towers (and the attention of DINOv2): the
 //! pre-norm encoder layer `x + attn(ln1(x))`, `x + mlp(ln2(x))` with separate q/k/v/out
-//! projections, exactly as in transformers' `CLIPEncoderLayer` / `SiglipEncoderLayer`.
+//! projections, exactly as in transformers' `CLIPEncoderLayer` / `SiglipEncoderLayer` — and the
+//! padding of token ids for the text towers.
 
 use burn::module::Module;
-use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Device, Tensor};
-use serde::Deserialize;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
 
-use super::weights::{Checkpoint, WeightError, load_layer_norm, load_linear, load_linear_rows};
+use super::weights::{Vars, WeightError, load_embedding, load_layer_norm, load_linear, load_linear_rows};
 
 /// The `hidden_act` of a transformers config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Activation {
     /// `x · sigmoid(1.702 x)` (OpenAI CLIP).
@@ -58,22 +59,22 @@ impl Attention {
         }
     }
 
-    /// Loads the projections named `q`, `k`, `v`, `out` under `prefix`.
-    pub fn load(&mut self, ck: &Checkpoint, prefix: &str, names: [&str; 4]) -> Result<(), WeightError> {
-        load_linear(&mut self.q_proj, ck, &format!("{prefix}.{}", names[0]))?;
-        load_linear(&mut self.k_proj, ck, &format!("{prefix}.{}", names[1]))?;
-        load_linear(&mut self.v_proj, ck, &format!("{prefix}.{}", names[2]))?;
-        load_linear(&mut self.out_proj, ck, &format!("{prefix}.{}", names[3]))
+    /// Loads the projections `q`, `k`, `v`, `out` from the scopes `vars.pp(name)` of `names`
+    /// (`["q_proj", "k_proj", "v_proj", "out_proj"]` in transformers' CLIP and SigLIP).
+    pub fn load(&mut self, vars: &Vars, names: [&str; 4]) -> Result<(), WeightError> {
+        load_linear(&mut self.q_proj, vars.pp(names[0]))?;
+        load_linear(&mut self.k_proj, vars.pp(names[1]))?;
+        load_linear(&mut self.v_proj, vars.pp(names[2]))?;
+        load_linear(&mut self.out_proj, vars.pp(names[3]))
     }
 
-    /// Loads an `nn.MultiheadAttention` stored under `prefix`: q, k and v stacked in
-    /// `in_proj_weight` / `in_proj_bias`, and `out_proj`.
-    pub fn load_fused(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
-        let (w, b) = (format!("{prefix}.in_proj_weight"), format!("{prefix}.in_proj_bias"));
+    /// Loads an `nn.MultiheadAttention`: q, k and v stacked in `in_proj_weight` /
+    /// `in_proj_bias`, and `out_proj`.
+    pub fn load_fused(&mut self, vars: Vars) -> Result<(), WeightError> {
         for (part, proj) in [&mut self.q_proj, &mut self.k_proj, &mut self.v_proj].into_iter().enumerate() {
-            load_linear_rows(proj, ck, &w, &b, part, 3)?;
+            load_linear_rows(proj, &vars, ["in_proj_weight", "in_proj_bias"], part, 3)?;
         }
-        load_linear(&mut self.out_proj, ck, &format!("{prefix}.out_proj"))
+        load_linear(&mut self.out_proj, vars.pp("out_proj"))
     }
 
     /// `softmax(q kᵀ / √d_head) v` over `[batch, tokens, hidden]`; `causal` masks future tokens.
@@ -119,9 +120,10 @@ impl Mlp {
         }
     }
 
-    pub fn load(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
-        load_linear(&mut self.fc1, ck, &format!("{prefix}.fc1"))?;
-        load_linear(&mut self.fc2, ck, &format!("{prefix}.fc2"))
+    /// Loads `fc1` and `fc2`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_linear(&mut self.fc1, vars.pp("fc1"))?;
+        load_linear(&mut self.fc2, vars.pp("fc2"))
     }
 
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
@@ -129,15 +131,16 @@ impl Mlp {
     }
 }
 
-/// Shape of a CLIP/SigLIP transformer stack, read from the tower's config.
-#[derive(Clone, Copy, Debug)]
-pub struct EncoderShape {
-    pub hidden: usize,
-    pub intermediate: usize,
-    pub layers: usize,
-    pub heads: usize,
+/// The keys of a transformers tower config (`CLIPTextConfig`, `SiglipVisionConfig`, …) that
+/// shape its encoder stack; each tower config holds them flattened, as `config.json` does.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EncoderConfig {
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub hidden_act: Activation,
     pub layer_norm_eps: f64,
-    pub act: Activation,
 }
 
 /// One pre-norm layer (`CLIPEncoderLayer`).
@@ -156,45 +159,42 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    pub fn init(shape: &EncoderShape, device: &Device) -> Self {
-        let norm = || LayerNormConfig::new(shape.hidden).with_epsilon(shape.layer_norm_eps).init(device);
-        let layers = (0..shape.layers)
+    pub fn init(config: &EncoderConfig, device: &Device) -> Self {
+        let d = config.hidden_size;
+        let norm = || LayerNormConfig::new(d).with_epsilon(config.layer_norm_eps).init(device);
+        let layers = (0..config.num_hidden_layers)
             .map(|_| EncoderLayer {
                 layer_norm1: norm(),
-                self_attn: Attention::init(shape.hidden, shape.heads, true, device),
+                self_attn: Attention::init(d, config.num_attention_heads, true, device),
                 layer_norm2: norm(),
-                mlp: Mlp::init(shape.hidden, shape.intermediate, shape.act, device),
+                mlp: Mlp::init(d, config.intermediate_size, config.hidden_act, device),
             })
             .collect();
         Self { layers }
     }
 
-    /// Loads `{prefix}.layers.{i}.{layer_norm1, self_attn.{q,k,v,out}_proj, layer_norm2, mlp}`.
-    pub fn load(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
+    /// Loads `layers.{i}.{layer_norm1, self_attn.{q,k,v,out}_proj, layer_norm2, mlp}`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         for (i, layer) in self.layers.iter_mut().enumerate() {
-            let p = format!("{prefix}.layers.{i}");
-            load_layer_norm(&mut layer.layer_norm1, ck, &format!("{p}.layer_norm1"))?;
-            layer.self_attn.load(
-                ck,
-                &format!("{p}.self_attn"),
-                ["q_proj", "k_proj", "v_proj", "out_proj"],
-            )?;
-            load_layer_norm(&mut layer.layer_norm2, ck, &format!("{p}.layer_norm2"))?;
-            layer.mlp.load(ck, &format!("{p}.mlp"))?;
+            let vars = vars.pp("layers").pp(i);
+            load_layer_norm(&mut layer.layer_norm1, vars.pp("layer_norm1"))?;
+            layer.self_attn.load(&vars.pp("self_attn"), ["q_proj", "k_proj", "v_proj", "out_proj"])?;
+            load_layer_norm(&mut layer.layer_norm2, vars.pp("layer_norm2"))?;
+            layer.mlp.load(vars.pp("mlp"))?;
         }
         Ok(())
     }
 
-    /// Loads OpenCLIP's `{prefix}.resblocks.{i}.{ln_1, attn, ln_2, mlp.c_fc, mlp.c_proj}`
+    /// Loads OpenCLIP's `resblocks.{i}.{ln_1, attn, ln_2, mlp.c_fc, mlp.c_proj}`
     /// (`ResidualAttentionBlock` with `nn.MultiheadAttention`).
-    pub fn load_open_clip(&mut self, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
+    pub fn load_open_clip(&mut self, vars: Vars) -> Result<(), WeightError> {
         for (i, layer) in self.layers.iter_mut().enumerate() {
-            let p = format!("{prefix}.resblocks.{i}");
-            load_layer_norm(&mut layer.layer_norm1, ck, &format!("{p}.ln_1"))?;
-            layer.self_attn.load_fused(ck, &format!("{p}.attn"))?;
-            load_layer_norm(&mut layer.layer_norm2, ck, &format!("{p}.ln_2"))?;
-            load_linear(&mut layer.mlp.fc1, ck, &format!("{p}.mlp.c_fc"))?;
-            load_linear(&mut layer.mlp.fc2, ck, &format!("{p}.mlp.c_proj"))?;
+            let vars = vars.pp("resblocks").pp(i);
+            load_layer_norm(&mut layer.layer_norm1, vars.pp("ln_1"))?;
+            layer.self_attn.load_fused(vars.pp("attn"))?;
+            load_layer_norm(&mut layer.layer_norm2, vars.pp("ln_2"))?;
+            load_linear(&mut layer.mlp.fc1, vars.pp("mlp").pp("c_fc"))?;
+            load_linear(&mut layer.mlp.fc2, vars.pp("mlp").pp("c_proj"))?;
         }
         Ok(())
     }
@@ -206,4 +206,44 @@ impl Encoder {
         }
         x
     }
+}
+
+/// `CLIPTextEmbeddings` / `SiglipTextEmbeddings`: token plus learned position embeddings.
+#[derive(Module, Debug)]
+pub struct TextEmbeddings {
+    pub token_embedding: Embedding,
+    pub position_embedding: Embedding,
+}
+
+impl TextEmbeddings {
+    pub fn init(vocab_size: usize, max_positions: usize, hidden: usize, device: &Device) -> Self {
+        Self {
+            token_embedding: EmbeddingConfig::new(vocab_size, hidden).init(device),
+            position_embedding: EmbeddingConfig::new(max_positions, hidden).init(device),
+        }
+    }
+
+    /// Loads `token_embedding` and `position_embedding`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_embedding(&mut self.token_embedding, vars.pp("token_embedding"))?;
+        load_embedding(&mut self.position_embedding, vars.pp("position_embedding"))
+    }
+
+    /// `[batch, len, hidden]` of `input_ids` `[batch, len]` at positions `0..len`.
+    pub fn forward(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
+        let len = input_ids.dims()[1];
+        let positions = self.position_embedding.weight.val();
+        let d = positions.dims()[1];
+        self.token_embedding.forward(input_ids) + positions.slice([0..len, 0..d]).unsqueeze::<3>()
+    }
+}
+
+/// Right-pads `ids` with `pad` to the longest row: the `[batch, len]` input of a text tower.
+pub fn pad_ids(ids: &[Vec<u32>], pad: u32, device: &Device) -> Tensor<2, Int> {
+    let len = ids.iter().map(Vec::len).max().unwrap_or(0);
+    let flat: Vec<i64> = ids
+        .iter()
+        .flat_map(|row| row.iter().copied().chain(std::iter::repeat(pad)).take(len).map(i64::from))
+        .collect();
+    Tensor::from_data(TensorData::new(flat, [ids.len(), len]), device)
 }

@@ -29,7 +29,8 @@ pub enum WeightError {
     Dtype { key: String, dtype: String },
 }
 
-/// The tensors of a safetensors checkpoint, possibly split over several shards.
+/// The tensors of a safetensors checkpoint, possibly split over several shards; modules read
+/// them through the scoped view of [`Checkpoint::vars`].
 pub struct Checkpoint<'a> {
     shards: Vec<SafeTensors<'a>>,
     device: Device,
@@ -59,22 +60,13 @@ impl<'a> Checkpoint<'a> {
         &self.device
     }
 
-    /// Whether the checkpoint holds `key`.
-    pub fn contains(&self, key: &str) -> bool {
-        self.shards.iter().any(|s| s.tensor(key).is_ok())
+    /// The root of the checkpoint's keys, to be scoped with [`Vars::pp`].
+    pub fn vars(&self) -> Vars<'_, 'a> {
+        Vars { checkpoint: self, prefix: String::new() }
     }
 
-    /// All tensor names, sorted.
-    pub fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> =
-            self.shards.iter().flat_map(|s| s.names().into_iter().map(str::to_owned)).collect();
-        keys.sort();
-        keys
-    }
-
-    /// The host data of `key`, converted to f32, after checking it has `expected` elements in
-    /// `expected` shape.
-    pub fn data(&self, key: &str, expected: &[usize]) -> Result<TensorData, WeightError> {
+    /// The host data of `key`, converted to f32, after checking it has `expected` shape.
+    fn data(&self, key: &str, expected: &[usize]) -> Result<TensorData, WeightError> {
         let view = self
             .shards
             .iter()
@@ -102,96 +94,111 @@ impl<'a> Checkpoint<'a> {
         };
         Ok(TensorData::new(values, expected.to_vec()))
     }
+}
 
-    /// Tensor `key` of shape `shape` on the checkpoint's device.
-    pub fn tensor<const D: usize>(&self, key: &str, shape: [usize; D]) -> Result<Tensor<D>, WeightError> {
-        Ok(Tensor::from_data(self.data(key, &shape)?, &self.device))
+/// A prefix-scoped view of a [`Checkpoint`] (candle's `VarBuilder::pp`): a module loads its
+/// tensors by the names of its own state dict (`weight`, `fc1.bias`), and its parent scopes it
+/// with its field name, so `vars.pp("text_model").pp("encoder")` reads `text_model.encoder.*`.
+#[derive(Clone)]
+pub struct Vars<'c, 'a> {
+    checkpoint: &'c Checkpoint<'a>,
+    prefix: String,
+}
+
+impl<'c, 'a> Vars<'c, 'a> {
+    /// The view one level down: keys under `{prefix}.{name}` (`name` may be a layer index).
+    pub fn pp(&self, name: impl std::fmt::Display) -> Self {
+        Self { checkpoint: self.checkpoint, prefix: self.key(&name.to_string()) }
     }
 
-    /// Parameter `key` of shape `shape`.
+    /// The full checkpoint key of `name` in this scope.
+    pub fn key(&self, name: &str) -> String {
+        if self.prefix.is_empty() { name.to_owned() } else { format!("{}.{name}", self.prefix) }
+    }
+
+    pub fn device(&self) -> &'c Device {
+        &self.checkpoint.device
+    }
+
+    /// Whether the checkpoint holds `name` in this scope (checkpoints of one family differ in
+    /// naming across library versions).
+    pub fn contains(&self, name: &str) -> bool {
+        let key = self.key(name);
+        self.checkpoint.shards.iter().any(|s| s.tensor(&key).is_ok())
+    }
+
+    /// The host data of `name`, converted to f32, after checking it has `shape`.
+    pub fn data(&self, name: &str, shape: &[usize]) -> Result<TensorData, WeightError> {
+        self.checkpoint.data(&self.key(name), shape)
+    }
+
+    /// Tensor `name` of shape `shape` on the checkpoint's device.
+    pub fn tensor<const D: usize>(&self, name: &str, shape: [usize; D]) -> Result<Tensor<D>, WeightError> {
+        Ok(Tensor::from_data(self.data(name, &shape)?, self.device()))
+    }
+
+    /// Parameter `name` of the shape `like` has (the module built from the config).
     pub fn param<const D: usize>(
         &self,
-        key: &str,
-        shape: [usize; D],
+        name: &str,
+        like: &Param<Tensor<D>>,
     ) -> Result<Param<Tensor<D>>, WeightError> {
-        Ok(Param::from_tensor(self.tensor(key, shape)?))
-    }
-
-    /// The first of `keys` the checkpoint holds (checkpoints of one family differ in naming
-    /// across library versions); `Missing` names the first candidate.
-    pub fn first_of<'k>(&self, keys: &[&'k str]) -> Result<&'k str, WeightError> {
-        keys.iter()
-            .copied()
-            .find(|k| self.contains(k))
-            .ok_or_else(|| WeightError::Missing { key: keys[0].to_owned() })
+        Ok(Param::from_tensor(self.tensor(name, like.lazy_shape().dims())?))
     }
 }
 
-/// Loads an `nn.Linear` stored under `prefix` (`prefix.weight` `[d_out, d_in]`, `prefix.bias`).
-pub fn load_linear(linear: &mut Linear, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
+/// Loads an `nn.Linear` (`weight` `[d_out, d_in]`, `bias`) from the scope `vars`.
+pub fn load_linear(linear: &mut Linear, vars: Vars) -> Result<(), WeightError> {
     let [d_in, d_out] = linear.weight.lazy_shape().dims();
-    load_linear_weight(linear, ck, &format!("{prefix}.weight"), [d_out, d_in])?;
+    linear.weight = Param::from_tensor(vars.tensor("weight", [d_out, d_in])?.transpose());
     if linear.bias.is_some() {
-        linear.bias = Some(ck.param(&format!("{prefix}.bias"), [d_out])?);
+        linear.bias = Some(vars.tensor("bias", [d_out]).map(Param::from_tensor)?);
     }
     Ok(())
 }
 
-/// Sets the weight of `linear` from a PyTorch-layout `[d_out, d_in]` tensor.
-fn load_linear_weight(
-    linear: &mut Linear,
-    ck: &Checkpoint,
-    key: &str,
-    shape: [usize; 2],
-) -> Result<(), WeightError> {
-    linear.weight = Param::from_tensor(ck.tensor(key, shape)?.transpose());
-    Ok(())
-}
-
-/// Loads a Linear from rows `[start, start + d_out)` of a fused PyTorch projection (the
-/// `in_proj_weight`/`in_proj_bias` of `nn.MultiheadAttention`, which stack q, k and v).
+/// Loads a Linear from part `part` of `parts` equal row blocks of a fused PyTorch projection
+/// `{weight, bias}` in the scope `vars` (the `in_proj_weight`/`in_proj_bias` of
+/// `nn.MultiheadAttention`, which stack q, k and v; DINOv2's SwiGLU `weights_in`).
 pub fn load_linear_rows(
     linear: &mut Linear,
-    ck: &Checkpoint,
-    weight_key: &str,
-    bias_key: &str,
+    vars: &Vars,
+    [weight, bias]: [&str; 2],
     part: usize,
     parts: usize,
 ) -> Result<(), WeightError> {
     let [d_in, d_out] = linear.weight.lazy_shape().dims();
     let rows = d_out * parts;
     let range = part * d_out..(part + 1) * d_out;
-    let weight = ck.tensor(weight_key, [rows, d_in])?.slice([range.clone(), 0..d_in]);
-    linear.weight = Param::from_tensor(weight.transpose());
+    let w = vars.tensor(weight, [rows, d_in])?.slice([range.clone(), 0..d_in]);
+    linear.weight = Param::from_tensor(w.transpose());
     if linear.bias.is_some() {
-        linear.bias = Some(Param::from_tensor(ck.tensor(bias_key, [rows])?.slice([range])));
+        linear.bias = Some(Param::from_tensor(vars.tensor(bias, [rows])?.slice([range])));
     }
     Ok(())
 }
 
-/// Loads an `nn.LayerNorm` stored under `prefix` (`weight` → gamma, `bias` → beta).
-pub fn load_layer_norm(norm: &mut LayerNorm, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
-    let [d] = norm.gamma.lazy_shape().dims();
-    norm.gamma = ck.param(&format!("{prefix}.weight"), [d])?;
-    if norm.beta.is_some() {
-        norm.beta = Some(ck.param(&format!("{prefix}.bias"), [d])?);
+/// Loads an `nn.LayerNorm` (`weight` → gamma, `bias` → beta) from the scope `vars`.
+pub fn load_layer_norm(norm: &mut LayerNorm, vars: Vars) -> Result<(), WeightError> {
+    norm.gamma = vars.param("weight", &norm.gamma)?;
+    if let Some(beta) = &norm.beta {
+        norm.beta = Some(vars.param("bias", beta)?);
     }
     Ok(())
 }
 
-/// Loads an `nn.Conv2d` stored under `prefix` (`weight` `[c_out, c_in / groups, k_h, k_w]`).
-pub fn load_conv2d(conv: &mut Conv2d, ck: &Checkpoint, prefix: &str) -> Result<(), WeightError> {
-    let shape: [usize; 4] = conv.weight.lazy_shape().dims();
-    conv.weight = ck.param(&format!("{prefix}.weight"), shape)?;
-    if conv.bias.is_some() {
-        conv.bias = Some(ck.param(&format!("{prefix}.bias"), [shape[0]])?);
+/// Loads an `nn.Conv2d` (`weight` `[c_out, c_in / groups, k_h, k_w]`, `bias`) from the scope
+/// `vars`.
+pub fn load_conv2d(conv: &mut Conv2d, vars: Vars) -> Result<(), WeightError> {
+    conv.weight = vars.param("weight", &conv.weight)?;
+    if let Some(bias) = &conv.bias {
+        conv.bias = Some(vars.param("bias", bias)?);
     }
     Ok(())
 }
 
-/// Loads an `nn.Embedding` table stored at `key` (`[n, d]`).
-pub fn load_embedding(embedding: &mut Embedding, ck: &Checkpoint, key: &str) -> Result<(), WeightError> {
-    let shape: [usize; 2] = embedding.weight.lazy_shape().dims();
-    embedding.weight = ck.param(key, shape)?;
+/// Loads an `nn.Embedding` table (`weight`, `[n, d]`) from the scope `vars`.
+pub fn load_embedding(embedding: &mut Embedding, vars: Vars) -> Result<(), WeightError> {
+    embedding.weight = vars.param("weight", &embedding.weight)?;
     Ok(())
 }

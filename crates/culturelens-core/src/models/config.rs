@@ -1,0 +1,123 @@
+//! Reading a model's JSON configs as transformers' config classes read them: a family's preset
+//! (the class defaults, which are one known model's values) with every key the file sets laid
+//! over it, nested configs (`text_config`, `vision_config`) key by key, and `null` taken as "not
+//! set" — transformers 4.x `save_pretrained` writes `"do_convert_rgb": null` and the like.
+//!
+//! Each family's config type derives `Serialize` and `Deserialize` with no serde defaults of its
+//! own; its preset is one literal (`ClipConfig::vit_base_patch32()`), so a default is written
+//! once, where a reader looks for the model's shape.
+
+use serde::Serialize;
+use serde::de::{DeserializeOwned, Error as _};
+use serde_json::Value;
+
+/// Parses `json` as a `T`: `preset` with the file's keys laid over it (`null` values ignored).
+/// Keys in `required` must be in the file (the error is serde's "missing field").
+pub fn from_json<T: Serialize + DeserializeOwned>(
+    json: &str,
+    preset: &T,
+    required: &[&'static str],
+) -> Result<T, serde_json::Error> {
+    from_value(serde_json::from_str(json)?, preset, required)
+}
+
+/// [`from_json`] of an already parsed value.
+pub fn from_value<T: Serialize + DeserializeOwned>(
+    value: Value,
+    preset: &T,
+    required: &[&'static str],
+) -> Result<T, serde_json::Error> {
+    let value = without_nulls(value);
+    if let Some(fields) = value.as_object()
+        && let Some(missing) = required.iter().find(|key| !fields.contains_key(**key))
+    {
+        return Err(serde_json::Error::missing_field(missing));
+    }
+    let mut merged = serde_json::to_value(preset)?;
+    overlay(&mut merged, value);
+    T::deserialize(merged)
+}
+
+/// `value` with every object member whose value is `null` removed, at any depth (array
+/// elements are kept: a `null` in a list is a value, not an unset key).
+pub fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, without_nulls(v))).collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_nulls).collect()),
+        other => other,
+    }
+}
+
+/// Lays `over` onto `base`: objects merge key by key (recursively), anything else replaces.
+fn overlay(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => overlay(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Tower {
+        width: usize,
+        name: Option<String>,
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Model {
+        tower: Tower,
+        flag: bool,
+        sizes: Vec<Option<u32>>,
+    }
+
+    fn preset() -> Model {
+        Model { tower: Tower { width: 8, name: Some("p".into()) }, flag: true, sizes: vec![Some(1)] }
+    }
+
+    #[test]
+    fn file_keys_override_the_preset_and_null_means_unset() {
+        let got: Model = from_json(
+            r#"{"tower": {"width": 3, "name": null}, "flag": null, "sizes": [null, 4]}"#,
+            &preset(),
+            &[],
+        )
+        .unwrap();
+        // `width` set, `name` null → the preset's; `flag` null → the preset's; a list replaces.
+        assert_eq!(
+            got,
+            Model {
+                tower: Tower { width: 3, name: Some("p".into()) },
+                flag: true,
+                sizes: vec![None, Some(4)]
+            }
+        );
+        let got: Model = from_json("{}", &preset(), &[]).unwrap();
+        assert_eq!(got, preset());
+    }
+
+    #[test]
+    fn required_keys_and_wrong_types_fail() {
+        let err = from_json::<Model>(r#"{"flag": false}"#, &preset(), &["tower"]).unwrap_err();
+        assert_eq!(err.to_string(), "missing field `tower`");
+        let err = from_json::<Model>(r#"{"tower": null}"#, &preset(), &["tower"]).unwrap_err();
+        assert_eq!(err.to_string(), "missing field `tower`");
+        let err = from_json::<Model>(r#"{"flag": "yes"}"#, &preset(), &[]).unwrap_err();
+        assert!(err.to_string().contains("expected a boolean"), "{err}");
+        assert!(from_json::<Model>("{", &preset(), &[]).unwrap_err().to_string().contains("line 1"));
+    }
+}
