@@ -46,11 +46,10 @@ fn table(out: &Path) -> (Vec<Vec<f32>>, Vec<String>) {
     (rows, table.meta.column("image").unwrap().to_vec())
 }
 
-/// Largest max-abs difference from transformers' features allowed for PNG/WebP images and
-/// prompts (about 2.5× the largest measured, 6.0e-7; printed with `--nocapture`).
+/// Largest max-abs difference from transformers' features allowed for every image (PNG, WebP
+/// and JPEG, which decodes as Pillow's libjpeg-turbo does) and prompt (about 2.5× the largest
+/// measured, 6.0e-7; printed with `--nocapture`).
 const PARITY: f32 = 1.5e-6;
-/// The same for the JPEG fixture, whose decoder differs from Pillow's (measured 1.7e-3).
-const JPEG_PARITY: f32 = 4e-3;
 
 /// Row `row` of `model`'s reference image embeddings.
 fn reference_row(model: &str, row: usize, dim: usize) -> Vec<f32> {
@@ -67,12 +66,11 @@ fn embed_folder_matches_transformers_rows_in_file_order() {
     let (rows, names) = table(&out);
     assert_eq!(names, IMAGES);
     assert_eq!(rows.len(), names.len());
-    // PNG and lossless WebP decode exactly as Pillow does: the rows equal get_image_features.
+    // Every format decodes exactly as Pillow does: the rows equal get_image_features.
     for (row, (name, values)) in names.iter().zip(&rows).enumerate() {
         let err = max_abs(values, &reference_row("clip", row, values.len()));
-        let bound = if name.ends_with(".jpg") { JPEG_PARITY } else { PARITY };
-        println!("clip {name}: max |culturelens - transformers| = {err:.3e} (bound {bound:.1e})");
-        assert!(err <= bound, "{name}: {err}");
+        println!("clip {name}: max |culturelens - transformers| = {err:.3e} (bound {PARITY:.1e})");
+        assert!(err <= PARITY, "{name}: {err}");
     }
     assert!(!tmp.path().join("clip.npy.resume").exists(), "the resume log is removed after success");
 }
