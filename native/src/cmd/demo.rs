@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use culturelens_core::demo::demo_table;
-use culturelens_core::sos::Pooling;
+use culturelens_core::sos::{Blocking, Pooling};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
 
 use crate::cmd::sos::{print_summary, score_table, write_joint_csv};
@@ -39,7 +39,8 @@ pub fn demo_embedding_table() -> EmbeddingTable {
 pub fn run(args: &DemoArgs) -> Result<()> {
     let table = demo_embedding_table();
     let device = select_device(args.device)?;
-    let (layout, _, report) = score_table(table.clone(), Pooling::All, &device, args.device)?;
+    let (layout, _, report) =
+        score_table(table.clone(), Pooling::All, &device, Blocking::Default(args.device.processor()))?;
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {
