@@ -2,7 +2,9 @@
 # Builds the browser app in the light `web-ci` profile and runs the end-to-end browser tests in
 # headless Chromium. Installs what it needs only when missing (wasm32 target, trunk 0.21.14,
 # wasm-bindgen-cli matching web/Cargo.lock, Debian chromium + nodejs/npm, playwright-core).
-# Run from anywhere; the lead's .ci/run calls it after `cargo test --workspace`.
+# Run from anywhere; the lead's .ci/run calls it after `cargo test --workspace` (which runs the unit
+# tests of the app's pure logic, crates/culturelens-view). A missing WebGPU adapter fails the run
+# unless CULTURELENS_WEB_ALLOW_NO_WEBGPU=1 (then the WebGPU test is skipped and reported loudly).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -43,6 +45,12 @@ cargo fetch --locked --manifest-path web/Cargo.toml
 
 step "browser tests (headless Chromium)"
 (cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; })
-(cd tests/web && CULTURELENS_BIN="$bin" WEB_DIST="$repo/web/dist" node --test --test-concurrency=1 app.test.mjs)
+report="${WEB_TEST_REPORT:-$repo/target/web-test-report.json}"
+(cd tests/web && CULTURELENS_BIN="$bin" WEB_DIST="$repo/web/dist" WEB_TEST_REPORT="$report" \
+  node --test --test-concurrency=1 app.test.mjs)
+if grep -q '"skipped"' "$report"; then
+  printf '\n%s\n!! web/ci.sh: part of the browser tests was SKIPPED (see %s):\n%s\n%s\n' \
+    "$(printf '!%.0s' {1..78})" "$report" "$(grep '"skipped"' "$report")" "$(printf '!%.0s' {1..78})" >&2
+fi
 
 step "done in $((SECONDS - start)) s"

@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::{Device, FloatDType};
+use culturelens_core::sos::Processor;
 
 /// Which Burn backend runs the tensor work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -55,12 +56,13 @@ pub fn select_device_with(choice: DeviceChoice, precision: Precision) -> Result<
     Ok(device)
 }
 
-/// Rows per block for row-blocked metrics (`culturelens_core::sos::sos_tensor`): CPU blocks of
-/// about 1 MiB stay in cache and reuse their temporaries; GPUs take the whole table at once.
-pub fn block_rows(choice: DeviceChoice, dim: usize) -> Option<usize> {
-    match choice {
-        DeviceChoice::Cpu => Some(culturelens_core::sos::rows_for_bytes(dim, 1 << 20)),
-        DeviceChoice::Wgpu | DeviceChoice::Cuda => None,
+impl DeviceChoice {
+    /// The kind of processor behind the backend, for the core's device rules (SoS row blocking).
+    pub fn processor(self) -> Processor {
+        match self {
+            DeviceChoice::Cpu => Processor::Cpu,
+            DeviceChoice::Wgpu | DeviceChoice::Cuda => Processor::Gpu,
+        }
     }
 }
 

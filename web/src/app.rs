@@ -1,157 +1,56 @@
-//! App state and flow: URL parameters → load bundle → init device → upload → score → views, and
-//! every later interaction (filters, view switches, selections) as a re-render or a recompute.
-//! The whole UI state lives in the URL (`?bundle=…&view=…&model=…`), so any view can be shared.
+//! App flow: URL parameters → load bundle → init device → upload → score → views, and every
+//! later interaction as the [`Update`] a view handler returns (URL sync, re-render, recompute).
+//! The state itself lives in `state.rs`; the whole UI state is in the URL
+//! (`?bundle=…&view=…&model=…`), so any view can be shared.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
-use std::rc::Rc;
 
-use burn::tensor::Tensor;
-use culturelens_bundle::Manifest;
-use culturelens_core::sos::{Pooling, SosColumns, SosLayout, SosReport};
+use culturelens_core::sos::{SosColumns, SosLayout};
+use culturelens_view::url::per_model_pooling;
 use serde::Serialize;
 use wasm_bindgen::JsCast;
-use web_sys::{DragEvent, HtmlInputElement, UrlSearchParams};
+use web_sys::{DragEvent, HtmlInputElement};
 
 use crate::compute::{self, Backend, Compute, Preference};
 use crate::dom;
-use crate::load::{self, Source, Thumbs};
-use crate::views;
-
-/// The views, in tab order; the value is the `view=` URL parameter.
-pub const VIEWS: [(&str, &str); 7] = [
-    ("heatmap", "Heatmap"),
-    ("distribution", "Distribution"),
-    ("correlation", "Language correlation"),
-    ("flags", "Surface flags"),
-    ("scatter", "PCA scatter"),
-    ("vendi", "Vendi"),
-    ("educator", "Educator"),
-];
-
-/// Which rows take part in the current SoS computation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Filter {
-    pub models: Vec<(String, bool)>,
-    pub languages: Vec<(String, bool)>,
-    pub pooling: Pooling,
-}
-
-/// One SoS computation over the filtered rows.
-pub struct Scored {
-    /// Rows of the bundle that were scored (all rows when the filter keeps everything).
-    pub rows: Vec<u32>,
-    pub layout: SosLayout,
-    pub per_image: Vec<f32>,
-    pub report: SosReport,
-}
-
-/// Everything the views read.
-pub struct App {
-    pub manifest: Manifest,
-    pub columns: Vec<(String, Vec<String>)>,
-    pub thumbs: Thumbs,
-    pub compute: Compute,
-    /// The whole table on the device, uploaded once.
-    pub table: Tensor<2>,
-    pub filter: Filter,
-    pub scored: Option<Scored>,
-    pub ui: Ui,
-    /// 2-D PCA coordinates of every row (row-major N × 2), computed on first use.
-    pub pca: Option<Rc<Vec<f32>>>,
-    /// Rows picked in the scatter (box or lasso), for the Vendi panel.
-    pub selection: Vec<u32>,
-}
-
-/// View state mirrored in the URL.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Ui {
-    pub view: String,
-    pub model: String,
-    pub col_sort: Sort,
-    pub row_sort: Sort,
-    pub colour_by: String,
-    pub culture: String,
-    pub person: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sort {
-    Name,
-    MeanAsc,
-    MeanDesc,
-}
-
-impl Sort {
-    pub fn next(self) -> Sort {
-        match self {
-            Sort::Name => Sort::MeanDesc,
-            Sort::MeanDesc => Sort::MeanAsc,
-            Sort::MeanAsc => Sort::Name,
-        }
-    }
-
-    fn param(self) -> &'static str {
-        match self {
-            Sort::Name => "name",
-            Sort::MeanAsc => "asc",
-            Sort::MeanDesc => "desc",
-        }
-    }
-
-    fn parse(text: Option<String>) -> Sort {
-        match text.as_deref() {
-            Some("asc") => Sort::MeanAsc,
-            Some("desc") => Sort::MeanDesc,
-            _ => Sort::Name,
-        }
-    }
-}
+use crate::load::{self, Source};
+use crate::state::{self, App, Filter, Scored, Ui, Update, params, with_app};
+use crate::views::{self, Listen};
 
 thread_local! {
-    static APP: RefCell<Option<App>> = const { RefCell::new(None) };
     static COMPUTE: RefCell<Option<Compute>> = const { RefCell::new(None) };
     static BUSY: RefCell<bool> = const { RefCell::new(false) };
 }
 
-/// Runs `f` on the app state (if a bundle is loaded).
-pub fn with_app<R>(f: impl FnOnce(&mut App) -> R) -> Option<R> {
-    APP.with(|a| a.borrow_mut().as_mut().map(f))
-}
-
-fn params() -> UrlSearchParams {
-    let search = dom::window().location().search().unwrap_or_default();
-    UrlSearchParams::new_with_str(&search).expect("URLSearchParams")
-}
-
-/// Writes the UI state into the URL (replaceState: shareable, no history spam).
-pub fn sync_url() {
-    let Some(ui) = with_app(|a| a.ui.clone()) else { return };
-    let p = params();
-    for (k, v) in [
-        ("view", ui.view.as_str()),
-        ("model", ui.model.as_str()),
-        ("cols", ui.col_sort.param()),
-        ("rows", ui.row_sort.param()),
-        ("colour", ui.colour_by.as_str()),
-        ("culture", ui.culture.as_str()),
-        ("person", ui.person.as_str()),
-    ] {
-        if v.is_empty() {
-            p.delete(k);
-        } else {
-            p.set(k, v);
+/// Does what a view handler asked for.
+pub fn apply(update: Update) {
+    match update {
+        Update::Nothing => {}
+        Update::Url => state::sync_url(),
+        Update::Render => {
+            state::sync_url();
+            apply(views::render_active());
         }
+        Update::Recompute => spawn_recompute(),
     }
-    let url = format!("?{}", String::from(p.to_string()));
-    if let Ok(history) = dom::window().history() {
-        history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url)).ok();
+}
+
+/// Wires the view handlers: each runs on its event and returns the [`Update`] to apply.
+fn wire_views() {
+    views::wire_tabs();
+    for handler in views::handlers() {
+        let run = handler.run;
+        let listener = move |e: web_sys::Event| apply(run(&e));
+        match handler.on {
+            Listen::Id(id) => dom::on_id(id, handler.event, listener),
+            Listen::Document => dom::on(&dom::document(), handler.event, listener),
+        }
     }
 }
 
 pub async fn start() {
     wire_loader();
-    views::wire();
+    wire_views();
     register_offline_cache();
     dom::set_body_attr("data-loader", "ready");
     let p = params();
@@ -204,10 +103,7 @@ fn wire_loader() {
 fn set_bundle_param(value: &str) {
     let p = params();
     p.set("bundle", value);
-    let url = format!("?{}", String::from(p.to_string()));
-    if let Ok(history) = dom::window().history() {
-        history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url)).ok();
-    }
+    state::replace_params(&p);
 }
 
 /// Service worker (`sw.js`) that keeps the app shell and fetched bundles for offline use.
@@ -269,26 +165,10 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     let table = compute::upload(loaded.embeddings, rows, dim, &compute.device);
     let column =
         |n: &str| loaded.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.clone()).unwrap_or_default();
-    let all = |values: &[String]| -> Vec<(String, bool)> {
-        values.iter().collect::<BTreeSet<_>>().into_iter().map(|v| (v.clone(), true)).collect()
-    };
     let p = params();
-    let pooling =
-        if p.get("pool").as_deref() == Some("per-model") { Pooling::PerModel } else { Pooling::All };
-    let filter = Filter { models: all(&column("model")), languages: all(&column("language")), pooling };
-    let first_model = loaded.manifest.models.first().cloned().unwrap_or_default();
-    let ui = Ui {
-        view: p
-            .get("view")
-            .filter(|v| VIEWS.iter().any(|(id, _)| id == v))
-            .unwrap_or_else(|| "heatmap".into()),
-        model: p.get("model").filter(|m| loaded.manifest.models.contains(m)).unwrap_or(first_model),
-        col_sort: Sort::parse(p.get("cols")),
-        row_sort: Sort::parse(p.get("rows")),
-        colour_by: p.get("colour").unwrap_or_else(|| "language".into()),
-        culture: p.get("culture").unwrap_or_default(),
-        person: p.get("person").unwrap_or_default(),
-    };
+    let per_model = per_model_pooling(p.get("pool").as_deref());
+    let filter = Filter::all(&column("model"), &column("language"), per_model);
+    let ui = Ui::from_params(|name| p.get(name), &loaded.manifest.models);
     let synthetic = loaded.manifest.synthetic;
     let title = format!(
         "{}{} · {} rows × {} · {:?} · {}",
@@ -308,19 +188,17 @@ async fn load_and_score(source: Source) -> Result<(), String> {
             loaded.manifest.embedding_model, loaded.manifest.provenance
         ),
     );
-    APP.with(|a| {
-        *a.borrow_mut() = Some(App {
-            manifest: loaded.manifest,
-            columns: loaded.columns,
-            thumbs: loaded.thumbs,
-            compute,
-            table,
-            filter,
-            scored: None,
-            ui,
-            pca: None,
-            selection: Vec::new(),
-        })
+    state::install(App {
+        manifest: loaded.manifest,
+        columns: loaded.columns,
+        thumbs: loaded.thumbs,
+        compute,
+        table,
+        filter,
+        scored: None,
+        ui,
+        pca: None,
+        selection: Vec::new(),
     });
     views::render_filters();
     recompute().await?;
@@ -330,25 +208,6 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     dom::show("app", true);
     dom::show("progress-box", false);
     Ok(())
-}
-
-/// Rows kept by the filter (`None` when every row is kept).
-fn filtered_rows(app: &App) -> Option<Vec<u32>> {
-    let keep = |list: &[(String, bool)]| -> BTreeSet<String> {
-        list.iter().filter(|(_, on)| *on).map(|(v, _)| v.clone()).collect()
-    };
-    let (models, languages) = (keep(&app.filter.models), keep(&app.filter.languages));
-    if models.len() == app.filter.models.len() && languages.len() == app.filter.languages.len() {
-        return None;
-    }
-    let col = |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
-    let (m, l) = (col("model"), col("language"));
-    Some(
-        (0..m.len())
-            .filter(|&i| models.contains(&m[i]) && languages.contains(&l[i]))
-            .map(|i| i as u32)
-            .collect(),
-    )
 }
 
 #[derive(Serialize)]
@@ -367,12 +226,12 @@ pub async fn recompute() -> Result<(), String> {
     let t0 = dom::now_ms();
     dom::set_body_attr("data-state", "computing");
     let prepared = with_app(|app| {
-        let rows = filtered_rows(app);
+        let rows = app.filter.rows(app.column("model")?, app.column("language")?);
         let pick = |name: &str| -> Option<Vec<String>> {
-            let v = app.columns.iter().find(|(c, _)| c == name).map(|(_, v)| v)?;
+            let v = app.column(name)?;
             Some(match &rows {
                 Some(r) => r.iter().map(|&i| v[i as usize].clone()).collect(),
-                None => v.clone(),
+                None => v.to_vec(),
             })
         };
         let (model, language, culture) = (pick("model")?, pick("language")?, pick("culture")?);
@@ -384,7 +243,7 @@ pub async fn recompute() -> Result<(), String> {
             layer: layer.as_deref(),
             person: person.as_deref(),
         };
-        let layout = SosLayout::new(cols, app.filter.pooling).map_err(|e| e.to_string());
+        let layout = SosLayout::new(cols, app.pooling()).map_err(|e| e.to_string());
         Some((rows, layout, app.table.clone(), app.compute.backend))
     })
     .flatten()
@@ -417,7 +276,7 @@ pub async fn recompute() -> Result<(), String> {
     dom::set_body_attr("data-state", "ready");
     let backend_name = backend.attr();
     dom::status(&format!("SoS of {n_rows} outputs on {backend_name} in {millis:.0} ms"));
-    views::render_active();
+    apply(views::render_active());
     Ok(())
 }
 

@@ -1,9 +1,14 @@
 //! The compute edge of the app: picks the Burn device (WebGPU through Burn's wgpu backend, or the
-//! CPU `flex` backend when WebGPU is missing or fails) and runs the core's SoS code on it with
-//! asynchronous read-backs only (synchronous reads are not possible on WebGPU).
+//! CPU `flex` backend when WebGPU is missing or fails) and runs the core's SoS and Vendi code on
+//! it with asynchronous read-backs only (synchronous reads are not possible on WebGPU). The
+//! device rules (SoS row blocking, Vendi product precision) are the core's, as in the CLI.
 
-use burn::tensor::{Device, Int, Tensor, TensorData};
-use culturelens_core::sos::{SosLayout, SosReport, rows_for_bytes, sos_tensor, unpack};
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_core::sos::{Blocking, Processor, SosLayout, SosReport, id_tensor, sos_packed, unpack};
+use culturelens_core::vendi::{
+    Order, Precision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
+    spectrum_from_product,
+};
 
 use crate::dom;
 
@@ -20,6 +25,14 @@ impl Backend {
         match self {
             Backend::WebGpu => "webgpu",
             Backend::Cpu => "cpu",
+        }
+    }
+
+    /// The kind of processor, for the core's device rules.
+    pub fn processor(self) -> Processor {
+        match self {
+            Backend::WebGpu => Processor::Gpu,
+            Backend::Cpu => Processor::Cpu,
         }
     }
 }
@@ -129,42 +142,86 @@ pub fn upload(embeddings: Vec<f32>, rows: usize, dim: usize, device: &Device) ->
     Tensor::<2>::from_data(TensorData::new(embeddings, [rows, dim]), device)
 }
 
-fn ids(values: impl Iterator<Item = u32>, device: &Device) -> Tensor<1, Int> {
-    let v: Vec<i32> = values.map(|x| x as i32).collect();
-    let len = v.len();
-    Tensor::<1, Int>::from_data(TensorData::new(v, [len]), device)
+/// Reads a tensor back asynchronously (the only read the browser can do on WebGPU).
+pub async fn read_back<const D: usize>(tensor: Tensor<D>) -> Result<TensorData, String> {
+    tensor.into_data_async().await.map_err(|e| format!("read-back failed: {e:?}"))
+}
+
+/// Reads an f32 tensor back asynchronously as a flat vector (row-major).
+pub async fn read_f32<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, String> {
+    read_back(tensor).await?.try_to_vec::<f32>().map_err(|e| format!("read-back failed: {e:?}"))
 }
 
 /// Per-output SoS of the rows `rows` of `table` (all rows for `None`) with references from
-/// `layout` (built from the same rows), then the report — SoS paper Eq. (1) through the core.
+/// `layout` (built from the same rows), then the report — SoS paper Eq. (1) through the core's
+/// one entry point, with the core's row blocking for this backend.
 pub async fn sos(
     table: &Tensor<2>,
     rows: Option<&[u32]>,
     layout: &SosLayout,
     backend: Backend,
 ) -> Result<(Vec<f32>, SosReport), String> {
-    let device = table.device();
     let [_, dim] = table.dims();
-    let x = match rows {
-        Some(r) => table.clone().select(0, ids(r.iter().copied(), &device)),
-        None => table.clone(),
-    };
-    // Same blocking as the CLI's CPU path (culturelens sos --device cpu): 1 MiB row blocks.
-    let chunk_rows = match backend {
-        Backend::Cpu => Some(rows_for_bytes(dim, 1 << 20)),
-        Backend::WebGpu => None,
-    };
-    let packed = sos_tensor(
-        x,
-        ids(layout.pair.iter().copied(), &device),
-        ids(layout.pair_sur.iter().copied(), &device),
-        layout.sur_names.len(),
-        ids(layout.pair_sem.iter().copied(), &device),
-        layout.sem_names.len(),
-        chunk_rows,
-    );
-    let data = packed.into_data_async().await.map_err(|e| format!("read-back failed: {e:?}"))?;
+    let chunk_rows = Blocking::Default(backend.processor()).chunk_rows(dim);
+    let data = read_back(sos_packed(table, rows, layout, chunk_rows)).await?;
     let values = unpack(data, layout).map_err(|e| e.to_string())?;
     let report = SosReport::new(layout, &values.per_image);
     Ok((values.per_image, report))
+}
+
+/// Largest subset scored with the cosine kernel (its features are copied to the host in f64).
+pub const MAX_COSINE_ROWS: usize = 5000;
+/// Largest subset scored with a categorical kernel.
+pub const MAX_CATEGORICAL_ROWS: usize = 20000;
+
+/// The similarity of a Vendi computation (CUBE Eq. 4 or the cosine kernel).
+pub enum VendiKernel {
+    /// Cosine on the embeddings of the rows.
+    Cosine,
+    /// Categorical: each metadata column's values of the rows, with its weight.
+    Categorical(Vec<(String, Vec<String>, f64)>),
+}
+
+/// `VS_q`, `qVS_q` and `qVS_q / N` (CUBE Eqs. (2)–(3)) of the rows `rows` of `table` through the
+/// core's `vendi` code on the table's device, with the core's precision rule for that device
+/// (f32 products on WebGPU, which has no f64) — the numbers of `culturelens vendi`.
+pub async fn vendi(
+    table: &Tensor<2>,
+    rows: &[u32],
+    kernel: &VendiKernel,
+    q: Order,
+    quality: Option<&[f64]>,
+) -> Result<VendiScore, String> {
+    let n = rows.len();
+    if n == 0 {
+        return Err("the subset is empty".into());
+    }
+    let device = table.device();
+    let features = match kernel {
+        VendiKernel::Categorical(columns) => {
+            if n > MAX_CATEGORICAL_ROWS {
+                return Err(format!(
+                    "{n} rows; the categorical kernel is limited to {MAX_CATEGORICAL_ROWS} here"
+                ));
+            }
+            let cols: Vec<(&str, &[String])> =
+                columns.iter().map(|(name, v, _)| (name.as_str(), v.as_slice())).collect();
+            let weights: Vec<f64> = columns.iter().map(|(_, _, w)| *w).collect();
+            categorical_features(&cols, &weights).map_err(|e| e.to_string())?
+        }
+        VendiKernel::Cosine => {
+            if n > MAX_COSINE_ROWS {
+                return Err(format!(
+                    "{n} rows; the cosine kernel is limited to {MAX_COSINE_ROWS} rows here (narrow the subset)"
+                ));
+            }
+            let [_, d] = table.dims();
+            let x = read_f32(table.clone().select(0, id_tensor(rows, &device))).await?;
+            cosine_features(&x, n, d).map_err(|e| e.to_string())?
+        }
+    };
+    let precision = Precision::for_device(&device);
+    let product = read_back(product_tensor(&features, Route::Auto, precision, &device)).await?;
+    let spectrum = spectrum_from_product(product, &features, precision);
+    Ok(VendiScore::from_spectrum(&spectrum, n, q, quality))
 }

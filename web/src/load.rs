@@ -39,6 +39,21 @@ pub enum Thumbs {
     Files(HashMap<String, File>),
 }
 
+impl Thumbs {
+    /// URL of the thumbnail at bundle path `path`: under the served bundle, or an object URL of
+    /// the local file (empty without thumbnails).
+    pub fn url(&self, path: &str) -> String {
+        match self {
+            Thumbs::None => String::new(),
+            Thumbs::Url(base) => format!("{base}{path}"),
+            Thumbs::Files(files) => files
+                .get(path)
+                .and_then(|f| web_sys::Url::create_object_url_with_blob(f).ok())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// A loaded, validated bundle.
 pub struct Loaded {
     pub manifest: Manifest,

@@ -7,6 +7,7 @@ mod compute;
 mod dom;
 mod load;
 mod pca;
+mod state;
 mod views;
 
 fn main() {

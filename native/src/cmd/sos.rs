@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use culturelens_core::demo::demo_table;
-use culturelens_core::sos::{Pooling, SosColumns, SosLayout, SosReport, SosValues};
+use culturelens_core::sos::{Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
-use crate::device::{DeviceChoice, block_rows, select_device};
+use crate::device::{DeviceChoice, select_device};
 use crate::input::load_bundle_table;
 use crate::timing::Stages;
 
@@ -73,6 +73,10 @@ pub struct SosArgs {
     /// Backend that runs the tensor work.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
+    /// Rows per block of the device work (scores do not depend on it beyond f32 rounding)
+    /// [default: about 1 MiB of f32 rows on cpu, the whole table on a GPU].
+    #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub block_rows: Option<u64>,
     /// Print the wall time of each stage (load, device init, score, write) to stderr.
     #[arg(long)]
     pub timings: bool,
@@ -103,7 +107,11 @@ pub fn run(args: &SosArgs) -> Result<()> {
     clock.lap("load");
     let device = select_device(args.device)?;
     clock.lap("device init");
-    let (layout, values, report) = score_table(table, args.pool.into(), &device, args.device)?;
+    let blocking = match args.block_rows {
+        Some(rows) => Blocking::Rows(rows as usize),
+        None => Blocking::Default(args.device.processor()),
+    };
+    let (layout, values, report) = score_table(table, args.pool.into(), &device, blocking)?;
     clock.lap("score");
     write_joint_csv(&args.out, &report)?;
     if let Some(path) = &args.per_image {
@@ -147,7 +155,8 @@ pub fn demo_embedding_table() -> EmbeddingTable {
 pub fn run_demo(args: &DemoArgs) -> Result<()> {
     let table = demo_embedding_table();
     let device = select_device(args.device)?;
-    let (layout, _, report) = score_table(table.clone(), Pooling::All, &device, args.device)?;
+    let (layout, _, report) =
+        score_table(table.clone(), Pooling::All, &device, Blocking::Default(args.device.processor()))?;
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {
@@ -159,13 +168,13 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
     Ok(())
 }
 
-/// Validates the metadata columns SoS needs and scores the table on `device` (the embeddings
-/// move to the device without a copy).
+/// Validates the metadata columns SoS needs and scores the table on `device` in row blocks of
+/// `blocking` (the embeddings move to the device without a copy).
 pub fn score_table(
     table: EmbeddingTable,
     pooling: Pooling,
     device: &burn::tensor::Device,
-    choice: DeviceChoice,
+    blocking: Blocking,
 ) -> Result<(SosLayout, SosValues, SosReport)> {
     let EmbeddingTable { embeddings, meta } = table;
     let (dim, meta) = (embeddings.cols(), &meta);
@@ -182,7 +191,7 @@ pub fn score_table(
         cols,
         pooling,
         device,
-        block_rows(choice, dim),
+        blocking.chunk_rows(dim),
     )
     .context("SoS cannot be computed for this table")?;
     Ok((layout, values, report))

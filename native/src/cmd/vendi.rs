@@ -39,8 +39,9 @@ Kernels (every one has k(x, x) = 1):
 Routes (cosine and categorical): kernel = eigenvalues of F F^T / N (N x N), dual = eigenvalues
 of F^T F / N (D x D), for the feature map F of the kernel (D = embedding dimension or number of
 categories); auto (default) takes the smaller. Both give the same scores. The product runs on
---device, accumulated in f64 on cpu and cuda and in f32 on wgpu (no f64 there: scores agree to
-about 1e-6); eigenvalues are computed in f64 (faer).
+--device, accumulated in f64 where the device computes in f64 (cpu, cuda, wgpu adapters with
+SHADER_F64 such as lavapipe) and in f32 where it cannot (other wgpu adapters, WebGPU in the
+browser: scores agree to about 1e-6); eigenvalues are computed in f64 (faer).
 
 Differences from the vendi-score package (0.0.3): its score_X ignores q and always returns the
 q = 1 score, and its score_K returns NaN for q = inf. Here every route honours --q (Def. 5.1
@@ -162,14 +163,6 @@ impl Items {
     }
 }
 
-/// The precision of the product on each device: WebGPU/wgpu has no f64.
-fn precision_for(device: DeviceChoice) -> Precision {
-    match device {
-        DeviceChoice::Wgpu => Precision::F32,
-        DeviceChoice::Cpu | DeviceChoice::Cuda => Precision::F64,
-    }
-}
-
 pub fn run(args: &VendiArgs) -> Result<()> {
     let mut clock = Stages::new(args.timings);
     let kernel = args.kernel.unwrap_or(if args.embeddings.is_some() {
@@ -183,7 +176,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     let groups = groups(&meta, args.group_by.as_deref(), items.n())?;
     clock.lap("load");
     let device = select_device(args.device)?;
-    let precision = precision_for(args.device);
+    let precision = Precision::for_device(&device);
     clock.lap("device init");
 
     let mut results = Map::new();

@@ -2,8 +2,8 @@
 //! Fig. 5), from the core's `SosReport::language_correlation`; undefined entries are shown as "–".
 
 use super::colour::{css, diverging_rgb, ink};
-use crate::app::with_app;
 use crate::dom::{self, esc};
+use crate::state::with_app;
 
 const CELL: f64 = 54.0;
 const LEFT: f64 = 60.0;

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::colour::{category, css};
-use crate::app::with_app;
 use crate::dom::{self, esc};
+use crate::state::with_app;
 
 const W: f64 = 160.0;
 const H: f64 = 320.0;

@@ -1,8 +1,8 @@
 //! Strong-surface-tendency flags (SoS paper §5.2): per model–language median SoS, flagged when at
 //! or below the 25th percentile of all model–language medians (`SosReport::language_medians`).
 
-use crate::app::with_app;
 use crate::dom::{self, esc};
+use crate::state::with_app;
 
 pub fn render() {
     let html = with_app(|app| {

@@ -1,13 +1,22 @@
 //! SoS heatmap, culture × language for the chosen model (SoS paper Fig. 3, App. C): columns and
 //! rows sortable by mean, hover shows the value and n, a click opens the cell's image grid when
 //! the bundle has thumbnails. Every cell carries `data-sos`/`data-n` so the numbers are in the DOM.
+//!
+//! Rendering is read → check → build: [`render`] reads the model's joint scores into a
+//! `culturelens_view::heatmap::Grid` (values, means, sort orders), checks there is something to
+//! show, and [`grid_svg`] builds the SVG from the grid alone.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+use culturelens_view::heatmap::{Grid, Joint};
+use wasm_bindgen::JsCast;
+use web_sys::Event;
 
 use super::colour::{css, diverging_legend, diverging_rgb, ink};
-use crate::app::{self, Sort, with_app};
+use super::{Handler, Listen};
 use crate::dom::{self, esc};
 use crate::load::Thumbs;
+use crate::state::{Sort, Update, with_app};
 
 const CELL_W: f64 = 70.0;
 const CELL_H: f64 = 30.0;
@@ -16,58 +25,51 @@ const TOP: f64 = 44.0;
 /// Most thumbnails shown for one cell.
 const MAX_IMAGES: usize = 60;
 
-pub fn wire() {
-    dom::on_id("view-heatmap", "click", |e| {
-        if let Some((_, axis)) = dom::closest_data(&e, "sort") {
-            with_app(|app| match axis.as_str() {
-                "cols" => app.ui.col_sort = app.ui.col_sort.next(),
-                _ => app.ui.row_sort = app.ui.row_sort.next(),
-            });
-            app::sync_url();
-            render();
-        } else if let Some((el, culture)) = dom::closest_data(&e, "culture") {
-            let language = el.get_attribute("data-language").unwrap_or_default();
-            show_images(&language, &culture);
-        }
-    });
-    dom::on_id("view-heatmap", "mousemove", |e| {
-        let tip = dom::by_id("tooltip");
-        match dom::closest_data(&e, "sos") {
-            Some((el, sos)) => {
-                let attr = |n: &str| el.get_attribute(n).unwrap_or_default();
-                let m = e.dyn_ref::<web_sys::MouseEvent>();
-                tip.set_text_content(Some(&format!(
-                    "{} × {}: SoS {} (n = {})",
-                    attr("data-culture"),
-                    attr("data-language"),
-                    sos,
-                    attr("data-n")
-                )));
-                if let (Some(m), Ok(style)) =
-                    (m, tip.clone().dyn_into::<web_sys::HtmlElement>().map(|h| h.style()))
-                {
-                    style.set_property("left", &format!("{}px", m.page_x() + 14)).ok();
-                    style.set_property("top", &format!("{}px", m.page_y() + 14)).ok();
-                }
-                tip.remove_attribute("hidden").ok();
-            }
-            None => {
-                tip.set_attribute("hidden", "").ok();
-            }
-        }
-    });
+pub fn handlers() -> [Handler; 2] {
+    [
+        Handler { on: Listen::Id("view-heatmap"), event: "click", run: on_click },
+        Handler { on: Listen::Id("view-heatmap"), event: "mousemove", run: on_hover },
+    ]
 }
 
-use wasm_bindgen::JsCast;
-
-fn order(names: Vec<String>, means: &BTreeMap<String, f64>, sort: Sort) -> Vec<String> {
-    let mut names = names;
-    match sort {
-        Sort::Name => names.sort(),
-        Sort::MeanAsc => names.sort_by(|a, b| means[a].total_cmp(&means[b])),
-        Sort::MeanDesc => names.sort_by(|a, b| means[b].total_cmp(&means[a])),
+fn on_click(e: &Event) -> Update {
+    if let Some((_, axis)) = dom::closest_data(e, "sort") {
+        with_app(|app| match axis.as_str() {
+            "cols" => app.ui.col_sort = app.ui.col_sort.next(),
+            _ => app.ui.row_sort = app.ui.row_sort.next(),
+        });
+        return Update::Render;
     }
-    names
+    if let Some((el, culture)) = dom::closest_data(e, "culture") {
+        let language = el.get_attribute("data-language").unwrap_or_default();
+        show_images(&language, &culture);
+    }
+    Update::Nothing
+}
+
+fn on_hover(e: &Event) -> Update {
+    let tip = dom::by_id("tooltip");
+    let Some((el, sos)) = dom::closest_data(e, "sos") else {
+        tip.set_attribute("hidden", "").ok();
+        return Update::Nothing;
+    };
+    let attr = |n: &str| el.get_attribute(n).unwrap_or_default();
+    tip.set_text_content(Some(&format!(
+        "{} × {}: SoS {} (n = {})",
+        attr("data-culture"),
+        attr("data-language"),
+        sos,
+        attr("data-n")
+    )));
+    if let (Some(m), Ok(style)) = (
+        e.dyn_ref::<web_sys::MouseEvent>(),
+        tip.clone().dyn_into::<web_sys::HtmlElement>().map(|h| h.style()),
+    ) {
+        style.set_property("left", &format!("{}px", m.page_x() + 14)).ok();
+        style.set_property("top", &format!("{}px", m.page_y() + 14)).ok();
+    }
+    tip.remove_attribute("hidden").ok();
+    Update::Nothing
 }
 
 fn arrow(sort: Sort) -> &'static str {
@@ -78,135 +80,163 @@ fn arrow(sort: Sort) -> &'static str {
     }
 }
 
+/// What the heatmap of one model shows, read from the state.
+struct Heatmap {
+    model: String,
+    /// `None` when the model has no scores under the current filter.
+    grid: Option<Grid>,
+    layered: bool,
+    thumbs: bool,
+    col_sort: Sort,
+    row_sort: Sort,
+}
+
 pub fn render() {
-    let html = with_app(|app| {
+    // Read.
+    let Some(Some(h)) = with_app(|app| {
         let scored = app.scored.as_ref()?;
-        let model = &app.ui.model;
-        let cells: Vec<_> = scored.report.joint.iter().filter(|j| &j.model == model).collect();
-        if cells.is_empty() {
-            return Some(format!("<p>No scores for model {} under the current filter.</p>", esc(model)));
-        }
-        let layered = cells.iter().any(|c| c.layer.is_some());
-        let mut value: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
-        let (mut col_sum, mut row_sum): (BTreeMap<String, Vec<f64>>, BTreeMap<String, Vec<f64>>) = Default::default();
-        for c in &cells {
-            // With layers, a cell averages its layers' joint scores (weighted by n).
-            let e = value.entry((c.language.clone(), c.culture.clone())).or_insert((0.0, 0));
-            e.0 += c.sos * c.n as f64;
-            e.1 += c.n;
-        }
-        for ((l, c), (s, n)) in value.iter_mut() {
-            *s /= *n as f64;
-            col_sum.entry(l.clone()).or_default().push(*s);
-            row_sum.entry(c.clone()).or_default().push(*s);
-        }
-        let mean = |m: BTreeMap<String, Vec<f64>>| -> BTreeMap<String, f64> {
-            m.into_iter().map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64)).collect()
-        };
-        let (col_mean, row_mean) = (mean(col_sum), mean(row_sum));
-        let langs = order(col_mean.keys().cloned().collect(), &col_mean, app.ui.col_sort);
-        let cults = order(row_mean.keys().cloned().collect(), &row_mean, app.ui.row_sort);
-        let limit = value.values().map(|(s, _)| s.abs()).fold(0.05, f64::max);
-        let (w, h) = (LEFT + CELL_W * (langs.len() as f64 + 1.0) + 10.0, TOP + CELL_H * (cults.len() as f64 + 1.0) + 10.0);
-        let mut s = format!(
-            "<svg id='heatmap-svg' width='{w}' height='{h}' role='img' aria-label='SoS heatmap culture by language for {m}'>",
-            m = esc(model)
-        );
+        let model = app.ui.model.clone();
+        let cells: Vec<_> = scored.report.joint.iter().filter(|j| j.model == model).collect();
+        let joint =
+            cells.iter().map(|c| Joint { language: &c.language, culture: &c.culture, sos: c.sos, n: c.n });
+        Some(Heatmap {
+            grid: Grid::new(joint, app.ui.col_sort, app.ui.row_sort),
+            layered: cells.iter().any(|c| c.layer.is_some()),
+            thumbs: !matches!(app.thumbs, Thumbs::None),
+            col_sort: app.ui.col_sort,
+            row_sort: app.ui.row_sort,
+            model,
+        })
+    }) else {
+        return;
+    };
+    // Check.
+    let m = esc(&h.model);
+    let Some(grid) = &h.grid else {
+        dom::set_html("view-heatmap", &format!("<p>No scores for model {m} under the current filter.</p>"));
+        return;
+    };
+    // Build.
+    let note = if h.layered {
+        "<p class='muted'>Cells average the layers' joint scores (weighted by n).</p>"
+    } else {
+        ""
+    };
+    let thumbs = if h.thumbs { "<p class='muted'>Click a cell to see its images.</p>" } else { "" };
+    dom::set_html(
+        "view-heatmap",
+        &format!(
+            "<h2>SoS of {m}: culture × language</h2>{legend}{svg}{note}{thumbs}<div id='cell-images'></div>",
+            legend = diverging_legend(grid.limit, 320.0),
+            svg = grid_svg(grid, &h.model, h.col_sort, h.row_sort)
+        ),
+    );
+}
+
+/// One coloured cell with its value printed in it.
+fn cell_svg(x: f64, y: f64, v: f64, limit: f64, attrs: &str) -> String {
+    let rgb = diverging_rgb(v, limit);
+    format!(
+        "<g {attrs}><rect x='{x:.1}' y='{y:.1}' width='{cw:.1}' height='{ch:.1}' fill='{fill}'/>\
+         <text x='{tx:.1}' y='{ty:.1}' text-anchor='middle' fill='{ink}'>{v:.3}</text></g>",
+        cw = CELL_W - 2.0,
+        ch = CELL_H - 2.0,
+        fill = css(rgb),
+        tx = x + CELL_W / 2.0 - 1.0,
+        ty = y + CELL_H / 2.0 + 4.0,
+        ink = ink(rgb)
+    )
+}
+
+/// The heatmap SVG of `grid`: axis labels (sort toggles), one cell per (culture, language) with a
+/// value, and the row and column means.
+fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String {
+    let (langs, cults) = (&grid.languages, &grid.cultures);
+    let (w, h) =
+        (LEFT + CELL_W * (langs.len() as f64 + 1.0) + 10.0, TOP + CELL_H * (cults.len() as f64 + 1.0) + 10.0);
+    let m = esc(model);
+    let mut s = format!(
+        "<svg id='heatmap-svg' width='{w}' height='{h}' role='img' aria-label='SoS heatmap culture by language for {m}'>"
+    );
+    s.push_str(&format!(
+        "<text class='sort' data-sort='rows' x='8' y='{}'>culture ({}) ⇅</text>",
+        TOP - 8.0,
+        arrow(row_sort)
+    ));
+    s.push_str(&format!(
+        "<text class='sort' data-sort='cols' x='{}' y='14' text-anchor='middle'>language ({}) ⇄</text>",
+        LEFT + CELL_W * langs.len() as f64 / 2.0,
+        arrow(col_sort)
+    ));
+    for (i, l) in langs.iter().enumerate() {
         s.push_str(&format!(
-            "<text class='sort' data-sort='rows' x='8' y='{}'>culture ({}) ⇅</text>",
+            "<text class='sort' data-sort='cols' x='{:.1}' y='{:.1}' text-anchor='middle'>{}</text>",
+            LEFT + CELL_W * (i as f64 + 0.5),
             TOP - 8.0,
-            arrow(app.ui.row_sort)
+            esc(l)
         ));
-        s.push_str(&format!(
-            "<text class='sort' data-sort='cols' x='{}' y='14' text-anchor='middle'>language ({}) ⇄</text>",
-            LEFT + CELL_W * langs.len() as f64 / 2.0,
-            arrow(app.ui.col_sort)
-        ));
-        for (i, l) in langs.iter().enumerate() {
-            s.push_str(&format!(
-                "<text class='sort' data-sort='cols' x='{:.1}' y='{:.1}' text-anchor='middle'>{}</text>",
-                LEFT + CELL_W * (i as f64 + 0.5),
-                TOP - 8.0,
-                esc(l)
-            ));
-        }
-        s.push_str(&format!(
-            "<text x='{:.1}' y='{:.1}' text-anchor='middle' class='muted'>mean</text>",
-            LEFT + CELL_W * (langs.len() as f64 + 0.5),
-            TOP - 8.0
-        ));
-        let cell_svg = |x: f64, y: f64, v: f64, attrs: &str| {
-            let rgb = diverging_rgb(v, limit);
-            format!(
-                "<g {attrs}><rect x='{x:.1}' y='{y:.1}' width='{cw:.1}' height='{ch:.1}' fill='{fill}'/>\
-                 <text x='{tx:.1}' y='{ty:.1}' text-anchor='middle' fill='{ink}'>{v:.3}</text></g>",
-                cw = CELL_W - 2.0,
-                ch = CELL_H - 2.0,
-                fill = css(rgb),
-                tx = x + CELL_W / 2.0 - 1.0,
-                ty = y + CELL_H / 2.0 + 4.0,
-                ink = ink(rgb)
-            )
-        };
-        for (r, c) in cults.iter().enumerate() {
-            let y = TOP + CELL_H * r as f64;
-            s.push_str(&format!("<text x='{:.1}' y='{:.1}' text-anchor='end'>{}</text>", LEFT - 8.0, y + CELL_H / 2.0 + 4.0, esc(c)));
-            for (i, l) in langs.iter().enumerate() {
-                if let Some((v, n)) = value.get(&(l.clone(), c.clone())) {
-                    let attrs = format!(
-                        "class='cell' data-model='{m}' data-language='{l}' data-culture='{c}' data-sos='{v}' data-n='{n}'",
-                        m = esc(model),
-                        l = esc(l),
-                        c = esc(c)
-                    );
-                    s.push_str(&cell_svg(LEFT + CELL_W * i as f64, y, *v, &attrs));
-                }
-            }
-            s.push_str(&cell_svg(LEFT + CELL_W * langs.len() as f64, y, row_mean[c], "class='mean'"));
-        }
-        let y = TOP + CELL_H * cults.len() as f64;
-        s.push_str(&format!("<text x='{:.1}' y='{:.1}' text-anchor='end' class='muted'>mean</text>", LEFT - 8.0, y + CELL_H / 2.0 + 4.0));
-        for (i, l) in langs.iter().enumerate() {
-            s.push_str(&cell_svg(LEFT + CELL_W * i as f64, y, col_mean[l], "class='mean'"));
-        }
-        s.push_str("</svg>");
-        let note = if layered { "<p class='muted'>Cells average the layers' joint scores (weighted by n).</p>" } else { "" };
-        let thumbs = if matches!(app.thumbs, Thumbs::None) { "" } else { "<p class='muted'>Click a cell to see its images.</p>" };
-        Some(format!(
-            "<h2>SoS of {m}: culture × language</h2>{legend}{s}{note}{thumbs}<div id='cell-images'></div>",
-            m = esc(model),
-            legend = diverging_legend(limit, 320.0)
-        ))
-    })
-    .flatten();
-    if let Some(html) = html {
-        dom::set_html("view-heatmap", &html);
     }
+    s.push_str(&format!(
+        "<text x='{:.1}' y='{:.1}' text-anchor='middle' class='muted'>mean</text>",
+        LEFT + CELL_W * (langs.len() as f64 + 0.5),
+        TOP - 8.0
+    ));
+    for (r, c) in cults.iter().enumerate() {
+        let y = TOP + CELL_H * r as f64;
+        s.push_str(&format!(
+            "<text x='{:.1}' y='{:.1}' text-anchor='end'>{}</text>",
+            LEFT - 8.0,
+            y + CELL_H / 2.0 + 4.0,
+            esc(c)
+        ));
+        for (i, l) in langs.iter().enumerate() {
+            if let Some((v, n)) = grid.value.get(&(l.clone(), c.clone())) {
+                let attrs = format!(
+                    "class='cell' data-model='{m}' data-language='{l}' data-culture='{c}' data-sos='{v}' data-n='{n}'",
+                    l = esc(l),
+                    c = esc(c)
+                );
+                s.push_str(&cell_svg(LEFT + CELL_W * i as f64, y, *v, grid.limit, &attrs));
+            }
+        }
+        let x = LEFT + CELL_W * langs.len() as f64;
+        s.push_str(&cell_svg(x, y, grid.culture_mean[c], grid.limit, "class='mean'"));
+    }
+    let y = TOP + CELL_H * cults.len() as f64;
+    s.push_str(&format!(
+        "<text x='{:.1}' y='{:.1}' text-anchor='end' class='muted'>mean</text>",
+        LEFT - 8.0,
+        y + CELL_H / 2.0 + 4.0
+    ));
+    for (i, l) in langs.iter().enumerate() {
+        s.push_str(&cell_svg(LEFT + CELL_W * i as f64, y, grid.language_mean[l], grid.limit, "class='mean'"));
+    }
+    s.push_str("</svg>");
+    s
 }
 
 /// Image grid of one (model, language, culture) cell.
 fn show_images(language: &str, culture: &str) {
     let html = with_app(|app| {
         let scored = app.scored.as_ref()?;
-        let thumb_col = app.columns.iter().find(|(n, _)| n == culturelens_bundle::THUMBNAIL_COLUMN)?;
-        let col = |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice());
-        let (m, l, c) = (col("model")?, col("language")?, col("culture")?);
-        let person = col("person");
+        let thumb_col = app.column(culturelens_bundle::THUMBNAIL_COLUMN)?;
+        let (m, l, c) = (app.column("model")?, app.column("language")?, app.column("culture")?);
+        let person = app.column("person");
         let mut seen = BTreeSet::new();
         let imgs: String = scored
             .rows
             .iter()
             .map(|&r| r as usize)
             .filter(|&r| {
-                m[r] == app.ui.model && l[r] == language && c[r] == culture && !thumb_col.1[r].is_empty()
+                m[r] == app.ui.model && l[r] == language && c[r] == culture && !thumb_col[r].is_empty()
             })
-            .filter(|&r| seen.insert(thumb_col.1[r].clone()))
+            .filter(|&r| seen.insert(thumb_col[r].clone()))
             .take(MAX_IMAGES)
             .map(|r| {
                 let caption = person.map(|p| p[r].as_str()).unwrap_or("");
                 format!(
                     "<figure><img src='{}' alt='{}' loading='lazy'><figcaption>{}</figcaption></figure>",
-                    esc(&thumb_url(&app.thumbs, &thumb_col.1[r])),
+                    esc(&app.thumbs.url(&thumb_col[r])),
                     esc(&format!("{culture} in {language}")),
                     esc(caption)
                 )
@@ -222,17 +252,5 @@ fn show_images(language: &str, culture: &str) {
     .flatten();
     if let Some(html) = html {
         dom::set_html("cell-images", &html);
-    }
-}
-
-/// URL of a thumbnail: under the served bundle, or an object URL of the local file.
-pub fn thumb_url(thumbs: &Thumbs, path: &str) -> String {
-    match thumbs {
-        Thumbs::None => String::new(),
-        Thumbs::Url(base) => format!("{base}{path}"),
-        Thumbs::Files(files) => files
-            .get(path)
-            .and_then(|f| web_sys::Url::create_object_url_with_blob(f).ok())
-            .unwrap_or_default(),
     }
 }

@@ -1,5 +1,7 @@
-//! The explorer views. Each renders from the app state into its own container (`#view-<name>`)
-//! as SVG/HTML strings; interaction goes through delegated listeners wired once in [`wire`].
+//! The explorer views. Each renders from the app state (`state.rs`) into its own container
+//! (`#view-<name>`) as SVG/HTML strings. Interaction goes through delegated listeners: each view
+//! lists its [`Handler`]s, which change the state and return the [`Update`] the app applies
+//! (URL sync, re-render, recompute); views never call back into the app flow.
 
 pub mod colour;
 mod correlation;
@@ -12,14 +14,28 @@ mod scatter_gpu;
 mod vendi;
 
 use wasm_bindgen::JsCast;
-use web_sys::HtmlInputElement;
+use web_sys::{Event, HtmlInputElement};
 
-use crate::app::{self, VIEWS, with_app};
 use crate::dom::{self, esc};
-use culturelens_core::sos::Pooling;
+use crate::state::{Update, VIEWS, with_app};
 
-/// Wires the tabs, filters and every view's listeners (once per page).
-pub fn wire() {
+/// Where a handler listens.
+pub enum Listen {
+    /// The element with this id (delegation: events of its descendants bubble to it).
+    Id(&'static str),
+    /// The whole document (keys, a drag that leaves the canvas).
+    Document,
+}
+
+/// One event listener of a view: runs on the event, returns what the app must do next.
+pub struct Handler {
+    pub on: Listen,
+    pub event: &'static str,
+    pub run: fn(&Event) -> Update,
+}
+
+/// The tab bar (its buttons; the click handler is in [`handlers`]).
+pub fn wire_tabs() {
     let tabs: String = VIEWS
         .iter()
         .map(|(id, label)| {
@@ -27,43 +43,49 @@ pub fn wire() {
         })
         .collect();
     dom::set_html("tabs", &tabs);
-    dom::on_id("tabs", "click", |e| {
-        if let Some((_, view)) = dom::closest_data(&e, "view") {
-            switch(&view);
-        }
-    });
-    dom::on_id("filters", "change", |e| {
-        let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
-        let (kind, value, on) = (input.get_attribute("data-kind"), input.value(), input.checked());
-        with_app(|app| match kind.as_deref() {
-            Some("model") => app.filter.models.iter_mut().filter(|(m, _)| *m == value).for_each(|m| m.1 = on),
-            Some("language") => {
-                app.filter.languages.iter_mut().filter(|(l, _)| *l == value).for_each(|l| l.1 = on)
-            }
-            Some("pool") => {
-                app.filter.pooling = if value == "per-model" { Pooling::PerModel } else { Pooling::All }
-            }
-            _ => {}
-        });
-        app::spawn_recompute();
-    });
-    dom::on_id("model-select", "change", |_| {
-        let model = dom::select_value("model-select");
-        with_app(|app| app.ui.model = model);
-        app::sync_url();
-        render_active();
-    });
-    heatmap::wire();
-    scatter::wire();
-    vendi::wire();
-    educator::wire();
 }
 
-/// Switches the visible view and records it in the URL.
-pub fn switch(view: &str) {
+/// Every listener of the page's views (wired once per page by the app).
+pub fn handlers() -> Vec<Handler> {
+    let mut all = vec![
+        Handler { on: Listen::Id("tabs"), event: "click", run: on_tab },
+        Handler { on: Listen::Id("filters"), event: "change", run: on_filter },
+        Handler { on: Listen::Id("model-select"), event: "change", run: on_model },
+    ];
+    all.extend(heatmap::handlers());
+    all.extend(scatter::handlers());
+    all.extend(vendi::handlers());
+    all.extend(educator::handlers());
+    all
+}
+
+fn on_tab(e: &Event) -> Update {
+    match dom::closest_data(e, "view") {
+        Some((_, view)) => switch(&view),
+        None => Update::Nothing,
+    }
+}
+
+fn on_filter(e: &Event) -> Update {
+    let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else {
+        return Update::Nothing;
+    };
+    let (kind, value, on) =
+        (input.get_attribute("data-kind").unwrap_or_default(), input.value(), input.checked());
+    with_app(|app| app.filter.set(&kind, &value, on));
+    Update::Recompute
+}
+
+fn on_model(_: &Event) -> Update {
+    let model = dom::select_value("model-select");
+    with_app(|app| app.ui.model = model);
+    Update::Render
+}
+
+/// Makes `view` the visible view (recorded in the URL).
+pub fn switch(view: &str) -> Update {
     with_app(|app| app.ui.view = view.to_string());
-    app::sync_url();
-    render_active();
+    Update::Render
 }
 
 /// The filter checkboxes (models, languages) and the pooling choice.
@@ -80,7 +102,7 @@ pub fn render_filters() {
                 })
                 .collect()
         };
-        let per_model = app.filter.pooling == Pooling::PerModel;
+        let per_model = app.filter.per_model;
         let models: String = app
             .manifest
             .models
@@ -110,9 +132,9 @@ pub fn render_filters() {
     }
 }
 
-/// Renders the active view and marks its tab.
-pub fn render_active() {
-    let Some(view) = with_app(|app| app.ui.view.clone()) else { return };
+/// Renders the active view and marks its tab; returns what the view's rendering asks for.
+pub fn render_active() -> Update {
+    let Some(view) = with_app(|app| app.ui.view.clone()) else { return Update::Nothing };
     for (id, _) in VIEWS {
         dom::show(&format!("view-{id}"), id == view);
         let tab = dom::by_id(&format!("tab-{id}"));
@@ -126,7 +148,8 @@ pub fn render_active() {
         "flags" => flags::render(),
         "scatter" => scatter::render(),
         "vendi" => vendi::render(),
-        "educator" => educator::render(),
+        "educator" => return educator::render(),
         _ => {}
     }
+    Update::Nothing
 }

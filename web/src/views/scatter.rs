@@ -7,23 +7,26 @@
 //! `shaders/scatter.wgsl`: one instanced draw call into an offscreen texture, read back); with the
 //! CPU backend, or when WebGPU rendering fails, they are rasterised into one RGBA buffer. Either
 //! way the frame reaches the canvas with a single `putImageData`. Both put each point
-//! on the same pixels. `#scatter-points[data-renderer]` says which one drew.
+//! on the same pixels. `#scatter-points[data-renderer]` says which one drew. The geometry
+//! (transform, box and lasso) is `culturelens_view::selection`; the drawn coordinates and the
+//! selected rows are in the DOM (`#scatter-data`, `#scatter-canvas[data-selection]`), so tests
+//! can check the selection against the points.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
+use culturelens_view::selection::{HEIGHT as H, Shape, Transform, WIDTH as W, select};
 use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent};
+use web_sys::{CanvasRenderingContext2d, Event, HtmlCanvasElement, ImageData, MouseEvent};
 
 use super::colour::{category, css};
-use super::scatter_gpu;
-use crate::app::{self, with_app};
+use super::{Handler, Listen, scatter_gpu, switch};
+use crate::compute::GpuHandles;
 use crate::dom::{self, esc};
 use crate::pca;
+use crate::state::{Update, with_app};
 
-const W: u32 = 820;
-const H: u32 = 560;
-const MARGIN: f64 = 12.0;
 /// Side of an unselected and of a selected point, pixels.
 const POINT_PX: [u32; 2] = [2, 3];
 
@@ -32,71 +35,80 @@ thread_local! {
     static DRAG: RefCell<Option<Vec<(f64, f64)>>> = const { RefCell::new(None) };
     /// Number of the latest frame asked for; a GPU frame that finishes later than a newer one
     /// is dropped.
-    static FRAME: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static FRAME: Cell<u64> = const { Cell::new(0) };
 }
 
-pub fn wire() {
-    dom::on_id("view-scatter", "change", |e| {
-        if let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok())
-            && sel.id() == "colour-by"
-        {
+pub fn handlers() -> [Handler; 5] {
+    [
+        Handler { on: Listen::Id("view-scatter"), event: "change", run: on_change },
+        Handler { on: Listen::Id("view-scatter"), event: "click", run: on_click },
+        Handler { on: Listen::Id("view-scatter"), event: "mousedown", run: on_press },
+        Handler { on: Listen::Id("view-scatter"), event: "mousemove", run: on_move },
+        Handler { on: Listen::Document, event: "mouseup", run: on_release },
+    ]
+}
+
+fn on_change(e: &Event) -> Update {
+    match e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) {
+        Some(sel) if sel.id() == "colour-by" => {
             let v = sel.value();
             with_app(|app| app.ui.colour_by = v);
-            app::sync_url();
             draw();
+            Update::Url
         }
-    });
-    dom::on_id("view-scatter", "click", |e| {
-        if let Some((_, action)) = dom::closest_data(&e, "action") {
-            match action.as_str() {
-                "clear" => {
-                    with_app(|app| app.selection.clear());
-                    draw();
-                }
-                "vendi" => super::switch("vendi"),
-                _ => {}
-            }
-        }
-    });
-    dom::on_id("view-scatter", "mousedown", |e| {
-        if let Some(p) = canvas_point(&e) {
-            DRAG.with(|d| *d.borrow_mut() = Some(vec![p]));
-        }
-    });
-    dom::on_id("view-scatter", "mousemove", |e| {
-        let Some(p) = canvas_point(&e) else { return };
-        let dragging = DRAG.with(|d| d.borrow_mut().as_mut().map(|path| path.push(p)).is_some());
-        if dragging {
-            draw_overlay();
-        }
-    });
-    dom::on(&dom::document(), "mouseup", |_| {
-        let Some(path) = DRAG.with(|d| d.borrow_mut().take()) else { return };
-        if path.len() < 2 {
-            draw_overlay();
-            return;
-        }
-        let lasso = dom::select_value("select-mode") == "lasso";
-        with_app(|app| {
-            let Some(coords) = app.pca.clone() else { return };
-            let t = Transform::fit(&coords);
-            app.selection = (0..coords.len() / 2)
-                .filter(|&i| {
-                    let p = t.apply(coords[2 * i], coords[2 * i + 1]);
-                    if lasso {
-                        inside_polygon(p, &path)
-                    } else {
-                        inside_box(p, path[0], *path.last().unwrap())
-                    }
-                })
-                .map(|i| i as u32)
-                .collect();
-        });
-        draw();
-    });
+        _ => Update::Nothing,
+    }
 }
 
-fn canvas_point(e: &web_sys::Event) -> Option<(f64, f64)> {
+fn on_click(e: &Event) -> Update {
+    match dom::closest_data(e, "action").map(|(_, a)| a).as_deref() {
+        Some("clear") => {
+            with_app(|app| app.selection.clear());
+            draw();
+            Update::Nothing
+        }
+        Some("vendi") => switch("vendi"),
+        _ => Update::Nothing,
+    }
+}
+
+fn on_press(e: &Event) -> Update {
+    if let Some(p) = canvas_point(e) {
+        DRAG.with(|d| *d.borrow_mut() = Some(vec![p]));
+    }
+    Update::Nothing
+}
+
+fn on_move(e: &Event) -> Update {
+    let Some(p) = canvas_point(e) else { return Update::Nothing };
+    let dragging = DRAG.with(|d| d.borrow_mut().as_mut().map(|path| path.push(p)).is_some());
+    if dragging {
+        draw_overlay();
+    }
+    Update::Nothing
+}
+
+fn on_release(_: &Event) -> Update {
+    let Some(path) = DRAG.with(|d| d.borrow_mut().take()) else { return Update::Nothing };
+    if path.len() < 2 {
+        draw_overlay();
+        return Update::Nothing;
+    }
+    let shape = if dom::select_value("select-mode") == "lasso" {
+        Shape::Lasso(&path)
+    } else {
+        Shape::Box(path[0], path[path.len() - 1])
+    };
+    with_app(|app| {
+        if let Some(coords) = app.pca.clone() {
+            app.selection = select(&coords, &Transform::fit(&coords), shape);
+        }
+    });
+    draw();
+    Update::Nothing
+}
+
+fn canvas_point(e: &Event) -> Option<(f64, f64)> {
     let m = e.dyn_ref::<MouseEvent>()?;
     let canvas: HtmlCanvasElement = e.target()?.dyn_into().ok()?;
     if canvas.id() != "scatter-canvas" && DRAG.with(|d| d.borrow().is_none()) {
@@ -110,61 +122,14 @@ fn canvas_point(e: &web_sys::Event) -> Option<(f64, f64)> {
     ))
 }
 
-fn inside_box(p: (f64, f64), a: (f64, f64), b: (f64, f64)) -> bool {
-    p.0 >= a.0.min(b.0) && p.0 <= a.0.max(b.0) && p.1 >= a.1.min(b.1) && p.1 <= a.1.max(b.1)
-}
-
-/// Even-odd rule point-in-polygon.
-fn inside_polygon(p: (f64, f64), poly: &[(f64, f64)]) -> bool {
-    let mut inside = false;
-    let mut j = poly.len() - 1;
-    for i in 0..poly.len() {
-        let (a, b) = (poly[i], poly[j]);
-        if (a.1 > p.1) != (b.1 > p.1) && p.0 < (b.0 - a.0) * (p.1 - a.1) / (b.1 - a.1) + a.0 {
-            inside = !inside;
-        }
-        j = i;
-    }
-    inside
-}
-
-/// Data → canvas pixels, fitted to the point cloud.
-struct Transform {
-    x0: f32,
-    y0: f32,
-    scale: f32,
-}
-
-impl Transform {
-    fn fit(coords: &[f32]) -> Transform {
-        let (mut lo, mut hi) = ([f32::MAX; 2], [f32::MIN; 2]);
-        for p in coords.chunks_exact(2) {
-            for k in 0..2 {
-                lo[k] = lo[k].min(p[k]);
-                hi[k] = hi[k].max(p[k]);
-            }
-        }
-        let span = ((hi[0] - lo[0]) / (W as f32 - 2.0 * MARGIN as f32))
-            .max((hi[1] - lo[1]) / (H as f32 - 2.0 * MARGIN as f32))
-            .max(1e-12);
-        Transform { x0: (lo[0] + hi[0]) / 2.0, y0: (lo[1] + hi[1]) / 2.0, scale: 1.0 / span }
-    }
-
-    fn apply(&self, x: f32, y: f32) -> (f64, f64) {
-        (
-            f64::from((x - self.x0) * self.scale) + f64::from(W) / 2.0,
-            f64::from(H) / 2.0 - f64::from((y - self.y0) * self.scale),
-        )
-    }
-}
-
 pub fn render() {
-    let needs_pca = with_app(|app| app.pca.is_none()).unwrap_or(false);
+    let Some((needs_pca, colour_by)) = with_app(|app| (app.pca.is_none(), app.ui.colour_by.clone())) else {
+        return;
+    };
     let options: String = ["language", "culture", "model"]
         .iter()
         .map(|c| {
-            let sel = with_app(|a| a.ui.colour_by == *c).unwrap_or(false);
-            format!("<option value='{c}'{}>{c}</option>", if sel { " selected" } else { "" })
+            format!("<option value='{c}'{}>{c}</option>", if colour_by == *c { " selected" } else { "" })
         })
         .collect();
     dom::set_html(
@@ -176,28 +141,40 @@ pub fn render() {
              <button type='button' data-action='vendi'>Vendi of selection →</button> <span id='selection-count'></span></div>\
              <div class='scatter-stack'><canvas id='scatter-points' width='{W}' height='{H}'></canvas>\
              <canvas id='scatter-canvas' width='{W}' height='{H}'></canvas></div><div id='scatter-legend'></div>\
+             <script type='application/json' id='scatter-data'></script>\
              <p class='muted'>Axes: first two principal components of the L2-normalised embeddings (covariance from ≤ {} rows).</p>",
-            pca::SAMPLE_ROWS
+            culturelens_view::pca::SAMPLE_ROWS
         ),
     );
-    if needs_pca {
-        dom::status("computing PCA…");
-        wasm_bindgen_futures::spawn_local(async {
-            let Some(table) = with_app(|app| app.table.clone()) else { return };
-            let t0 = dom::now_ms();
-            match pca::pca2(&table).await {
-                Ok(coords) => {
-                    with_app(|app| app.pca = Some(std::rc::Rc::new(coords)));
-                    let ms = dom::now_ms() - t0;
-                    dom::status(&format!("PCA in {ms:.0} ms"));
-                    dom::set_body_attr("data-pca-ms", &format!("{ms:.0}"));
-                    draw();
-                }
-                Err(e) => dom::show_error(&format!("PCA failed: {e}")),
-            }
-        });
-    } else {
+    if !needs_pca {
+        show_coordinates();
         draw();
+        return;
+    }
+    dom::status("computing PCA…");
+    wasm_bindgen_futures::spawn_local(async {
+        let Some(table) = with_app(|app| app.table.clone()) else { return };
+        let t0 = dom::now_ms();
+        match pca::pca2(&table).await {
+            Ok(coords) => {
+                with_app(|app| app.pca = Some(Rc::new(coords)));
+                let ms = dom::now_ms() - t0;
+                show_coordinates();
+                dom::status(&format!("PCA in {ms:.0} ms"));
+                dom::set_body_attr("data-pca-ms", &format!("{ms:.0}"));
+                draw();
+            }
+            Err(e) => dom::show_error(&format!("PCA failed: {e}")),
+        }
+    });
+}
+
+/// The PCA coordinates as JSON in `#scatter-data` (once per render, not per frame).
+fn show_coordinates() {
+    if let Some(json) =
+        with_app(|app| app.pca.as_ref().map(|c| serde_json::to_string(c.as_slice()))).flatten()
+    {
+        dom::set_text("scatter-data", &json.expect("coordinates serialise"));
     }
 }
 
@@ -209,64 +186,65 @@ fn context_2d(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
     canvas.get_context("2d").ok().flatten()?.dyn_into().ok()
 }
 
-/// Draws the points (selected ones larger, black and on top), the selection outline, the count
-/// and the legend. With WebGPU the frame is rendered on the GPU asynchronously; a newer draw
-/// supersedes one still in flight.
-pub fn draw() {
-    let Some(points) = canvas("scatter-points") else { return };
-    let Some((coords, colours, legend, selected, gpu)) = with_app(|app| {
+/// What one frame draws, read from the state.
+struct Frame {
+    coords: Rc<Vec<f32>>,
+    /// Category index of every point (its colour).
+    colours: Vec<u8>,
+    /// (value, category index) of the colouring column, by value.
+    legend: Vec<(String, usize)>,
+    selected: Vec<bool>,
+    selection: Vec<u32>,
+    gpu: Option<GpuHandles>,
+}
+
+/// Reads the frame: coordinates, colours by the `colour_by` column, selection and GPU handles
+/// (`None` before the PCA or without the colouring column).
+fn read_frame() -> Option<Frame> {
+    with_app(|app| {
         let coords = app.pca.clone()?;
-        let values = app.columns.iter().find(|(c, _)| *c == app.ui.colour_by).map(|(_, v)| v.as_slice())?;
+        let values = app.column(&app.ui.colour_by)?;
         let mut index: BTreeMap<&str, usize> = BTreeMap::new();
         for v in values {
             let next = index.len();
             index.entry(v.as_str()).or_insert(next);
         }
-        let legend: Vec<(String, usize)> = index.iter().map(|(k, i)| (k.to_string(), *i)).collect();
-        let colours: Vec<u8> = values.iter().map(|v| index[v.as_str()] as u8).collect();
+        let legend = index.iter().map(|(k, i)| (k.to_string(), *i)).collect();
+        let colours = values.iter().map(|v| index[v.as_str()] as u8).collect();
         let mut selected = vec![false; values.len()];
         app.selection.iter().for_each(|&r| selected[r as usize] = true);
-        Some((coords, colours, legend, selected, app.compute.gpu.clone()))
+        Some(Frame {
+            coords,
+            colours,
+            legend,
+            selected,
+            selection: app.selection.clone(),
+            gpu: app.compute.gpu.clone(),
+        })
     })
-    .flatten() else {
-        return;
-    };
-    let t = Transform::fit(&coords);
+    .flatten()
+}
+
+/// Draws the points (selected ones larger, black and on top), the selection outline, the count
+/// and the legend: read the frame, check the two renderers agree on its size, then build it on
+/// the GPU (asynchronously; a newer draw supersedes one still in flight) or the CPU.
+pub fn draw() {
+    let Some(points) = canvas("scatter-points") else { return };
+    let Some(frame) = read_frame() else { return };
+    assert_eq!(frame.coords.len(), 2 * frame.colours.len(), "one (x, y) per point");
+    assert_eq!(frame.selected.len(), frame.colours.len(), "one selection flag per point");
+    let t = Transform::fit(&frame.coords);
     let t0 = dom::now_ms();
-    let frame = FRAME.with(|f| {
+    let number = FRAME.with(|f| {
         f.set(f.get() + 1);
         f.get()
     });
-    let n_selected = selected.iter().filter(|s| **s).count();
-    let done = move |points: &HtmlCanvasElement, renderer: &str| {
-        points.set_attribute("data-renderer", renderer).ok();
-        points.set_attribute("data-draw-ms", &format!("{:.1}", dom::now_ms() - t0)).ok();
-        draw_overlay();
-        dom::set_text("selection-count", &format!("{n_selected} selected"));
-        let items: String = legend
-            .iter()
-            .map(|(name, i)| {
-                format!(
-                    "<span class='key'><i style='background:{}'></i>{}</span>",
-                    css(category(*i)),
-                    esc(name)
-                )
-            })
-            .collect();
-        dom::set_html("scatter-legend", &items);
-    };
-    let Some(gpu) = gpu else {
-        raster(&points, &t, &coords, &colours, &selected);
-        done(&points, "canvas2d");
+    let Some(gpu) = frame.gpu.clone() else {
+        raster(&points, &t, &frame);
+        finish(&points, &frame, "canvas2d", t0);
         return;
     };
-    let mut instances = Vec::with_capacity(colours.len() * scatter_gpu::INSTANCE_BYTES);
-    for pass in [false, true] {
-        for i in (0..colours.len()).filter(|&i| selected[i] == pass) {
-            let rgb = category(colours[i] as usize);
-            scatter_gpu::push_instance(&mut instances, coords[2 * i], coords[2 * i + 1], rgb, pass);
-        }
-    }
+    let instances = gpu_instances(&frame);
     let view = scatter_gpu::ViewUniform {
         centre: [t.x0, t.y0],
         scale: t.scale,
@@ -276,21 +254,54 @@ pub fn draw() {
     dom::set_text("selection-count", "");
     wasm_bindgen_futures::spawn_local(async move {
         let pixels = scatter_gpu::render(&instances, view, W, H, &gpu).await;
-        if FRAME.with(|f| f.get()) != frame {
+        if FRAME.with(|f| f.get()) != number {
             return;
         }
         match pixels {
             Ok(px) => {
                 put_pixels(&points, &px);
-                done(&points, "webgpu");
+                finish(&points, &frame, "webgpu", t0);
             }
             Err(e) => {
                 dom::status(&format!("scatter drawn on the CPU: {e}"));
-                raster(&points, &t, &coords, &colours, &selected);
-                done(&points, "canvas2d");
+                raster(&points, &t, &frame);
+                finish(&points, &frame, "canvas2d", t0);
             }
         }
     });
+}
+
+/// The GPU instance buffer: unselected points first, then the selected ones on top.
+fn gpu_instances(frame: &Frame) -> Vec<u8> {
+    let (coords, colours) = (&frame.coords, &frame.colours);
+    let mut instances = Vec::with_capacity(colours.len() * scatter_gpu::INSTANCE_BYTES);
+    for pass in [false, true] {
+        for i in (0..colours.len()).filter(|&i| frame.selected[i] == pass) {
+            let rgb = category(colours[i] as usize);
+            scatter_gpu::push_instance(&mut instances, coords[2 * i], coords[2 * i + 1], rgb, pass);
+        }
+    }
+    instances
+}
+
+/// After the points are on the canvas: renderer and timing attributes, the outline, the count,
+/// the legend, and the selected rows (for tests).
+fn finish(points: &HtmlCanvasElement, frame: &Frame, renderer: &str, t0: f64) {
+    points.set_attribute("data-renderer", renderer).ok();
+    points.set_attribute("data-draw-ms", &format!("{:.1}", dom::now_ms() - t0)).ok();
+    draw_overlay();
+    let selection: Vec<String> = frame.selection.iter().map(u32::to_string).collect();
+    dom::by_id("scatter-canvas").set_attribute("data-selection", &selection.join(",")).ok();
+    let n_selected = frame.selected.iter().filter(|s| **s).count();
+    dom::set_text("selection-count", &format!("{n_selected} selected"));
+    let items: String = frame
+        .legend
+        .iter()
+        .map(|(name, i)| {
+            format!("<span class='key'><i style='background:{}'></i>{}</span>", css(category(*i)), esc(name))
+        })
+        .collect();
+    dom::set_html("scatter-legend", &items);
 }
 
 fn put_pixels(canvas: &HtmlCanvasElement, px: &[u8]) {
@@ -301,7 +312,7 @@ fn put_pixels(canvas: &HtmlCanvasElement, px: &[u8]) {
 }
 
 /// CPU rasteriser: the points into one RGBA buffer, one `putImageData`.
-fn raster(canvas: &HtmlCanvasElement, t: &Transform, coords: &[f32], colours: &[u8], selected: &[bool]) {
+fn raster(canvas: &HtmlCanvasElement, t: &Transform, frame: &Frame) {
     let (w, h) = (W as usize, H as usize);
     let mut px = vec![255u8; w * h * 4];
     let mut put = |x: i64, y: i64, rgb: [u8; 3]| {
@@ -310,8 +321,9 @@ fn raster(canvas: &HtmlCanvasElement, t: &Transform, coords: &[f32], colours: &[
             px[o..o + 3].copy_from_slice(&rgb);
         }
     };
+    let (coords, colours) = (&frame.coords, &frame.colours);
     for pass in [false, true] {
-        for i in (0..colours.len()).filter(|&i| selected[i] == pass) {
+        for i in (0..colours.len()).filter(|&i| frame.selected[i] == pass) {
             let (x, y) = t.apply(coords[2 * i], coords[2 * i + 1]);
             let (x, y) = (x as i64, y as i64);
             let (rgb, r) =
@@ -339,7 +351,7 @@ fn draw_overlay() {
             }
             ctx.close_path();
         } else {
-            let (a, b) = (path[0], *path.last().unwrap());
+            let (a, b) = (path[0], path[path.len() - 1]);
             ctx.rect(a.0.min(b.0), a.1.min(b.1), (a.0 - b.0).abs(), (a.1 - b.1).abs());
         }
         ctx.stroke();

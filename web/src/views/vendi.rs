@@ -2,37 +2,38 @@
 //! the current filter narrowed by model/language/culture — choose the kernel (cosine on the
 //! embeddings, or categorical over metadata columns with weights) and the order q, and see VS_q,
 //! qVS_q and qVS_q / N update live. The numbers come from `culturelens_core::vendi` on the
-//! compute device (f32 products on WebGPU, which has no f64).
+//! compute device through `compute::vendi` (the core's precision rule: f32 products on WebGPU,
+//! which has no f64).
 
-use burn::tensor::{Int, Tensor, TensorData};
-use culturelens_core::vendi::{
-    Order, Precision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
-    spectrum_from_product,
-};
+use std::cell::Cell;
 
-use crate::app::with_app;
-use crate::compute::Backend;
+use culturelens_core::vendi::{Order, VendiScore};
+use web_sys::Event;
+
+use super::{Handler, Listen};
+use crate::compute::{self, VendiKernel};
 use crate::dom::{self, esc};
+use crate::state::{Update, with_app};
 
-/// Largest subset scored with the cosine kernel (its features are copied to the host in f64).
-pub const MAX_COSINE_ROWS: usize = 5000;
-/// Largest subset scored with a categorical kernel.
-pub const MAX_CATEGORICAL_ROWS: usize = 20000;
 /// Metadata columns offered for the categorical kernel.
 const CATEGORICAL_COLUMNS: [&str; 4] = ["language", "culture", "person", "template"];
 
-pub fn wire() {
-    for event in ["change", "input"] {
-        dom::on_id("view-vendi", event, |e| {
-            let is_control = e
-                .target()
-                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-                .is_some_and(|el| el.closest(".vendi-controls").ok().flatten().is_some());
-            if is_control {
-                wasm_bindgen_futures::spawn_local(update());
-            }
-        });
+pub fn handlers() -> [Handler; 2] {
+    [
+        Handler { on: Listen::Id("view-vendi"), event: "change", run: on_control },
+        Handler { on: Listen::Id("view-vendi"), event: "input", run: on_control },
+    ]
+}
+
+fn on_control(e: &Event) -> Update {
+    let is_control = e
+        .target()
+        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+        .is_some_and(|el| el.closest(".vendi-controls").ok().flatten().is_some());
+    if is_control {
+        wasm_bindgen_futures::spawn_local(update());
     }
+    Update::Nothing
 }
 
 fn choice(id: &str, label: &str, values: &[String]) -> String {
@@ -87,48 +88,84 @@ pub fn render() {
     }
 }
 
-/// Recomputes the panel's numbers for the current controls.
+thread_local! {
+    /// Number of the latest update started; an update that finishes after a newer one started
+    /// shows nothing (the newer one's controls are the current ones).
+    static LATEST: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Recomputes the panel's numbers for the current controls. Each value cell also carries the
+/// full-precision number in `data-value` (the text shows four decimals); `#vendi-table[data-busy]`
+/// is `true` until the latest update has shown its numbers.
 async fn update() {
-    match score().await {
+    let id = LATEST.with(|l| {
+        l.set(l.get() + 1);
+        l.get()
+    });
+    dom::by_id("vendi-table").set_attribute("data-busy", "true").ok();
+    let result = score().await;
+    if LATEST.with(Cell::get) != id {
+        return;
+    }
+    dom::by_id("vendi-table").set_attribute("data-busy", "false").ok();
+    match result {
         Ok(s) => {
-            dom::set_text("vendi-n", &s.n.to_string());
-            dom::set_text("vendi-vs", &format!("{:.4}", s.vs));
-            dom::set_text("vendi-qvs", &format!("{:.4}", s.qvs));
-            dom::set_text("vendi-qvs-norm", &format!("{:.4}", s.qvs_norm));
+            let show = |id: &str, text: String, value: f64| {
+                dom::set_text(id, &text);
+                dom::by_id(id).set_attribute("data-value", &value.to_string()).ok();
+            };
+            show("vendi-n", s.n.to_string(), s.n as f64);
+            show("vendi-vs", format!("{:.4}", s.vs), s.vs);
+            show("vendi-qvs", format!("{:.4}", s.qvs), s.qvs);
+            show("vendi-qvs-norm", format!("{:.4}", s.qvs_norm), s.qvs_norm);
             dom::clear_error();
         }
         Err(e) => dom::show_error(&format!("Vendi: {e}")),
     }
 }
 
+/// The panel's controls, read from the page.
+struct Controls {
+    q: Order,
+    categorical: bool,
+    model: String,
+    language: String,
+    culture: String,
+    use_selection: bool,
+    quality: String,
+    /// (column, weight) of the categorical kernel.
+    weights: Vec<(String, f64)>,
+}
+
+fn read_controls() -> Result<Controls, String> {
+    let nodes = dom::by_id("view-vendi").query_selector_all("input.weight").map_err(|_| "weights")?;
+    let weights = (0..nodes.length())
+        .filter_map(|i| nodes.item(i))
+        .filter_map(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(n).ok())
+        .map(|i| {
+            (i.get_attribute("data-column").unwrap_or_default(), i.value().parse::<f64>().unwrap_or(f64::NAN))
+        })
+        .collect();
+    Ok(Controls {
+        q: Order::parse(&dom::input_value("vendi-q"))?,
+        categorical: dom::select_value("vendi-kernel") == "categorical",
+        model: dom::select_value("vendi-model"),
+        language: dom::select_value("vendi-language"),
+        culture: dom::select_value("vendi-culture"),
+        use_selection: dom::select_value("vendi-source") == "selection",
+        quality: dom::select_value("vendi-quality"),
+        weights,
+    })
+}
+
+/// Reads the controls, picks the subset's rows, kernel and quality from the state, and scores
+/// them with `compute::vendi`.
 async fn score() -> Result<VendiScore, String> {
-    let q = Order::parse(&dom::input_value("vendi-q"))?;
-    let kernel = dom::select_value("vendi-kernel");
-    let (model, language, culture) = (
-        dom::select_value("vendi-model"),
-        dom::select_value("vendi-language"),
-        dom::select_value("vendi-culture"),
-    );
-    let use_selection = dom::select_value("vendi-source") == "selection";
-    let quality_col = dom::select_value("vendi-quality");
-    let weights: Vec<(String, f64)> = {
-        let nodes = dom::by_id("view-vendi").query_selector_all("input.weight").map_err(|_| "weights")?;
-        (0..nodes.length())
-            .filter_map(|i| nodes.item(i))
-            .filter_map(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(n).ok())
-            .map(|i| {
-                (
-                    i.get_attribute("data-column").unwrap_or_default(),
-                    i.value().parse::<f64>().unwrap_or(f64::NAN),
-                )
-            })
-            .collect()
-    };
-    let (rows, table, backend, cat, quality) = with_app(|app| {
-        let col =
-            |n: &str| app.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
-        let (m, l, c) = (col("model"), col("language"), col("culture"));
-        let base: Vec<u32> = if use_selection {
+    let c = read_controls()?;
+    let (rows, table, kernel, quality) = with_app(|app| {
+        let col = |n: &str| app.column(n).unwrap_or(&[]);
+        let (m, l, cu) = (col("model"), col("language"), col("culture"));
+        let base: Vec<u32> = if c.use_selection {
             app.selection.clone()
         } else {
             app.scored.as_ref().map(|s| s.rows.clone()).unwrap_or_default()
@@ -138,60 +175,24 @@ async fn score() -> Result<VendiScore, String> {
             .into_iter()
             .filter(|&r| {
                 let r = r as usize;
-                keep(&model, &m[r]) && keep(&language, &l[r]) && keep(&culture, &c[r])
+                keep(&c.model, &m[r]) && keep(&c.language, &l[r]) && keep(&c.culture, &cu[r])
             })
             .collect();
-        let cat: Vec<(String, Vec<String>)> = weights
-            .iter()
-            .map(|(name, _)| (name.clone(), rows.iter().map(|&r| col(name)[r as usize].clone()).collect()))
-            .collect();
-        let quality: Option<Vec<f64>> = (!quality_col.is_empty()).then(|| {
-            let v = col(&quality_col);
+        let of_rows =
+            |name: &str| -> Vec<String> { rows.iter().map(|&r| col(name)[r as usize].clone()).collect() };
+        let kernel = if c.categorical {
+            VendiKernel::Categorical(
+                c.weights.iter().map(|(name, w)| (name.clone(), of_rows(name), *w)).collect(),
+            )
+        } else {
+            VendiKernel::Cosine
+        };
+        let quality: Option<Vec<f64>> = (!c.quality.is_empty()).then(|| {
+            let v = col(&c.quality);
             rows.iter().map(|&r| v[r as usize].parse::<f64>().unwrap_or(f64::NAN)).collect()
         });
-        (rows, app.table.clone(), app.compute.backend, cat, quality)
+        (rows, app.table.clone(), kernel, quality)
     })
     .ok_or("no bundle loaded")?;
-    let n = rows.len();
-    if n == 0 {
-        return Err("the subset is empty".into());
-    }
-    let device = table.device();
-    let features = if kernel == "categorical" {
-        if n > MAX_CATEGORICAL_ROWS {
-            return Err(format!(
-                "{n} rows; the categorical kernel is limited to {MAX_CATEGORICAL_ROWS} here"
-            ));
-        }
-        let cols: Vec<(&str, &[String])> =
-            cat.iter().map(|(name, v)| (name.as_str(), v.as_slice())).collect();
-        let w: Vec<f64> = weights.iter().map(|(_, w)| *w).collect();
-        categorical_features(&cols, &w).map_err(|e| e.to_string())?
-    } else {
-        if n > MAX_COSINE_ROWS {
-            return Err(format!(
-                "{n} rows; the cosine kernel is limited to {MAX_COSINE_ROWS} rows here (narrow the subset)"
-            ));
-        }
-        let [_, d] = table.dims();
-        let idx: Vec<i32> = rows.iter().map(|&r| r as i32).collect();
-        let x = table.select(0, Tensor::<1, Int>::from_data(TensorData::new(idx, [n]), &device));
-        let x: Vec<f32> = x
-            .into_data_async()
-            .await
-            .map_err(|e| format!("{e:?}"))?
-            .try_to_vec::<f32>()
-            .map_err(|e| format!("{e:?}"))?;
-        cosine_features(&x, n, d).map_err(|e| e.to_string())?
-    };
-    let precision = match backend {
-        Backend::WebGpu => Precision::F32,
-        Backend::Cpu => Precision::F64,
-    };
-    let product = product_tensor(&features, Route::Auto, precision, &device)
-        .into_data_async()
-        .await
-        .map_err(|e| format!("{e:?}"))?;
-    let spectrum = spectrum_from_product(product, &features, precision);
-    Ok(VendiScore::from_spectrum(&spectrum, n, q, quality.as_deref()))
+    compute::vendi(&table, &rows, &kernel, c.q, quality.as_deref()).await
 }

@@ -11,29 +11,39 @@ use super::layout::SosLayout;
 /// A reference vector whose unit-vector mean is shorter than this has no usable direction.
 pub const MIN_REFERENCE_NORM: f32 = 1e-6;
 
-/// Uploads `embeddings` (row-major N × d, taken by value so no copy is made) and the layout's
-/// group ids, and builds the packed result tensor of [`sos_tensor`].
-pub fn sos_on_device(
-    embeddings: Vec<f32>,
-    dim: usize,
+/// The group ids of `values` as an integer tensor on `device` (row indices, group ids).
+pub fn id_tensor(values: &[u32], device: &Device) -> Tensor<1, Int> {
+    let v: Vec<i32> = values.iter().map(|&x| x as i32).collect();
+    let len = v.len();
+    Tensor::<1, Int>::from_data(TensorData::new(v, [len]), device)
+}
+
+/// The one device entry point of SoS, for the CLI and the browser alike: the packed result tensor
+/// of [`sos_tensor`] for the rows `rows` of `table` (all rows for `None`; `layout` is built from
+/// the same rows, in the same order), with the layout's group ids uploaded beside `table`.
+///
+/// Nothing is read back here: the caller reads the result once, synchronously (`into_data`,
+/// native) or asynchronously (`into_data_async`, the browser), and hands it to [`unpack`].
+/// `chunk_rows` is [`Blocking::chunk_rows`](super::Blocking::chunk_rows) of the device's rule.
+pub fn sos_packed(
+    table: &Tensor<2>,
+    rows: Option<&[u32]>,
     layout: &SosLayout,
-    device: &Device,
     chunk_rows: Option<usize>,
 ) -> Tensor<1> {
-    let n = layout.len();
-    assert_eq!(embeddings.len(), n * dim, "embeddings must be N × d with N = number of outputs");
-    let emb = Tensor::<2>::from_data(TensorData::new(embeddings, [n, dim]), device);
-    let ids = |g: &[u32]| {
-        let v: Vec<i32> = g.iter().map(|x| *x as i32).collect();
-        let len = v.len();
-        Tensor::<1, Int>::from_data(TensorData::new(v, [len]), device)
+    let device = table.device();
+    let x = match rows {
+        Some(r) => table.clone().select(0, id_tensor(r, &device)),
+        None => table.clone(),
     };
+    let [n, _] = x.dims();
+    assert_eq!(n, layout.len(), "the scored rows and the layout must have the same number of outputs");
     sos_tensor(
-        emb,
-        ids(&layout.pair),
-        ids(&layout.pair_sur),
+        x,
+        id_tensor(&layout.pair, &device),
+        id_tensor(&layout.pair_sur, &device),
         layout.sur_names.len(),
-        ids(&layout.pair_sem),
+        id_tensor(&layout.pair_sem, &device),
         layout.sem_names.len(),
         chunk_rows,
     )

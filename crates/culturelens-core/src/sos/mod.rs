@@ -11,18 +11,21 @@
 //! - the joint score of a (model, language, culture) cell is the mean of its outputs' scores;
 //! - statistics follow [`crate::stats`] (type-7 quantiles, pairwise-complete Pearson).
 //!
-//! The flow is: [`SosLayout`] (host, group ids) → [`sos_on_device`] (Burn, any backend) → one
-//! read-back → [`unpack`] → [`SosReport`] (host, f64).
+//! The flow is: [`SosLayout`] (host, group ids) → [`sos_packed`] (Burn, any backend, rows blocked
+//! by the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
+//! [`SosReport`] (host, f64). The CLI and the browser both go through [`sos_packed`].
 
 mod compute;
 mod layout;
 mod report;
 
-pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_on_device, sos_tensor, unpack};
+pub use compute::{
+    DegenerateReference, MIN_REFERENCE_NORM, SosValues, id_tensor, sos_packed, sos_tensor, unpack,
+};
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
 
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor, TensorData};
 
 /// Any reason a SoS computation cannot produce scores.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -33,8 +36,9 @@ pub enum SosError {
     Degenerate(#[from] DegenerateReference),
 }
 
-/// Per-output SoS scores on `device`, read back synchronously (native callers; the browser uses
-/// [`sos_on_device`] + `into_data_async` + [`unpack`]). See [`sos_tensor`] for `chunk_rows`.
+/// Per-output SoS scores on `device`, read back synchronously (native callers; the browser calls
+/// [`sos_packed`], awaits `into_data_async` and calls [`unpack`]). See [`sos_tensor`] for
+/// `chunk_rows`. The embeddings (row-major N × `dim`) move to the device without a copy.
 pub fn per_image_sos(
     embeddings: Vec<f32>,
     dim: usize,
@@ -42,14 +46,51 @@ pub fn per_image_sos(
     device: &Device,
     chunk_rows: Option<usize>,
 ) -> Result<SosValues, SosError> {
-    let data = sos_on_device(embeddings, dim, layout, device, chunk_rows).into_data();
+    let n = layout.len();
+    assert_eq!(embeddings.len(), n * dim, "embeddings must be N × d with N = number of outputs");
+    let table = Tensor::<2>::from_data(TensorData::new(embeddings, [n, dim]), device);
+    let data = sos_packed(&table, None, layout, chunk_rows).into_data();
     Ok(unpack(data, layout)?)
 }
 
-/// Rows per block that keep a block of `dim`-dimensional f32 rows near `bytes` (a CPU cache-sized
-/// default for `chunk_rows`).
+/// Bytes of f32 rows per block on a CPU: blocks that fit the cache keep every temporary small and
+/// reused (the block-size sweep in BENCHMARKS.md, `scripts/bench/sos_block_sweep.py`).
+pub const CPU_BLOCK_BYTES: usize = 1 << 20;
+
+/// Rows per block that keep a block of `dim`-dimensional f32 rows near `bytes`.
 pub fn rows_for_bytes(dim: usize, bytes: usize) -> usize {
     (bytes / (4 * dim.max(1))).max(1)
+}
+
+/// What kind of processor runs a Burn device, as far as the device rules care. The edge that
+/// creates the device says which (the core never names a backend).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Processor {
+    /// A CPU backend (`flex`, native or wasm32).
+    Cpu,
+    /// A GPU backend (wgpu, WebGPU, CUDA).
+    Gpu,
+}
+
+/// How [`sos_tensor`] walks the rows; the scores do not depend on it beyond f32 rounding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocking {
+    /// The rule for the processor: blocks of about [`CPU_BLOCK_BYTES`] on a CPU (cache-sized,
+    /// reused temporaries), the whole table as one block on a GPU (no launch overhead per block).
+    Default(Processor),
+    /// Blocks of this many rows (`culturelens sos --block-rows`, the block-size sweep).
+    Rows(usize),
+}
+
+impl Blocking {
+    /// The `chunk_rows` of [`sos_tensor`] for `dim`-dimensional rows (`None`: one block).
+    pub fn chunk_rows(self, dim: usize) -> Option<usize> {
+        match self {
+            Blocking::Default(Processor::Cpu) => Some(rows_for_bytes(dim, CPU_BLOCK_BYTES)),
+            Blocking::Default(Processor::Gpu) => None,
+            Blocking::Rows(rows) => Some(rows.max(1)),
+        }
+    }
 }
 
 /// Layout, per-output scores and the full report in one call.

@@ -324,3 +324,35 @@ fn block_size_does_not_change_scores() {
         assert_eq!(whole.sur_mean_norm.len(), blocked.sur_mean_norm.len());
     }
 }
+
+#[test]
+fn blocking_rule_per_processor() {
+    // 1 MiB of 64-dimensional f32 rows is 4096 rows, of 1280-dimensional ones 204 (rounded down).
+    assert_eq!(Blocking::Default(Processor::Cpu).chunk_rows(64), Some(4096));
+    assert_eq!(Blocking::Default(Processor::Cpu).chunk_rows(1280), Some(204));
+    assert_eq!(Blocking::Default(Processor::Gpu).chunk_rows(1280), None);
+    assert_eq!(Blocking::Rows(100).chunk_rows(1280), Some(100));
+    assert_eq!(Blocking::Rows(0).chunk_rows(1280), Some(1));
+}
+
+#[test]
+fn sos_packed_on_selected_rows_equals_scoring_those_rows_alone() {
+    // The browser's path: the whole table on the device once, a filter's rows selected there.
+    let d = 16;
+    let (emb, [model, language, culture]) = random_case(5, 2, 3, 4, 3, d);
+    let rows: Vec<u32> =
+        (0..model.len() as u32).filter(|r| r % 4 != 1 && language[*r as usize] != "l2").collect();
+    let pick = |v: &[String]| -> Vec<String> { rows.iter().map(|&r| v[r as usize].clone()).collect() };
+    let (m, l, c) = (pick(&model), pick(&language), pick(&culture));
+    let cols = SosColumns { model: &m, language: &l, culture: &c, layer: None, person: None };
+    let sub: Vec<f32> =
+        rows.iter().flat_map(|&r| emb[r as usize * d..(r as usize + 1) * d].to_vec()).collect();
+    let (layout, alone, _) = sos(sub, d, cols, Pooling::All, &cpu(), None).unwrap();
+    let table = Tensor::<2>::from_data(TensorData::new(emb, [model.len(), d]), &cpu());
+    let packed = sos_packed(&table, Some(&rows), &layout, Some(5)).into_data();
+    let selected = unpack(packed, &layout).unwrap();
+    assert_eq!(selected.per_image.len(), alone.per_image.len());
+    for (a, b) in selected.per_image.iter().zip(&alone.per_image) {
+        assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    }
+}

@@ -29,10 +29,11 @@
 //!
 //! # Devices and precision
 //! The product (`F Fᵀ` or `Fᵀ F`) runs on the Burn device ([`product_tensor`]); only its lower
-//! block triangle is computed, which halves the work. With [`Precision::F64`] (CPU, CUDA) it is
-//! accumulated in f64. WebGPU has no f64: with [`Precision::F32`] the product is accumulated in
-//! f32 and the clipping tolerance uses f32's epsilon, so scores agree with the f64 ones to about
-//! 1e-6 rather than 1e-12. The eigenvalues are always computed in f64 on the host with faer's
+//! block triangle is computed, which halves the work. [`Precision::for_device`] is the rule: on a
+//! device that computes in f64 (CPU, CUDA, wgpu adapters with `SHADER_F64`) it is accumulated in
+//! f64 ([`Precision::F64`]). WebGPU in the browser has no f64: with [`Precision::F32`] the product
+//! is accumulated in f32 and the clipping tolerance uses f32's epsilon, so scores agree with the
+//! f64 ones to about 1e-6 rather than 1e-12. The eigenvalues are always computed in f64 on the host with faer's
 //! pure-Rust self-adjoint eigensolver (multi-threaded with the crate feature `rayon`). The one
 //! read-back sits between [`product_tensor`] and [`spectrum_from_product`], so the browser can
 //! await `into_data_async` there; [`spectrum`] does both synchronously.
@@ -65,7 +66,7 @@ pub use score::{
     Order, clip_eigenvalues, clip_tolerance, quality_weighted, symmetric_eigenvalues, vendi_from_eigenvalues,
 };
 
-use burn::tensor::DType;
+use burn::tensor::{DType, Device};
 use serde::Serialize;
 
 /// Which eigenproblem gives the spectrum.
@@ -99,6 +100,14 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// The precision rule, one per device: the product is accumulated in f64 where the device
+    /// computes in f64 (the CPU backend, CUDA, wgpu adapters with `SHADER_F64`) and in f32 where
+    /// it cannot (WebGPU in the browser, other wgpu adapters). The CLI and the browser both take
+    /// it from here.
+    pub fn for_device(device: &Device) -> Precision {
+        if device.supports_dtype(DType::F64) { Precision::F64 } else { Precision::F32 }
+    }
+
     /// The machine epsilon that scales the clipping tolerance.
     pub fn epsilon(self) -> f64 {
         match self {

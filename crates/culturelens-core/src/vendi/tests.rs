@@ -342,3 +342,9 @@ fn kernel_submatrix_picks_rows_and_columns_in_order() {
     let k: Vec<f64> = (0..3).flat_map(|i| (0..3).map(move |j| (10 * i + j) as f64)).collect();
     assert_eq!(kernel_submatrix(&k, 3, &[2, 0]), vec![22.0, 20.0, 2.0, 0.0]);
 }
+
+#[test]
+fn precision_rule_follows_the_device() {
+    // The CPU backend computes in f64 (WebGPU, without f64, is checked by tests/web).
+    assert_eq!(Precision::for_device(&cpu()), Precision::F64);
+}

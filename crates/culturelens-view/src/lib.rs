@@ -1,0 +1,20 @@
+//! The pure logic of the browser app (`web/`): everything a view decides that needs neither the
+//! DOM nor a Burn device, so it builds and is unit-tested in the main workspace
+//! (`cargo test -p culturelens-view`) while `web/` (its own workspace, wasm32 only) depends on it
+//! by path.
+//!
+//! - [`url`]: the UI state mirrored in the page URL (`?view=…&model=…`), parsed and written back;
+//! - [`filter`]: which rows the SoS computation keeps (models, languages, pooling);
+//! - [`selection`]: the scatter's data → pixel transform and box/lasso selection;
+//! - [`pca`]: the two leading principal axes of a covariance matrix (power iteration);
+//! - [`heatmap`]: the culture × language grid of joint scores, with means and sort orders;
+//! - [`educator`]: the per-language values of an educator slide.
+//!
+//! It has no dependencies, so it never changes the feature set of the main build.
+
+pub mod educator;
+pub mod filter;
+pub mod heatmap;
+pub mod pca;
+pub mod selection;
+pub mod url;
