@@ -110,14 +110,15 @@ fn report(coded: &Coded, raters: &[String], level: Level) -> String {
     let k = coded.labels.len();
     let complete: Vec<Vec<usize>> =
         coded.codes.iter().filter_map(|item| item.iter().copied().collect::<Option<Vec<_>>>()).collect();
-    let column = |r: usize| complete.iter().map(|item| item[r]).collect::<Vec<_>>();
+    let columns: Vec<Vec<usize>> =
+        (0..raters.len()).map(|r| complete.iter().map(|item| item[r]).collect()).collect();
     let pairs: Vec<(usize, usize)> =
         (0..raters.len()).flat_map(|a| (a + 1..raters.len()).map(move |b| (a, b))).collect();
     let pair_object = |f: PairStatistic| {
         object(
             pairs
                 .iter()
-                .map(|&(a, b)| (format!("{}|{}", raters[a], raters[b]), number(f(&column(a), &column(b))))),
+                .map(|&(a, b)| (format!("{}|{}", raters[a], raters[b]), number(f(&columns[a], &columns[b])))),
         )
     };
     let per_label = object(

@@ -41,25 +41,36 @@ pub struct MagbigArgs {
 }
 
 /// The output header (a contract: tests outside the project read it).
-pub const HEADER: &str = "model,language,set,n_prompts,n_images,mad,mad_random,male_share";
+pub const HEADER: [&str; 8] =
+    ["model", "language", "set", "n_prompts", "n_images", "mad", "mad_random", "male_share"];
 
 type Group = (String, String, String);
 
 pub fn run(args: &MagbigArgs) -> Result<()> {
     let meta = read_metadata_csv(&args.attributes)?;
     let groups = prompt_counts(&meta)?;
-    let rows: Vec<String> = groups
+    let rows: Vec<[String; 8]> = groups
         .iter()
         .filter_map(|((model, language, set), prompts)| {
             let counts: Vec<PromptCounts> = prompts.values().copied().collect();
             let s = mad(&counts)?;
-            let key = [model, language, set].map(|v| csv_field(v)).join(",");
-            Some(format!("{key},{},{},{},{},{}", s.n_prompts, s.n_images, s.mad, s.mad_random, s.male_share))
+            Some([
+                model.clone(),
+                language.clone(),
+                set.clone(),
+                s.n_prompts.to_string(),
+                s.n_images.to_string(),
+                s.mad.to_string(),
+                s.mad_random.to_string(),
+                s.male_share.to_string(),
+            ])
         })
         .collect();
     write_atomic(&args.out, |w| {
-        writeln!(w, "{HEADER}")?;
-        rows.iter().try_for_each(|row| writeln!(w, "{row}"))
+        let mut out = csv::Writer::from_writer(w);
+        out.write_record(HEADER)?;
+        rows.iter().try_for_each(|row| out.write_record(row))?;
+        out.flush()
     })?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
@@ -78,13 +89,4 @@ fn prompt_counts(meta: &Metadata) -> Result<BTreeMap<Group, BTreeMap<String, Pro
         groups.entry(key).or_default().entry(prompt_id[row].clone()).or_default().add(g);
     }
     Ok(groups)
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(value: &str) -> String {
-    if value.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value.to_string()
-    }
 }
