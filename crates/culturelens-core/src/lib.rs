@@ -15,3 +15,4 @@ pub mod rng;
 pub mod sos;
 pub mod stats;
 pub mod vendi;
+pub mod words;
