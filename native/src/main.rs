@@ -32,6 +32,9 @@ enum Command {
     Prompts(cmd::prompts::PromptsArgs),
     Magbig(cmd::magbig::MagbigArgs),
     Agreement(cmd::agreement::AgreementArgs),
+    Colour(cmd::colour::ColourArgs),
+    Captions(cmd::captions::CaptionsArgs),
+    Tokens(cmd::tokens::TokensArgs),
 }
 
 fn main() {
@@ -48,6 +51,9 @@ fn main() {
         Command::Prompts(args) => cmd::prompts::run(args),
         Command::Magbig(args) => cmd::magbig::run(args),
         Command::Agreement(args) => cmd::agreement::run(args),
+        Command::Colour(args) => cmd::colour::run(args),
+        Command::Captions(args) => cmd::captions::run(args),
+        Command::Tokens(args) => cmd::tokens::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -30,6 +30,28 @@ pub fn write_table(
     Ok(())
 }
 
+/// One CSV file of a result folder: its name, header and rows.
+pub struct CsvFile {
+    pub name: &'static str,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Writes every file into `dir` (created if needed), each atomically. Callers compute all files
+/// before calling, so a bad input never leaves a partial result folder.
+pub fn write_csv_files(dir: &Path, files: &[CsvFile]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    for file in files {
+        culturelens_table::write_atomic(&dir.join(file.name), |w| {
+            let mut out = csv::Writer::from_writer(w);
+            out.write_record(&file.header)?;
+            file.rows.iter().try_for_each(|row| out.write_record(row))?;
+            out.flush()
+        })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -172,13 +172,7 @@ pub fn lloyd(points: &[Rgb], init: &[Rgb], max_iter: usize) -> Result<KMeans, Co
 
 /// scikit-learn's `_relocate_empty_clusters_dense`: each empty cluster takes one of the points
 /// farthest from their (old) centres, farthest first.
-fn relocate_empty(
-    points: &[Rgb],
-    centres: &[Rgb],
-    labels: &[usize],
-    sums: &mut [Rgb],
-    counts: &mut [usize],
-) {
+fn relocate_empty(points: &[Rgb], centres: &[Rgb], labels: &[usize], sums: &mut [Rgb], counts: &mut [usize]) {
     let empty: Vec<usize> = (0..counts.len()).filter(|&c| counts[c] == 0).collect();
     if empty.is_empty() {
         return;
@@ -320,7 +314,10 @@ mod tests {
         let points: Vec<Rgb> = [0.0, 2.0, 10.0, 12.0].iter().map(|&x| [x, 0.0, 0.0]).collect();
         let fit = lloyd(&points, &[[0.0; 3], [0.0; 3]], 1).unwrap();
         assert_eq!(fit.centres, vec![[4.0, 0.0, 0.0], [12.0, 0.0, 0.0]]);
-        assert_eq!((fit.labels.as_slice(), fit.iterations, fit.inertia), ([0, 0, 1, 1].as_slice(), 1, 16.0 + 4.0 + 4.0 + 0.0));
+        assert_eq!(
+            (fit.labels.as_slice(), fit.iterations, fit.inertia),
+            ([0, 0, 1, 1].as_slice(), 1, 16.0 + 4.0 + 4.0 + 0.0)
+        );
         let fit = lloyd(&points, &[[0.0; 3], [0.0; 3]], 300).unwrap();
         assert_eq!(fit.centres, vec![[1.0, 0.0, 0.0], [11.0, 0.0, 0.0]]);
     }
@@ -353,7 +350,10 @@ mod tests {
         assert!((h - 0.5).abs() < 1e-15 && (s - 0.5).abs() < 1e-15 && (v - 0.4).abs() < 1e-15);
         assert_eq!(hsv(&[0.0, 0.0, 0.0]), [0.0, 0.0, 0.0]);
         // Value histogram: V = 1 (last bin), 0.4 (bin 1 of 2 is [0.5, 1] → bin 0), weights 3 and 1.
-        assert_eq!(value_histogram(&[([255.0, 0.0, 0.0], 3.0), ([51.0, 102.0, 102.0], 1.0)], 2), [0.25, 0.75]);
+        assert_eq!(
+            value_histogram(&[([255.0, 0.0, 0.0], 3.0), ([51.0, 102.0, 102.0], 1.0)], 2),
+            [0.25, 0.75]
+        );
     }
 
     /// scikit-learn KMeans from the same initial centres

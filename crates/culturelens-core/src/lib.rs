@@ -14,5 +14,6 @@ pub mod models;
 pub mod rng;
 pub mod sos;
 pub mod stats;
+pub mod tokens;
 pub mod vendi;
 pub mod words;

@@ -24,6 +24,7 @@ use culturelens_core::models::preprocess::{
 };
 use culturelens_core::models::weights::Checkpoint;
 use culturelens_core::models::{EncoderModel, ModelError};
+use culturelens_core::tokens;
 use serde::Deserialize;
 
 /// A failure while loading a weights folder or embedding an input, with the file it concerns.
@@ -175,19 +176,7 @@ impl Encoder {
         } else {
             None
         };
-        // tokenizer.json, or for SigLIP the SentencePiece model its repositories ship instead.
-        let json_path = dir.join("tokenizer.json");
-        let spiece_path = dir.join("spiece.model");
-        let tokenizer = if json_path.is_file() {
-            let tok = tokenizers::Tokenizer::from_file(&json_path)
-                .map_err(|e| LoadError::Tokenizer { path: json_path.clone(), message: e.to_string() })?;
-            Some((tok, json_path))
-        } else if spiece_path.is_file() && matches!(model, EncoderModel::Siglip(_)) {
-            Some((spiece::siglip_tokenizer(&spiece_path)?, spiece_path))
-        } else {
-            None
-        };
-        let tokenizer = match tokenizer {
+        let tokenizer = match read_tokenizer(dir, matches!(model, EncoderModel::Siglip(_)))? {
             Some((mut tok, path)) => {
                 if let Some(max) = model.max_text_len() {
                     tok.with_truncation(Some(tokenizers::TruncationParams {
@@ -263,6 +252,64 @@ impl Encoder {
             .map_err(|source| LoadError::Model { path: self.dir.join("config.json"), source })?;
         Ok(rows(features))
     }
+}
+
+/// The tokenizer of the weights folder `dir` and the file it was read from, without the model:
+/// `tokenizer.json`, or (when `spiece`, for SigLIP) the SentencePiece model its repositories ship
+/// instead; `None` when the folder has neither.
+pub fn read_tokenizer(
+    dir: &Path,
+    spiece: bool,
+) -> Result<Option<(tokenizers::Tokenizer, PathBuf)>, LoadError> {
+    let json_path = dir.join("tokenizer.json");
+    let spiece_path = dir.join("spiece.model");
+    if json_path.is_file() {
+        let tok = tokenizers::Tokenizer::from_file(&json_path)
+            .map_err(|e| LoadError::Tokenizer { path: json_path.clone(), message: e.to_string() })?;
+        Ok(Some((tok, json_path)))
+    } else if spiece && spiece_path.is_file() {
+        Ok(Some((spiece::siglip_tokenizer(&spiece_path)?, spiece_path)))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The tokenizer lens ([`culturelens_core::tokens`]): `text` as the tokenizer of the weights
+/// folder `dir` splits it, special tokens included, no truncation; OpenCLIP folders get open_clip's
+/// cleaning first, as when embedding. A token whose vocabulary piece differs from the text it
+/// covers is the unknown token (SentencePiece's `<unk>`). Byte-level BPE (a `ByteLevel` decoder, as CLIP's) is read
+/// as such, every other tokenizer as SentencePiece pieces.
+pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, LoadError> {
+    let open_clip = !dir.join("config.json").is_file() && dir.join("open_clip_config.json").is_file();
+    let (mut tok, path) = read_tokenizer(dir, true)?.ok_or_else(|| LoadError::Missing {
+        dir: dir.to_owned(),
+        what: "tokenizer",
+        hint: "expected tokenizer.json, or spiece.model as the SigLIP repositories ship it".into(),
+    })?;
+    tok.with_padding(None);
+    tok.with_truncation(None)
+        .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })?;
+    let text = if open_clip { open_clip_text::clean(text) } else { text.to_string() };
+    let encoding = tok
+        .encode(text, true)
+        .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })?;
+    let raw: Vec<tokens::RawToken> = encoding
+        .get_ids()
+        .iter()
+        .zip(encoding.get_tokens())
+        .zip(encoding.get_special_tokens_mask())
+        .map(|((&id, piece), &special)| tokens::RawToken {
+            id,
+            piece: piece.clone(),
+            special: special == 1,
+            unknown: tok.id_to_token(id).is_some_and(|vocab| vocab != *piece),
+        })
+        .collect();
+    let scheme = match tok.get_decoder() {
+        Some(tokenizers::DecoderWrapper::ByteLevel(_)) => tokens::Scheme::ByteLevel,
+        _ => tokens::Scheme::SentencePiece,
+    };
+    Ok(tokens::token_views(&raw, scheme))
 }
 
 /// Reads and decodes the image file at `path` and preprocesses it with `processor` (thread-safe:

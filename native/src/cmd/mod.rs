@@ -5,9 +5,12 @@
 
 pub mod agreement;
 pub mod bundle;
+pub mod captions;
+pub mod colour;
 pub mod embed;
 pub mod import;
 pub mod magbig;
 pub mod prompts;
 pub mod sos;
+pub mod tokens;
 pub mod vendi;

@@ -41,7 +41,9 @@ pub struct Document {
 pub enum FightingWordsError {
     #[error("document (model {model:?}, language {language:?}) has no terms in any of its {images} images")]
     EmptyDocument { model: String, language: String, images: usize },
-    #[error("model {model:?} has documents in one language only ({language:?}); Fighting Words compares a language with the model's other languages")]
+    #[error(
+        "model {model:?} has documents in one language only ({language:?}); Fighting Words compares a language with the model's other languages"
+    )]
     SingleLanguage { model: String, language: String },
     #[error("document (model {model:?}, language {language:?}) is given twice")]
     Duplicate { model: String, language: String },
@@ -91,7 +93,10 @@ pub fn fighting_words(docs: &[Document]) -> Result<Vec<DocumentScores>, Fighting
     let mut seen = BTreeSet::new();
     for d in docs {
         if !seen.insert((&d.model, &d.language)) {
-            return Err(FightingWordsError::Duplicate { model: d.model.clone(), language: d.language.clone() });
+            return Err(FightingWordsError::Duplicate {
+                model: d.model.clone(),
+                language: d.language.clone(),
+            });
         }
         if d.images.iter().all(BTreeSet::is_empty) {
             return Err(FightingWordsError::EmptyDocument {
@@ -103,7 +108,10 @@ pub fn fighting_words(docs: &[Document]) -> Result<Vec<DocumentScores>, Fighting
     }
     for d in docs {
         if docs.iter().all(|o| o.model != d.model || o.language == d.language) {
-            return Err(FightingWordsError::SingleLanguage { model: d.model.clone(), language: d.language.clone() });
+            return Err(FightingWordsError::SingleLanguage {
+                model: d.model.clone(),
+                language: d.language.clone(),
+            });
         }
     }
     let image_counts: Vec<BTreeMap<&str, usize>> = docs
@@ -148,8 +156,8 @@ pub fn fighting_words(docs: &[Document]) -> Result<Vec<DocumentScores>, Fighting
                 .map(|(&t, &y_i)| {
                     let y_j = other[t];
                     let a = y_i + y_j;
-                    let delta =
-                        ((y_i + a) / (n_i + alpha0 - y_i - a)).ln() - ((y_j + a) / (n_j + alpha0 - y_j - a)).ln();
+                    let delta = ((y_i + a) / (n_i + alpha0 - y_i - a)).ln()
+                        - ((y_j + a) / (n_j + alpha0 - y_j - a)).ln();
                     let var = 1.0 / (y_i + a) + 1.0 / (y_j + a);
                     let images = image_counts[i][t];
                     TermScore {
@@ -187,8 +195,10 @@ pub struct Coverage {
 /// Coverage of `stereotypes` (distinct terms, already lower-cased as the captions are) by the
 /// significant terms of `doc`. An empty stereotype list has coverage 0.
 pub fn coverage(doc: &DocumentScores, stereotypes: &BTreeSet<String>) -> Coverage {
-    let significant: BTreeSet<&str> = doc.terms.iter().filter(|t| t.significant()).map(|t| t.term.as_str()).collect();
-    let found: Vec<String> = stereotypes.iter().filter(|s| significant.contains(s.as_str())).cloned().collect();
+    let significant: BTreeSet<&str> =
+        doc.terms.iter().filter(|t| t.significant()).map(|t| t.term.as_str()).collect();
+    let found: Vec<String> =
+        stereotypes.iter().filter(|s| significant.contains(s.as_str())).cloned().collect();
     let coverage = if stereotypes.is_empty() { 0.0 } else { found.len() as f64 / stereotypes.len() as f64 };
     Coverage { stereotypes: stereotypes.len(), found, coverage }
 }
@@ -231,7 +241,8 @@ mod tests {
     #[test]
     fn a_planted_term_is_significant_and_ranked_first() {
         // Four images each, three times over (with four, snow's z is 1.81: not yet significant).
-        let fi: Vec<&[&str]> = [&["snow", "tree"][..], &["snow", "house"], &["snow", "tree"], &["snow"]].repeat(3);
+        let fi: Vec<&[&str]> =
+            [&["snow", "tree"][..], &["snow", "house"], &["snow", "tree"], &["snow"]].repeat(3);
         let de: Vec<&[&str]> = [&["house", "tree"][..], &["house"], &["tree"], &["house", "car"]].repeat(3);
         let scores = fighting_words(&[doc("m", "fi", &fi), doc("m", "de", &de)]).unwrap();
         let top: Vec<&str> = scores[0].top(10).map(|t| t.term.as_str()).collect();
@@ -246,7 +257,10 @@ mod tests {
     #[test]
     fn empty_single_language_and_duplicate_documents_are_errors() {
         let err = fighting_words(&[doc("m", "a", &[&[], &[]]), doc("m", "b", &[&["x"]])]).unwrap_err();
-        assert_eq!(err, FightingWordsError::EmptyDocument { model: "m".into(), language: "a".into(), images: 2 });
+        assert_eq!(
+            err,
+            FightingWordsError::EmptyDocument { model: "m".into(), language: "a".into(), images: 2 }
+        );
         let err = fighting_words(&[doc("m", "a", &[&["x"]]), doc("n", "b", &[&["x"]])]).unwrap_err();
         assert_eq!(err, FightingWordsError::SingleLanguage { model: "m".into(), language: "a".into() });
         let err = fighting_words(&[doc("m", "a", &[&["x"]]), doc("m", "a", &[&["y"]])]).unwrap_err();
