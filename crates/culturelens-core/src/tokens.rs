@@ -237,7 +237,7 @@ mod tests {
         let b = token_views(&raw(&["jurist</w>"]), Scheme::ByteLevel);
         let table = side_by_side(&[("t5".into(), a), ("clip".into(), b)]);
         let expected = "\
-#  t5 (3 tokens)    clip (1 tokens)
+#  t5 (3 tokens)  clip (1 tokens)
 0  \" Jurist\" [0]  \"jurist\"· [0]
 1  \"*\" [1]
 2  \"in\" [2]

@@ -3,7 +3,7 @@
 //! terms they cover (Fig. 6). Tokenisation and statistics are `culturelens_core::words`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_core::words::fighting_words::{Document, coverage, fighting_words};
@@ -118,7 +118,7 @@ fn read_documents(args: &CaptionsArgs) -> Result<Vec<Document>> {
 }
 
 /// Stereotype terms per culture, lower-cased by the captions' default language.
-fn read_stereotypes(path: &PathBuf, language: &str) -> Result<BTreeMap<String, BTreeSet<String>>> {
+fn read_stereotypes(path: &Path, language: &str) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let meta = read_metadata_csv(path)?;
     let cultures = meta.require_nonempty_column("culture")?;
     let terms = meta.require_nonempty_column("term")?;

@@ -64,6 +64,9 @@ pub struct ColourArgs {
     pub bins: usize,
 }
 
+/// Per group: its number of images and the colours of their palettes with their shares.
+type ValueGroups<'a> = BTreeMap<&'a [String], (usize, Vec<(Rgb, f64)>)>;
+
 fn columns(names: &[String]) -> Vec<String> {
     names.iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()
 }
@@ -128,7 +131,7 @@ pub fn run(args: &ColourArgs) -> Result<()> {
     const COLOUR: [&str; 9] = ["rank", "r", "g", "b", "hex", "share", "h", "s", "v"];
     let mut dominant = Vec::new();
     let mut pooled: BTreeMap<&[String], (usize, Vec<Rgb>)> = BTreeMap::new();
-    let mut values: BTreeMap<&[String], (usize, Vec<(Rgb, f64)>)> = BTreeMap::new();
+    let mut values: ValueGroups = BTreeMap::new();
     for (row, path) in list.paths.iter().enumerate() {
         let pixels = read_pixels(&list, row, path)?;
         let kept = subsample(&pixels, config.max_pixels);
