@@ -32,6 +32,7 @@ enum Command {
     Prompts(cmd::prompts::PromptsArgs),
     Magbig(cmd::magbig::MagbigArgs),
     Agreement(cmd::agreement::AgreementArgs),
+    Cultext2i(cmd::cultext2i::Cultext2iArgs),
 }
 
 fn main() {
@@ -48,6 +49,7 @@ fn main() {
         Command::Prompts(args) => cmd::prompts::run(args),
         Command::Magbig(args) => cmd::magbig::run(args),
         Command::Agreement(args) => cmd::agreement::run(args),
+        Command::Cultext2i(args) => cmd::cultext2i::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -7,6 +7,7 @@
 //! asynchronously.
 
 pub mod agreement;
+pub mod cultext2i;
 pub mod demo;
 pub mod magbig;
 pub mod models;

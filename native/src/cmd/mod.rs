@@ -5,6 +5,7 @@
 
 pub mod agreement;
 pub mod bundle;
+pub mod cultext2i;
 pub mod embed;
 pub mod import;
 pub mod magbig;
