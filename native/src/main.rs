@@ -3,6 +3,7 @@
 
 mod cmd;
 mod device;
+mod embeddings;
 mod hub;
 mod input;
 mod output;

@@ -26,11 +26,19 @@ use burn::tensor::Tensor;
 /// `cos(a_i, b_j)` for every row pair: rows L2-normalised, then `a · bᵀ` (`[n_a, n_b]`). A zero
 /// row gives NaN; callers reject zero embeddings first.
 pub fn cosine_tensor(a: Tensor<2>, b: Tensor<2>) -> Tensor<2> {
-    let unit = |x: Tensor<2>| {
-        let norm = (x.clone() * x.clone()).sum_dim(1).sqrt();
-        x / norm
-    };
-    unit(a).matmul(unit(b).transpose())
+    unit_rows(a).matmul(unit_rows(b).transpose())
+}
+
+/// `cos(a_i, b_i)` of matching rows (`[n]`), e.g. each image against its own prompt.
+pub fn paired_cosine_tensor(a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
+    let [n, _] = a.dims();
+    (unit_rows(a) * unit_rows(b)).sum_dim(1).reshape([n])
+}
+
+/// Each row divided by its L2 norm.
+pub fn unit_rows(x: Tensor<2>) -> Tensor<2> {
+    let norm = (x.clone() * x.clone()).sum_dim(1).sqrt();
+    x / norm
 }
 
 /// The intrinsic scores of one image.

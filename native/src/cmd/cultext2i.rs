@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 use culturelens_core::cultext2i::{
     Confusion, ImageScores, TextColumns, ccs, cosine_tensor, group_scores, image_scores, majority, xdp, xna,
 };
@@ -17,6 +17,7 @@ use culturelens_table::{
 use serde_json::{Value, json};
 
 use crate::device::{DeviceChoice, select_device};
+use crate::embeddings::{read_back, reject_zero_rows, upload};
 
 const CONVENTIONS: &str = "\
 CulText2I automatic metrics (Sec. 6.1, Table 2). Embeddings are L2-normalised first (cosine).
@@ -155,20 +156,6 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     Ok(())
 }
 
-/// Zero or non-finite rows have no direction: an error naming the file and row.
-fn reject_zero_rows(table: &EmbeddingTable) -> Result<(), TableError> {
-    for i in 0..table.len() {
-        let norm: f64 = table.embeddings.row(i).iter().map(|&x| (x as f64) * (x as f64)).sum();
-        if !(norm.is_finite() && norm > 0.0) {
-            return Err(TableError::invalid(
-                table.meta.location().row(i),
-                "embedding is zero or not finite: it has no direction for a cosine",
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The text roles from the text metadata; every kind must be present and labels unique per kind.
 fn read_texts(meta: &Metadata) -> Result<Texts, TableError> {
     let kind = meta.require_nonempty_column("kind")?;
@@ -264,17 +251,9 @@ fn read_images(meta: &Metadata, texts: &Texts) -> Result<(Vec<Key>, Vec<usize>, 
     Ok((keys, truths, concepts))
 }
 
-fn upload(m: &Matrix, device: &Device) -> Tensor<2> {
-    Tensor::<2>::from_data(TensorData::new(m.data().to_vec(), [m.rows(), m.cols()]), device)
-}
-
 /// The cosine matrix of `a`'s rows against `b`'s, row-major, read back from `device`.
 fn cosine_matrix(a: &Matrix, b: &Matrix, device: &Device) -> Vec<f32> {
-    cosine_tensor(upload(a, device), upload(b, device))
-        .into_data()
-        .convert::<f32>()
-        .try_to_vec::<f32>()
-        .expect("f32 data")
+    read_back(cosine_tensor(upload(a, device), upload(b, device)))
 }
 
 /// The `--report` JSON (keys sorted).
