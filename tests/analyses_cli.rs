@@ -263,3 +263,55 @@ fn magbig_report_bad_input() {
     assert!(err.contains("a.csv") && err.contains("line 3") && err.contains("column attempt"), "{err}");
     assert!(!out.exists() && !report.exists(), "no output after an error");
 }
+
+#[test]
+fn validate_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    // Human majorities: surface, semantic (2 of 2 given), japan (a distractor), none (left out),
+    // surface. SoS labels: surface, semantic, semantic, -, none (SoS = 0). CLIPScore labels
+    // (2.5·max(cos, 0)): surface, surface, none (0 = 0), -, semantic.
+    let labels = write(
+        dir.path(),
+        "l.csv",
+        "language,r1,r2,r3,sos,cs_sur,cs_sem\n\
+         de,surface,surface,semantic,-0.1,0.3,0.2\nde,semantic,semantic,,0.2,0.3,0.2\n\
+         en,surface,japan,japan,0.1,-0.1,-0.2\nen,surface,semantic,japan,0.1,0.1,0.3\n\
+         ja,surface,surface,surface,0,0.1,0.4\n",
+    );
+    let out = dir.path().join("v.csv");
+    Cli::new("validate")
+        .opt("--labels", &labels)
+        .opt("--raters", "r1,r2,r3")
+        .opt("--sos", "sos")
+        .opt("--clipscore", "cs_sur,cs_sem")
+        .opt("--out", &out)
+        .run_ok();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap().lines().next().unwrap(),
+        "method,subset,n,acc,p_sur,p_sem"
+    );
+    let (_, rows) = read_csv(&out);
+    let want: [(&str, &str, &str, f64, Option<f64>, Option<f64>); 4] = [
+        ("sos", "all", "4", 0.5, Some(1.0), Some(0.5)),
+        ("sos", "no_en", "3", 2.0 / 3.0, Some(1.0), Some(1.0)),
+        ("clipscore", "all", "4", 0.25, Some(0.5), Some(0.0)),
+        ("clipscore", "no_en", "3", 1.0 / 3.0, Some(0.5), Some(0.0)),
+    ];
+    assert_eq!(rows.len(), want.len());
+    for (row, (method, subset, n, acc, p_sur, p_sem)) in rows.iter().zip(want) {
+        assert_eq!(row[..3], [method, subset, n].map(String::from), "{row:?}");
+        close(row[3].parse().unwrap(), acc, 1e-15, "acc");
+        let opt = |s: &str| (!s.is_empty()).then(|| s.parse::<f64>().unwrap());
+        assert_eq!((opt(&row[4]), opt(&row[5])), (p_sur, p_sem), "{row:?}");
+    }
+    let bad = write(dir.path(), "b.csv", "language,r1,r2,sos\nde,surface,surface,x\n");
+    let err = Cli::new("validate")
+        .opt("--labels", &bad)
+        .opt("--raters", "r1,r2")
+        .opt("--sos", "sos")
+        .opt("--out", dir.path().join("b.out"))
+        .run_fails()
+        .stderr;
+    assert!(err.contains("b.csv") && err.contains("line 2") && err.contains("column sos"), "{err}");
+    assert!(!dir.path().join("b.out").exists());
+}

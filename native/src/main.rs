@@ -34,6 +34,7 @@ enum Command {
     Magbig(cmd::magbig::MagbigArgs),
     Agreement(cmd::agreement::AgreementArgs),
     Cultext2i(cmd::cultext2i::Cultext2iArgs),
+    Validate(cmd::validate::ValidateArgs),
 }
 
 fn main() {
@@ -51,6 +52,7 @@ fn main() {
         Command::Magbig(args) => cmd::magbig::run(args),
         Command::Agreement(args) => cmd::agreement::run(args),
         Command::Cultext2i(args) => cmd::cultext2i::run(args),
+        Command::Validate(args) => cmd::validate::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -14,4 +14,5 @@ pub mod models;
 pub mod rng;
 pub mod sos;
 pub mod stats;
+pub mod validation;
 pub mod vendi;

@@ -11,4 +11,5 @@ pub mod import;
 pub mod magbig;
 pub mod prompts;
 pub mod sos;
+pub mod validate;
 pub mod vendi;
