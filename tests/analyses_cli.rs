@@ -291,7 +291,9 @@ fn validate_by_hand() {
         "method,subset,n,acc,p_sur,p_sem"
     );
     let (_, rows) = read_csv(&out);
-    let want: [(&str, &str, &str, f64, Option<f64>, Option<f64>); 4] = [
+    // (method, subset, n, acc, p_sur, p_sem)
+    type Row<'a> = (&'a str, &'a str, &'a str, f64, Option<f64>, Option<f64>);
+    let want: [Row; 4] = [
         ("sos", "all", "4", 0.5, Some(1.0), Some(0.5)),
         ("sos", "no_en", "3", 2.0 / 3.0, Some(1.0), Some(1.0)),
         ("clipscore", "all", "4", 0.25, Some(0.5), Some(0.0)),

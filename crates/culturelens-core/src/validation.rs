@@ -132,4 +132,23 @@ mod tests {
         let none = score_labels(&[None], &[Some(Some(Surface))]);
         assert_eq!((none.accuracy, none.p_sur, none.p_sem), (Some(0.0), None, None));
     }
+
+    #[test]
+    fn clipscore_matches_torchmetrics() {
+        // scripts/fixtures/clipscore_parity.py: torchmetrics' clip_score of one pair (w = 100).
+        let fixture: serde_json::Value =
+            serde_json::from_str(include_str!("../../../tests/fixtures/clipscore/torchmetrics.json"))
+                .unwrap();
+        let w = fixture["w"].as_f64().unwrap();
+        let vector = |v: &serde_json::Value| {
+            v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>()
+        };
+        for case in fixture["cases"].as_array().unwrap() {
+            let (a, b) = (vector(&case["image"]), vector(&case["text"]));
+            let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>();
+            let cos = dot(&a, &b) / (dot(&a, &a).sqrt() * dot(&b, &b).sqrt());
+            let want = case["score"].as_f64().unwrap();
+            assert!((clipscore(cos, w) - want).abs() < 1e-12, "{} vs {want}", clipscore(cos, w));
+        }
+    }
 }

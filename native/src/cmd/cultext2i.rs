@@ -89,6 +89,12 @@ struct Texts {
 /// An image's group key: (model, language, concept, template).
 type Key = (String, String, String, String);
 
+/// Per image: its group key, its nationality's index and its English concept text's row.
+type ImageRoles = (Vec<Key>, Vec<usize>, Vec<usize>);
+
+/// CCS sums and counts over concepts: (model, template) → (l1, l2) → (sum, concepts).
+type CcsSums<'a> = BTreeMap<(&'a str, &'a str), BTreeMap<(&'a str, &'a str), (f64, usize)>>;
+
 pub fn run(args: &Cultext2iArgs) -> Result<()> {
     if !(args.temperature.is_finite() && args.temperature > 0.0) {
         bail!("--temperature must be a positive number (got {})", args.temperature);
@@ -214,7 +220,7 @@ fn read_texts(meta: &Metadata) -> Result<Texts, TableError> {
 }
 
 /// Per image: its group key, its nationality's index and its English concept text's row.
-fn read_images(meta: &Metadata, texts: &Texts) -> Result<(Vec<Key>, Vec<usize>, Vec<usize>), TableError> {
+fn read_images(meta: &Metadata, texts: &Texts) -> Result<ImageRoles, TableError> {
     let cols =
         ["model", "language", "concept", "template", "nationality"].map(|c| meta.require_nonempty_column(c));
     let [model, language, concept, template, nationality] = cols;
@@ -279,7 +285,7 @@ fn report_json(
     for (i, (model, language, concept, template)) in keys.iter().enumerate() {
         sets.entry((model, template, concept)).or_default().entry(language).or_default().push(i);
     }
-    let mut sums: BTreeMap<(&str, &str), BTreeMap<(&str, &str), (f64, usize)>> = BTreeMap::new();
+    let mut sums: CcsSums = BTreeMap::new();
     for ((model, template, _), by_language) in &sets {
         let rows: Vec<usize> = by_language.values().flatten().copied().collect();
         let sub = images.embeddings.select_rows(&rows);

@@ -236,18 +236,16 @@ fn attempts(meta: &Metadata) -> Result<Option<BTreeMap<Group, Value>>, TableErro
 /// Alignment values per prompt (one per image) of one group.
 type PerImage = BTreeMap<String, Vec<f64>>;
 
+/// Per group, the alignment with the own prompts and (with --reference-set) the reference's.
+type Alignment = (BTreeMap<Group, PerImage>, Option<BTreeMap<Group, PerImage>>);
+
 fn prompt_means(values: &PerImage) -> PerPrompt {
     values.iter().map(|(p, v)| (p.clone(), mean(v))).collect()
 }
 
 /// Per group, each image's cosine with its own prompt and (with --reference-set) with the
 /// reference prompt of the same language and prompt_id.
-#[allow(clippy::type_complexity)]
-fn alignment(
-    args: &MagbigArgs,
-    images_path: &std::path::Path,
-    meta: &Metadata,
-) -> Result<(BTreeMap<Group, PerImage>, Option<BTreeMap<Group, PerImage>>)> {
+fn alignment(args: &MagbigArgs, images_path: &std::path::Path, meta: &Metadata) -> Result<Alignment> {
     let images = load_table(images_path, None)?;
     if images.len() != meta.n_rows() {
         bail!(
