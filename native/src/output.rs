@@ -30,6 +30,29 @@ pub fn write_table(
     Ok(())
 }
 
+/// A CSV of `header` and `rows`, written atomically (the analysis commands' OUT.csv).
+pub fn write_csv_rows<R: AsRef<[String]>>(
+    path: &Path,
+    header: &[impl AsRef<[u8]>],
+    rows: &[R],
+) -> Result<()> {
+    culturelens_table::write_atomic(path, |w| {
+        let mut out = csv::Writer::from_writer(w);
+        out.write_record(header)?;
+        rows.iter().try_for_each(|row| out.write_record(row.as_ref()))?;
+        out.flush()
+    })?;
+    Ok(())
+}
+
+/// `value` as pretty JSON with a final newline, written atomically (the analysis reports).
+pub fn write_json_pretty(path: &Path, value: &serde_json::Value) -> Result<()> {
+    culturelens_table::write_atomic(path, |w| {
+        w.write_all((serde_json::to_string_pretty(value)? + "\n").as_bytes())
+    })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,13 +11,12 @@ use burn::tensor::Device;
 use culturelens_core::cultext2i::{
     Confusion, ImageScores, TextColumns, ccs, cosine_tensor, group_scores, image_scores, majority, xdp, xna,
 };
-use culturelens_table::{
-    EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv, write_atomic,
-};
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv};
 use serde_json::{Value, json};
 
 use crate::device::{DeviceChoice, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
+use crate::output::{write_csv_rows, write_json_pretty};
 
 const CONVENTIONS: &str = "\
 CulText2I automatic metrics (Sec. 6.1, Table 2). Embeddings are L2-normalised first (cosine).
@@ -150,14 +149,9 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
         None => None,
     };
     if let (Some(path), Some(json)) = (&args.report, report) {
-        write_atomic(path, |w| w.write_all((serde_json::to_string_pretty(&json)? + "\n").as_bytes()))?;
+        write_json_pretty(path, &json)?;
     }
-    write_atomic(&args.out, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        out.write_record(&header)?;
-        rows.iter().try_for_each(|row| out.write_record(row))?;
-        out.flush()
-    })?;
+    write_csv_rows(&args.out, &header, &rows)?;
     eprintln!("wrote {} (model, language, concept, template) rows to {}", rows.len(), args.out.display());
     Ok(())
 }

@@ -10,11 +10,12 @@ use anyhow::{Result, bail};
 use culturelens_core::cultext2i::paired_cosine_tensor;
 use culturelens_core::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
 use culturelens_core::stats::mean;
-use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv, write_atomic};
+use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv};
 use serde_json::{Value, json};
 
 use crate::device::{DeviceChoice, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
+use crate::output::{write_csv_rows, write_json_pretty};
 
 const CONVENTIONS: &str = "\
 Gender bias of the MAGBIG paper (Sec. 4, App. B), per (model, language, set):
@@ -114,14 +115,9 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         .collect();
     if let Some(path) = &args.report {
         let json = report(args, &meta, &groups)?;
-        write_atomic(path, |w| w.write_all((serde_json::to_string_pretty(&json)? + "\n").as_bytes()))?;
+        write_json_pretty(path, &json)?;
     }
-    write_atomic(&args.out, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        out.write_record(HEADER)?;
-        rows.iter().try_for_each(|row| out.write_record(row))?;
-        out.flush()
-    })?;
+    write_csv_rows(&args.out, &HEADER, &rows)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
 }

@@ -9,7 +9,9 @@ use culturelens_core::cultext2i::majority;
 use culturelens_core::validation::{
     CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
 };
-use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
+use culturelens_table::{Metadata, TableError, read_metadata_csv};
+
+use crate::output::write_csv_rows;
 
 const CONVENTIONS: &str = "\
 SoS validation (SoS paper Sec. 4.2, Table 2). --labels has one row per image with a `language`
@@ -91,12 +93,7 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
             ]);
         }
     }
-    write_atomic(&args.out, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        out.write_record(HEADER)?;
-        rows.iter().try_for_each(|row| out.write_record(row))?;
-        out.flush()
-    })?;
+    write_csv_rows(&args.out, &HEADER, &rows)?;
     eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
     Ok(())
 }
