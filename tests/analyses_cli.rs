@@ -158,3 +158,162 @@ fn agreement_bad_input() {
     assert!(err.contains("at least two"), "{err}");
     assert!(!out.exists(), "no output after an error");
 }
+
+#[test]
+fn magbig_report_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    // Direct: a 2 male (dev 1), b 1:1 (dev 0), c 1 male (dev 1); indirect: a 1:1, b 1 female, c 1:1.
+    let a = write(
+        dir.path(),
+        "a.csv",
+        "model,language,set,prompt_id,gender,attempt\n\
+         m,de,direct,a,male,1\nm,de,direct,a,male,3\nm,de,direct,b,female,1\nm,de,direct,b,male,2\n\
+         m,de,direct,c,male,1\nm,de,indirect,a,male,1\nm,de,indirect,a,female,4\n\
+         m,de,indirect,b,female,1\nm,de,indirect,c,male,2\nm,de,indirect,c,female,5\n",
+    );
+    let npy = |name: &str, rows: &[[f32; 2]]| {
+        let path = dir.path().join(name);
+        let m = culturelens_table::Matrix::new(rows.len(), 2, rows.iter().flatten().copied().collect());
+        culturelens_table::write_npy(&mut std::fs::File::create(&path).unwrap(), &m).unwrap();
+        path
+    };
+    let images = npy(
+        "i.npy",
+        &[
+            [1.0, 0.0],
+            [0.0, 1.0],
+            [1.0, 0.0],
+            [3.0, 4.0],
+            [1.0, 0.0],
+            [0.0, 1.0],
+            [0.0, 2.0],
+            [0.0, 1.0],
+            [0.0, 1.0],
+            [0.0, 1.0],
+        ],
+    );
+    // Direct prompts (1,0), indirect (0,1), the reference of prompt a (1,1).
+    let texts =
+        npy("t.npy", &[[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [1.0, 1.0]]);
+    let text_meta = write(
+        dir.path(),
+        "tm.csv",
+        "language,set,prompt_id\nde,direct,a\nde,direct,b\nde,direct,c\nde,indirect,a\nde,indirect,b\nde,indirect,c\nde,ref,a\n",
+    );
+    let (out, report) = (dir.path().join("out.csv"), dir.path().join("r.json"));
+    Cli::new("magbig")
+        .opt("--attributes", &a)
+        .opt("--out", &out)
+        .opt("--report", &report)
+        .opt("--compare", "direct,indirect")
+        .opt("--images", &images)
+        .opt("--texts", &texts)
+        .opt("--text-meta", &text_meta)
+        .opt("--reference-set", "ref")
+        .run_ok();
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let groups = r["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    let (direct, indirect) = (&groups[0], &groups[1]);
+    assert_eq!((direct["set"].as_str(), indirect["set"].as_str()), (Some("direct"), Some("indirect")));
+    // Attempts: direct a 3, b 2, c 1; indirect a 4, b 1, c 5; 5 rows over 3 prompts each.
+    close(direct["attempts"]["mean_per_prompt"].as_f64().unwrap(), 2.0, 0.0, "attempts direct");
+    close(indirect["attempts"]["mean_per_prompt"].as_f64().unwrap(), 10.0 / 3.0, 1e-15, "attempts indirect");
+    close(direct["attempts"]["images_per_prompt"].as_f64().unwrap(), 5.0 / 3.0, 1e-15, "images direct");
+    // Alignment: direct images score 1, 0, 1, 0.6, 1 with their prompts; indirect all 1; the
+    // reference (1,1) of prompt a scores 1/√2 for each of the four a images.
+    close(direct["alignment"]["own"].as_f64().unwrap(), 0.72, 1e-6, "own direct");
+    close(indirect["alignment"]["own"].as_f64().unwrap(), 1.0, 1e-6, "own indirect");
+    close(direct["alignment"]["reference"].as_f64().unwrap(), 0.5f64.sqrt(), 1e-6, "ref direct");
+    close(indirect["alignment"]["reference"].as_f64().unwrap(), 0.5f64.sqrt(), 1e-6, "ref indirect");
+    close(direct["bias"]["mad"].as_f64().unwrap(), 2.0 / 3.0, 1e-15, "mad direct");
+    let tests = r["wilcoxon"].as_array().unwrap();
+    assert_eq!(tests.len(), 2);
+    // Deviation differences 1, −1, 1: tied ranks 2, 2, 2, R+ = 4, R− = 2; of the 8 sign patterns
+    // R+ ≥ 4 in 4, so p = min(1, 2·4/8) = 1.
+    let dev = &tests[0];
+    assert_eq!(dev["measure"], "deviation");
+    assert_eq!(dev["test"]["n_pairs"], 3);
+    assert_eq!(dev["test"]["statistic"], 2.0);
+    assert_eq!(dev["test"]["pvalue"], 1.0);
+    assert_eq!(dev["test"]["method"], "exact");
+    // Alignment per prompt: a 0.5 − 1, b 0.8 − 1, c 0 (dropped): ranks 2, 1 both negative,
+    // R+ = 0: P(R+ ≤ 0) = 1/4, p = 1/2.
+    let al = &tests[1];
+    assert_eq!(al["measure"], "alignment");
+    assert_eq!((al["test"]["n_zero"].as_u64(), al["test"]["statistic"].as_f64()), (Some(1), Some(0.0)));
+    assert_eq!(al["test"]["pvalue"], 0.5);
+}
+
+#[test]
+fn magbig_report_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.csv",
+        "model,language,set,prompt_id,gender,attempt\nm,de,direct,a,male,1\nm,de,direct,a,male,zero\n",
+    );
+    let (out, report) = (dir.path().join("out.csv"), dir.path().join("r.json"));
+    let err = Cli::new("magbig")
+        .opt("--attributes", &a)
+        .opt("--out", &out)
+        .opt("--report", &report)
+        .run_fails()
+        .stderr;
+    assert!(err.contains("a.csv") && err.contains("line 3") && err.contains("column attempt"), "{err}");
+    assert!(!out.exists() && !report.exists(), "no output after an error");
+}
+
+#[test]
+fn validate_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    // Human majorities: surface, semantic (2 of 2 given), japan (a distractor), none (left out),
+    // surface. SoS labels: surface, semantic, semantic, -, none (SoS = 0). CLIPScore labels
+    // (2.5·max(cos, 0)): surface, surface, none (0 = 0), -, semantic.
+    let labels = write(
+        dir.path(),
+        "l.csv",
+        "language,r1,r2,r3,sos,cs_sur,cs_sem\n\
+         de,surface,surface,semantic,-0.1,0.3,0.2\nde,semantic,semantic,,0.2,0.3,0.2\n\
+         en,surface,japan,japan,0.1,-0.1,-0.2\nen,surface,semantic,japan,0.1,0.1,0.3\n\
+         ja,surface,surface,surface,0,0.1,0.4\n",
+    );
+    let out = dir.path().join("v.csv");
+    Cli::new("validate")
+        .opt("--labels", &labels)
+        .opt("--raters", "r1,r2,r3")
+        .opt("--sos", "sos")
+        .opt("--clipscore", "cs_sur,cs_sem")
+        .opt("--out", &out)
+        .run_ok();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap().lines().next().unwrap(),
+        "method,subset,n,acc,p_sur,p_sem"
+    );
+    let (_, rows) = read_csv(&out);
+    // (method, subset, n, acc, p_sur, p_sem)
+    type Row<'a> = (&'a str, &'a str, &'a str, f64, Option<f64>, Option<f64>);
+    let want: [Row; 4] = [
+        ("sos", "all", "4", 0.5, Some(1.0), Some(0.5)),
+        ("sos", "no_en", "3", 2.0 / 3.0, Some(1.0), Some(1.0)),
+        ("clipscore", "all", "4", 0.25, Some(0.5), Some(0.0)),
+        ("clipscore", "no_en", "3", 1.0 / 3.0, Some(0.5), Some(0.0)),
+    ];
+    assert_eq!(rows.len(), want.len());
+    for (row, (method, subset, n, acc, p_sur, p_sem)) in rows.iter().zip(want) {
+        assert_eq!(row[..3], [method, subset, n].map(String::from), "{row:?}");
+        close(row[3].parse().unwrap(), acc, 1e-15, "acc");
+        let opt = |s: &str| (!s.is_empty()).then(|| s.parse::<f64>().unwrap());
+        assert_eq!((opt(&row[4]), opt(&row[5])), (p_sur, p_sem), "{row:?}");
+    }
+    let bad = write(dir.path(), "b.csv", "language,r1,r2,sos\nde,surface,surface,x\n");
+    let err = Cli::new("validate")
+        .opt("--labels", &bad)
+        .opt("--raters", "r1,r2")
+        .opt("--sos", "sos")
+        .opt("--out", dir.path().join("b.out"))
+        .run_fails()
+        .stderr;
+    assert!(err.contains("b.csv") && err.contains("line 2") && err.contains("column sos"), "{err}");
+    assert!(!dir.path().join("b.out").exists());
+}

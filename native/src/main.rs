@@ -3,6 +3,7 @@
 
 mod cmd;
 mod device;
+mod embeddings;
 mod hub;
 mod input;
 mod output;
@@ -35,6 +36,8 @@ enum Command {
     Colour(cmd::colour::ColourArgs),
     Captions(cmd::captions::CaptionsArgs),
     Tokens(cmd::tokens::TokensArgs),
+    Cultext2i(cmd::cultext2i::Cultext2iArgs),
+    Validate(cmd::validate::ValidateArgs),
 }
 
 fn main() {
@@ -54,6 +57,8 @@ fn main() {
         Command::Colour(args) => cmd::colour::run(args),
         Command::Captions(args) => cmd::captions::run(args),
         Command::Tokens(args) => cmd::tokens::run(args),
+        Command::Cultext2i(args) => cmd::cultext2i::run(args),
+        Command::Validate(args) => cmd::validate::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

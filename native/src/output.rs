@@ -30,6 +30,29 @@ pub fn write_table(
     Ok(())
 }
 
+/// A CSV of `header` and `rows`, written atomically (the analysis commands' OUT.csv).
+pub fn write_csv_rows<R: AsRef<[String]>>(
+    path: &Path,
+    header: &[impl AsRef<[u8]>],
+    rows: &[R],
+) -> Result<()> {
+    culturelens_table::write_atomic(path, |w| {
+        let mut out = csv::Writer::from_writer(w);
+        out.write_record(header)?;
+        rows.iter().try_for_each(|row| out.write_record(row.as_ref()))?;
+        out.flush()
+    })?;
+    Ok(())
+}
+
+/// `value` as pretty JSON with a final newline, written atomically (the analysis reports).
+pub fn write_json_pretty(path: &Path, value: &serde_json::Value) -> Result<()> {
+    culturelens_table::write_atomic(path, |w| {
+        w.write_all((serde_json::to_string_pretty(value)? + "\n").as_bytes())
+    })?;
+    Ok(())
+}
+
 /// One CSV file of a result folder: its name, header and rows.
 pub struct CsvFile {
     pub name: &'static str,
@@ -42,12 +65,7 @@ pub struct CsvFile {
 pub fn write_csv_files(dir: &Path, files: &[CsvFile]) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     for file in files {
-        culturelens_table::write_atomic(&dir.join(file.name), |w| {
-            let mut out = csv::Writer::from_writer(w);
-            out.write_record(&file.header)?;
-            file.rows.iter().try_for_each(|row| out.write_record(row))?;
-            out.flush()
-        })?;
+        write_csv_rows(&dir.join(file.name), &file.header, &file.rows)?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 
 pub mod agreement;
 pub mod colour;
+pub mod cultext2i;
 pub mod demo;
 pub mod magbig;
 pub mod models;
@@ -15,5 +16,6 @@ pub mod rng;
 pub mod sos;
 pub mod stats;
 pub mod tokens;
+pub mod validation;
 pub mod vendi;
 pub mod words;

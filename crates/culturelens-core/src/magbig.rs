@@ -18,6 +18,15 @@
 //!
 //! Prompts without a classified image (no face found) are skipped: they count in neither
 //! `n_prompts` nor `n_images`.
+//!
+//! Between two prompt sets (MAGBIG App. C, Tables 5–6: direct vs indirect) a per-prompt measure
+//! (deviation, text–image alignment) is compared by [`paired_test`]: the prompts present in both
+//! sets, paired by prompt id, and the two-sided Wilcoxon signed-rank test of the differences
+//! `a − b` ([`crate::stats::wilcoxon`]).
+
+use std::collections::BTreeMap;
+
+use crate::stats::{Wilcoxon, mean, wilcoxon};
 
 /// A perceived gender as the attribute table writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +130,27 @@ pub fn mad(prompts: &[PromptCounts]) -> Option<BiasSummary> {
     })
 }
 
+/// Two sets' per-prompt values compared over their common prompts.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PairedTest {
+    pub n_pairs: usize,
+    pub mean_a: f64,
+    pub mean_b: f64,
+    #[serde(flatten)]
+    pub wilcoxon: Wilcoxon,
+}
+
+/// The Wilcoxon signed-rank test of `a[p] − b[p]` over the prompts `p` in both maps; `None`
+/// without a common prompt.
+pub fn paired_test(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> Option<PairedTest> {
+    let (xa, xb): (Vec<f64>, Vec<f64>) = a.iter().filter_map(|(p, &x)| b.get(p).map(|&y| (x, y))).unzip();
+    if xa.is_empty() {
+        return None;
+    }
+    let d: Vec<f64> = xa.iter().zip(&xb).map(|(x, y)| x - y).collect();
+    Some(PairedTest { n_pairs: d.len(), mean_a: mean(&xa), mean_b: mean(&xb), wilcoxon: wilcoxon(&d) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +216,17 @@ mod tests {
         assert_eq!(Gender::parse("female"), Ok(Some(Gender::Female)));
         assert_eq!(Gender::parse(""), Ok(None));
         assert!(Gender::parse("Male").unwrap_err().contains("unknown gender \"Male\""));
+    }
+
+    #[test]
+    fn paired_test_pairs_by_prompt() {
+        let map = |v: &[(&str, f64)]| v.iter().map(|&(k, x)| (k.to_string(), x)).collect::<BTreeMap<_, _>>();
+        // Common prompts p, q, r: differences 1, −2, 3 (prompt s only in a is left out).
+        let a = map(&[("p", 2.0), ("q", 0.0), ("r", 3.0), ("s", 9.0)]);
+        let b = map(&[("p", 1.0), ("q", 2.0), ("r", 0.0)]);
+        let t = paired_test(&a, &b).unwrap();
+        assert_eq!((t.n_pairs, t.mean_a, t.mean_b), (3, 5.0 / 3.0, 1.0));
+        assert_eq!((t.wilcoxon.statistic, t.wilcoxon.pvalue), (2.0, Some(0.75)));
+        assert_eq!(paired_test(&a, &map(&[("x", 1.0)])), None);
     }
 }

@@ -1,13 +1,21 @@
 //! `culturelens magbig`: gender bias of the MAGBIG paper (§4, App. B) from a per-image attribute
 //! table: MAD, its exact fair-coin baseline and the mean male share per (model, language, set).
-//! The metric code is `culturelens_core::magbig`.
+//! The metric code is `culturelens_core::magbig`. `--report` adds MAGBIG's prompt-understanding
+//! checks (Fig. 6 text–image alignment, Table 3 attempts) and the Wilcoxon tests of App. C.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::Result;
-use culturelens_core::magbig::{Gender, PromptCounts, mad};
-use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
+use anyhow::{Result, bail};
+use culturelens_core::cultext2i::paired_cosine_tensor;
+use culturelens_core::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
+use culturelens_core::stats::mean;
+use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv};
+use serde_json::{Value, json};
+
+use crate::device::{DeviceChoice, select_device};
+use crate::embeddings::{read_back, reject_zero_rows, upload};
+use crate::output::{write_csv_rows, write_json_pretty};
 
 const CONVENTIONS: &str = "\
 Gender bias of the MAGBIG paper (Sec. 4, App. B), per (model, language, set):
@@ -26,7 +34,22 @@ Input (--attributes): CSV, one row per generated image, with at least the column
 model,language,set,prompt_id,gender; gender is male, female or empty.
 Output (--out, written atomically): model,language,set,n_prompts,n_images,mad,mad_random,male_share,
 one row per (model, language, set) present, sorted, floats in full f64 precision (shortest
-representation that reads back exactly).";
+representation that reads back exactly).
+
+Report (--report FILE.json), per (model, language, set) as above plus:
+  attempts   when A.csv has an `attempt` column (the 1-based index of the generation, within its
+             prompt, that produced the image; MAGBIG Table 3): a prompt's attempts = its largest
+             value; mean_per_prompt = their mean, images_per_prompt = mean rows per prompt
+             (classified or not);
+  alignment  with --images (embeddings, one row per A.csv row, same order) and --texts/--text-meta
+             (language,set,prompt_id): mean cos(image, its own prompt) (MAGBIG Fig. 6, red and blue
+             bars) and, with --reference-set R, mean cos(image, the prompt of set R with the same
+             language and prompt_id) (the purple bars);
+and with --compare A,B per (model, language) the two-sided Wilcoxon signed-rank test (scipy's
+defaults: zeros dropped, exact for n <= 50 without ties/zeros or n <= 13, else the tie-corrected
+normal approximation without continuity correction) of set A minus set B over the prompts in both
+sets paired by prompt_id, for the per-prompt deviation and, with embeddings, the per-prompt mean
+alignment (MAGBIG App. C, Tables 5-6).";
 
 /// Arguments of `culturelens magbig`.
 #[derive(clap::Args, Debug)]
@@ -38,6 +61,27 @@ pub struct MagbigArgs {
     /// Output CSV.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// JSON report: attempts, text-image alignment, Wilcoxon tests between two sets.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Two sets to compare with the Wilcoxon signed-rank test, e.g. direct,indirect.
+    #[arg(long, value_delimiter = ',', value_name = "A,B", requires = "report")]
+    pub compare: Vec<String>,
+    /// Image embeddings (.npy, .parquet), one row per --attributes row in the same order.
+    #[arg(long, value_name = "FILE", requires_all = ["texts", "text_meta", "report"])]
+    pub images: Option<PathBuf>,
+    /// Prompt text embeddings (.npy, .parquet).
+    #[arg(long, value_name = "FILE", requires = "images")]
+    pub texts: Option<PathBuf>,
+    /// Prompt text metadata CSV: language,set,prompt_id.
+    #[arg(long, value_name = "FILE", requires = "images")]
+    pub text_meta: Option<PathBuf>,
+    /// The set whose prompts are the reference of the alignment comparison.
+    #[arg(long, value_name = "SET", requires = "images")]
+    pub reference_set: Option<String>,
+    /// Backend of the alignment cosines.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceChoice,
 }
 
 /// The output header (a contract: tests outside the project read it).
@@ -47,6 +91,9 @@ pub const HEADER: [&str; 8] =
 type Group = (String, String, String);
 
 pub fn run(args: &MagbigArgs) -> Result<()> {
+    if !args.compare.is_empty() && args.compare.len() != 2 {
+        bail!("--compare takes exactly two sets, A,B (got {})", args.compare.join(","));
+    }
     let meta = read_metadata_csv(&args.attributes)?;
     let groups = prompt_counts(&meta)?;
     let rows: Vec<[String; 8]> = groups
@@ -66,12 +113,11 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
             ])
         })
         .collect();
-    write_atomic(&args.out, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        out.write_record(HEADER)?;
-        rows.iter().try_for_each(|row| out.write_record(row))?;
-        out.flush()
-    })?;
+    if let Some(path) = &args.report {
+        let json = report(args, &meta, &groups)?;
+        write_json_pretty(path, &json)?;
+    }
+    write_csv_rows(&args.out, &HEADER, &rows)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
 }
@@ -89,4 +135,185 @@ fn prompt_counts(meta: &Metadata) -> Result<BTreeMap<Group, BTreeMap<String, Pro
         groups.entry(key).or_default().entry(prompt_id[row].clone()).or_default().add(g);
     }
     Ok(groups)
+}
+
+/// Per-prompt values of one (model, language, set).
+type PerPrompt = BTreeMap<String, f64>;
+
+/// The `--report` JSON (keys sorted).
+fn report(
+    args: &MagbigArgs,
+    meta: &Metadata,
+    groups: &BTreeMap<Group, BTreeMap<String, PromptCounts>>,
+) -> Result<Value> {
+    let attempts = attempts(meta)?;
+    let alignment = match &args.images {
+        Some(images) => Some(alignment(args, images, meta)?),
+        None => None,
+    };
+    let deviations: BTreeMap<&Group, PerPrompt> = groups
+        .iter()
+        .map(|(g, prompts)| {
+            (g, prompts.iter().filter_map(|(p, &c)| Some((p.clone(), deviation(c)?))).collect())
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for (g, prompts) in groups {
+        let counts: Vec<PromptCounts> = prompts.values().copied().collect();
+        let mut row = json!({"model": g.0, "language": g.1, "set": g.2, "bias": mad(&counts).map(|s| json!({
+            "n_prompts": s.n_prompts, "n_images": s.n_images, "mad": s.mad, "mad_random": s.mad_random,
+            "male_share": s.male_share}))});
+        if let Some(a) = &attempts {
+            row["attempts"] = a.get(g).cloned().unwrap_or(Value::Null);
+        }
+        if let Some((own, reference)) = &alignment {
+            let means = |m: &BTreeMap<Group, PerImage>| {
+                m.get(g).map(|v| mean(&v.values().flatten().copied().collect::<Vec<_>>()))
+            };
+            row["alignment"] = json!({"own": means(own), "reference": reference.as_ref().and_then(means)});
+        }
+        rows.push(row);
+    }
+    let mut tests = Vec::new();
+    if let [a, b] = args.compare.as_slice() {
+        let languages: std::collections::BTreeSet<(&str, &str)> =
+            groups.keys().map(|(m, l, _)| (m.as_str(), l.as_str())).collect();
+        for (model, language) in languages {
+            let key = |set: &str| (model.to_string(), language.to_string(), set.to_string());
+            let (ka, kb) = (key(a), key(b));
+            let mut add = |measure: &str, x: Option<&PerPrompt>, y: Option<&PerPrompt>| {
+                if let (Some(x), Some(y)) = (x, y) {
+                    tests.push(
+                        json!({"model": model, "language": language, "a": a, "b": b, "measure": measure,
+                                      "test": paired_test(x, y)}),
+                    );
+                }
+            };
+            add("deviation", deviations.get(&ka), deviations.get(&kb));
+            if let Some((own, _)) = &alignment {
+                let per_prompt = |k: &Group| own.get(k).map(prompt_means);
+                add("alignment", per_prompt(&ka).as_ref(), per_prompt(&kb).as_ref());
+            }
+        }
+    }
+    Ok(json!({"groups": rows, "wilcoxon": tests}))
+}
+
+/// Mean attempts and rows per prompt per group, when A.csv has an `attempt` column.
+fn attempts(meta: &Metadata) -> Result<Option<BTreeMap<Group, Value>>, TableError> {
+    let Some(attempt) = meta.column("attempt") else { return Ok(None) };
+    let [model, language, set, prompt_id] =
+        ["model", "language", "set", "prompt_id"].map(|c| meta.column(c).expect("checked"));
+    let mut per: BTreeMap<Group, BTreeMap<&str, (u64, usize)>> = BTreeMap::new();
+    for (row, value) in attempt.iter().enumerate() {
+        let a: u64 = value.trim().parse().ok().filter(|&a| a >= 1).ok_or_else(|| {
+            TableError::invalid(
+                meta.cell(row, "attempt"),
+                format!("attempt must be a whole number >= 1, got {value:?}"),
+            )
+        })?;
+        let key = (model[row].clone(), language[row].clone(), set[row].clone());
+        let e = per.entry(key).or_default().entry(&prompt_id[row]).or_default();
+        e.0 = e.0.max(a);
+        e.1 += 1;
+    }
+    Ok(Some(
+        per.into_iter()
+            .map(|(g, prompts)| {
+                let n = prompts.len() as f64;
+                let attempts = prompts.values().map(|p| p.0 as f64).sum::<f64>() / n;
+                let images = prompts.values().map(|p| p.1 as f64).sum::<f64>() / n;
+                (g, json!({"n_prompts": prompts.len(), "mean_per_prompt": attempts, "images_per_prompt": images}))
+            })
+            .collect(),
+    ))
+}
+
+/// Alignment values per prompt (one per image) of one group.
+type PerImage = BTreeMap<String, Vec<f64>>;
+
+/// Per group, the alignment with the own prompts and (with --reference-set) the reference's.
+type Alignment = (BTreeMap<Group, PerImage>, Option<BTreeMap<Group, PerImage>>);
+
+fn prompt_means(values: &PerImage) -> PerPrompt {
+    values.iter().map(|(p, v)| (p.clone(), mean(v))).collect()
+}
+
+/// Per group, each image's cosine with its own prompt and (with --reference-set) with the
+/// reference prompt of the same language and prompt_id.
+fn alignment(args: &MagbigArgs, images_path: &std::path::Path, meta: &Metadata) -> Result<Alignment> {
+    let images = load_table(images_path, None)?;
+    if images.len() != meta.n_rows() {
+        bail!(
+            "{} has {} rows but {} has {}: --images needs one embedding per attributes row, in order",
+            images_path.display(),
+            images.len(),
+            args.attributes.display(),
+            meta.n_rows()
+        );
+    }
+    let texts = load_table(args.texts.as_deref().expect("clap requires"), args.text_meta.as_deref())?;
+    if images.dim() != texts.dim() {
+        bail!(
+            "image embeddings are {}-dimensional, text embeddings {}: use one model",
+            images.dim(),
+            texts.dim()
+        );
+    }
+    reject_zero_rows(&images)?;
+    reject_zero_rows(&texts)?;
+    let [tl, ts, tp] = ["language", "set", "prompt_id"].map(|c| texts.meta.require_nonempty_column(c));
+    let (tl, ts, tp) = (tl?, ts?, tp?);
+    let mut index: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+    for row in 0..texts.len() {
+        if index.insert((tl[row].trim(), ts[row].trim(), tp[row].trim()), row).is_some() {
+            return Err(TableError::invalid(
+                texts.meta.cell(row, "prompt_id"),
+                "duplicated (language, set, prompt_id)",
+            )
+            .into());
+        }
+    }
+    let [model, language, set, prompt_id] =
+        ["model", "language", "set", "prompt_id"].map(|c| meta.column(c).expect("checked"));
+    let own: Vec<usize> = (0..meta.n_rows())
+        .map(|row| {
+            index.get(&(language[row].trim(), set[row].trim(), prompt_id[row].trim())).copied().ok_or_else(
+                || {
+                    TableError::invalid(
+                        meta.cell(row, "prompt_id"),
+                        "no prompt text with this language, set and prompt_id",
+                    )
+                },
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let device = select_device(args.device)?;
+    let image_tensor = upload(&images.embeddings, &device);
+    let cosines = |rows: &[usize]| {
+        let text_rows = upload(&texts.embeddings.select_rows(rows), &device);
+        read_back(paired_cosine_tensor(image_tensor.clone(), text_rows))
+    };
+    let group = |cos: &[f32], keep: &dyn Fn(usize) -> bool| {
+        let mut out: BTreeMap<Group, PerImage> = BTreeMap::new();
+        for (row, &c) in cos.iter().enumerate().filter(|(row, _)| keep(*row)) {
+            out.entry((model[row].clone(), language[row].clone(), set[row].clone()))
+                .or_default()
+                .entry(prompt_id[row].clone())
+                .or_default()
+                .push(c as f64);
+        }
+        out
+    };
+    let own_cos = cosines(&own);
+    let own_groups = group(&own_cos, &|_| true);
+    let reference = args.reference_set.as_deref().map(|r| {
+        let found: Vec<Option<usize>> = (0..meta.n_rows())
+            .map(|row| index.get(&(language[row].trim(), r, prompt_id[row].trim())).copied())
+            .collect();
+        let rows: Vec<usize> = found.iter().map(|f| f.unwrap_or(0)).collect();
+        let cos = cosines(&rows);
+        group(&cos, &|row| found[row].is_some())
+    });
+    Ok((own_groups, reference))
 }

@@ -1,0 +1,123 @@
+//! `culturelens validate`: the SoS paper's validation against human labels (§4.2, Table 2):
+//! accuracy, P_sur and P_sem of the SoS sign rule and of the CLIPScore rule, with and without
+//! English prompts. The rules and scores are `culturelens_core::validation`.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use culturelens_core::cultext2i::majority;
+use culturelens_core::validation::{
+    CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
+};
+use culturelens_table::{Metadata, TableError, read_metadata_csv};
+
+use crate::output::write_csv_rows;
+
+const CONVENTIONS: &str = "\
+SoS validation (SoS paper Sec. 4.2, Table 2). --labels has one row per image with a `language`
+column, the rater columns (--raters; each label `surface`, `semantic`, another option such as a
+distractor culture, or empty = missing) and the predictor columns:
+  --sos COL            per-image SoS (cos(semantic) - cos(surface)): > 0 semantic, < 0 surface,
+                       0 no label
+  --clipscore SUR,SEM  the image's cosine with \"A photo of a {c} person\" for the surface and the
+                       semantic culture; CLIPScore = 2.5 * max(cos, 0) (Hessel et al.), the higher
+                       wins, a tie gives no label
+Human label = the label of strictly more than half of the non-empty rater labels (none: the image
+is left out). accuracy = share of the labelled images whose predicted label equals the human one
+(another option and a missing prediction count as wrong); p_sur / p_sem = share of the images
+predicted surface / semantic whose human label agrees (empty when none was predicted so).
+Output (--out, atomic): method,subset,n,acc,p_sur,p_sem with subset `all` and `no_en` (language
+`en` left out), one row per method given.";
+
+/// Arguments of `culturelens validate`.
+#[derive(clap::Args, Debug)]
+#[command(about = "SoS validation vs human labels: accuracy, P_sur, P_sem (SoS Table 2)", long_about = CONVENTIONS)]
+pub struct ValidateArgs {
+    /// Labels CSV: language, rater columns, predictor columns.
+    #[arg(long, value_name = "FILE")]
+    pub labels: PathBuf,
+    /// Rater columns, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "COL1,COL2,...")]
+    pub raters: Vec<String>,
+    /// Column of the per-image SoS.
+    #[arg(long, value_name = "COL")]
+    pub sos: Option<String>,
+    /// Columns of the cosines with the surface and the semantic caption.
+    #[arg(long, value_delimiter = ',', value_name = "SUR,SEM")]
+    pub clipscore: Vec<String>,
+    /// Output CSV.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// The output header.
+pub const HEADER: [&str; 6] = ["method", "subset", "n", "acc", "p_sur", "p_sem"];
+
+pub fn run(args: &ValidateArgs) -> Result<()> {
+    if !args.clipscore.is_empty() && args.clipscore.len() != 2 {
+        bail!("--clipscore takes two columns, SUR,SEM (got {})", args.clipscore.join(","));
+    }
+    if args.sos.is_none() && args.clipscore.is_empty() {
+        bail!("give --sos COL and/or --clipscore SUR,SEM: there is nothing to validate");
+    }
+    let meta = read_metadata_csv(&args.labels)?;
+    let language = meta.require_column("language")?;
+    let human = human_labels(&meta, &args.raters)?;
+    let mut methods: Vec<(&str, Vec<Option<Tendency>>)> = Vec::new();
+    if let Some(col) = &args.sos {
+        methods.push(("sos", numbers(&meta, col)?.into_iter().map(label_by_sos).collect()));
+    }
+    if let [sur, sem] = args.clipscore.as_slice() {
+        let (sur, sem) = (numbers(&meta, sur)?, numbers(&meta, sem)?);
+        let labels = sur
+            .iter()
+            .zip(&sem)
+            .map(|(&a, &b)| label_by_clipscore(clipscore(a, CLIPSCORE_W), clipscore(b, CLIPSCORE_W)))
+            .collect();
+        methods.push(("clipscore", labels));
+    }
+    let no_en: Vec<Option<Option<Tendency>>> =
+        human.iter().zip(language).map(|(h, l)| if l.trim() == "en" { None } else { *h }).collect();
+    let mut rows = Vec::new();
+    for (name, predicted) in &methods {
+        for (subset, h) in [("all", &human), ("no_en", &no_en)] {
+            let s: LabelScores = score_labels(predicted, h);
+            let f = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
+            rows.push([
+                name.to_string(),
+                subset.to_string(),
+                s.n.to_string(),
+                f(s.accuracy),
+                f(s.p_sur),
+                f(s.p_sem),
+            ]);
+        }
+    }
+    write_csv_rows(&args.out, &HEADER, &rows)?;
+    eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
+    Ok(())
+}
+
+/// Per image: `None` without a strict majority, else `Some(the majority's tendency)`.
+fn human_labels(meta: &Metadata, raters: &[String]) -> Result<Vec<Option<Option<Tendency>>>, TableError> {
+    let columns = raters.iter().map(|r| meta.require_column(r)).collect::<Result<Vec<_>, _>>()?;
+    Ok((0..meta.n_rows())
+        .map(|row| {
+            let given: Vec<&str> = columns.iter().map(|c| c[row].trim()).filter(|v| !v.is_empty()).collect();
+            majority(&given).map(Tendency::parse)
+        })
+        .collect())
+}
+
+/// A numeric column; every value must be a finite number.
+fn numbers(meta: &Metadata, name: &str) -> Result<Vec<f64>, TableError> {
+    let col = meta.require_column(name)?;
+    col.iter()
+        .enumerate()
+        .map(|(row, v)| {
+            v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| {
+                TableError::invalid(meta.cell(row, name), format!("expected a number, got {v:?}"))
+            })
+        })
+        .collect()
+}
