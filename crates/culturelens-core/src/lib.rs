@@ -8,6 +8,7 @@
 
 pub mod agreement;
 pub mod demo;
+pub mod diffusion;
 pub mod magbig;
 pub mod models;
 pub mod rng;
