@@ -10,6 +10,7 @@ pub mod agreement;
 pub mod colour;
 pub mod cultext2i;
 pub mod demo;
+pub mod diffusion;
 pub mod magbig;
 pub mod models;
 pub mod rng;

@@ -2,3 +2,4 @@
 //! `culturelens-rng` crate, which the light prompt crate shares without pulling in the core.
 
 pub use culturelens_rng::SplitMix64;
+pub use culturelens_rng::{TorchGenerator, TorchNormalPath};

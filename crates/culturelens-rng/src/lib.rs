@@ -1,6 +1,15 @@
 //! A tiny deterministic random number generator (SplitMix64) for synthetic data and seeded
 //! protocols. Hand-written on purpose: its stream is fixed forever and identical on every target
 //! (native and wasm32), so fixtures and demo data never shift with a dependency upgrade.
+//!
+//! Beside it, [`TorchGenerator`] reproduces PyTorch's CPU generator (mt19937 and `torch.randn`'s
+//! float32 paths) so that text-to-image generation draws the same initial latents as diffusers.
+
+mod mt19937;
+mod torch;
+
+pub use mt19937::Mt19937;
+pub use torch::{TorchGenerator, TorchNormalPath};
 
 /// SplitMix64 (Steele, Lea & Flood 2014), the seeding generator of xoshiro.
 #[derive(Debug, Clone)]

@@ -1,0 +1,507 @@
+//! Noise schedulers as diffusers 0.31 implements them (DDIM, PNDM, EulerDiscrete,
+//! DPMSolverMultistep), read from `scheduler_config.json` key by key the way diffusers'
+//! `from_config` does: a key the file sets wins, a key it lacks takes the default of the class
+//! that is instantiated (so `--scheduler ddim` on an SD 1.x PNDM config keeps its
+//! `clip_sample: false`, `set_alpha_to_one: false`, `steps_offset: 1`).
+//!
+//! Conventions (all as diffusers): the training schedule (`betas`, `alphas_cumprod`) is float32
+//! with torch's `linspace` and a double-accumulated `cumprod`; `timestep_spacing` is `leading`
+//! (`arange(n) * (T // n) + steps_offset`), `linspace` or `trailing`; the per-step coefficients
+//! are float32 scalars applied to float32 latents. Options diffusers offers that these
+//! re-implementations do not (Karras / exponential / beta sigmas, thresholding, zero-SNR
+//! rescaling, PNDM's Runge–Kutta warm-up, DPM-Solver's third order and SDE variants, …) are
+//! refused with an error naming the key, never silently ignored.
+
+mod ddim;
+mod dpm_solver;
+mod euler;
+mod pndm;
+
+#[cfg(test)]
+mod parity;
+
+use burn::tensor::Tensor;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use ddim::Ddim;
+pub use dpm_solver::DpmSolverMultistep;
+pub use euler::EulerDiscrete;
+pub use pndm::Pndm;
+
+/// A bad or unsupported scheduler config.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error("scheduler_config.json is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("scheduler_config.json: key `{key}`: {message}")]
+    Key { key: String, message: String },
+    #[error(
+        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler)"
+    )]
+    Unknown(String),
+    #[error("{0}")]
+    Steps(String),
+}
+
+fn key_error(key: &str, message: impl Into<String>) -> SchedulerError {
+    SchedulerError::Key { key: key.to_string(), message: message.into() }
+}
+
+/// The scheduler families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerKind {
+    Ddim,
+    Pndm,
+    EulerDiscrete,
+    DpmSolverMultistep,
+}
+
+impl SchedulerKind {
+    /// From a `--scheduler` name or a diffusers `_class_name` (case-insensitive).
+    pub fn parse(name: &str) -> Result<Self, SchedulerError> {
+        match name.to_ascii_lowercase().as_str() {
+            "ddim" | "ddimscheduler" => Ok(Self::Ddim),
+            "pndm" | "pndmscheduler" => Ok(Self::Pndm),
+            "euler" | "eulerdiscrete" | "eulerdiscretescheduler" => Ok(Self::EulerDiscrete),
+            "dpm" | "dpmsolver" | "dpmsolvermultistep" | "dpmsolvermultistepscheduler" => {
+                Ok(Self::DpmSolverMultistep)
+            }
+            _ => Err(SchedulerError::Unknown(name.to_string())),
+        }
+    }
+
+    /// The diffusers class name.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Self::Ddim => "DDIMScheduler",
+            Self::Pndm => "PNDMScheduler",
+            Self::EulerDiscrete => "EulerDiscreteScheduler",
+            Self::DpmSolverMultistep => "DPMSolverMultistepScheduler",
+        }
+    }
+}
+
+/// What the UNet predicts (`prediction_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prediction {
+    Epsilon,
+    VPrediction,
+}
+
+/// How inference timesteps are spread over the training ones (`timestep_spacing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spacing {
+    Leading,
+    Linspace,
+    Trailing,
+}
+
+/// A `scheduler_config.json` with the defaults of the class being built.
+pub(crate) struct ConfigReader {
+    fields: serde_json::Map<String, Value>,
+}
+
+impl ConfigReader {
+    /// Python's `json.dumps` (which diffusers' `save_config` uses) writes infinities and NaN as
+    /// the bare tokens `Infinity`, `-Infinity` and `NaN`; they are read as those strings.
+    fn new(json: &str) -> Result<Self, SchedulerError> {
+        match serde_json::from_str::<Value>(&quote_non_finite(json))? {
+            Value::Object(fields) => Ok(Self { fields }),
+            _ => Err(key_error("(top level)", "expected a JSON object")),
+        }
+    }
+
+    /// The value of `key`, or `default` when the file lacks it or sets it to null.
+    pub(crate) fn get<T: DeserializeOwned>(&self, key: &str, default: T) -> Result<T, SchedulerError> {
+        match self.fields.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(value) => serde_json::from_value(value.clone())
+                .map_err(|e| key_error(key, format!("{e} (found {value})"))),
+        }
+    }
+
+    /// Errors when `key` is set to anything but `allowed` (the only value implemented).
+    pub(crate) fn require<T>(&self, key: &str, allowed: T, default: T) -> Result<(), SchedulerError>
+    where
+        T: DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let value: T = self.get(key, default)?;
+        if value == allowed {
+            Ok(())
+        } else {
+            Err(key_error(key, format!("{value:?} is not supported by culturelens (only {allowed:?})")))
+        }
+    }
+
+    pub(crate) fn prediction(&self) -> Result<Prediction, SchedulerError> {
+        match self.get::<String>("prediction_type", "epsilon".into())?.as_str() {
+            "epsilon" => Ok(Prediction::Epsilon),
+            "v_prediction" => Ok(Prediction::VPrediction),
+            other => Err(key_error(
+                "prediction_type",
+                format!("`{other}` is not supported (epsilon or v_prediction)"),
+            )),
+        }
+    }
+
+    pub(crate) fn spacing(&self, default: &str) -> Result<Spacing, SchedulerError> {
+        match self.get::<String>("timestep_spacing", default.into())?.as_str() {
+            "leading" => Ok(Spacing::Leading),
+            "linspace" => Ok(Spacing::Linspace),
+            "trailing" => Ok(Spacing::Trailing),
+            other => Err(key_error(
+                "timestep_spacing",
+                format!("`{other}` is not supported (leading, linspace or trailing)"),
+            )),
+        }
+    }
+
+    /// `alphas_cumprod` of the training schedule, as diffusers computes it in float32.
+    pub(crate) fn alphas_cumprod(&self) -> Result<Vec<f32>, SchedulerError> {
+        self.require("rescale_betas_zero_snr", false, false)?;
+        let n: usize = self.get("num_train_timesteps", 1000)?;
+        if n < 2 {
+            return Err(key_error("num_train_timesteps", "must be at least 2"));
+        }
+        let betas: Vec<f32> = match self.get::<Option<Vec<f64>>>("trained_betas", None)? {
+            Some(betas) => {
+                if betas.len() != n {
+                    return Err(key_error(
+                        "trained_betas",
+                        format!("has {} values, num_train_timesteps is {n}", betas.len()),
+                    ));
+                }
+                betas.into_iter().map(|b| b as f32).collect()
+            }
+            None => {
+                let start: f64 = self.get("beta_start", 0.0001)?;
+                let end: f64 = self.get("beta_end", 0.02)?;
+                match self.get::<String>("beta_schedule", "linear".into())?.as_str() {
+                    "linear" => torch_linspace_f32(start as f32, end as f32, n),
+                    "scaled_linear" => torch_linspace_f32(start.sqrt() as f32, end.sqrt() as f32, n)
+                        .into_iter()
+                        .map(|b| b * b)
+                        .collect(),
+                    other => {
+                        return Err(key_error(
+                            "beta_schedule",
+                            format!("`{other}` is not supported (linear or scaled_linear)"),
+                        ));
+                    }
+                }
+            }
+        };
+        // torch.cumprod on the CPU accumulates float32 in double and stores float32.
+        let mut acc = 1.0f64;
+        Ok(betas
+            .iter()
+            .map(|b| {
+                acc *= f64::from(1.0 - b);
+                acc as f32
+            })
+            .collect())
+    }
+}
+
+/// `json` with the bare tokens `-Infinity`, `Infinity` and `NaN` outside strings quoted.
+fn quote_non_finite(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 8);
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = json;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            in_string = c != '"' || escaped;
+            escaped = c == '\\' && !escaped;
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(token) = ["-Infinity", "Infinity", "NaN"].into_iter().find(|t| rest.starts_with(t))
+        {
+            out.push('"');
+            out.push_str(token);
+            out.push('"');
+            rest = &rest[token.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The discrete-time schedule DDIM and PNDM share: ᾱ per training timestep, the ᾱ used past
+/// timestep 0 (`set_alpha_to_one`), and the integer inference timesteps.
+#[derive(Debug, Clone)]
+pub(crate) struct AlphaSchedule {
+    alphas_cumprod: Vec<f32>,
+    final_alpha_cumprod: f32,
+    spacing: Spacing,
+    steps_offset: i64,
+}
+
+impl AlphaSchedule {
+    /// `set_alpha_to_one` defaults to `alpha_to_one_default` (the class's default).
+    fn new(config: &ConfigReader, alpha_to_one_default: bool) -> Result<Self, SchedulerError> {
+        let alphas_cumprod = config.alphas_cumprod()?;
+        let set_alpha_to_one: bool = config.get("set_alpha_to_one", alpha_to_one_default)?;
+        Ok(Self {
+            final_alpha_cumprod: if set_alpha_to_one { 1.0 } else { alphas_cumprod[0] },
+            alphas_cumprod,
+            spacing: config.spacing("leading")?,
+            steps_offset: config.get("steps_offset", 0)?,
+        })
+    }
+
+    fn train_steps(&self) -> usize {
+        self.alphas_cumprod.len()
+    }
+
+    /// Descending inference timesteps for `n` steps.
+    fn timesteps(&self, n: usize) -> Vec<i64> {
+        integer_timesteps(self.spacing, self.train_steps(), n, self.steps_offset)
+    }
+
+    /// (ᾱ_t, ᾱ_prev), the latter `final_alpha_cumprod` when `prev` < 0.
+    fn alphas(&self, t: i64, prev: i64) -> (f32, f32) {
+        let prev = if prev >= 0 { self.alphas_cumprod[prev as usize] } else { self.final_alpha_cumprod };
+        (self.alphas_cumprod[t as usize], prev)
+    }
+}
+
+/// `torch.linspace(start, end, n, dtype=float32)` on the CPU: float32 step, the first half counted
+/// up from `start` and the second half down from `end`.
+fn torch_linspace_f32(start: f32, end: f32, n: usize) -> Vec<f32> {
+    let step = (end - start) / (n - 1) as f32;
+    let halfway = n / 2;
+    (0..n)
+        .map(|i| if i < halfway { start + step * i as f32 } else { end - step * (n - i - 1) as f32 })
+        .collect()
+}
+
+/// `(n, T)` → the integer inference timesteps of DDIM and PNDM (descending for DDIM; PNDM
+/// reorders), before any scheduler-specific reshuffling.
+pub(crate) fn integer_timesteps(spacing: Spacing, train: usize, n: usize, steps_offset: i64) -> Vec<i64> {
+    match spacing {
+        Spacing::Linspace => linspace(0.0, (train - 1) as f64, n)
+            .into_iter()
+            .rev()
+            .map(|t| t.round_ties_even() as i64)
+            .collect(),
+        Spacing::Leading => {
+            let ratio = (train / n) as i64;
+            (0..n as i64).rev().map(|i| i * ratio + steps_offset).collect()
+        }
+        Spacing::Trailing => trailing(train as f64, train as f64 / n as f64),
+    }
+}
+
+/// `np.round(np.arange(start, 0, -ratio)) - 1`, descending.
+pub(crate) fn trailing(start: f64, ratio: f64) -> Vec<i64> {
+    let count = (start / ratio).ceil() as usize;
+    (0..count).map(|i| (start - i as f64 * ratio).round_ties_even() as i64 - 1).collect()
+}
+
+/// `np.linspace(start, end, n)` in float64.
+pub(crate) fn linspace(start: f64, end: f64, n: usize) -> Vec<f64> {
+    if n == 1 {
+        return vec![start];
+    }
+    let step = (end - start) / (n - 1) as f64;
+    (0..n).map(|i| if i == n - 1 { end } else { start + i as f64 * step }).collect()
+}
+
+/// `np.interp(x, arange(len(ys)), ys)`.
+pub(crate) fn interp(x: f64, ys: &[f32]) -> f64 {
+    if x <= 0.0 {
+        return f64::from(ys[0]);
+    }
+    let last = ys.len() - 1;
+    if x >= last as f64 {
+        return f64::from(ys[last]);
+    }
+    let i = x.floor() as usize;
+    let frac = x - i as f64;
+    let (a, b) = (f64::from(ys[i]), f64::from(ys[i + 1]));
+    // numpy's formula: slope * (x - xp[i]) + fp[i]
+    (b - a) * frac + a
+}
+
+/// One configured scheduler with its per-run state.
+#[derive(Debug, Clone)]
+pub enum Scheduler {
+    Ddim(Ddim),
+    Pndm(Box<Pndm>),
+    EulerDiscrete(EulerDiscrete),
+    DpmSolverMultistep(DpmSolverMultistep),
+}
+
+impl Scheduler {
+    /// Reads `scheduler_config.json`; `kind` overrides its `_class_name` (`--scheduler`).
+    pub fn from_config(json: &str, kind: Option<SchedulerKind>) -> Result<Self, SchedulerError> {
+        let reader = ConfigReader::new(json)?;
+        let kind = match kind {
+            Some(kind) => kind,
+            None => {
+                let class: Option<String> = reader.get("_class_name", None)?;
+                let class = class.ok_or_else(|| {
+                    key_error("_class_name", "missing (name the scheduler with --scheduler)")
+                })?;
+                SchedulerKind::parse(&class).map_err(|_| {
+                    key_error(
+                        "_class_name",
+                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler)"),
+                    )
+                })?
+            }
+        };
+        Ok(match kind {
+            SchedulerKind::Ddim => Self::Ddim(Ddim::new(&reader)?),
+            SchedulerKind::Pndm => Self::Pndm(Box::new(Pndm::new(&reader)?)),
+            SchedulerKind::EulerDiscrete => Self::EulerDiscrete(EulerDiscrete::new(&reader)?),
+            SchedulerKind::DpmSolverMultistep => Self::DpmSolverMultistep(DpmSolverMultistep::new(&reader)?),
+        })
+    }
+
+    pub fn kind(&self) -> SchedulerKind {
+        match self {
+            Self::Ddim(_) => SchedulerKind::Ddim,
+            Self::Pndm(_) => SchedulerKind::Pndm,
+            Self::EulerDiscrete(_) => SchedulerKind::EulerDiscrete,
+            Self::DpmSolverMultistep(_) => SchedulerKind::DpmSolverMultistep,
+        }
+    }
+
+    pub fn prediction(&self) -> Prediction {
+        match self {
+            Self::Ddim(s) => s.prediction,
+            Self::Pndm(s) => s.prediction,
+            Self::EulerDiscrete(s) => s.prediction,
+            Self::DpmSolverMultistep(s) => s.prediction,
+        }
+    }
+
+    /// `set_timesteps(n)`: resets the per-run state.
+    pub fn set_timesteps(&mut self, n: usize) -> Result<(), SchedulerError> {
+        let train = match self {
+            Self::Ddim(s) => s.train_steps(),
+            Self::Pndm(s) => s.train_steps(),
+            Self::EulerDiscrete(s) => s.train_steps(),
+            Self::DpmSolverMultistep(s) => s.train_steps(),
+        };
+        if n == 0 || n > train {
+            return Err(SchedulerError::Steps(format!(
+                "--steps {n}: must be between 1 and num_train_timesteps = {train}"
+            )));
+        }
+        match self {
+            Self::Ddim(s) => s.set_timesteps(n),
+            Self::Pndm(s) => s.set_timesteps(n),
+            Self::EulerDiscrete(s) => s.set_timesteps(n),
+            Self::DpmSolverMultistep(s) => s.set_timesteps(n),
+        }
+        Ok(())
+    }
+
+    /// The timesteps the UNet is called with, in order (PNDM repeats one; Euler's may be
+    /// fractional).
+    pub fn timesteps(&self) -> Vec<f32> {
+        match self {
+            Self::Ddim(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
+            Self::Pndm(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
+            Self::EulerDiscrete(s) => s.timesteps.clone(),
+            Self::DpmSolverMultistep(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
+        }
+    }
+
+    /// The standard deviation of the initial noise (the seed's normals are multiplied by it).
+    pub fn init_noise_sigma(&self) -> f32 {
+        match self {
+            Self::EulerDiscrete(s) => s.init_noise_sigma(),
+            _ => 1.0,
+        }
+    }
+
+    /// `scale_model_input` for the `step`-th call (0-based).
+    pub fn scale_model_input(&self, sample: Tensor<4>, step: usize) -> Tensor<4> {
+        match self {
+            Self::EulerDiscrete(s) => s.scale_model_input(sample, step),
+            _ => sample,
+        }
+    }
+
+    /// One denoising step: `model_output` at the `step`-th timestep (0-based) applied to `sample`.
+    pub fn step(&mut self, model_output: Tensor<4>, step: usize, sample: Tensor<4>) -> Tensor<4> {
+        match self {
+            Self::Ddim(s) => s.step(model_output, step, sample),
+            Self::Pndm(s) => s.step(model_output, step, sample),
+            Self::EulerDiscrete(s) => s.step(model_output, step, sample),
+            Self::DpmSolverMultistep(s) => s.step(model_output, step, sample),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestep_spacings_by_hand() {
+        // T = 1000, n = 10: leading = 900..0 step 100 plus offset 1; linspace rounds
+        // 999·i/9 (999, 888, 777, 666, 555, 444, 333, 222, 111, 0); trailing = 999, 899, …, 99.
+        assert_eq!(
+            integer_timesteps(Spacing::Leading, 1000, 10, 1),
+            vec![901, 801, 701, 601, 501, 401, 301, 201, 101, 1]
+        );
+        assert_eq!(
+            integer_timesteps(Spacing::Linspace, 1000, 10, 1),
+            vec![999, 888, 777, 666, 555, 444, 333, 222, 111, 0]
+        );
+        assert_eq!(
+            integer_timesteps(Spacing::Trailing, 1000, 10, 0),
+            vec![999, 899, 799, 699, 599, 499, 399, 299, 199, 99]
+        );
+        // 1000 / 3 = 333.33…: arange(1000, 0, -333.33) = 1000, 666.67, 333.33 → round - 1.
+        assert_eq!(trailing(1000.0, 1000.0 / 3.0), vec![999, 666, 332]);
+    }
+
+    #[test]
+    fn python_infinity_tokens() {
+        assert_eq!(
+            quote_non_finite(r#"{"a": -Infinity, "b": "NaN x", "c": [NaN, Infinity]}"#),
+            r#"{"a": "-Infinity", "b": "NaN x", "c": ["NaN", "Infinity"]}"#
+        );
+        assert_eq!(quote_non_finite(r#"{"a": "q\"-Infinity"}"#), r#"{"a": "q\"-Infinity"}"#);
+    }
+
+    #[test]
+    fn linear_betas_by_hand() {
+        // linspace(0.1, 0.3, 3) = 0.1, 0.2, 0.3 → alphas 0.9, 0.8, 0.7 → cumprod 0.9, 0.72, 0.504.
+        let reader =
+            ConfigReader::new(r#"{"num_train_timesteps": 3, "beta_start": 0.1, "beta_end": 0.3}"#).unwrap();
+        let ac = reader.alphas_cumprod().unwrap();
+        for (got, want) in ac.iter().zip([0.9f32, 0.72, 0.504]) {
+            assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn unknown_and_unsupported_are_named() {
+        let e = Scheduler::from_config(r#"{"_class_name": "LMSDiscreteScheduler"}"#, None).unwrap_err();
+        assert!(
+            e.to_string().contains("_class_name") && e.to_string().contains("LMSDiscreteScheduler"),
+            "{e}"
+        );
+        let e = SchedulerKind::parse("heun").unwrap_err();
+        assert!(e.to_string().contains("unknown scheduler `heun`"), "{e}");
+        let e = Scheduler::from_config(
+            r#"{"_class_name": "EulerDiscreteScheduler", "use_karras_sigmas": true}"#,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("use_karras_sigmas"), "{e}");
+        let e = Scheduler::from_config(r#"{"_class_name": "DDIMScheduler", "beta_start": "x"}"#, None)
+            .unwrap_err();
+        assert!(e.to_string().contains("`beta_start`"), "{e}");
+    }
+}
