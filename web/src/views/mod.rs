@@ -39,7 +39,9 @@ pub fn wire_tabs() {
     let tabs: String = VIEWS
         .iter()
         .map(|(id, label)| {
-            format!("<button type='button' role='tab' data-view='{id}' id='tab-{id}'>{label}</button>")
+            format!(
+                "<button type='button' role='tab' data-view='{id}' id='tab-{id}' aria-controls='view-{id}'>{label}</button>"
+            )
         })
         .collect();
     dom::set_html("tabs", &tabs);
@@ -51,6 +53,7 @@ pub fn handlers() -> Vec<Handler> {
         Handler { on: Listen::Id("tabs"), event: "click", run: on_tab },
         Handler { on: Listen::Id("filters"), event: "change", run: on_filter },
         Handler { on: Listen::Id("model-select"), event: "change", run: on_model },
+        Handler { on: Listen::Id("present-button"), event: "click", run: educator::on_present_button },
     ];
     all.extend(heatmap::handlers());
     all.extend(scatter::handlers());
@@ -95,7 +98,7 @@ pub fn render_filters() {
             list.iter()
                 .map(|(v, on)| {
                     format!(
-                        "<label><input type='checkbox' data-kind='{kind}' value='{v}'{}> {v}</label>",
+                        "<label><input type='checkbox' data-kind='{kind}' value='{v}'{}> {v}</label> ",
                         if *on { " checked" } else { "" },
                         v = esc(v)
                     )
@@ -141,6 +144,8 @@ pub fn render_active() -> Update {
         tab.set_attribute("aria-selected", if id == view { "true" } else { "false" }).ok();
     }
     dom::set_body_attr("data-view", &view);
+    let present = with_app(|app| app.ui.present).unwrap_or(false);
+    dom::set_body_attr("data-present", if present { "true" } else { "false" });
     match view.as_str() {
         "heatmap" => heatmap::render(),
         "distribution" => distribution::render(),
