@@ -209,6 +209,17 @@ before(async () => {
   assert.equal(cliPerImage.length, tables.all.rows, "one per-image score per row");
   cliWithoutAm = cliSos(tables.withoutAm, "without-am");
   thumbMeta = thumbsBundle(path.join(bundles, "thumbs"));
+  // Manifests that lie: meta.csv listed 1 GB longer than it is, and a 10 GB embeddings file.
+  for (const [name, edit] of [
+    ["lies", (m) => { m.files.find((f) => f.path === m.metadata).bytes += 1e9; }],
+    ["huge", (m) => { m.rows = 1e10 / (m.dim * 4); m.files.find((f) => f.path === m.embeddings).bytes = 1e10; }],
+  ]) {
+    fs.cpSync(path.join(bundles, "demo"), path.join(bundles, name), { recursive: true });
+    const file = path.join(bundles, name, "manifest.json");
+    const m = JSON.parse(fs.readFileSync(file, "utf8"));
+    edit(m);
+    fs.writeFileSync(file, JSON.stringify(m));
+  }
   // A corrupt copy (one flipped byte) and an oversized one (metadata longer than the manifest says).
   for (const name of ["corrupt", "oversized"]) {
     fs.cpSync(path.join(bundles, "demo"), path.join(bundles, name), { recursive: true });
@@ -785,6 +796,29 @@ test("Presentation mode: F enters (fullscreen, chrome hidden, slide in the URL),
     assert.equal(await page.isVisible("#tabs"), false);
     assert.deepEqual(await axeViolations(page), [], "presentation mode: axe-core serious/critical violations");
     assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("Bundles whose manifest lies about sizes get an on-screen error, and the tab stays responsive", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    for (const [name, message] of [
+      ["lies", /meta\.csv.*has \d+ bytes but the manifest lists 10\d{8} \(truncated or replaced file\)/],
+      ["huge", /bundle too large for the browser: embeddings \+ metadata are 9536\.\d MiB \(limit 1536\.0 MiB\)/],
+    ]) {
+      const bad = await openPage(browser, `?bundle=/bundles/${name}/&backend=cpu`);
+      const t0 = Date.now();
+      await bad.page.waitForSelector("body[data-state=error]", { timeout: 60000 });
+      assert.match(await bad.page.textContent("#error"), message);
+      assert.ok(await bad.page.isVisible("#error"));
+      // Responsive: the page answers at once and the loader still works.
+      assert.equal(await bad.page.evaluate(() => 1 + 1), 2);
+      assert.ok(await bad.page.isVisible("#load-demo"));
+      report.runs.push({ path: `bad bundle ${name}`, errorAfterMs: Date.now() - t0 });
+      await bad.page.close();
+    }
   } finally {
     await browser.close();
   }

@@ -142,6 +142,14 @@ pub fn render_active() -> Update {
         dom::show(&format!("view-{id}"), id == view);
         let tab = dom::by_id(&format!("tab-{id}"));
         tab.set_attribute("aria-selected", if id == view { "true" } else { "false" }).ok();
+        // On a phone the tab bar scrolls sideways: keep the active tab in sight.
+        if id == view
+            && let Some(t) = tab.dyn_ref::<web_sys::HtmlElement>()
+        {
+            let bar = dom::by_id("tabs");
+            let offset = bar.dyn_ref::<web_sys::HtmlElement>().map_or(0, |b| b.offset_left());
+            bar.set_scroll_left(t.offset_left() - offset - 8);
+        }
     }
     dom::set_body_attr("data-view", &view);
     let present = with_app(|app| app.ui.present).unwrap_or(false);
