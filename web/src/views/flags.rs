@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use culturelens_core::sos::LanguageMedian;
 
 use super::colour::{css, diverging_rgb, ink};
+use super::svg_label;
 use crate::dom::{self, esc};
 use crate::state::with_app;
 
@@ -31,21 +32,11 @@ fn grid_svg(medians: &[LanguageMedian], threshold: f64) -> String {
         esc(&flagged.join(", "))
     );
     for (i, l) in languages.iter().enumerate() {
-        s.push_str(&format!(
-            "<text x='{:.1}' y='{:.1}' text-anchor='middle'>{}</text>",
-            LEFT + CELL_W * (i as f64 + 0.5),
-            TOP - 8.0,
-            esc(l)
-        ));
+        s.push_str(&svg_label(LEFT + CELL_W * (i as f64 + 0.5), TOP - 8.0, "middle", "", l));
     }
     for (r, model) in models.iter().enumerate() {
         let y = TOP + CELL_H * r as f64;
-        s.push_str(&format!(
-            "<text x='{:.1}' y='{:.1}' text-anchor='end'>{}</text>",
-            LEFT - 8.0,
-            y + 19.0,
-            esc(model)
-        ));
+        s.push_str(&svg_label(LEFT - 8.0, y + 19.0, "end", "", model));
         for (i, l) in languages.iter().enumerate() {
             let Some(m) = medians.iter().find(|m| m.model == *model && m.language == *l) else { continue };
             let rgb = diverging_rgb(m.median, limit);

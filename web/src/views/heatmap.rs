@@ -13,7 +13,7 @@ use wasm_bindgen::JsCast;
 use web_sys::Event;
 
 use super::colour::{css, diverging_legend, diverging_rgb, ink};
-use super::{Handler, Listen};
+use super::{Handler, Listen, svg_label};
 use crate::dom::{self, esc};
 use crate::load::Thumbs;
 use crate::state::{Sort, Update, with_app};
@@ -211,11 +211,12 @@ fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String 
         arrow(col_sort)
     ));
     for (i, l) in langs.iter().enumerate() {
-        s.push_str(&format!(
-            "<text class='sort' data-sort='cols' x='{:.1}' y='{:.1}' text-anchor='middle'>{}</text>",
+        s.push_str(&svg_label(
             LEFT + CELL_W * (i as f64 + 0.5),
             TOP - 8.0,
-            esc(l)
+            "middle",
+            "class='sort' data-sort='cols'",
+            l,
         ));
     }
     s.push_str(&format!(
@@ -225,12 +226,7 @@ fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String 
     ));
     for (r, c) in cults.iter().enumerate() {
         let y = TOP + CELL_H * r as f64;
-        s.push_str(&format!(
-            "<text x='{:.1}' y='{:.1}' text-anchor='end'>{}</text>",
-            LEFT - 8.0,
-            y + CELL_H / 2.0 + 4.0,
-            esc(c)
-        ));
+        s.push_str(&svg_label(LEFT - 8.0, y + CELL_H / 2.0 + 4.0, "end", "", c));
         for (i, l) in langs.iter().enumerate() {
             if let Some((v, n)) = grid.value.get(&(l.clone(), c.clone())) {
                 let attrs = format!(

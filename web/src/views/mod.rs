@@ -85,6 +85,12 @@ fn on_model(_: &Event) -> Update {
     Update::Render
 }
 
+/// An SVG text label at (`x`, `y`) with `anchor` (`start`/`middle`/`end`) and extra `attrs`;
+/// `text` is escaped.
+pub fn svg_label(x: f64, y: f64, anchor: &str, attrs: &str, text: &str) -> String {
+    format!("<text {attrs} x='{x:.1}' y='{y:.1}' text-anchor='{anchor}'>{}</text>", esc(text))
+}
+
 /// Makes `view` the visible view (recorded in the URL).
 pub fn switch(view: &str) -> Update {
     with_app(|app| app.ui.view = view.to_string());
