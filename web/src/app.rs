@@ -212,6 +212,7 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     dom::set_body_attr("data-loaded", "true");
     dom::by_id("loader").class_list().remove_1("reopened").ok();
     dom::show("load-another", true);
+    views::reveal_active_tab();
     let wide = dom::window().inner_width().ok().and_then(|w| w.as_f64()).unwrap_or(0.0) >= 1100.0;
     if wide {
         dom::by_id("filters-box").set_attribute("open", "").ok();

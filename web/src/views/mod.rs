@@ -141,6 +141,18 @@ pub fn render_filters() {
     }
 }
 
+/// On a phone the tab bar scrolls sideways: keeps the active tab in sight (once the page shows).
+pub fn reveal_active_tab() {
+    let Some(view) = with_app(|app| app.ui.view.clone()) else { return };
+    let bar = dom::by_id("tabs");
+    if let (Some(t), Some(b)) = (
+        dom::by_id(&format!("tab-{view}")).dyn_ref::<web_sys::HtmlElement>(),
+        bar.dyn_ref::<web_sys::HtmlElement>(),
+    ) {
+        bar.set_scroll_left(t.offset_left() - b.offset_left() - 8);
+    }
+}
+
 /// Renders the active view and marks its tab; returns what the view's rendering asks for.
 pub fn render_active() -> Update {
     let Some(view) = with_app(|app| app.ui.view.clone()) else { return Update::Nothing };
@@ -148,15 +160,8 @@ pub fn render_active() -> Update {
         dom::show(&format!("view-{id}"), id == view);
         let tab = dom::by_id(&format!("tab-{id}"));
         tab.set_attribute("aria-selected", if id == view { "true" } else { "false" }).ok();
-        // On a phone the tab bar scrolls sideways: keep the active tab in sight.
-        if id == view
-            && let Some(t) = tab.dyn_ref::<web_sys::HtmlElement>()
-        {
-            let bar = dom::by_id("tabs");
-            let offset = bar.dyn_ref::<web_sys::HtmlElement>().map_or(0, |b| b.offset_left());
-            bar.set_scroll_left(t.offset_left() - offset - 8);
-        }
     }
+    reveal_active_tab();
     dom::set_body_attr("data-view", &view);
     let present = with_app(|app| app.ui.present).unwrap_or(false);
     dom::set_body_attr("data-present", if present { "true" } else { "false" });
