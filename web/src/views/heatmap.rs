@@ -281,6 +281,7 @@ fn show_images(language: &str, culture: &str) {
                 )
             })
             .collect();
+        let imgs = if imgs.is_empty() { "<p>No images for this cell.</p>".to_string() } else { imgs };
         Some(format!(
             "<h3>Images of {} × {} ({})</h3><div class='grid'>{imgs}</div>",
             esc(culture),
