@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the browser app in the light `web-ci` profile and runs the end-to-end browser tests in
 # headless Chromium. Installs what it needs only when missing (wasm32 target, trunk 0.21.14,
-# wasm-bindgen-cli matching web/Cargo.lock, Debian chromium + nodejs/npm, playwright-core).
+# wasm-bindgen-cli matching web/Cargo.lock, Debian chromium + nodejs/npm, playwright-core and axe-core
+# pinned in tests/web/package-lock.json).
 # Run from anywhere; the lead's .ci/run calls it after `cargo test --workspace` (which runs the unit
 # tests of the app's pure logic, crates/culturelens-view). A missing WebGPU adapter fails the run
 # unless CULTURELENS_WEB_ALLOW_NO_WEBGPU=1 (then the WebGPU test is skipped and reported loudly).
@@ -44,7 +45,7 @@ cargo fetch --locked --manifest-path web/Cargo.toml
 (cd web && trunk build --release --cargo-profile web-ci --locked --offline)
 
 step "browser tests (headless Chromium)"
-(cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; })
+(cd tests/web && { [ -d node_modules/playwright-core ] && [ -d node_modules/axe-core ] || npm ci --no-audit --no-fund; })
 report="${WEB_TEST_REPORT:-$repo/target/web-test-report.json}"
 (cd tests/web && CULTURELENS_BIN="$bin" WEB_DIST="$repo/web/dist" WEB_TEST_REPORT="$report" \
   node --test --test-concurrency=1 app.test.mjs)

@@ -14,6 +14,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import zlib from "node:zlib";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -32,8 +33,11 @@ const BASE_FLAGS = ["--headless", "--no-sandbox", "--no-first-run", "--disable-b
 const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"];
 const TIMEOUT = Number(process.env.WEB_TEST_TIMEOUT_MS || 300000);
 const VIEWS = ["heatmap", "distribution", "correlation", "flags", "scatter", "vendi", "educator"];
+// Screenshots of every view at both sizes go here when set (web/ci.sh leaves it unset).
+const SCREENS = process.env.WEB_SCREENS || "";
+const AXE = fs.readFileSync(path.join(here, "node_modules/axe-core/axe.min.js"), "utf8");
 
-let server, origin, work, cliRows, cliPerImage, cliWithoutAm, tables;
+let server, origin, work, cliRows, cliPerImage, cliWithoutAm, tables, thumbMeta;
 // Independent reference of the demo's joint SoS: plain float64 numpy straight from the paper's
 // Eq. (1) (scripts/fixtures/make_demo_sos_reference.py), not the project's own CLI.
 const NUMPY_SOS = readCsv(path.join(repo, "tests/fixtures/demo_sos_reference.csv"));
@@ -140,6 +144,60 @@ function assertSameScores(actual, expected, label) {
   return worst;
 }
 
+const CRC = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+/** A `size`×`size` PNG of one RGB colour. */
+function solidPng(rgb, size = 8) {
+  const chunk = (type, data) => {
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    let c = 0xffffffff;
+    for (const b of body) c = CRC[(c ^ b) & 0xff] ^ (c >>> 8);
+    const out = Buffer.alloc(body.length + 8);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE((c ^ 0xffffffff) >>> 0, body.length + 4);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(size, 0);
+  ihdr.writeUInt32BE(size, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array(size).fill(rgb).flat())]);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr),
+    chunk("IDAT", zlib.deflateSync(Buffer.concat(Array(size).fill(row)))), chunk("IEND", Buffer.alloc(0))]);
+}
+
+/**
+ * The demo table with pictures, packed by `culturelens bundle --images`: a bundle with
+ * thumbnails. The rows of THUMB_MODEL for THUMB_CULTURES get one picture each (a solid colour
+ * that encodes the row); the others none (few thumbnails keep the debug CLI fast). Returns its
+ * meta.csv as objects.
+ */
+const THUMB_MODEL = "synth-bilingual", THUMB_CULTURES = ["Chinese", "Japanese", "Mexican"];
+function thumbsBundle(out) {
+  const images = path.join(work, "images");
+  fs.mkdirSync(images, { recursive: true });
+  const [header, ...lines] = fs.readFileSync(tables.all.csv, "utf8").trim().split("\n");
+  const columns = csvFields(header);
+  const named = lines.map((l, i) => {
+    const r = Object.fromEntries(columns.map((h, k) => [h, csvFields(l)[k]]));
+    if (r.model !== THUMB_MODEL || !THUMB_CULTURES.includes(r.culture)) return `${l},`;
+    const name = `${String(i).padStart(6, "0")}.png`;
+    fs.writeFileSync(path.join(images, name), solidPng([i & 0xff, (i >> 8) * 16, 255 - (i & 0xff)]));
+    return `${l},${name}`;
+  });
+  const meta = path.join(work, "thumbs-meta.csv");
+  fs.writeFileSync(meta, [`${header},image`, ...named].join("\n") + "\n");
+  cli("bundle", "--embeddings", tables.all.npy, "--meta", meta, "--images", images, "--synthetic",
+    "--title", "demo with thumbnails", "--out", out);
+  return readCsvObjects(path.join(out, "meta.csv"));
+}
+
 before(async () => {
   assert.ok(fs.existsSync(path.join(DIST, "index.html")), `build the app first (web/ci.sh): ${DIST}`);
   work = fs.mkdtempSync(path.join(os.tmpdir(), "culturelens-web-"));
@@ -156,6 +214,18 @@ before(async () => {
   };
   assert.equal(cliPerImage.length, tables.all.rows, "one per-image score per row");
   cliWithoutAm = cliSos(tables.withoutAm, "without-am");
+  thumbMeta = thumbsBundle(path.join(bundles, "thumbs"));
+  // Manifests that lie: meta.csv listed 1 GB longer than it is, and a 10 GB embeddings file.
+  for (const [name, edit] of [
+    ["lies", (m) => { m.files.find((f) => f.path === m.metadata).bytes += 1e9; }],
+    ["huge", (m) => { m.rows = 1e10 / (m.dim * 4); m.files.find((f) => f.path === m.embeddings).bytes = 1e10; }],
+  ]) {
+    fs.cpSync(path.join(bundles, "demo"), path.join(bundles, name), { recursive: true });
+    const file = path.join(bundles, name, "manifest.json");
+    const m = JSON.parse(fs.readFileSync(file, "utf8"));
+    edit(m);
+    fs.writeFileSync(file, JSON.stringify(m));
+  }
   // A corrupt copy (one flipped byte) and an oversized one (metadata longer than the manifest says).
   for (const name of ["corrupt", "oversized"]) {
     fs.cpSync(path.join(bundles, "demo"), path.join(bundles, name), { recursive: true });
@@ -171,6 +241,7 @@ before(async () => {
 
 after(() => {
   server?.close();
+  if (work) fs.rmSync(work, { recursive: true, force: true });
   fs.writeFileSync(REPORT, JSON.stringify(report, null, 2));
   console.log(`browser test report (${REPORT}):\n${JSON.stringify(report, null, 2)}`);
 });
@@ -182,8 +253,8 @@ async function launch(webgpu) {
   return browser;
 }
 
-async function openPage(browser, query, { disableWebGpu = false } = {}) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+async function openPage(browser, query, { disableWebGpu = false, viewport = { width: 1280, height: 1000 } } = {}) {
+  const page = await browser.newPage({ viewport });
   page.setDefaultTimeout(TIMEOUT);
   if (disableWebGpu) {
     await page.addInitScript(() => { delete Object.getPrototypeOf(navigator).gpu; });
@@ -225,11 +296,11 @@ async function assertNonBlank(page, locator, label) {
 }
 
 /**
- * The rows the page must select for a box from canvas pixel `a` to `b`: the scatter's transform
- * (culturelens_view::selection, in f32 like the page) applied to the drawn coordinates, edges
- * included. An independent implementation of the geometry, for the box-selection check.
+ * Canvas pixel positions [x, y] of the drawn coordinates: the scatter's transform
+ * (culturelens_view::selection, in f32 like the page). An independent implementation of the
+ * geometry, for the selection and hover checks.
  */
-function rowsInBox(coords, a, b) {
+function pixelsOf(coords) {
   const f = Math.fround, [W, H, MARGIN] = [820, 560, 12];
   const lo = [Infinity, Infinity], hi = [-Infinity, -Infinity];
   for (let i = 0; i < coords.length; i += 2) {
@@ -237,12 +308,18 @@ function rowsInBox(coords, a, b) {
   }
   const span = Math.max(f(f(hi[0] - lo[0]) / f(W - 2 * MARGIN)), f(f(hi[1] - lo[1]) / f(H - 2 * MARGIN)), f(1e-12));
   const scale = f(1 / span), x0 = f(f(lo[0] + hi[0]) / 2), y0 = f(f(lo[1] + hi[1]) / 2);
+  const out = [];
+  for (let i = 0; i < coords.length / 2; i++) {
+    out.push([f(f(coords[2 * i] - x0) * scale) + W / 2, H / 2 - f(f(coords[2 * i + 1] - y0) * scale)]);
+  }
+  return out;
+}
+
+/** The rows the page must select for a box from canvas pixel `a` to `b` (edges included). */
+function rowsInBox(coords, a, b) {
   const [xmin, xmax, ymin, ymax] = [Math.min(a[0], b[0]), Math.max(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[1], b[1])];
   const rows = [];
-  for (let i = 0; i < coords.length / 2; i++) {
-    const x = f(f(coords[2 * i] - x0) * scale) + W / 2, y = H / 2 - f(f(coords[2 * i + 1] - y0) * scale);
-    if (x >= xmin && x <= xmax && y >= ymin && y <= ymax) rows.push(i);
-  }
+  pixelsOf(coords).forEach(([x, y], i) => { if (x >= xmin && x <= xmax && y >= ymin && y <= ymax) rows.push(i); });
   return rows;
 }
 
@@ -527,6 +604,229 @@ test("WebGPU on the browser's adapter (SwiftShader here) gives the CLI's numbers
     report.runs.push({ path: "webgpu", browserAdapter: adapter, burnAdapter: await page.getAttribute("body", "data-adapter"),
       bundle: "demo", maxAbsDiff: worst, numpyMaxDiff, filteredMaxDiff, vendiMaxRelDiff, boxSelected, firstHeatmapMs,
       recomputeMs: Number(await page.getAttribute("body", "data-recompute-ms")), screenshots: shots });
+  } finally {
+    await browser.close();
+  }
+});
+
+/** Loads `?bundle=/bundles/thumbs/…&view=VIEW` on the CPU and waits until the view has drawn. */
+async function openView(browser, size, view, extra = "") {
+  const opened = await openPage(browser, null, { viewport: size });
+  await opened.page.goto(`${origin}/index.html?bundle=/bundles/thumbs/&backend=cpu&view=${view}${extra}`);
+  await results(opened.page);
+  await viewDrawn(opened.page, view);
+  return opened;
+}
+
+async function viewDrawn(page, view) {
+  if (view === "scatter") await page.waitForFunction(() => /^\d+ selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+  if (view === "vendi") await page.waitForFunction(() => document.querySelector("#vendi-vs")?.textContent !== "–");
+}
+
+/** axe-core on the page as it is: the serious and critical violations. */
+async function axeViolations(page) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.addScriptTag({ content: AXE });
+  const result = await page.evaluate(async () => (await window.axe.run(document)).violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" ")) })));
+  return result;
+}
+
+/** Where the element is against the viewport, and whether the page scrolls sideways. */
+async function placement(page, selector) {
+  return page.evaluate((sel) => {
+    const r = document.querySelector(sel).getBoundingClientRect();
+    return { x: r.x, y: r.y, right: r.right, bottom: r.bottom, width: r.width, height: r.height,
+      vw: window.innerWidth, vh: window.innerHeight, scrollWidth: document.scrollingElement.scrollWidth };
+  }, selector);
+}
+
+const SIZES = [{ width: 1280, height: 720 }, { width: 375, height: 812 }];
+
+test("Figure first at 1280×720 and 375×812: every view's figure in the viewport, axe clean", { timeout: TIMEOUT * 4 }, async () => {
+  const browser = await launch(false);
+  try {
+    const placements = {};
+    for (const size of SIZES) {
+      for (const view of VIEWS) {
+        const { page, errors } = await openView(browser, size, view);
+        const label = `${view} at ${size.width}×${size.height}`;
+        assert.equal(await page.getAttribute("body", "data-view"), view);
+        assert.equal(await page.isVisible("#loader"), false, `${label}: the loader is collapsed`);
+        assert.ok(await page.isVisible("#load-another"), `${label}: one "Load another bundle" control`);
+        assert.match(await page.textContent("#bundle-title"), /SYNTHETIC DEMO DATA/);
+        assert.ok(await page.isVisible("#bundle-title"), `${label}: the synthetic label is on screen`);
+        if (SCREENS) {
+          fs.mkdirSync(SCREENS, { recursive: true });
+          await page.screenshot({ path: path.join(SCREENS, `${view}-${size.width}x${size.height}.png`) });
+        }
+        const at = await placement(page, `#view-${view} [data-figure]`);
+        placements[label] = at;
+        assert.ok(at.width > 100 && at.height > 50, `${label}: the figure has a size: ${JSON.stringify(at)}`);
+        assert.ok(at.x >= 0 && at.y >= 0 && at.right <= at.vw + 0.5 && at.bottom <= at.vh + 0.5,
+          `${label}: the figure is inside the viewport: ${JSON.stringify(at)}`);
+        assert.ok(at.scrollWidth <= at.vw, `${label}: no sideways scrolling: ${at.scrollWidth} > ${at.vw}`);
+        const violations = await axeViolations(page);
+        assert.deepEqual(violations, [], `${label}: axe-core serious/critical violations`);
+        assert.deepEqual(errors, []);
+        await page.close();
+      }
+    }
+    report.runs.push({ path: "layout", figures: placements });
+  } finally {
+    await browser.close();
+  }
+});
+
+test("Heatmap cell → exactly its images; scatter hover → the point's thumbnail; drag past the edge", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(false);
+  try {
+    const { page, errors } = await openView(browser, SIZES[0], "heatmap");
+    const base = `${origin}/bundles/thumbs/`;
+    const model = await page.inputValue("#model-select");
+    assert.equal(model, THUMB_MODEL, "the first model is the one with pictures");
+    const imagesOf = (language, culture) => thumbMeta
+      .filter((r) => r.model === model && r.language === language && r.culture === culture)
+      .map((r) => base + r.thumbnail).sort();
+    const shown = async () => (await page.$$eval("#cell-images img", (els) => els.map((e) => e.getAttribute("src")))).sort();
+    // Mouse: one cell.
+    await page.click("#heatmap-svg .cell[data-language=de][data-culture=Japanese]");
+    await page.waitForSelector("#cell-images img");
+    const want = imagesOf("de", "Japanese");
+    assert.equal(want.length, 9, "3 templates × 3 person terms");
+    assert.deepEqual(await shown(), want, "the clicked cell's images, exactly");
+    assert.equal(await page.$$eval("#cell-images img", (els) => els.filter((e) => e.complete && e.naturalWidth > 0).length), 9,
+      "every thumbnail loads");
+    // Keyboard: focus another cell, Enter.
+    await page.focus("#heatmap-svg .cell[data-language=am][data-culture=Mexican]");
+    assert.ok(await page.isVisible("#tooltip"), "a focused cell shows its tooltip");
+    assert.match(await page.textContent("#tooltip"), /^Mexican × am: SoS/);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => /Mexican × am/.test(document.querySelector("#cell-images h3")?.textContent ?? ""));
+    assert.deepEqual(await shown(), imagesOf("am", "Mexican"), "Enter opens the focused cell's images");
+
+    // Scatter hover: the most isolated point (so the pointer's whole-pixel rounding cannot reach
+    // another) shows its own thumbnail.
+    await page.click("#tab-scatter");
+    await viewDrawn(page, "scatter");
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const coords = JSON.parse(await page.textContent("#scatter-data"));
+    const px = pixelsOf(coords);
+    let best = { row: -1, gap: -1 };
+    px.forEach(([x, y], i) => {
+      let gap = Infinity;
+      px.forEach(([u, v], j) => { if (j !== i) gap = Math.min(gap, Math.hypot(u - x, v - y)); });
+      if (thumbMeta[i].thumbnail && x > 20 && x < 800 && y > 20 && y < 540 && gap > best.gap) best = { row: i, gap };
+    });
+    assert.ok(best.gap > 4, `an isolated point: ${JSON.stringify(best)}`);
+    const rect = await page.evaluate(() => {
+      const r = document.querySelector("#scatter-canvas").getBoundingClientRect();
+      return { left: r.left, top: r.top, width: r.width, height: r.height };
+    });
+    const toClient = ([x, y]) => [rect.left + x * rect.width / 820, rect.top + y * rect.height / 560];
+    await page.mouse.move(...toClient(px[best.row]).map(Math.round), { steps: 3 });
+    await page.waitForSelector("#tooltip[data-row]");
+    assert.equal(Number(await page.getAttribute("#tooltip", "data-row")), best.row, "the hovered point's row");
+    assert.equal(await page.getAttribute("#tooltip img", "src"), base + thumbMeta[best.row].thumbnail, "its thumbnail");
+    const r = thumbMeta[best.row];
+    assert.match(await page.textContent("#tooltip"), new RegExp(`${r.language} · ${r.culture} · ${r.person}`));
+
+    // A box dragged past the canvas's right edge reaches the pointer (pointer capture), not the
+    // last position inside the canvas.
+    const start = [rect.left + rect.width * 0.3, rect.top + rect.height * 0.05].map(Math.round);
+    const end = [rect.left + rect.width + 60, rect.top + rect.height * 0.95].map(Math.round);
+    await page.mouse.move(...start);
+    await page.mouse.down();
+    const steps = 3;
+    await page.mouse.move(...end, { steps });
+    await page.mouse.up();
+    // The last pointer position inside the canvas (Playwright moves in equal steps).
+    const lastInside = Math.max(...Array.from({ length: steps }, (_, k) => start[0] + (end[0] - start[0]) * (k + 1) / steps)
+      .filter((x) => x < rect.left + rect.width));
+    await page.waitForFunction(() => /^[1-9]\d* selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+    const toCanvas = ([x, y]) => [(x - rect.left) * 820 / rect.width, (y - rect.top) * 560 / rect.height];
+    const expected = rowsInBox(coords, toCanvas(start), toCanvas(end));
+    const got = (await page.getAttribute("#scatter-canvas", "data-selection")).split(",").map(Number);
+    const cut = toCanvas([lastInside, 0])[0];
+    assert.ok(expected.some((i) => px[i][0] > cut), `the box holds points right of the last position inside the canvas (${cut})`);
+    assert.deepEqual(got, expected, "the selection reaches past the canvas edge");
+    assert.deepEqual(errors, []);
+    report.runs.push({ path: "images", cellImages: want.length, hoverRow: best.row, hoverGapPx: best.gap, edgeBoxSelected: got.length });
+  } finally {
+    await browser.close();
+  }
+});
+
+test("Presentation mode: F enters (fullscreen, chrome hidden, slide in the URL), keys navigate, Esc leaves", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(false);
+  try {
+    const { page, errors } = await openPage(browser, null, { viewport: SIZES[0] });
+    await page.addInitScript(() => {
+      window.__fullscreenCalls = 0;
+      const request = Element.prototype.requestFullscreen;
+      Element.prototype.requestFullscreen = function (...a) { window.__fullscreenCalls++; return request.apply(this, a); };
+    });
+    await page.goto(`${origin}/index.html?bundle=/bundles/thumbs/&backend=cpu&view=heatmap`);
+    await results(page);
+    await page.keyboard.press("f");
+    await page.waitForSelector("body[data-present=true]");
+    const url = () => new URL(page.url()).searchParams;
+    assert.equal(url().get("present"), "1");
+    assert.equal(url().get("view"), "educator");
+    assert.equal(await page.evaluate(() => window.__fullscreenCalls), 1, "the Fullscreen API is asked");
+    for (const chrome of ["#chrome", "#bar", "#tabs", "#side", ".edu-controls"]) {
+      assert.equal(await page.isVisible(chrome), false, `${chrome} hidden while presenting`);
+    }
+    const slide = await placement(page, "#view-educator [data-figure]");
+    assert.ok(slide.y >= 0 && slide.bottom <= slide.vh + 0.5 && slide.right <= slide.vw + 0.5, `the slide fits: ${JSON.stringify(slide)}`);
+    assert.equal(await page.$$eval(".edu-card", (els) => els.length), 8, "every language side by side");
+    assert.ok(await page.$$eval(".edu-card img", (els) => els.length) >= 8, "with its images");
+    const title = async () => page.textContent(".edu-title");
+    const [culture0, person0, title0] = [url().get("culture"), url().get("person"), await title()];
+    await page.keyboard.press("ArrowRight");
+    assert.notEqual(url().get("culture"), culture0, "→ moves the culture");
+    assert.notEqual(await title(), title0);
+    await page.keyboard.press("ArrowLeft");
+    assert.equal(url().get("culture"), culture0, "← moves it back");
+    await page.keyboard.press("ArrowDown");
+    assert.notEqual(url().get("person"), person0, "↓ moves the person term");
+    const bookmark = page.url();
+    if (SCREENS) await page.screenshot({ path: path.join(SCREENS, "presentation-1280x720.png") });
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("body[data-present=false]");
+    assert.equal(url().get("present"), null, "Esc leaves presentation mode");
+    assert.ok(await page.isVisible("#tabs"), "the chrome is back");
+    // The bookmarked slide opens as it was.
+    await page.goto(bookmark);
+    await results(page);
+    await page.waitForSelector("body[data-present=true]");
+    assert.equal(url().get("person"), new URL(bookmark).searchParams.get("person"));
+    assert.equal(await page.isVisible("#tabs"), false);
+    assert.deepEqual(await axeViolations(page), [], "presentation mode: axe-core serious/critical violations");
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("Bundles whose manifest lies about sizes get an on-screen error, and the tab stays responsive", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    for (const [name, message] of [
+      ["lies", /meta\.csv.*has \d+ bytes but the manifest lists 10\d{8} \(truncated or replaced file\)/],
+      ["huge", /bundle too large for the browser: embeddings \+ metadata are 9536\.\d MiB \(limit 1536\.0 MiB\)/],
+    ]) {
+      const bad = await openPage(browser, `?bundle=/bundles/${name}/&backend=cpu`);
+      const t0 = Date.now();
+      await bad.page.waitForSelector("body[data-state=error]", { timeout: 60000 });
+      assert.match(await bad.page.textContent("#error"), message);
+      assert.ok(await bad.page.isVisible("#error"));
+      // Responsive: the page answers at once and the loader still works.
+      assert.equal(await bad.page.evaluate(() => 1 + 1), 2);
+      assert.ok(await bad.page.isVisible("#load-demo"));
+      report.runs.push({ path: `bad bundle ${name}`, errorAfterMs: Date.now() - t0 });
+      await bad.page.close();
+    }
   } finally {
     await browser.close();
   }

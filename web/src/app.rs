@@ -62,6 +62,11 @@ pub async fn start() {
 }
 
 fn wire_loader() {
+    dom::on_id("load-another", "click", |_| {
+        let loader = dom::by_id("loader");
+        let open = loader.class_list().toggle("reopened").unwrap_or(false);
+        dom::by_id("load-another").set_attribute("aria-expanded", if open { "true" } else { "false" }).ok();
+    });
     dom::on_id("load-demo", "click", |_| {
         set_bundle_param("demo");
         wasm_bindgen_futures::spawn_local(run_load(Source::Demo));
@@ -170,22 +175,17 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     let filter = Filter::all(&column("model"), &column("language"), per_model);
     let ui = Ui::from_params(|name| p.get(name), &loaded.manifest.models);
     let synthetic = loaded.manifest.synthetic;
-    let title = format!(
-        "{}{} · {} rows × {} · {:?} · {}",
-        if synthetic { "SYNTHETIC DEMO DATA — " } else { "" },
-        loaded.manifest.title,
-        rows,
-        dim,
-        loaded.manifest.dtype,
-        loaded.source_label
-    );
+    let title = format!("{}{}", if synthetic { "SYNTHETIC DEMO DATA — " } else { "" }, loaded.manifest.title);
     dom::set_text("bundle-title", &title);
     dom::set_body_attr("data-synthetic", if synthetic { "true" } else { "false" });
     dom::set_text(
         "provenance",
         &format!(
-            "Embedding model: {} · Provenance: {}",
-            loaded.manifest.embedding_model, loaded.manifest.provenance
+            "{rows} rows × {dim} · {:?} · from {} · embedding model: {} · provenance: {}",
+            loaded.manifest.dtype,
+            loaded.source_label,
+            loaded.manifest.embedding_model,
+            loaded.manifest.provenance
         ),
     );
     state::install(App {
@@ -207,6 +207,16 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     dom::set_body_attr("data-first-heatmap-ms", &format!("{:.1}", t_done - t0));
     dom::show("app", true);
     dom::show("progress-box", false);
+    // Figure first: the loader collapses to one button; the filters stay open beside the figure
+    // on a wide screen and fold away on a narrow one.
+    dom::set_body_attr("data-loaded", "true");
+    dom::by_id("loader").class_list().remove_1("reopened").ok();
+    dom::show("load-another", true);
+    views::reveal_active_tab();
+    let wide = dom::window().inner_width().ok().and_then(|w| w.as_f64()).unwrap_or(0.0) >= 1100.0;
+    if wide {
+        dom::by_id("filters-box").set_attribute("open", "").ok();
+    }
     Ok(())
 }
 

@@ -125,3 +125,46 @@ pub async fn yield_to_browser() {
     });
     wasm_bindgen_futures::JsFuture::from(promise).await.ok();
 }
+
+/// Whether an element of the page is fullscreen (`document.fullscreenElement`).
+pub fn is_fullscreen() -> bool {
+    js_sys::Reflect::get(&document(), &"fullscreenElement".into())
+        .is_ok_and(|e| !e.is_null() && !e.is_undefined())
+}
+
+/// Asks for fullscreen of the whole page, or leaves it; a refusal (no user gesture, no support)
+/// is ignored: the page stays as it is.
+pub fn set_fullscreen(on: bool) {
+    if on == is_fullscreen() {
+        return;
+    }
+    let (target, method): (wasm_bindgen::JsValue, &str) = if on {
+        (document().document_element().map(Into::into).unwrap_or_default(), "requestFullscreen")
+    } else {
+        (document().into(), "exitFullscreen")
+    };
+    let Some(f) = js_sys::Reflect::get(&target, &method.into())
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+    else {
+        return;
+    };
+    if let Ok(p) = f.call0(&target).and_then(|p| p.dyn_into::<js_sys::Promise>()) {
+        let ignore = Closure::<dyn FnMut(wasm_bindgen::JsValue)>::new(|_| {});
+        let _ = p.catch(&ignore);
+        ignore.forget();
+    }
+}
+
+/// Shows the tooltip with `html` near page position (`x`, `y`), kept inside the page's width.
+pub fn show_tooltip(html: &str, x: f64, y: f64) {
+    let tip = by_id("tooltip");
+    tip.set_inner_html(html);
+    tip.remove_attribute("hidden").ok();
+    let width = window().inner_width().ok().and_then(|w| w.as_f64()).unwrap_or(0.0);
+    let left = (x + 14.0).min(width - f64::from(tip.client_width()) - 4.0).max(0.0);
+    if let Ok(h) = tip.dyn_into::<HtmlElement>() {
+        h.style().set_property("left", &format!("{left}px")).ok();
+        h.style().set_property("top", &format!("{}px", y + 14.0)).ok();
+    }
+}

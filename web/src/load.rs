@@ -21,6 +21,8 @@ use crate::dom;
 pub const MAX_BUNDLE_BYTES: u64 = 1536 * 1024 * 1024;
 /// Largest manifest accepted.
 const MAX_MANIFEST_BYTES: u64 = 16 * 1024 * 1024;
+/// Most memory reserved ahead of a download (beyond it the buffer grows as the bytes arrive).
+const PREALLOCATE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Where a bundle comes from.
 pub enum Source {
@@ -242,7 +244,9 @@ async fn read_stream(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<u8>, String> {
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
-    let mut buf: Vec<u8> = Vec::with_capacity(exact.unwrap_or(0) as usize);
+    // Reserve what the manifest lists only up to PREALLOCATE_BYTES: a manifest that lies about a
+    // size must not make the tab reserve memory for bytes that never arrive.
+    let mut buf: Vec<u8> = Vec::with_capacity(exact.unwrap_or(0).min(PREALLOCATE_BYTES) as usize);
     let step = (limit / 100).max(1 << 16);
     let mut next_report = 0u64;
     loop {

@@ -8,7 +8,8 @@
 //! - [`selection`]: the scatter's data → pixel transform and box/lasso selection;
 //! - [`pca`]: the two leading principal axes of a covariance matrix (power iteration);
 //! - [`heatmap`]: the culture × language grid of joint scores, with means and sort orders;
-//! - [`educator`]: the per-language values of an educator slide.
+//! - [`educator`]: the per-language values of an educator slide;
+//! - [`present`]: the keys of the slide and of presentation mode, and the state they lead to.
 //!
 //! It has no dependencies, so it never changes the feature set of the main build.
 
@@ -16,5 +17,6 @@ pub mod educator;
 pub mod filter;
 pub mod heatmap;
 pub mod pca;
+pub mod present;
 pub mod selection;
 pub mod url;

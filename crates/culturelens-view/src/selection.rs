@@ -90,6 +90,20 @@ pub fn select(coords: &[f32], t: &Transform, shape: Shape<'_>) -> Vec<u32> {
         .collect()
 }
 
+/// The row of the point of `coords` (drawn with `t`) nearest to the pixel position `p`, if it lies
+/// within `radius` pixels (hover hit-testing; the lowest row wins a tie).
+pub fn nearest(coords: &[f32], t: &Transform, p: (f64, f64), radius: f64) -> Option<u32> {
+    let mut best: Option<(f64, u32)> = None;
+    for (i, q) in coords.chunks_exact(2).enumerate() {
+        let (x, y) = t.apply(q[0], q[1]);
+        let d2 = (x - p.0).powi(2) + (y - p.1).powi(2);
+        if d2 <= radius * radius && best.is_none_or(|(b, _)| d2 < b) {
+            best = Some((d2, i as u32));
+        }
+    }
+    best.map(|(_, i)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +155,21 @@ mod tests {
         assert!(Shape::Lasso(&bow).contains((2.0, 5.0)));
         assert!(!Shape::Lasso(&bow).contains((5.0, 1.0)));
         assert!(!Shape::Lasso(&[]).contains((0.0, 0.0)));
+    }
+
+    #[test]
+    fn nearest_picks_the_closest_point_within_the_radius() {
+        // Same cloud as above: (0, 0) → (410, 330), (0.5, 0.5) → (460, 280), (1, -1) → (510, 430).
+        let coords = [-3.98, 0.0, 3.98, 0.0, 0.0, 0.0, 0.5, 0.5, 1.0, -1.0, 0.2, 2.0];
+        let t = Transform::fit(&coords);
+        assert_eq!(nearest(&coords, &t, (412.0, 331.0), 6.0), Some(2));
+        assert_eq!(nearest(&coords, &t, (457.0, 283.0), 6.0), Some(3));
+        // 5 px from (410, 330): inside a 5 px radius (edge included), outside 4.9.
+        assert_eq!(nearest(&coords, &t, (413.0, 334.0), 5.0), Some(2));
+        assert_eq!(nearest(&coords, &t, (413.0, 334.0), 4.9), None);
+        // Between two points, a wide radius reaches both: the nearer one wins.
+        assert_eq!(nearest(&coords, &t, (430.0, 310.0), 40.0), Some(2));
+        assert_eq!(nearest(&coords, &t, (440.0, 300.0), 40.0), Some(3));
+        assert_eq!(nearest(&[], &t, (0.0, 0.0), 10.0), None);
     }
 }

@@ -1,5 +1,5 @@
 //! The UI state mirrored in the page URL, so any view can be bookmarked or shared:
-//! `?bundle=…&view=…&model=…&cols=…&rows=…&colour=…&culture=…&person=…` (`pool=per-model` is read
+//! `?bundle=…&view=…&model=…&cols=…&rows=…&colour=…&culture=…&person=…&present=1` (`pool=per-model` is read
 //! once at load, into the [`Filter`](crate::filter::Filter)). Parsing never fails: an unknown view
 //! falls back to the heatmap, an unknown model to the bundle's first model.
 
@@ -61,6 +61,8 @@ pub struct Ui {
     pub colour_by: String,
     pub culture: String,
     pub person: String,
+    /// Presentation mode (`present=1`): the educator slide alone, chrome hidden.
+    pub present: bool,
 }
 
 impl Ui {
@@ -78,11 +80,12 @@ impl Ui {
             colour_by: get("colour").unwrap_or_else(|| "language".into()),
             culture: get("culture").unwrap_or_default(),
             person: get("person").unwrap_or_default(),
+            present: get("present").as_deref() == Some("1"),
         }
     }
 
     /// The URL parameters of this state; an empty value means the parameter is removed.
-    pub fn params(&self) -> [(&'static str, &str); 7] {
+    pub fn params(&self) -> [(&'static str, &str); 8] {
         [
             ("view", self.view.as_str()),
             ("model", self.model.as_str()),
@@ -91,6 +94,7 @@ impl Ui {
             ("colour", self.colour_by.as_str()),
             ("culture", self.culture.as_str()),
             ("person", self.person.as_str()),
+            ("present", if self.present { "1" } else { "" }),
         ]
     }
 }
@@ -128,6 +132,7 @@ mod tests {
                 colour_by: "language".into(),
                 culture: String::new(),
                 person: String::new(),
+                present: false,
             }
         );
     }
@@ -150,6 +155,7 @@ mod tests {
             ("colour", "culture"),
             ("culture", "Japan"),
             ("person", "woman"),
+            ("present", "1"),
         ];
         let ui = Ui::from_params(lookup(&pairs), &models());
         assert_eq!(ui.params(), pairs);

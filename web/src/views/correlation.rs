@@ -5,7 +5,7 @@ use super::colour::{css, diverging_rgb, ink};
 use crate::dom::{self, esc};
 use crate::state::with_app;
 
-const CELL: f64 = 54.0;
+const CELL: f64 = 46.0;
 const LEFT: f64 = 60.0;
 
 pub fn render() {
@@ -13,7 +13,16 @@ pub fn render() {
         let corr = &app.scored.as_ref()?.report.language_correlation;
         let k = corr.languages.len();
         let size = LEFT + CELL * k as f64 + 10.0;
-        let mut s = format!("<svg id='correlation-svg' width='{size}' height='{size}' role='img' aria-label='language correlation matrix'>");
+        let off_diagonal: Vec<f64> =
+            (0..k).flat_map(|i| (0..k).filter(move |&j| j != i).map(move |j| (i, j))).filter_map(|(i, j)| corr.r[i][j]).collect();
+        let range = match (off_diagonal.iter().copied().reduce(f64::min), off_diagonal.iter().copied().reduce(f64::max)) {
+            (Some(lo), Some(hi)) => format!("between different languages r ranges from {lo:.2} to {hi:.2}"),
+            _ => "no pair of languages shares enough cells".to_string(),
+        };
+        let mut s = format!(
+            "<svg id='correlation-svg' class='figure' data-figure width='{size}' height='{size}' viewBox='0 0 {size} {size}' role='img' \
+             aria-label='Correlation of joint SoS between {k} languages; {range}'>"
+        );
         for (i, l) in corr.languages.iter().enumerate() {
             let c = LEFT + CELL * (i as f64 + 0.5);
             s.push_str(&format!("<text x='{c:.1}' y='{:.1}' text-anchor='middle'>{}</text>", LEFT - 10.0, esc(l)));
@@ -46,7 +55,7 @@ pub fn render() {
             }
         }
         s.push_str("</svg>");
-        Some(format!("<h2>Pearson correlation of joint SoS between languages</h2><p class='muted'>Over (model, culture) cells present for both languages.</p>{s}"))
+        Some(format!("<h2>Pearson correlation of joint SoS between languages</h2><p class='what'>Do two languages push the same cultures the same way? 1 = always alike (purple), −1 = opposite (orange); over (model, culture) cells present for both languages.</p>{s}"))
     })
     .flatten();
     if let Some(html) = html {

@@ -24,7 +24,16 @@ pub fn render() {
         let (lo, hi) = (lo.min(-0.05), hi.max(0.05));
         let y = |v: f64| PAD + (hi - v) / (hi - lo) * (H - 2.0 * PAD);
         let width = W * by_model.len() as f64 + 60.0;
-        let mut s = format!("<svg id='distribution-svg' width='{width}' height='{H}' role='img' aria-label='SoS distribution per model'>");
+        let label: Vec<String> = scored
+            .report
+            .per_model
+            .iter()
+            .map(|(m, v)| format!("{m}: median {:.3}, mean {:.3}, range {:.3} to {:.3}", v.median, v.mean, v.min, v.max))
+            .collect();
+        let mut s = format!(
+            "<svg id='distribution-svg' class='figure' data-figure width='{width}' height='{H}' viewBox='0 0 {width} {H}' role='img' aria-label='Per-output SoS per model. {}'>",
+            esc(&label.join("; "))
+        );
         s.push_str(&format!("<line x1='50' x2='{width}' y1='{0:.1}' y2='{0:.1}' class='zero'/>", y(0.0)));
         for t in [-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0].into_iter().filter(|t| *t >= lo && *t <= hi) {
             s.push_str(&format!("<text x='44' y='{:.1}' text-anchor='end' class='muted'>{t}</text>", y(t) + 4.0));
@@ -83,8 +92,10 @@ pub fn render() {
             })
             .collect();
         Some(format!(
-            "<h2>Per-output SoS per model</h2><p class='muted'>Violin = density; box = quartiles; line = median; dot = mean; whiskers = min/max.</p>{s}\
-             <table class='numbers'><thead><tr><th>model</th><th>n</th><th>mean</th><th>median</th><th>q1</th><th>q3</th><th>min</th><th>max</th></tr></thead><tbody>{rows}</tbody></table>"
+            "<h2>Per-output SoS per model</h2><p class='what'>How every picture of each model scores: below 0 it leans to \
+             its prompt's language, above 0 to the culture. Violin = density; box = quartiles; line = median; dot = mean; \
+             whiskers = min/max.</p>{s}\
+             <table class='numbers' tabindex='0'><caption>Per-output SoS per model</caption><thead><tr><th>model</th><th>n</th><th>mean</th><th>median</th><th>q1</th><th>q3</th><th>min</th><th>max</th></tr></thead><tbody>{rows}</tbody></table>"
         ))
     })
     .flatten();

@@ -1,11 +1,14 @@
 //! Educator mode: a projector-friendly slide for one culture and person term, showing every
 //! language side by side (the images when the bundle has thumbnails, otherwise the scores) with
-//! their SoS. ←/→ change the culture, ↑/↓ the person term, `m` the model; the whole slide is in
-//! the URL (`view=educator&model=…&culture=…&person=…`), so a teacher can bookmark or share it.
+//! their SoS. ←/→ change the culture, ↑/↓ the person term, `m` the model; `F` (or the header's
+//! Present button) enters presentation mode — the slide alone, fullscreen, large type — and `F`
+//! or `Esc` leaves it (`culturelens_view::present`). The whole slide is in the URL
+//! (`view=educator&model=…&culture=…&person=…&present=1`), so a teacher can bookmark or share it.
 //! The values come from `culturelens_view::educator::cards`; each card carries them in full
 //! precision (`data-sos`: mean per-output SoS, `data-n`, `data-joint`: the cell's joint score).
 
-use culturelens_view::educator::{Columns, Slide, cards, distinct, step};
+use culturelens_view::educator::{Columns, Slide, cards, distinct};
+use culturelens_view::present::{self, Choices, Command};
 use wasm_bindgen::JsCast;
 use web_sys::Event;
 
@@ -17,37 +20,60 @@ use crate::state::{Update, with_app};
 /// Images per language on a slide.
 const IMAGES_PER_LANGUAGE: usize = 4;
 
-pub fn handlers() -> [Handler; 2] {
+pub fn handlers() -> [Handler; 3] {
     [
         Handler { on: Listen::Document, event: "keydown", run: on_key },
+        Handler { on: Listen::Document, event: "fullscreenchange", run: on_fullscreen_change },
         Handler { on: Listen::Id("view-educator"), event: "change", run: on_select },
     ]
 }
 
+/// Keys of the slide and of presentation mode (`culturelens_view::present`); ignored while typing
+/// in a form field.
 fn on_key(e: &Event) -> Update {
-    let Some(key) = e.dyn_ref::<web_sys::KeyboardEvent>().map(|k| k.key()) else { return Update::Nothing };
-    let handled = with_app(|app| {
-        if app.ui.view != "educator" {
-            return false;
-        }
-        let options = |name: &str| app.column(name).map(distinct).unwrap_or_default();
-        let (cultures, persons) = (options("culture"), options("person"));
-        let ui = &mut app.ui;
-        match key.as_str() {
-            "ArrowRight" => ui.culture = step(&cultures, &ui.culture, 1),
-            "ArrowLeft" => ui.culture = step(&cultures, &ui.culture, -1),
-            "ArrowDown" => ui.person = step(&persons, &ui.person, 1),
-            "ArrowUp" => ui.person = step(&persons, &ui.person, -1),
-            "m" => ui.model = step(&app.manifest.models, &ui.model, 1),
-            _ => return false,
-        }
-        true
-    })
-    .unwrap_or(false);
-    if !handled {
+    let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return Update::Nothing };
+    if k.ctrl_key() || k.meta_key() || k.alt_key() {
         return Update::Nothing;
     }
+    let typing = e
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+    if typing {
+        return Update::Nothing;
+    }
+    let key = k.key();
+    let Some(Some(command)) = with_app(|app| present::command(&key, &app.ui)) else { return Update::Nothing };
     e.prevent_default();
+    run(command)
+}
+
+/// The header's "Present" button: presentation mode on.
+pub fn on_present_button(_: &Event) -> Update {
+    run(Command::TogglePresent)
+}
+
+/// Leaving fullscreen (the browser's own `Esc`) leaves presentation mode too.
+fn on_fullscreen_change(_: &Event) -> Update {
+    let presenting = with_app(|app| app.ui.present).unwrap_or(false);
+    if presenting && !dom::is_fullscreen() { run(Command::Leave) } else { Update::Nothing }
+}
+
+/// Applies a command to the UI state; entering presentation mode asks for fullscreen (refused
+/// fullscreen, e.g. without a user gesture, still presents in the window).
+fn run(command: Command) -> Update {
+    let present = with_app(|app| {
+        let options = |name: &str| app.column(name).map(distinct).unwrap_or_default();
+        let (cultures, persons) = (options("culture"), options("person"));
+        let choices = Choices { cultures: &cultures, persons: &persons, models: &app.manifest.models };
+        present::apply(&mut app.ui, command, choices);
+        app.ui.present
+    });
+    match (command, present) {
+        (Command::TogglePresent, Some(true)) => dom::set_fullscreen(true),
+        (Command::TogglePresent | Command::Leave, Some(false)) => dom::set_fullscreen(false),
+        _ => {}
+    }
     Update::Render
 }
 
@@ -101,6 +127,7 @@ pub fn render() -> Update {
         let ui = &app.ui;
         let slide = Slide { model: &ui.model, culture: &ui.culture, person: &ui.person };
         let mut html = String::new();
+        let mut summary = Vec::new();
         for card in cards(&scored.rows, &scored.per_image, cols, slide) {
             let joint = scored
                 .report
@@ -108,6 +135,7 @@ pub fn render() -> Update {
                 .iter()
                 .find(|j| j.model == ui.model && j.language == card.language && j.culture == ui.culture)
                 .map(|j| j.sos);
+            summary.push(format!("{} {:.2}", card.language, card.mean));
             let rgb = diverging_rgb(card.mean, 0.5);
             let images: String = match thumbs {
                 Some(t) => card
@@ -117,8 +145,9 @@ pub fn render() -> Update {
                     .take(IMAGES_PER_LANGUAGE)
                     .map(|(r, s)| {
                         format!(
-                            "<figure><img src='{}' alt=''><figcaption>{s:.3}</figcaption></figure>",
-                            esc(&app.thumbs.url(&t[*r]))
+                            "<figure><img src='{}' alt='{}'><figcaption>{s:.3}</figcaption></figure>",
+                            esc(&app.thumbs.url(&t[*r])),
+                            esc(&format!("{} {} in {}", ui.culture, ui.person, card.language))
                         )
                     })
                     .collect(),
@@ -138,18 +167,29 @@ pub fn render() -> Update {
                 joint = joint.map_or("–".to_string(), |j| format!("{j:.3}"))
             ));
         }
+        let label = format!(
+            "Mean SoS per language for {} {} ({}): {}",
+            ui.culture,
+            ui.person,
+            ui.model,
+            summary.join(", ")
+        );
         let person_select =
             if persons.is_empty() { String::new() } else { select("edu-person", "Person", &persons, &ui.person) };
         Some(format!(
             "<div class='edu-controls'>{}{}{}</div><h2 class='edu-title'>{} · {} · {}</h2>\
-             <p class='muted'>Keys: ←/→ culture · ↑/↓ person term · m model. Orange = looks like its language (surface), purple = like its culture (semantics).</p>\
-             <div class='edu-row'>{html}</div>",
+             <p class='what'>The same prompt in every language, side by side. Orange = the pictures look like their \
+             language (surface), purple = like the culture asked for (semantics). Keys: ←/→ culture · ↑/↓ person term · \
+             m model · F present.</p>\
+             <div class='edu-row' data-figure role='group' aria-label='{label}'>{html}</div>\
+             <p class='present-hint'>←/→ culture · ↑/↓ person term · m model · Esc leaves</p>",
             select("edu-model", "Model", &app.manifest.models, &ui.model),
             select("edu-culture", "Culture", &cultures, &ui.culture),
             person_select,
             esc(&ui.culture),
             esc(&ui.person),
             esc(&ui.model),
+            label = esc(&label),
         ))
     })
     .flatten();

@@ -13,7 +13,7 @@ use wasm_bindgen::JsCast;
 use web_sys::Event;
 
 use super::colour::{css, diverging_legend, diverging_rgb, ink};
-use super::{Handler, Listen};
+use super::{Handler, Listen, svg_label};
 use crate::dom::{self, esc};
 use crate::load::Thumbs;
 use crate::state::{Sort, Update, with_app};
@@ -25,11 +25,39 @@ const TOP: f64 = 44.0;
 /// Most thumbnails shown for one cell.
 const MAX_IMAGES: usize = 60;
 
-pub fn handlers() -> [Handler; 2] {
+pub fn handlers() -> [Handler; 5] {
     [
         Handler { on: Listen::Id("view-heatmap"), event: "click", run: on_click },
+        Handler { on: Listen::Id("view-heatmap"), event: "keydown", run: on_key },
         Handler { on: Listen::Id("view-heatmap"), event: "mousemove", run: on_hover },
+        Handler { on: Listen::Id("view-heatmap"), event: "focusin", run: on_focus },
+        Handler { on: Listen::Id("view-heatmap"), event: "focusout", run: hide_tooltip },
     ]
+}
+
+/// Enter or Space on a focused cell opens its images, on a focused axis label sorts.
+fn on_key(e: &Event) -> Update {
+    let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return Update::Nothing };
+    if k.key() != "Enter" && k.key() != " " {
+        return Update::Nothing;
+    }
+    e.prevent_default();
+    on_click(e)
+}
+
+/// A focused cell shows the hover tooltip beside it.
+fn on_focus(e: &Event) -> Update {
+    if let Some((el, _)) = dom::closest_data(e, "sos") {
+        let r = el.get_bounding_client_rect();
+        let (sx, sy) = (dom::window().scroll_x().unwrap_or(0.0), dom::window().scroll_y().unwrap_or(0.0));
+        show_tooltip(&el, r.right() + sx, r.bottom() + sy);
+    }
+    Update::Nothing
+}
+
+fn hide_tooltip(_: &Event) -> Update {
+    dom::by_id("tooltip").set_attribute("hidden", "").ok();
+    Update::Nothing
 }
 
 fn on_click(e: &Event) -> Update {
@@ -48,28 +76,24 @@ fn on_click(e: &Event) -> Update {
 }
 
 fn on_hover(e: &Event) -> Update {
-    let tip = dom::by_id("tooltip");
-    let Some((el, sos)) = dom::closest_data(e, "sos") else {
-        tip.set_attribute("hidden", "").ok();
-        return Update::Nothing;
-    };
+    match (dom::closest_data(e, "sos"), e.dyn_ref::<web_sys::MouseEvent>()) {
+        (Some((el, _)), Some(m)) => show_tooltip(&el, f64::from(m.page_x()), f64::from(m.page_y())),
+        _ => return hide_tooltip(e),
+    }
+    Update::Nothing
+}
+
+/// The tooltip of cell `el` near page position (`x`, `y`).
+fn show_tooltip(el: &web_sys::Element, x: f64, y: f64) {
     let attr = |n: &str| el.get_attribute(n).unwrap_or_default();
-    tip.set_text_content(Some(&format!(
+    let text = format!(
         "{} × {}: SoS {} (n = {})",
         attr("data-culture"),
         attr("data-language"),
-        sos,
+        attr("data-sos"),
         attr("data-n")
-    )));
-    if let (Some(m), Ok(style)) = (
-        e.dyn_ref::<web_sys::MouseEvent>(),
-        tip.clone().dyn_into::<web_sys::HtmlElement>().map(|h| h.style()),
-    ) {
-        style.set_property("left", &format!("{}px", m.page_x() + 14)).ok();
-        style.set_property("top", &format!("{}px", m.page_y() + 14)).ok();
-    }
-    tip.remove_attribute("hidden").ok();
-    Update::Nothing
+    );
+    dom::show_tooltip(&dom::esc(&text), x, y);
 }
 
 fn arrow(sort: Sort) -> &'static str {
@@ -122,11 +146,13 @@ pub fn render() {
     } else {
         ""
     };
-    let thumbs = if h.thumbs { "<p class='muted'>Click a cell to see its images.</p>" } else { "" };
+    let thumbs = if h.thumbs { " Click a cell (or press Enter on it) to see its images." } else { "" };
     dom::set_html(
         "view-heatmap",
         &format!(
-            "<h2>SoS of {m}: culture × language</h2>{legend}{svg}{note}{thumbs}<div id='cell-images'></div>",
+            "<h2>SoS of {m}: culture × language</h2><p class='what'>Each cell: how the pictures for a culture, \
+             prompted in a language, lean — orange towards the language, purple towards the culture.{thumbs}</p>\
+             {svg}{legend}{note}<div id='cell-images' tabindex='-1'></div>",
             legend = diverging_legend(grid.limit, 320.0),
             svg = grid_svg(grid, &h.model, h.col_sort, h.row_sort)
         ),
@@ -155,25 +181,42 @@ fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String 
     let (w, h) =
         (LEFT + CELL_W * (langs.len() as f64 + 1.0) + 10.0, TOP + CELL_H * (cults.len() as f64 + 1.0) + 10.0);
     let m = esc(model);
+    let extremes = |means: &std::collections::BTreeMap<String, f64>| {
+        let lo = means.iter().min_by(|a, b| a.1.total_cmp(b.1));
+        let hi = means.iter().max_by(|a, b| a.1.total_cmp(b.1));
+        match (lo, hi) {
+            (Some(lo), Some(hi)) => format!("lowest {} ({:.3}), highest {} ({:.3})", lo.0, lo.1, hi.0, hi.1),
+            _ => String::new(),
+        }
+    };
+    let label = format!(
+        "SoS heatmap, culture by language, for {model}: {} cultures × {} languages. Language means: {}. Culture means: {}.",
+        cults.len(),
+        langs.len(),
+        extremes(&grid.language_mean),
+        extremes(&grid.culture_mean)
+    );
     let mut s = format!(
-        "<svg id='heatmap-svg' width='{w}' height='{h}' role='img' aria-label='SoS heatmap culture by language for {m}'>"
+        "<svg id='heatmap-svg' class='figure' data-figure width='{w}' height='{h}' viewBox='0 0 {w} {h}' role='group' aria-label='{}'>",
+        esc(&label)
     );
     s.push_str(&format!(
-        "<text class='sort' data-sort='rows' x='8' y='{}'>culture ({}) ⇅</text>",
+        "<text class='sort' data-sort='rows' tabindex='0' role='button' x='8' y='{}'>culture ({}) ⇅</text>",
         TOP - 8.0,
         arrow(row_sort)
     ));
     s.push_str(&format!(
-        "<text class='sort' data-sort='cols' x='{}' y='14' text-anchor='middle'>language ({}) ⇄</text>",
+        "<text class='sort' data-sort='cols' tabindex='0' role='button' x='{}' y='14' text-anchor='middle'>language ({}) ⇄</text>",
         LEFT + CELL_W * langs.len() as f64 / 2.0,
         arrow(col_sort)
     ));
     for (i, l) in langs.iter().enumerate() {
-        s.push_str(&format!(
-            "<text class='sort' data-sort='cols' x='{:.1}' y='{:.1}' text-anchor='middle'>{}</text>",
+        s.push_str(&svg_label(
             LEFT + CELL_W * (i as f64 + 0.5),
             TOP - 8.0,
-            esc(l)
+            "middle",
+            "class='sort' data-sort='cols'",
+            l,
         ));
     }
     s.push_str(&format!(
@@ -183,16 +226,12 @@ fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String 
     ));
     for (r, c) in cults.iter().enumerate() {
         let y = TOP + CELL_H * r as f64;
-        s.push_str(&format!(
-            "<text x='{:.1}' y='{:.1}' text-anchor='end'>{}</text>",
-            LEFT - 8.0,
-            y + CELL_H / 2.0 + 4.0,
-            esc(c)
-        ));
+        s.push_str(&svg_label(LEFT - 8.0, y + CELL_H / 2.0 + 4.0, "end", "", c));
         for (i, l) in langs.iter().enumerate() {
             if let Some((v, n)) = grid.value.get(&(l.clone(), c.clone())) {
                 let attrs = format!(
-                    "class='cell' data-model='{m}' data-language='{l}' data-culture='{c}' data-sos='{v}' data-n='{n}'",
+                    "class='cell' tabindex='0' role='button' aria-label='{c} × {l}: SoS {v:.3}, n = {n}' \
+                     data-model='{m}' data-language='{l}' data-culture='{c}' data-sos='{v}' data-n='{n}'",
                     l = esc(l),
                     c = esc(c)
                 );
@@ -242,8 +281,9 @@ fn show_images(language: &str, culture: &str) {
                 )
             })
             .collect();
+        let imgs = if imgs.is_empty() { "<p>No images for this cell.</p>".to_string() } else { imgs };
         Some(format!(
-            "<h3>{} × {} ({})</h3><div class='grid'>{imgs}</div>",
+            "<h3>Images of {} × {} ({})</h3><div class='grid'>{imgs}</div>",
             esc(culture),
             esc(language),
             esc(&app.ui.model)
@@ -252,5 +292,10 @@ fn show_images(language: &str, culture: &str) {
     .flatten();
     if let Some(html) = html {
         dom::set_html("cell-images", &html);
+        let grid = dom::by_id("cell-images");
+        grid.scroll_into_view();
+        if let Ok(h) = grid.dyn_into::<web_sys::HtmlElement>() {
+            h.focus().ok();
+        }
     }
 }

@@ -39,7 +39,9 @@ pub fn wire_tabs() {
     let tabs: String = VIEWS
         .iter()
         .map(|(id, label)| {
-            format!("<button type='button' role='tab' data-view='{id}' id='tab-{id}'>{label}</button>")
+            format!(
+                "<button type='button' role='tab' data-view='{id}' id='tab-{id}' aria-controls='view-{id}'>{label}</button>"
+            )
         })
         .collect();
     dom::set_html("tabs", &tabs);
@@ -51,6 +53,7 @@ pub fn handlers() -> Vec<Handler> {
         Handler { on: Listen::Id("tabs"), event: "click", run: on_tab },
         Handler { on: Listen::Id("filters"), event: "change", run: on_filter },
         Handler { on: Listen::Id("model-select"), event: "change", run: on_model },
+        Handler { on: Listen::Id("present-button"), event: "click", run: educator::on_present_button },
     ];
     all.extend(heatmap::handlers());
     all.extend(scatter::handlers());
@@ -82,6 +85,12 @@ fn on_model(_: &Event) -> Update {
     Update::Render
 }
 
+/// An SVG text label at (`x`, `y`) with `anchor` (`start`/`middle`/`end`) and extra `attrs`;
+/// `text` is escaped.
+pub fn svg_label(x: f64, y: f64, anchor: &str, attrs: &str, text: &str) -> String {
+    format!("<text {attrs} x='{x:.1}' y='{y:.1}' text-anchor='{anchor}'>{}</text>", esc(text))
+}
+
 /// Makes `view` the visible view (recorded in the URL).
 pub fn switch(view: &str) -> Update {
     with_app(|app| app.ui.view = view.to_string());
@@ -95,7 +104,7 @@ pub fn render_filters() {
             list.iter()
                 .map(|(v, on)| {
                     format!(
-                        "<label><input type='checkbox' data-kind='{kind}' value='{v}'{}> {v}</label>",
+                        "<label><input type='checkbox' data-kind='{kind}' value='{v}'{}> {v}</label> ",
                         if *on { " checked" } else { "" },
                         v = esc(v)
                     )
@@ -132,6 +141,18 @@ pub fn render_filters() {
     }
 }
 
+/// On a phone the tab bar scrolls sideways: keeps the active tab in sight (once the page shows).
+pub fn reveal_active_tab() {
+    let Some(view) = with_app(|app| app.ui.view.clone()) else { return };
+    let bar = dom::by_id("tabs");
+    if let (Some(t), Some(b)) = (
+        dom::by_id(&format!("tab-{view}")).dyn_ref::<web_sys::HtmlElement>(),
+        bar.dyn_ref::<web_sys::HtmlElement>(),
+    ) {
+        bar.set_scroll_left(t.offset_left() - b.offset_left() - 8);
+    }
+}
+
 /// Renders the active view and marks its tab; returns what the view's rendering asks for.
 pub fn render_active() -> Update {
     let Some(view) = with_app(|app| app.ui.view.clone()) else { return Update::Nothing };
@@ -140,7 +161,10 @@ pub fn render_active() -> Update {
         let tab = dom::by_id(&format!("tab-{id}"));
         tab.set_attribute("aria-selected", if id == view { "true" } else { "false" }).ok();
     }
+    reveal_active_tab();
     dom::set_body_attr("data-view", &view);
+    let present = with_app(|app| app.ui.present).unwrap_or(false);
+    dom::set_body_attr("data-present", if present { "true" } else { "false" });
     match view.as_str() {
         "heatmap" => heatmap::render(),
         "distribution" => distribution::render(),

@@ -16,9 +16,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use culturelens_view::selection::{HEIGHT as H, Shape, Transform, WIDTH as W, select};
+use culturelens_view::selection::{HEIGHT as H, Shape, Transform, WIDTH as W, nearest, select};
 use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, Event, HtmlCanvasElement, ImageData, MouseEvent};
+use web_sys::{CanvasRenderingContext2d, Event, HtmlCanvasElement, ImageData, MouseEvent, PointerEvent};
 
 use super::colour::{category, css};
 use super::{Handler, Listen, scatter_gpu, switch};
@@ -29,6 +29,8 @@ use crate::state::{Update, with_app};
 
 /// Side of an unselected and of a selected point, pixels.
 const POINT_PX: [u32; 2] = [2, 3];
+/// Hover reach: the nearest point within this many canvas pixels shows its thumbnail.
+const HOVER_PX: f64 = 6.0;
 
 thread_local! {
     /// The pointer path of the selection being drawn (canvas pixels).
@@ -38,13 +40,14 @@ thread_local! {
     static FRAME: Cell<u64> = const { Cell::new(0) };
 }
 
-pub fn handlers() -> [Handler; 5] {
+pub fn handlers() -> [Handler; 6] {
     [
         Handler { on: Listen::Id("view-scatter"), event: "change", run: on_change },
         Handler { on: Listen::Id("view-scatter"), event: "click", run: on_click },
-        Handler { on: Listen::Id("view-scatter"), event: "mousedown", run: on_press },
-        Handler { on: Listen::Id("view-scatter"), event: "mousemove", run: on_move },
-        Handler { on: Listen::Document, event: "mouseup", run: on_release },
+        Handler { on: Listen::Id("view-scatter"), event: "pointerdown", run: on_press },
+        Handler { on: Listen::Id("view-scatter"), event: "pointermove", run: on_move },
+        Handler { on: Listen::Id("view-scatter"), event: "pointerleave", run: on_leave },
+        Handler { on: Listen::Document, event: "pointerup", run: on_release },
     ]
 }
 
@@ -72,9 +75,15 @@ fn on_click(e: &Event) -> Update {
     }
 }
 
+/// Starts a selection; the canvas captures the pointer, so a drag that leaves the canvas keeps
+/// reporting where the pointer is (the box is not cut short at the canvas edge).
 fn on_press(e: &Event) -> Update {
     if let Some(p) = canvas_point(e) {
+        if let (Some(pe), Some(canvas)) = (e.dyn_ref::<PointerEvent>(), canvas("scatter-canvas")) {
+            canvas.set_pointer_capture(pe.pointer_id()).ok();
+        }
         DRAG.with(|d| *d.borrow_mut() = Some(vec![p]));
+        hide_tooltip();
     }
     Update::Nothing
 }
@@ -84,8 +93,54 @@ fn on_move(e: &Event) -> Update {
     let dragging = DRAG.with(|d| d.borrow_mut().as_mut().map(|path| path.push(p)).is_some());
     if dragging {
         draw_overlay();
+    } else if let Some(m) = e.dyn_ref::<MouseEvent>() {
+        hover(p, f64::from(m.page_x()), f64::from(m.page_y()));
     }
     Update::Nothing
+}
+
+fn on_leave(_: &Event) -> Update {
+    if DRAG.with(|d| d.borrow().is_none()) {
+        hide_tooltip();
+    }
+    Update::Nothing
+}
+
+fn hide_tooltip() {
+    let tip = dom::by_id("tooltip");
+    tip.set_attribute("hidden", "").ok();
+    tip.remove_attribute("data-row").ok();
+}
+
+/// The tooltip of the point nearest to canvas pixel `p` (within [`HOVER_PX`]): its thumbnail when
+/// the bundle has thumbnails, and its language, culture and person term; `#tooltip[data-row]`
+/// names the row.
+fn hover(p: (f64, f64), page_x: f64, page_y: f64) {
+    let found = with_app(|app| {
+        let coords = app.pca.clone()?;
+        let row = nearest(&coords, &Transform::fit(&coords), p, HOVER_PX)? as usize;
+        let value = |name: &str| app.column(name).map(|c| c[row].clone()).unwrap_or_default();
+        let thumb = value(culturelens_bundle::THUMBNAIL_COLUMN);
+        let image = if thumb.is_empty() {
+            String::new()
+        } else {
+            format!("<img src='{}' alt=''>", esc(&app.thumbs.url(&thumb)))
+        };
+        let text = [value("language"), value("culture"), value("person"), value("model")]
+            .into_iter()
+            .filter(|v| !v.is_empty())
+            .collect::<Vec<_>>()
+            .join(" · ");
+        Some((row, format!("{image}{}", esc(&text))))
+    })
+    .flatten();
+    match found {
+        Some((row, html)) => {
+            dom::show_tooltip(&html, page_x, page_y);
+            dom::by_id("tooltip").set_attribute("data-row", &row.to_string()).ok();
+        }
+        None => hide_tooltip(),
+    }
 }
 
 fn on_release(_: &Event) -> Update {
@@ -135,12 +190,15 @@ pub fn render() {
     dom::set_html(
         "view-scatter",
         &format!(
-            "<h2>PCA of the embeddings</h2><div class='controls'><label>Colour by <select id='colour-by'>{options}</select></label>\
+            "<h2>PCA of the embeddings</h2><p class='what'>Every dot is one picture, placed so that similar pictures sit \
+             close together; hover a dot to see it. Drag to select pictures and measure their diversity (Vendi).</p>\
+             <div class='controls'><label>Colour by <select id='colour-by'>{options}</select></label>\
              <label>Select <select id='select-mode'><option value='box'>box</option><option value='lasso'>lasso</option></select></label>\
              <button type='button' data-action='clear'>Clear selection</button>\
              <button type='button' data-action='vendi'>Vendi of selection →</button> <span id='selection-count'></span></div>\
-             <div class='scatter-stack'><canvas id='scatter-points' width='{W}' height='{H}'></canvas>\
-             <canvas id='scatter-canvas' width='{W}' height='{H}'></canvas></div><div id='scatter-legend'></div>\
+             <div class='scatter-stack' data-figure><canvas id='scatter-points' width='{W}' height='{H}' role='img' \
+             aria-label='Scatter of every embedding on its first two principal components, coloured by {colour_by}'></canvas>\
+             <canvas id='scatter-canvas' width='{W}' height='{H}' aria-hidden='true'></canvas></div><div id='scatter-legend'></div>\
              <script type='application/json' id='scatter-data'></script>\
              <p class='muted'>Axes: first two principal components of the L2-normalised embeddings (covariance from ≤ {} rows).</p>",
             culturelens_view::pca::SAMPLE_ROWS

@@ -61,7 +61,12 @@ pub fn render() {
             .map(|c| format!("<label>{c} <input type='number' class='weight' data-column='{c}' min='0' max='1' step='0.05' value='{weight:.3}'></label>"))
             .collect();
         format!(
-            "<h2>Vendi diversity of a subset</h2><div class='vendi-controls'>\
+            "<h2>Vendi diversity of a subset</h2><p class='what'>VS is the effective number of distinct pictures in \
+             the subset: 1 if they are all alike, N if all differ.</p>\
+             <table class='numbers big' id='vendi-table' data-figure><tbody><tr><th>N</th><td id='vendi-n'>–</td></tr>\
+             <tr><th>VS<sub>q</sub></th><td id='vendi-vs'>–</td></tr><tr><th>qVS<sub>q</sub></th><td id='vendi-qvs'>–</td></tr>\
+             <tr><th>qVS<sub>q</sub> / N</th><td id='vendi-qvs-norm'>–</td></tr></tbody></table>\
+             <div class='vendi-controls'>\
              <label>Subset <select id='vendi-source'><option value='filter'>current filter</option>\
              <option value='selection'{}>scatter selection ({} rows)</option></select></label>\
              {}{}{}\
@@ -70,9 +75,6 @@ pub fn render() {
              <fieldset><legend>Categorical weights (sum to 1)</legend>{weights}</fieldset>\
              <label>q <input id='vendi-q' value='1' size='4'></label>\
              <label>Quality <select id='vendi-quality'><option value=''>uniform (1 per image)</option>{quality}</select></label></div>\
-             <table class='numbers big' id='vendi-table'><tbody><tr><th>N</th><td id='vendi-n'>–</td></tr>\
-             <tr><th>VS<sub>q</sub></th><td id='vendi-vs'>–</td></tr><tr><th>qVS<sub>q</sub></th><td id='vendi-qvs'>–</td></tr>\
-             <tr><th>qVS<sub>q</sub> / N</th><td id='vendi-qvs-norm'>–</td></tr></tbody></table>\
              <p class='muted'>qVS = mean quality × VS (CUBE Eq. 2), quality from a numeric metadata column of the bundle \
              (e.g. HPS-v2 scores); with uniform quality, qVS = VS.</p>",
             if app.selection.is_empty() { "" } else { " selected" },
