@@ -275,8 +275,10 @@ fn host_product_matches_the_device_product() {
             let device = product_tensor(&f, route, Precision::F64, &cpu()).into_data();
             assert_eq!(host.shape(), device.shape(), "{route:?}");
             let size = host.shape()[0];
-            let (h, g): (Vec<f64>, Vec<f64>) =
-                (host.clone().to_vec().unwrap(), device.clone().to_vec().unwrap());
+            let (h, g): (Vec<f64>, Vec<f64>) = (
+                host.clone().try_into_vec_as::<f64>().unwrap(),
+                device.clone().try_into_vec_as::<f64>().unwrap(),
+            );
             for i in 0..size {
                 for j in 0..=i {
                     let (a, b) = (h[i * size + j], g[i * size + j]);
