@@ -18,7 +18,22 @@ fn wgpu() -> Device {
 
 #[test]
 fn cpu_and_wgpu_agree_on_the_demo_table() {
-    let gpu = wgpu();
+    cpu_and_device_agree(&wgpu(), "wgpu");
+}
+
+/// The same on wgpu pinned to Vulkan, its kernels compiled to SPIR-V (`--features vulkan`).
+#[cfg(feature = "vulkan")]
+#[test]
+fn cpu_and_vulkan_agree_on_the_demo_table() {
+    let vulkan =
+        Device::wgpu_options().graphics_api(burn::tensor::wgpu::WgpuBackend::Vulkan).init().unwrap_or_else(
+            |e| panic!("no Vulkan adapter ({e}); install a Vulkan driver, e.g. mesa-vulkan-drivers"),
+        );
+    cpu_and_device_agree(&vulkan, "vulkan");
+}
+
+/// Per-image and joint scores of both poolings on the CPU and on `gpu`, within [`BOUND`].
+fn cpu_and_device_agree(gpu: &Device, name: &str) {
     let demo = demo_table();
     let cols = SosColumns {
         model: demo.column("model").unwrap(),
@@ -32,7 +47,7 @@ fn cpu_and_wgpu_agree_on_the_demo_table() {
         let cpu = sos(demo.embeddings.clone(), demo.dim, cols, pooling, &Device::flex(), Some(100));
         let (_, cpu_values, cpu_report) = cpu.unwrap();
         let (_, gpu_values, gpu_report) =
-            sos(demo.embeddings.clone(), demo.dim, cols, pooling, &gpu, None).unwrap();
+            sos(demo.embeddings.clone(), demo.dim, cols, pooling, gpu, None).unwrap();
         assert_eq!(cpu_values.per_image.len(), demo.len());
         assert_eq!(gpu_values.per_image.len(), demo.len());
         let max_diff = cpu_values
@@ -48,9 +63,9 @@ fn cpu_and_wgpu_agree_on_the_demo_table() {
             max_joint = max_joint.max((a.sos - b.sos).abs());
         }
         println!(
-            "{pooling:?}: max |cpu - wgpu| per image = {max_diff:.3e}, joint = {max_joint:.3e} (bound {BOUND:.0e})"
+            "{pooling:?}: max |cpu - {name}| per image = {max_diff:.3e}, joint = {max_joint:.3e} (bound {BOUND:.0e})"
         );
-        assert!(f64::from(max_diff) <= BOUND, "{pooling:?}: per-image max |cpu - wgpu| = {max_diff}");
-        assert!(max_joint <= BOUND, "{pooling:?}: joint max |cpu - wgpu| = {max_joint}");
+        assert!(f64::from(max_diff) <= BOUND, "{pooling:?}: per-image max |cpu - {name}| = {max_diff}");
+        assert!(max_joint <= BOUND, "{pooling:?}: joint max |cpu - {name}| = {max_joint}");
     }
 }

@@ -62,6 +62,18 @@ fn max_relative_difference(cpu: &Value, gpu: &Value) -> f64 {
 
 #[test]
 fn cpu_and_wgpu_agree_on_every_device_route() {
+    cpu_and_device_agree("wgpu");
+}
+
+/// The same runs on wgpu pinned to Vulkan with SPIR-V kernels (`--features vulkan`).
+#[cfg(feature = "vulkan")]
+#[test]
+fn cpu_and_vulkan_agree_on_every_device_route() {
+    cpu_and_device_agree("vulkan");
+}
+
+/// Every kernel and route on `--device cpu` and on `device`, within [`BOUND`].
+fn cpu_and_device_agree(device: &str) {
     let dir = tempfile::tempdir().unwrap();
     Cli::new("demo").opt("--write", dir.path()).run_ok();
     let (npy, meta) = (dir.path().join("embeddings.npy"), dir.path().join("meta.csv"));
@@ -91,12 +103,12 @@ fn cpu_and_wgpu_agree_on_every_device_route() {
         for (how, q) in runs {
             let args = [kernel, how, &["--q", q, "--intdiv"]].concat();
             let cpu = vendi(&args, "cpu", &dir.path().join("cpu.json"));
-            let gpu = vendi(&args, "wgpu", &dir.path().join("gpu.json"));
+            let gpu = vendi(&args, device, &dir.path().join("gpu.json"));
             let diff = max_relative_difference(&cpu, &gpu);
-            println!("{name} {} q={q}: max relative |cpu - wgpu| = {diff:.3e}", how.join(" "));
+            println!("{name} {} q={q}: max relative |cpu - {device}| = {diff:.3e}", how.join(" "));
             worst = worst.max(diff);
         }
     }
     println!("worst: {worst:.3e} (bound {BOUND:.0e})");
-    assert!(worst <= BOUND, "cpu and wgpu differ by {worst:.3e} (relative)");
+    assert!(worst <= BOUND, "cpu and {device} differ by {worst:.3e} (relative)");
 }

@@ -13,6 +13,10 @@ pub enum DeviceChoice {
     Wgpu,
     /// Burn's CUDA backend (build with `--features cuda`).
     Cuda,
+    /// Burn's wgpu runtime pinned to Vulkan, its kernels compiled to SPIR-V, which lets them
+    /// use cooperative matrices (tensor cores) where the driver offers them (build with
+    /// `--features vulkan`).
+    Vulkan,
 }
 
 /// Creates the Burn device for `choice`, failing with a clear message when it is unavailable.
@@ -21,6 +25,7 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device> {
         DeviceChoice::Cpu => Ok(Device::flex()),
         DeviceChoice::Wgpu => wgpu_device(),
         DeviceChoice::Cuda => cuda_device(),
+        DeviceChoice::Vulkan => vulkan_device(),
     }
 }
 
@@ -61,7 +66,7 @@ impl DeviceChoice {
     pub fn processor(self) -> Processor {
         match self {
             DeviceChoice::Cpu => Processor::Cpu,
-            DeviceChoice::Wgpu | DeviceChoice::Cuda => Processor::Gpu,
+            DeviceChoice::Wgpu | DeviceChoice::Cuda | DeviceChoice::Vulkan => Processor::Gpu,
         }
     }
 }
@@ -76,6 +81,20 @@ fn wgpu_device() -> Result<Device> {
 #[cfg(not(feature = "wgpu"))]
 fn wgpu_device() -> Result<Device> {
     bail!("this culturelens binary was built without the `wgpu` feature")
+}
+
+#[cfg(feature = "vulkan")]
+fn vulkan_device() -> Result<Device> {
+    Device::wgpu_options().graphics_api(burn::tensor::wgpu::WgpuBackend::Vulkan).init().context(
+        "no Vulkan adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
+    )
+}
+
+#[cfg(not(feature = "vulkan"))]
+fn vulkan_device() -> Result<Device> {
+    bail!(
+        "this culturelens binary was built without the `vulkan` feature (cargo build --release --features vulkan)"
+    )
 }
 
 #[cfg(feature = "cuda")]

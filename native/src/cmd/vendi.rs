@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use culturelens_core::vendi::{
     Features, Order, Precision, ProtocolPlan, ProtocolScore, Route, VendiScore, categorical_features,
-    cosine_features, intdiv, intdiv_of_kernel, kernel_submatrix, precomputed_spectrum, product_tensor,
-    protocol, protocol_precomputed, spectrum_from_product,
+    cosine_features, host_product, intdiv, intdiv_of_kernel, kernel_submatrix, precomputed_spectrum,
+    product_tensor, protocol, protocol_precomputed, spectrum_from_product,
 };
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
 use serde_json::{Map, Value, json};
@@ -205,7 +205,11 @@ pub fn run(args: &VendiArgs) -> Result<()> {
             None => {
                 let spectrum = match group {
                     Items::Features(f) => {
-                        let product = product_tensor(f, args.route.into(), precision, &device).into_data();
+                        let product = match args.device {
+                            // faer's f64 triangular GEMM beats the CPU backend's f64 GEMM.
+                            DeviceChoice::Cpu => host_product(f, args.route.into()),
+                            _ => product_tensor(f, args.route.into(), precision, &device).into_data(),
+                        };
                         clock.lap("product");
                         spectrum_from_product(product, f, precision)
                     }

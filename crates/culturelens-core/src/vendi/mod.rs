@@ -29,7 +29,9 @@
 //!
 //! # Devices and precision
 //! The product (`F Fᵀ` or `Fᵀ F`) runs on the Burn device ([`product_tensor`]); only its lower
-//! block triangle is computed, which halves the work. [`Precision::for_device`] is the rule: on a
+//! block triangle is computed, which halves the work. On the native CPU the CLI computes it on
+//! the host instead ([`host_product`]: faer's f64 triangular GEMM, the lower triangle only),
+//! which is faster than the CPU backend's f64 GEMM and gives the same values to round-off. [`Precision::for_device`] is the rule: on a
 //! device that computes in f64 (CPU, CUDA, wgpu adapters with `SHADER_F64`) it is accumulated in
 //! f64 ([`Precision::F64`]). WebGPU in the browser has no f64: with [`Precision::F32`] the product
 //! is accumulated in f32 and the clipping tolerance uses f32's epsilon, so scores agree with the
@@ -55,8 +57,8 @@ mod protocol;
 mod score;
 
 pub use product::{
-    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, kernel_submatrix, precomputed_spectrum, product_tensor, spectrum,
-    spectrum_from_product,
+    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_product, kernel_submatrix, precomputed_spectrum,
+    product_tensor, spectrum, spectrum_from_product,
 };
 pub use protocol::{
     MeanSd, ProtocolPlan, ProtocolScore, intdiv, intdiv_of_kernel, protocol, protocol_batches,
@@ -172,7 +174,7 @@ pub fn cosine_features(x: &[f32], n: usize, d: usize) -> Result<Features, VendiE
     }
     let mut data = Vec::with_capacity(n * d);
     for (row, v) in x.chunks_exact(d).enumerate() {
-        let norm = v.iter().map(|a| f64::from(*a) * f64::from(*a)).sum::<f64>().sqrt();
+        let norm = sum_of_squares(v).sqrt();
         if !norm.is_finite() {
             let col = v.iter().position(|a| !a.is_finite()).unwrap_or(0);
             return Err(VendiError::NonFinite { row, col, value: f64::from(v[col]) });
@@ -183,6 +185,20 @@ pub fn cosine_features(x: &[f32], n: usize, d: usize) -> Result<Features, VendiE
         data.extend(v.iter().map(|a| f64::from(*a) / norm));
     }
     Ok(Features { n, d, data })
+}
+
+/// `Σ a²` in f64 over 8 independent partial sums, so the loop vectorises instead of waiting on
+/// one running sum (the load stage of `culturelens vendi` normalises N × D values).
+fn sum_of_squares(v: &[f32]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let chunks = v.chunks_exact(8);
+    let tail: f64 = chunks.remainder().iter().map(|a| f64::from(*a) * f64::from(*a)).sum();
+    for c in chunks {
+        for (l, a) in lanes.iter_mut().zip(c) {
+            *l += f64::from(*a) * f64::from(*a);
+        }
+    }
+    lanes.iter().sum::<f64>() + tail
 }
 
 /// Tolerance on the sum of categorical kernel weights (they must sum to 1 so `k(x, x) = 1`).

@@ -1,8 +1,10 @@
 //! The spectrum of `K/N`: the kernel or covariance product on the Burn device (lower block
-//! triangle only), its read-back, and the f64 eigenvalues; and the validated spectrum of a
-//! precomputed kernel matrix.
+//! triangle only) or on the host CPU with faer's triangular GEMM, its read-back, and the f64
+//! eigenvalues; and the validated spectrum of a precomputed kernel matrix.
 
 use burn::tensor::{Device, Tensor, TensorData};
+use faer::Accum;
+use faer::linalg::matmul::triangular::BlockStructure;
 
 use super::{
     Features, Precision, Route, VendiError, clip_eigenvalues, clip_tolerance, symmetric_eigenvalues,
@@ -34,6 +36,37 @@ pub fn product_tensor(features: &Features, route: Route, precision: Precision, d
         _ => f.transpose(),
     };
     lower_gram(a, precision, device)
+}
+
+/// The product of [`product_tensor`] computed on the host CPU in f64 with faer's triangular
+/// GEMM (a symmetric rank-k update: only the lower triangle, half the flops of the full
+/// product, multi-threaded with the crate feature `rayon`). Same layout and meaning as the
+/// read-back of [`product_tensor`] with [`Precision::F64`] (row-major, lower triangle
+/// meaningful), so it goes to [`spectrum_from_product`] unchanged. The native CLI uses it for
+/// `--device cpu`, where it is faster than the Burn CPU backend's f64 GEMM.
+pub fn host_product(features: &Features, route: Route) -> TensorData {
+    let f = faer::MatRef::from_row_major_slice(&features.data, features.n, features.d);
+    // `a` is K × S with AᵀA the wanted S × S product.
+    let a = match route.resolve(features.n, features.d) {
+        Route::Dual => f,
+        _ => f.transpose(),
+    };
+    let s = a.ncols();
+    let mut out = vec![0.0f64; s * s];
+    // The upper triangle of a column-major S × S matrix is the lower triangle of the same
+    // buffer read row-major, the layout `spectrum_from_product` reads.
+    faer::linalg::matmul::triangular::matmul(
+        faer::MatMut::from_column_major_slice_mut(&mut out, s, s),
+        BlockStructure::TriangularUpper,
+        Accum::Replace,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        a,
+        BlockStructure::Rectangular,
+        1.0,
+        faer::get_global_parallelism(),
+    );
+    TensorData::new(out, [s, s])
 }
 
 /// The lower block triangle of `aᵀa` (upper blocks zero), block row by block row.
