@@ -1,0 +1,107 @@
+//! Colour-blind-safe palettes: Okabe & Ito's eight categorical colours (Okabe & Ito 2008, the
+//! palette recommended for deuteranopia, protanopia and tritanopia), viridis for sequential
+//! scales (non-negative values: NA shares, Pearson r in [-1, 1] is drawn diverging) and
+//! ColorBrewer's PuOr for diverging scales centred on 0 (SoS: orange = surface, purple =
+//! semantics). Colours are written as `#rrggbb`.
+
+/// Okabe–Ito, black last (used for the ninth and later categories: they repeat from the start).
+pub const OKABE_ITO: [&str; 8] =
+    ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"];
+
+/// Colour of category `i` (cycling after eight).
+pub fn category(i: usize) -> &'static str {
+    OKABE_ITO[i % OKABE_ITO.len()]
+}
+
+/// viridis at 9 evenly spaced stops (matplotlib's table at 0, 1/8, …, 1).
+const VIRIDIS: [[u8; 3]; 9] = [
+    [68, 1, 84],
+    [71, 44, 122],
+    [59, 81, 139],
+    [44, 113, 142],
+    [33, 144, 141],
+    [39, 173, 129],
+    [92, 200, 99],
+    [170, 220, 50],
+    [253, 231, 37],
+];
+
+/// ColorBrewer PuOr (11 classes), from orange (-1) through white (0) to purple (+1).
+const PUOR: [[u8; 3]; 11] = [
+    [127, 59, 8],
+    [179, 88, 6],
+    [224, 130, 20],
+    [253, 184, 99],
+    [254, 224, 182],
+    [247, 247, 247],
+    [216, 218, 235],
+    [178, 171, 210],
+    [128, 115, 172],
+    [84, 39, 136],
+    [45, 0, 75],
+];
+
+fn interpolate(stops: &[[u8; 3]], t: f64) -> String {
+    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let pos = t * (stops.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(stops.len() - 2);
+    let f = pos - i as f64;
+    let c: Vec<u8> = (0..3)
+        .map(|k| (stops[i][k] as f64 + f * (stops[i + 1][k] as f64 - stops[i][k] as f64)).round() as u8)
+        .collect();
+    format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
+}
+
+/// A colour scale from values to colours.
+#[derive(Clone, Copy, Debug)]
+pub enum Scale {
+    /// viridis over `[lo, hi]`.
+    Sequential { lo: f64, hi: f64 },
+    /// PuOr over `[-limit, limit]`, white at 0.
+    Diverging { limit: f64 },
+}
+
+impl Scale {
+    /// The colour of `v` (clamped to the scale's range).
+    pub fn color(self, v: f64) -> String {
+        match self {
+            Scale::Sequential { lo, hi } => {
+                interpolate(&VIRIDIS, if hi > lo { (v - lo) / (hi - lo) } else { 0.5 })
+            }
+            Scale::Diverging { limit } => interpolate(&PUOR, 0.5 + 0.5 * v / limit.max(f64::MIN_POSITIVE)),
+        }
+    }
+
+    /// The value range `(lo, hi)` of the scale.
+    pub fn range(self) -> (f64, f64) {
+        match self {
+            Scale::Sequential { lo, hi } => (lo, hi),
+            Scale::Diverging { limit } => (-limit, limit),
+        }
+    }
+
+    /// Whether text on colour `v` should be white for contrast (dark cells).
+    pub fn dark(self, v: f64) -> bool {
+        match self {
+            Scale::Sequential { lo, hi } => hi <= lo || (v - lo) / (hi - lo) < 0.55,
+            Scale::Diverging { limit } => (v / limit).abs() > 0.6,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_and_centre_are_the_stops() {
+        let d = Scale::Diverging { limit: 2.0 };
+        assert_eq!(d.color(0.0), "#f7f7f7");
+        assert_eq!(d.color(-2.0), "#7f3b08");
+        assert_eq!(d.color(5.0), "#2d004b");
+        let s = Scale::Sequential { lo: 0.0, hi: 1.0 };
+        assert_eq!(s.color(0.0), "#440154");
+        assert_eq!(s.color(1.0), "#fde725");
+        assert_eq!(s.color(0.5), "#21908d");
+    }
+}
