@@ -731,6 +731,21 @@ test("Heatmap cell → exactly its images; scatter hover → the point's thumbna
     const r = thumbMeta[best.row];
     assert.match(await page.textContent("#tooltip"), new RegExp(`${r.language} · ${r.culture} · ${r.person}`));
 
+    // Keyboard: the focused scatter steps through the points in row order, each with its tooltip.
+    const keyRow = async (key, want) => {
+      await page.keyboard.press(key);
+      await page.waitForFunction((w) => document.querySelector("#tooltip")?.getAttribute("data-row") === String(w), want);
+      const m = thumbMeta[want];
+      assert.match(await page.textContent("#tooltip"), new RegExp(`${m.language} · ${m.culture} · ${m.person}`), `row ${want}'s tooltip`);
+    };
+    await page.focus("#scatter-points");
+    await keyRow("ArrowRight", 0);
+    await keyRow("ArrowRight", 1);
+    await keyRow("ArrowLeft", 0);
+    await keyRow("ArrowLeft", thumbMeta.length - 1);
+    await page.keyboard.press("Escape");
+    assert.ok(await page.isHidden("#tooltip"), "Escape hides the keyboard tooltip");
+
     // A box dragged past the canvas's right edge reaches the pointer (pointer capture), not the
     // last position inside the canvas.
     const start = [rect.left + rect.width * 0.3, rect.top + rect.height * 0.05].map(Math.round);

@@ -18,7 +18,9 @@ use std::rc::Rc;
 
 use culturelens_view::selection::{HEIGHT as H, Shape, Transform, WIDTH as W, nearest, select};
 use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, Event, HtmlCanvasElement, ImageData, MouseEvent, PointerEvent};
+use web_sys::{
+    CanvasRenderingContext2d, Event, HtmlCanvasElement, ImageData, KeyboardEvent, MouseEvent, PointerEvent,
+};
 
 use super::colour::{category, css};
 use super::{Handler, Listen, scatter_gpu, switch};
@@ -38,10 +40,13 @@ thread_local! {
     /// Number of the latest frame asked for; a GPU frame that finishes later than a newer one
     /// is dropped.
     static FRAME: Cell<u64> = const { Cell::new(0) };
+    /// The row whose tooltip the keyboard shows (arrow keys on the focused scatter).
+    static KEY_ROW: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-pub fn handlers() -> [Handler; 6] {
+pub fn handlers() -> [Handler; 7] {
     [
+        Handler { on: Listen::Id("view-scatter"), event: "keydown", run: on_key },
         Handler { on: Listen::Id("view-scatter"), event: "change", run: on_change },
         Handler { on: Listen::Id("view-scatter"), event: "click", run: on_click },
         Handler { on: Listen::Id("view-scatter"), event: "pointerdown", run: on_press },
@@ -99,6 +104,49 @@ fn on_move(e: &Event) -> Update {
     Update::Nothing
 }
 
+/// Arrow keys on the focused scatter step through the points in row order (→/↓ next, ←/↑
+/// previous) and show each one's tooltip, as hovering does; Escape hides it.
+fn on_key(e: &Event) -> Update {
+    let Some(k) = e.dyn_ref::<KeyboardEvent>() else { return Update::Nothing };
+    if e.target()
+        .and_then(|t| t.dyn_into::<HtmlCanvasElement>().ok())
+        .is_none_or(|c| c.id() != "scatter-points")
+    {
+        return Update::Nothing;
+    }
+    let step: i64 = match k.key().as_str() {
+        "ArrowRight" | "ArrowDown" => 1,
+        "ArrowLeft" | "ArrowUp" => -1,
+        "Escape" => {
+            KEY_ROW.with(|r| r.set(None));
+            hide_tooltip();
+            return Update::Nothing;
+        }
+        _ => return Update::Nothing,
+    };
+    e.prevent_default();
+    let Some(coords) = with_app(|app| app.pca.clone()).flatten() else { return Update::Nothing };
+    let n = coords.len() / 2;
+    if n == 0 {
+        return Update::Nothing;
+    }
+    let row = KEY_ROW.with(|r| match r.get() {
+        None if step > 0 => 0,
+        None => n - 1,
+        Some(i) => (i as i64 + step).rem_euclid(n as i64) as usize,
+    });
+    KEY_ROW.with(|r| r.set(Some(row)));
+    let p = Transform::fit(&coords).apply(coords[2 * row], coords[2 * row + 1]);
+    let Some(canvas) = canvas("scatter-canvas") else { return Update::Nothing };
+    let r = canvas.get_bounding_client_rect();
+    let window = web_sys::window();
+    let (sx, sy) = window.map_or((0.0, 0.0), |w| (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0)));
+    let page_x = sx + r.left() + p.0 * r.width() / f64::from(W);
+    let page_y = sy + r.top() + p.1 * r.height() / f64::from(H);
+    show_row(row, page_x, page_y);
+    Update::Nothing
+}
+
 fn on_leave(_: &Event) -> Update {
     if DRAG.with(|d| d.borrow().is_none()) {
         hide_tooltip();
@@ -116,9 +164,20 @@ fn hide_tooltip() {
 /// the bundle has thumbnails, and its language, culture and person term; `#tooltip[data-row]`
 /// names the row.
 fn hover(p: (f64, f64), page_x: f64, page_y: f64) {
-    let found = with_app(|app| {
+    let row = with_app(|app| {
         let coords = app.pca.clone()?;
-        let row = nearest(&coords, &Transform::fit(&coords), p, HOVER_PX)? as usize;
+        nearest(&coords, &Transform::fit(&coords), p, HOVER_PX)
+    })
+    .flatten();
+    match row {
+        Some(row) => show_row(row as usize, page_x, page_y),
+        None => hide_tooltip(),
+    }
+}
+
+/// Shows row `row`'s tooltip at page position (`page_x`, `page_y`).
+fn show_row(row: usize, page_x: f64, page_y: f64) {
+    let html = with_app(|app| {
         let value = |name: &str| app.column(name).map(|c| c[row].clone()).unwrap_or_default();
         let thumb = value(culturelens_bundle::THUMBNAIL_COLUMN);
         let image = if thumb.is_empty() {
@@ -131,11 +190,10 @@ fn hover(p: (f64, f64), page_x: f64, page_y: f64) {
             .filter(|v| !v.is_empty())
             .collect::<Vec<_>>()
             .join(" · ");
-        Some((row, format!("{image}{}", esc(&text))))
-    })
-    .flatten();
-    match found {
-        Some((row, html)) => {
+        format!("{image}{}", esc(&text))
+    });
+    match html {
+        Some(html) => {
             dom::show_tooltip(&html, page_x, page_y);
             dom::by_id("tooltip").set_attribute("data-row", &row.to_string()).ok();
         }
@@ -191,13 +249,14 @@ pub fn render() {
         "view-scatter",
         &format!(
             "<h2>PCA of the embeddings</h2><p class='what'>Every dot is one picture, placed so that similar pictures sit \
-             close together; hover a dot to see it. Drag to select pictures and measure their diversity (Vendi).</p>\
+             close together; hover a dot (or focus the plot and use the arrow keys) to see it. Drag to select pictures and measure their diversity (Vendi).</p>\
              <div class='controls'><label>Colour by <select id='colour-by'>{options}</select></label>\
              <label>Select <select id='select-mode'><option value='box'>box</option><option value='lasso'>lasso</option></select></label>\
              <button type='button' data-action='clear'>Clear selection</button>\
              <button type='button' data-action='vendi'>Vendi of selection →</button> <span id='selection-count'></span></div>\
-             <div class='scatter-stack' data-figure><canvas id='scatter-points' width='{W}' height='{H}' role='img' \
-             aria-label='Scatter of every embedding on its first two principal components, coloured by {colour_by}'></canvas>\
+             <div class='scatter-stack' data-figure><canvas id='scatter-points' width='{W}' height='{H}' role='img' tabindex='0' \
+             aria-label='Scatter of every embedding on its first two principal components, coloured by {colour_by}; \
+             arrow keys step through the pictures'></canvas>\
              <canvas id='scatter-canvas' width='{W}' height='{H}' aria-hidden='true'></canvas></div><div id='scatter-legend'></div>\
              <script type='application/json' id='scatter-data'></script>\
              <p class='muted'>Axes: first two principal components of the L2-normalised embeddings (covariance from ≤ {} rows).</p>",
