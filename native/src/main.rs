@@ -4,9 +4,11 @@
 mod cmd;
 mod device;
 mod embeddings;
+mod figures;
 mod hub;
 mod input;
 mod output;
+mod provenance;
 mod timing;
 mod work;
 
@@ -38,6 +40,8 @@ enum Command {
     Tokens(cmd::tokens::TokensArgs),
     Cultext2i(cmd::cultext2i::Cultext2iArgs),
     Validate(cmd::validate::ValidateArgs),
+    Figures(cmd::figures::FiguresArgs),
+    Report(cmd::report::ReportArgs),
 }
 
 fn main() {
@@ -59,6 +63,8 @@ fn main() {
         Command::Tokens(args) => cmd::tokens::run(args),
         Command::Cultext2i(args) => cmd::cultext2i::run(args),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Figures(args) => cmd::figures::run(args),
+        Command::Report(args) => cmd::report::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -8,9 +8,12 @@
 //! - [`lines`]: SoS per text-encoder layer and language (SoS Fig. 4);
 //! - [`scatter`]: 2-D PCA of embeddings coloured by language (SoS App. E);
 //! - [`bars`]: Vendi per group with sd bars (CUBE) and MAGBIG MAD per language and set with
-//!   the fair-coin baseline (MAGBIG Fig. 5).
+//!   the fair-coin baseline (MAGBIG Fig. 5);
+//! - [`palettes`]: dominant-colour palettes per group (SoS App. F); the HSV value
+//!   distributions per language (App. F.3) are [`lines`] over the value bins.
 //!
-//! Conventions: colour-blind-safe palettes ([`palette`]: Okabe–Ito, viridis, PuOr); text at
+//! Conventions: colour-blind-safe palettes ([`palette`]: Okabe–Ito, viridis, PuOr; past eight
+//! categories the point markers change shape as well as colour); text at
 //! 16 px base size on figures about 500–1000 px wide, rendered to PNG at `scale` (2 by default
 //! in the CLI) so it stays readable on a projector; the SVG is written with fixed number
 //! formatting and the PNG with compiled-in fonts only ([`fonts`]), so the same input gives the
@@ -22,6 +25,7 @@ pub mod fonts;
 mod lines;
 mod matrix;
 pub mod palette;
+mod palettes;
 mod plot;
 mod scatter;
 pub mod svg;
@@ -30,6 +34,7 @@ pub use bars::{Bar, Bars, bars};
 pub use distribution::{BoxStats, Distributions, distributions};
 pub use lines::{Lines, lines};
 pub use matrix::{Matrix, matrix};
+pub use palettes::{PaletteRow, Palettes, palettes};
 pub use scatter::{Scatter, scatter};
 
 use resvg::{tiny_skia, usvg};

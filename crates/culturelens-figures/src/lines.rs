@@ -1,7 +1,9 @@
 //! SoS per text-encoder layer and language (SoS Fig. 4): one line per language (Okabe–Ito, with
-//! a dot on every point) over the layers in the order given; a missing value breaks the line.
+//! a marker on every point, its shape changing every eight languages) over the layers in the
+//! order given; a missing value breaks the line. Also the HSV value distributions per language
+//! of the colour analysis (SoS App. F.3), one line per language over the value bins.
 
-use crate::palette::category;
+use crate::palette::{category, shape};
 use crate::plot::{YAxis, legend, title};
 use crate::svg::{Anchor, FONT, Svg};
 
@@ -52,7 +54,7 @@ pub fn lines(l: &Lines) -> String {
         svg.polyline(&run, category(s), 2.5);
         for (i, v) in values.iter().enumerate() {
             if let Some(v) = v {
-                svg.circle((x_of(i), axis.y(*v)), 4.5, category(s), Some("#333333"));
+                svg.marker((x_of(i), axis.y(*v)), 4.5, shape(s), category(s), Some("#333333"));
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::palette::Scale;
 use crate::plot::{colour_bar, title};
-use crate::svg::{Anchor, FONT, Svg};
+use crate::svg::{Anchor, FONT, Svg, fixed};
 
 /// A labelled matrix and how to colour it.
 #[derive(Clone, Debug)]
@@ -41,8 +41,10 @@ pub fn matrix(m: &Matrix) -> String {
     let grid_w = cell_w * m.cols.len() as f64;
     let grid_h = cell_h * m.rows.len() as f64;
     let width = (left + grid_w + 110.0).max(480.0);
-    let col_label_y = top + grid_h + col_h + 24.0;
-    let bar_bottom = top + grid_h.max(160.0) - 14.0;
+    let bar_bottom = top + grid_h.max(120.0) - 14.0;
+    // Below the rotated column labels and below the colour bar's lowest value, which it would
+    // otherwise overlap when the axis title is wider than the grid.
+    let col_label_y = (top + grid_h + col_h + 24.0).max(bar_bottom + 2.2 * FONT);
     let height = col_label_y.max(bar_bottom + 24.0) + 16.0;
     let mut svg = Svg::new(width, height);
     title(&mut svg, &m.title);
@@ -55,7 +57,7 @@ pub fn matrix(m: &Matrix) -> String {
                 Some(v) => {
                     svg.rect(x, y, cell_w, cell_h, &m.scale.color(*v), Some("#ffffff"));
                     let ink = if m.scale.dark(*v) { "#ffffff" } else { "#000000" };
-                    let text = format!("{:.*}", m.decimals, v);
+                    let text = fixed(*v, m.decimals);
                     svg.text_coloured(
                         (x + cell_w / 2.0, y + cell_h / 2.0 + FONT * 0.3),
                         &text,
@@ -81,7 +83,7 @@ pub fn matrix(m: &Matrix) -> String {
         svg.text((x + FONT * 0.3, top + grid_h + 10.0), col, FONT * 0.85, Anchor::End, -45.0);
     }
     svg.text((left + grid_w / 2.0, col_label_y), &m.col_label, FONT, Anchor::Middle, 0.0);
-    svg.text((18.0, top + grid_h.max(160.0) / 2.0), &m.row_label, FONT, Anchor::Middle, -90.0);
+    svg.text((18.0, top + grid_h.max(120.0) / 2.0), &m.row_label, FONT, Anchor::Middle, -90.0);
     colour_bar(&mut svg, left + grid_w + 24.0, top + 14.0, bar_bottom, m.scale, &m.scale_label);
     svg.finish()
 }

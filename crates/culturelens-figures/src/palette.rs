@@ -13,6 +13,22 @@ pub fn category(i: usize) -> &'static str {
     OKABE_ITO[i % OKABE_ITO.len()]
 }
 
+/// A point marker's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+}
+
+/// Shape of category `i`: circles for the first eight categories, then squares, triangles and
+/// diamonds for each further eight, so that with more than eight categories no two share both
+/// colour and shape (up to 32; a colour alone would repeat after eight).
+pub fn shape(i: usize) -> Shape {
+    [Shape::Circle, Shape::Square, Shape::Triangle, Shape::Diamond][(i / OKABE_ITO.len()) % 4]
+}
+
 /// viridis at 9 evenly spaced stops (matplotlib's table at 0, 1/8, …, 1).
 const VIRIDIS: [[u8; 3]; 9] = [
     [68, 1, 84],

@@ -1,8 +1,8 @@
 //! The pieces every chart shares: "nice" tick values, a value axis mapped onto a pixel band,
 //! the title, and category and colour-scale legends.
 
-use crate::palette::{Scale, category};
-use crate::svg::{Anchor, FONT, Svg, num};
+use crate::palette::{Scale, category, shape};
+use crate::svg::{Anchor, FONT, Svg, fixed, num};
 
 /// Tick values covering `[lo, hi]`: multiples of 1, 2 or 5 × 10^k, about `target` of them.
 pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
@@ -20,12 +20,7 @@ pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 /// A tick label: as few decimals as the step needs.
 pub fn tick_label(v: f64, step: f64) -> String {
     let decimals = if step >= 1.0 { 0 } else { (-step.log10().floor()) as usize };
-    let s = format!("{:.*}", decimals, v);
-    if s.trim_start_matches('-').chars().all(|c| c == '0' || c == '.') {
-        format!("{:.*}", decimals, 0.0)
-    } else {
-        s
-    }
+    fixed(v, decimals)
 }
 
 /// A vertical value axis: values `[lo, hi]` onto pixels `[bottom, top]`.
@@ -78,13 +73,13 @@ pub fn title(svg: &mut Svg, text: &str) {
     svg.text((x, 28.0), text, FONT * 1.25, Anchor::Middle, 0.0);
 }
 
-/// A column of category swatches (Okabe–Ito, in order) starting at (x, y); `round` draws dots
-/// instead of squares.
+/// A column of category swatches (Okabe–Ito, in order) starting at (x, y); `round` draws each
+/// category's point marker (colour and, past eight categories, shape) instead of squares.
 pub fn legend(svg: &mut Svg, (x, y): (f64, f64), names: &[String], round: bool) {
     for (i, name) in names.iter().enumerate() {
         let row = y + i as f64 * (FONT + 8.0);
         if round {
-            svg.circle((x + 7.0, row - 5.0), 6.0, category(i), None);
+            svg.marker((x + 7.0, row - 5.0), 6.0, shape(i), category(i), None);
         } else {
             svg.rect(x, row - 12.0, 14.0, 14.0, category(i), None);
         }

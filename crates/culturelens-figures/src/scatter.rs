@@ -1,8 +1,9 @@
 //! The 2-D PCA scatter of an embedding table coloured by language (SoS App. E): one dot per
 //! output at its first two principal-component coordinates (computed by the caller), one
-//! Okabe–Ito colour per category, axes labelled PC1 and PC2 with equal scales.
+//! Okabe–Ito colour per category (and one marker shape per eight categories, so more than
+//! eight stay apart), axes labelled PC1 and PC2 with equal scales.
 
-use crate::palette::category;
+use crate::palette::{category, shape};
 use crate::plot::{legend, tick_label, ticks, title};
 use crate::svg::{Anchor, FONT, Svg};
 
@@ -43,7 +44,7 @@ pub fn scatter(s: &Scatter) -> String {
     }
     svg.rect(left, top, side, side, "none", Some("#333333"));
     for (x, y, c) in &s.points {
-        svg.circle((left + to_px(*x), top + side - to_px(*y)), 3.0, category(*c), None);
+        svg.marker((left + to_px(*x), top + side - to_px(*y)), 3.0, shape(*c), category(*c), None);
     }
     svg.text((left + side / 2.0, top + side + 50.0), "PC1", FONT, Anchor::Middle, 0.0);
     svg.text((left - 58.0, top + side / 2.0), "PC2", FONT, Anchor::Middle, -90.0);

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::fonts::FONT_FAMILY;
+use crate::palette::Shape;
 
 /// Base font size in pixels (projector-readable at the default 2x PNG scale).
 pub const FONT: f64 = 16.0;
@@ -32,6 +33,16 @@ pub fn num(x: f64) -> String {
     let s = format!("{:.2}", x);
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" { "0".to_string() } else { s.to_string() }
+}
+
+/// `x` with exactly `decimals` decimals, a negative zero written without its sign (`-0.001` at
+/// two decimals is `0.00`, never `-0.00`).
+pub fn fixed(x: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, x);
+    match s.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => s,
+    }
 }
 
 /// `text` with the five XML special characters escaped.
@@ -115,6 +126,31 @@ impl Svg {
         );
     }
 
+    /// A point marker of `shape` with radius `r` (half its width), filled, outlined by `stroke`.
+    pub fn marker(&mut self, (x, y): (f64, f64), r: f64, shape: Shape, fill: &str, stroke: Option<&str>) {
+        match shape {
+            Shape::Circle => self.circle((x, y), r, fill, stroke),
+            Shape::Square => {
+                let s = r * 0.9;
+                self.rect(x - s, y - s, 2.0 * s, 2.0 * s, fill, stroke)
+            }
+            Shape::Triangle => {
+                let (h, w) = (r * 1.15, r * 1.1);
+                self.polygon_stroked(&[(x, y - h), (x + w, y + h * 0.8), (x - w, y + h * 0.8)], fill, stroke)
+            }
+            Shape::Diamond => {
+                let d = r * 1.25;
+                self.polygon_stroked(&[(x, y - d), (x + d, y), (x, y + d), (x - d, y)], fill, stroke)
+            }
+        }
+    }
+
+    fn polygon_stroked(&mut self, points: &[(f64, f64)], fill: &str, stroke: Option<&str>) {
+        let pts: Vec<String> = points.iter().map(|(x, y)| format!("{},{}", num(*x), num(*y))).collect();
+        let stroke = stroke.map(|s| format!(" stroke=\"{s}\" stroke-width=\"1\"")).unwrap_or_default();
+        let _ = writeln!(self.body, "<polygon points=\"{}\" fill=\"{fill}\"{stroke}/>", pts.join(" "));
+    }
+
     /// An open polyline of `width` px.
     pub fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, width: f64) {
         if points.len() < 2 {
@@ -191,6 +227,10 @@ mod tests {
         assert_eq!(num(1.256), "1.26");
         assert_eq!(num(-0.001), "0");
         assert_eq!(num(12.5), "12.5");
+        assert_eq!(fixed(-0.001, 2), "0.00");
+        assert_eq!(fixed(-0.0, 1), "0.0");
+        assert_eq!(fixed(-0.005, 2), "-0.01");
+        assert_eq!(fixed(0.256, 2), "0.26");
     }
 
     #[test]

@@ -267,3 +267,66 @@ fn vendi_and_magbig_bars() {
     assert_eq!(count(&svg, &format!("fill=\"{}\"", OKABE_ITO[1])), 2 + 1);
     check_png("magbig", &svg);
 }
+
+#[test]
+fn colour_palettes() {
+    let p = Palettes {
+        title: "Dominant colours per (model, language, culture)".into(),
+        rows: vec![
+            PaletteRow {
+                label: "sd-2.1 · ja · Japan".into(),
+                colours: vec![
+                    ("#1a1a1a".into(), 0.4),
+                    ("#d4c4a8".into(), 0.3),
+                    ("#8b0000".into(), 0.2),
+                    ("#f5f5f5".into(), 0.1),
+                ],
+            },
+            PaletteRow {
+                label: "sd-2.1 · am · Ethiopia".into(),
+                colours: vec![("#6b4226".into(), 0.55), ("#2e8b57".into(), 0.45)],
+            },
+        ],
+    };
+    let svg = palettes(&p);
+    // background + 6 swatches + 2 frames
+    assert_eq!(count(&svg, "<rect"), 1 + 6 + 2);
+    for label in [">40%<", ">30%<", ">20%<", ">10%<", ">55%<", ">45%<", "sd-2.1 · ja · Japan"] {
+        assert!(svg.contains(label), "{label} missing");
+    }
+    // Swatch widths are proportional to the shares (520 px strip).
+    assert!(svg.contains("width=\"208\" height=\"30\" fill=\"#1a1a1a\""));
+    // White ink on the dark swatch, black on the light one.
+    assert!(svg.contains("fill=\"#ffffff\">40%<") && svg.contains("fill=\"#000000\">30%<"));
+    check_png("palettes", &svg);
+}
+
+#[test]
+fn value_histogram_with_more_than_eight_languages() {
+    let langs = ["am", "ar", "de", "en", "es", "fr", "hi", "ja", "ru", "zh"];
+    let l = Lines {
+        title: "HSV value of dominant colours".into(),
+        x_label: "value V (bin)".into(),
+        y_label: "share of pixels".into(),
+        x: (0..5).map(|b| format!("{:.1}–{:.1}", b as f64 / 5.0, (b + 1) as f64 / 5.0)).collect(),
+        series: langs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let shift = i as f64 / 10.0;
+                let raw: Vec<f64> = (0..5).map(|b| 1.0 + ((b as f64 + shift) * 1.3).sin().abs()).collect();
+                let total: f64 = raw.iter().sum();
+                (l.to_string(), raw.iter().map(|v| Some(v / total)).collect())
+            })
+            .collect(),
+    };
+    let svg = lines(&l);
+    assert_eq!(count(&svg, "<polyline"), 10);
+    // Languages 9 and 10 reuse the first two colours, as squares: 2 × (5 points + 1 legend).
+    assert_eq!(count(&svg, "<circle"), 8 * 6);
+    assert_eq!(count(&svg, "height=\"8.1\""), 2 * 5);
+    assert_eq!(count(&svg, "height=\"10.8\""), 2);
+    assert!(svg.contains(">0.0–0.2<") && svg.contains(">zh<"));
+    assert!(!svg.contains(">-0"), "no negative zero on the axis");
+    check_png("values", &svg);
+}

@@ -7,6 +7,8 @@ use anyhow::{Result, bail};
 use culturelens_core::agreement::{Level, category_kappa, cohen_kappa, fleiss_kappa, krippendorff_alpha};
 use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
 
+use crate::provenance::Provenance;
+
 const CONVENTIONS: &str = "\
 Inter-rater agreement (SoS paper App. B.2, Tables 8-9). --labels is a CSV with one row per item
 and one column per rater (--raters names them); an empty cell is a missing rating.
@@ -70,6 +72,7 @@ pub fn run(args: &AgreementArgs) -> Result<()> {
     let coded = code_ratings(&meta, &args.raters, level)?;
     let json = report(&coded, &args.raters, level);
     write_atomic(&args.out, |w| w.write_all(json.as_bytes()))?;
+    Provenance::new("agreement", args).input(&args.labels)?.write_beside(&args.out)?;
     eprintln!("wrote agreement of {} raters to {}", args.raters.len(), args.out.display());
     Ok(())
 }

@@ -11,6 +11,8 @@ use culturelens_bundle::{BundleSpec, DType, MANIFEST, THUMBNAIL_COLUMN, build_bu
 use culturelens_core::demo::demo_table;
 use culturelens_table::{Metadata, load_table};
 
+use crate::provenance::Provenance;
+
 /// Longest side of a thumbnail, in pixels.
 pub const THUMBNAIL_SIZE: u32 = 160;
 /// JPEG quality of thumbnails.
@@ -101,6 +103,11 @@ pub fn run(args: &BundleArgs) -> Result<()> {
     };
     let files = build_bundle(&spec, table.embeddings.data(), table.dim(), &columns, thumbnails)?;
     write_bundle_dir(&args.out, &files)?;
+    let mut provenance = Provenance::new("bundle", args);
+    for path in [Some(&args.embeddings), args.meta.as_ref(), args.images.as_ref()].into_iter().flatten() {
+        provenance.input(path)?;
+    }
+    provenance.write_for_dir(&args.out)?;
     println!(
         "wrote bundle {} ({} rows x {}, {} files)",
         args.out.display(),
@@ -115,6 +122,7 @@ pub fn run_demo(args: &DemoBundleArgs) -> Result<()> {
     let demo = demo_table();
     let files = build_bundle(&demo_spec(), &demo.embeddings, demo.dim, &demo.columns, Vec::new())?;
     write_bundle_dir(&args.out, &files)?;
+    Provenance::new("demo-bundle", args).write_for_dir(&args.out)?;
     println!(
         "wrote the SYNTHETIC demo bundle to {} ({} rows x {})",
         args.out.display(),

@@ -11,6 +11,7 @@ use culturelens_core::words::segment::{lowercase, stop_words, unique_terms};
 use culturelens_table::{TableError, read_metadata_csv};
 
 use crate::output::{CsvFile, write_csv_files};
+use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
 Caption analysis (SoS paper Sec. 6.1, App. G). --captions is a CSV with columns image, text (one
@@ -216,6 +217,11 @@ pub fn run(args: &CaptionsArgs) -> Result<()> {
         });
     }
     write_csv_files(&args.out, &files)?;
+    let mut provenance = Provenance::new("captions", args);
+    for path in [&args.captions, &args.manifest].into_iter().chain(&args.stereotypes) {
+        provenance.input(path)?;
+    }
+    provenance.write_for_dir(&args.out)?;
     eprintln!(
         "wrote Fighting Words of {} (model, language) documents to {}",
         scores.len(),

@@ -12,6 +12,7 @@ use culturelens_core::colour::{
 
 use crate::input::ImageList;
 use crate::output::{CsvFile, write_csv_files};
+use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
 Dominant colours (SoS paper App. F). Each image is decoded (JPEG as Pillow/libjpeg-turbo, alpha
@@ -181,6 +182,8 @@ pub fn run(args: &ColourArgs) -> Result<()> {
         },
     ];
     write_csv_files(&args.out, &files)?;
+    let mut provenance = Provenance::new("colour", args);
+    provenance.input(&args.images)?.seed("seed", args.seed).write_for_dir(&args.out)?;
     eprintln!(
         "wrote the colours of {} images ({} groups) to {}",
         list.paths.len(),

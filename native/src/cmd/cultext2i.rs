@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::device::{DeviceChoice, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
 use crate::output::{write_csv_rows, write_json_pretty};
+use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
 CulText2I automatic metrics (Sec. 6.1, Table 2). Embeddings are L2-normalised first (cosine).
@@ -152,6 +153,11 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
         write_json_pretty(path, &json)?;
     }
     write_csv_rows(&args.out, &header, &rows)?;
+    let mut provenance = Provenance::new("cultext2i", args);
+    for path in [&args.images, &args.image_meta, &args.texts, &args.text_meta].into_iter().chain(&args.vqa) {
+        provenance.input(path)?;
+    }
+    provenance.device(args.device, "f32").write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, concept, template) rows to {}", rows.len(), args.out.display());
     Ok(())
 }

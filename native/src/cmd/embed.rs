@@ -22,6 +22,7 @@ use rayon::prelude::*;
 use crate::device::{DeviceChoice, Precision, select_device_with};
 use crate::input::{ImageList, read_prompts};
 use crate::output::write_table;
+use crate::provenance::Provenance;
 use crate::work::progress::Progress;
 use crate::work::resume::{ResumeLog, split_finished};
 use crate::work::shard::Shard;
@@ -116,6 +117,16 @@ impl ModelArgs {
         }
     }
 
+    /// The manifest of `command` run with `args` on this model (its id and weight files, the
+    /// device and precision).
+    fn provenance(&self, command: &str, args: &dyn std::fmt::Debug, weights: &Path) -> Result<Provenance> {
+        let mut provenance = Provenance::new(command, args);
+        let id = self.model.clone().unwrap_or_else(|| weights.display().to_string());
+        provenance.model(&id, weights)?;
+        provenance.device(self.device, &format!("{:?}", self.precision).to_lowercase());
+        Ok(provenance)
+    }
+
     /// The device (in `--precision`), then the encoder of the weights folder on it, and the
     /// folder.
     fn load(&self) -> Result<(Encoder, PathBuf)> {
@@ -195,6 +206,8 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
 
     // Write the table, then drop the log.
     write_table(&args.output.out, args.output.meta_out.as_deref(), &images.meta, &kept, &done)?;
+    let mut provenance = args.model.provenance("embed", args, &weights)?;
+    provenance.input(&args.images)?.write_beside(&args.output.out)?;
     log.remove()?;
     eprintln!("wrote {} rows to {}", kept.len(), args.output.out.display());
     Ok(())
@@ -312,7 +325,7 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
         bail!("{}: no prompts", args.prompts.display());
     }
     let started = Instant::now();
-    let (encoder, _) = args.model.load()?;
+    let (encoder, weights) = args.model.load()?;
     let ids = encoder.tokenize(&prompts)?;
     let progress = Progress::new(prompts.len(), 0, "prompts");
     let mut rows = BTreeMap::new();
@@ -325,6 +338,9 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     progress.finish();
     let kept: Vec<usize> = (0..prompts.len()).collect();
     write_table(&args.output.out, args.output.meta_out.as_deref(), &meta, &kept, &rows)?;
+    let mut provenance = args.model.provenance("embed-text", args, &weights)?;
+    provenance.input(&args.prompts)?.prompt_sets(meta.column("set").unwrap_or_default());
+    provenance.write_beside(&args.output.out)?;
     eprintln!("wrote {} rows to {} in {:.1?}", kept.len(), args.output.out.display(), started.elapsed());
     Ok(())
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use culturelens_models_io::import::{import_pickle, known_archs};
 
 use crate::device::{DeviceChoice, select_device};
+use crate::provenance::Provenance;
 
 /// Arguments of `culturelens import-weights`.
 #[derive(clap::Args, Debug)]
@@ -39,6 +40,8 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let device = select_device(args.device)?;
     import_pickle(&args.pickle, &args.arch, &args.out, &device)
         .with_context(|| format!("import-weights --pickle {}", args.pickle.display()))?;
+    let mut provenance = Provenance::new("import-weights", args);
+    provenance.input(&args.pickle)?.device(args.device, "f32").write_for_dir(&args.out)?;
     eprintln!("wrote {} ({}); embed with --weights {}", args.out.display(), args.arch, args.out.display());
     Ok(())
 }

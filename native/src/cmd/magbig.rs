@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::device::{DeviceChoice, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
 use crate::output::{write_csv_rows, write_json_pretty};
+use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
 Gender bias of the MAGBIG paper (Sec. 4, App. B), per (model, language, set):
@@ -118,6 +119,15 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         write_json_pretty(path, &json)?;
     }
     write_csv_rows(&args.out, &HEADER, &rows)?;
+    let mut provenance = Provenance::new("magbig", args);
+    for path in [Some(&args.attributes), args.images.as_ref(), args.texts.as_ref(), args.text_meta.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        provenance.input(path)?;
+    }
+    let sets: std::collections::BTreeSet<&String> = groups.keys().map(|(_, _, set)| set).collect();
+    provenance.prompt_sets(sets).device(args.device, "f32").write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
 }

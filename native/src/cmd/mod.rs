@@ -1,7 +1,8 @@
 //! One module per subcommand (or pair of kindred subcommands: `embed`/`embed-text`,
 //! `sos`/`demo`, `bundle`/`demo-bundle`); each exposes `XxxArgs` (clap) and
 //! `run(&XxxArgs) -> anyhow::Result<()>`. Subcommands never import each other: what two of them
-//! share lives beside `cmd/` (`input`, `output`, `work`, `hub`, `device`, `timing`).
+//! share lives beside `cmd/` (`input`, `output`, `work`, `hub`, `device`, `timing`, `figures`,
+//! `provenance`).
 
 pub mod agreement;
 pub mod bundle;
@@ -9,9 +10,11 @@ pub mod captions;
 pub mod colour;
 pub mod cultext2i;
 pub mod embed;
+pub mod figures;
 pub mod import;
 pub mod magbig;
 pub mod prompts;
+pub mod report;
 pub mod sos;
 pub mod tokens;
 pub mod validate;

@@ -11,6 +11,8 @@ use culturelens_prompts::{
     COMMON_COLUMNS, Fetcher, LoadOptions, Origin, PromptSet, extra_columns, load, notes,
 };
 
+use crate::provenance::Provenance;
+
 const ABOUT: &str = "\
 The prompt sets of the four papers, downloaded on first use from their pinned upstream commits and
 verified against a pinned sha256 (a mismatch is an error and nothing is cached):
@@ -173,6 +175,11 @@ fn export(args: &ExportArgs) -> Result<()> {
         table.retain_languages(&codes)?;
     }
     table.write(&args.out).with_context(|| format!("writing {}", args.out.display()))?;
+    let mut provenance = Provenance::new("prompts export", args);
+    for path in [&args.feminine, &args.translations].into_iter().flatten() {
+        provenance.input(path)?;
+    }
+    provenance.prompt_sets([set.to_string()]).seed("seed", args.seed).write_beside(&args.out)?;
     let counts: Vec<String> = table.counts_by_language().iter().map(|(l, n)| format!("{l} {n}")).collect();
     println!(
         "wrote {} {set} prompts ({} languages: {}) to {}",

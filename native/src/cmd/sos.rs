@@ -11,6 +11,7 @@ use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table
 
 use crate::device::{DeviceChoice, select_device};
 use crate::input::load_bundle_table;
+use crate::provenance::Provenance;
 use crate::timing::Stages;
 
 const CONVENTIONS: &str = "\
@@ -121,6 +122,11 @@ pub fn run(args: &SosArgs) -> Result<()> {
         let json = serde_json::to_vec_pretty(&report)?;
         write_atomic(path, |w| w.write_all(&json))?;
     }
+    let mut provenance = Provenance::new("sos", args);
+    for path in [&args.bundle, &args.embeddings, &args.meta].into_iter().flatten() {
+        provenance.input(path)?;
+    }
+    provenance.device(args.device, "f32").write_beside(&args.out)?;
     clock.lap("write");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     Ok(())
@@ -163,6 +169,7 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
         std::fs::create_dir_all(dir)?;
         save_table(&table, &dir.join("embeddings.npy"), Some(&dir.join("meta.csv")))?;
         write_joint_csv(&dir.join("sos.csv"), &report)?;
+        Provenance::new("demo", args).device(args.device, "f32").write_for_dir(dir)?;
         println!("\nwrote {}/{{embeddings.npy, meta.csv, sos.csv}}", dir.display());
     }
     Ok(())

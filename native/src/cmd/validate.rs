@@ -12,6 +12,7 @@ use culturelens_core::validation::{
 use culturelens_table::{Metadata, TableError, read_metadata_csv};
 
 use crate::output::write_csv_rows;
+use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
 SoS validation (SoS paper Sec. 4.2, Table 2). --labels has one row per image with a `language`
@@ -94,6 +95,7 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
         }
     }
     write_csv_rows(&args.out, &HEADER, &rows)?;
+    Provenance::new("validate", args).input(&args.labels)?.write_beside(&args.out)?;
     eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
     Ok(())
 }

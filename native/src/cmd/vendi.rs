@@ -15,6 +15,7 @@ use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write
 use serde_json::{Map, Value, json};
 
 use crate::device::{DeviceChoice, select_device};
+use crate::provenance::Provenance;
 use crate::timing::Stages;
 
 const CONVENTIONS: &str = "\
@@ -236,6 +237,14 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     };
     let text = serde_json::to_vec_pretty(&out)?;
     write_atomic(&args.out, |w| w.write_all(&text))?;
+    let mut provenance = Provenance::new("vendi", args);
+    for path in [&args.embeddings, &args.meta].into_iter().flatten() {
+        provenance.input(path)?;
+    }
+    if args.batch_size.is_some() {
+        provenance.seed("seed", args.seed);
+    }
+    provenance.device(args.device, &format!("{precision:?}").to_lowercase()).write_beside(&args.out)?;
     clock.lap("write");
     println!("{}", String::from_utf8_lossy(&text));
     Ok(())

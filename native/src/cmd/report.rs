@@ -1,0 +1,423 @@
+//! `culturelens report`: a finished run folder as a static web site: the browser app with the
+//! run's bundle, the figures (`crate::figures`), every result table as an HTML table, and the
+//! provenance manifests. It needs nothing but a static file server, and nothing from the
+//! network once loaded.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use culturelens_bundle::MANIFEST;
+
+use crate::figures::{self, Figure};
+use crate::input::load_bundle_table;
+use crate::provenance::{DIR_MANIFEST, Provenance};
+
+const CONVENTIONS: &str = "\
+Builds a static site from a run folder RUN_DIR (any folder of culturelens outputs) in --out:
+  index.html     the report: figures, every result table (CSV) as an HTML table (at most
+                 --max-rows rows each, the full file linked), the other results (JSON) and the
+                 provenance manifests (*.provenance.json, provenance.json), with a link that
+                 opens each bundle in the browser app
+  app/           the browser app, copied from --app (the output of `trunk build --release` in
+                 web/, default web/dist)
+  bundles/NAME/  each bundle found in RUN_DIR (a folder with manifest.json), NAME its path
+  figures/       SVG + PNG of every figure the run's outputs allow (as `culturelens figures`):
+                 files are recognised by content (the sos joint CSV by its columns
+                 model,[layer,]language,culture,n,sos; the magbig CSV by its header; the sos
+                 report, cultext2i report and vendi JSON by their keys; a colour folder by its
+                 palettes.csv and values.csv; the PCA from the first bundle, by language)
+  results/       the run's CSV and JSON files, at their paths in RUN_DIR
+Hidden files and folders are skipped. Serve --out with any static server, e.g.
+`python3 -m http.server -d SITE`. The site is built in a temporary folder beside --out and moved
+into place at the end; an existing --out is replaced only if it is a previous report.";
+
+/// The marker file of a report folder (an existing `--out` without it is never replaced).
+const MARKER: &str = ".culturelens-report";
+
+/// Arguments of `culturelens report`.
+#[derive(clap::Args, Debug)]
+#[command(about = "A static web site of a run: browser app, bundle, figures, tables, provenance", long_about = CONVENTIONS)]
+pub struct ReportArgs {
+    /// The run folder (culturelens outputs: CSV, JSON, bundles, colour folders).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// The site folder to write.
+    #[arg(long, value_name = "SITE")]
+    pub out: PathBuf,
+    /// The built browser app (`cd web && trunk build --release` writes web/dist).
+    #[arg(long, value_name = "DIR", default_value = "web/dist")]
+    pub app: PathBuf,
+    /// Rows of a table shown in the page (the full CSV is linked).
+    #[arg(long, default_value_t = 1000)]
+    pub max_rows: usize,
+    /// PNG scale of the figures.
+    #[arg(long, default_value_t = 2.0)]
+    pub scale: f32,
+}
+
+/// What the run folder holds, by kind; paths relative to the run folder.
+#[derive(Default)]
+struct Run {
+    bundles: Vec<PathBuf>,
+    colour_dirs: Vec<PathBuf>,
+    csvs: Vec<PathBuf>,
+    jsons: Vec<PathBuf>,
+    provenance: Vec<PathBuf>,
+}
+
+fn is_hidden(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy().starts_with('.')
+}
+
+/// Walks `root` (sorted, hidden entries skipped; a bundle folder is not entered).
+fn scan(root: &Path) -> Result<Run> {
+    let mut run = Run::default();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        if !rel.as_os_str().is_empty() && dir.join(MANIFEST).is_file() {
+            if dir.join(DIR_MANIFEST).is_file() {
+                run.provenance.push(rel.join(DIR_MANIFEST));
+            }
+            run.bundles.push(rel);
+            continue;
+        }
+        if dir.join("palettes.csv").is_file() && dir.join("values.csv").is_file() {
+            run.colour_dirs.push(rel.clone());
+        }
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .filter_map(|e| e.ok())
+            .filter(|e| !is_hidden(&e.file_name()))
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries.into_iter().rev() {
+            let path = rel.join(entry.file_name());
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if root.join(&path).is_dir() {
+                stack.push(path);
+            } else if name == DIR_MANIFEST || name.ends_with(".provenance.json") {
+                run.provenance.push(path);
+            } else if name.to_ascii_lowercase().ends_with(".csv") {
+                run.csvs.push(path);
+            } else if name.to_ascii_lowercase().ends_with(".json") {
+                run.jsons.push(path);
+            }
+        }
+    }
+    for list in [&mut run.bundles, &mut run.colour_dirs, &mut run.csvs, &mut run.jsons, &mut run.provenance] {
+        list.sort();
+    }
+    Ok(run)
+}
+
+/// A CSV file's records (header first); the error names the file and line.
+fn read_records(path: &Path) -> Result<Vec<Vec<String>>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_path(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    reader
+        .records()
+        .map(|r| {
+            r.map(|rec| rec.iter().map(str::to_string).collect())
+                .with_context(|| format!("{}: not a readable CSV", path.display()))
+        })
+        .collect()
+}
+
+/// The figures of one result file, recognised by its content (none for other files).
+fn figures_of(root: &Path, run: &Run) -> Result<Vec<(PathBuf, Vec<Figure>)>> {
+    let mut out = Vec::new();
+    for rel in &run.csvs {
+        let path = root.join(rel);
+        let header = read_records(&path)?.into_iter().next().unwrap_or_default();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let sos = header == ["model", "language", "culture", "n", "sos"]
+            || header == ["model", "layer", "language", "culture", "n", "sos"];
+        if sos {
+            out.push((rel.clone(), figures::sos_joint(&path)?));
+        } else if header.starts_with(&[
+            "model",
+            "language",
+            "set",
+            "n_prompts",
+            "n_images",
+            "mad",
+            "mad_random",
+        ]) {
+            out.push((rel.clone(), figures::magbig(&path)?));
+        }
+    }
+    for rel in &run.jsons {
+        let path = root.join(rel);
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)
+            .with_context(|| format!("{}: not valid JSON", path.display()))?;
+        let is_vendi = |v: &serde_json::Value| v.get("vs").is_some() && v.get("q").is_some();
+        if json.get("per_model").is_some() && json.get("language_correlation").is_some() {
+            out.push((rel.clone(), figures::sos_report(&path)?));
+        } else if json.get("confusion").is_some() && json.get("nationalities").is_some() {
+            out.push((rel.clone(), figures::cultext2i(&path)?));
+        } else if is_vendi(&json)
+            || json.as_object().is_some_and(|o| !o.is_empty() && o.values().all(is_vendi))
+        {
+            out.push((rel.clone(), vec![figures::vendi(&path)?]));
+        }
+    }
+    for rel in &run.colour_dirs {
+        out.push((rel.clone(), figures::colour(&root.join(rel))?));
+    }
+    if let Some(rel) = run.bundles.first() {
+        let table = load_bundle_table(&root.join(rel))?;
+        if table.meta.column("language").is_some() {
+            out.push((rel.clone(), vec![figures::pca(&table, "language")?]));
+        }
+    }
+    Ok(out)
+}
+
+/// Figure names made unique: a name already taken gets the slug of its source path in front.
+fn unique_names(sources: Vec<(PathBuf, Vec<Figure>)>) -> Vec<(PathBuf, Figure)> {
+    let mut taken = BTreeSet::new();
+    let mut out = Vec::new();
+    for (source, figures) in sources {
+        for mut f in figures {
+            if !taken.insert(f.name.clone()) {
+                f.name =
+                    format!("{}__{}", figures::slug(&source.with_extension("").to_string_lossy()), f.name);
+                taken.insert(f.name.clone());
+            }
+            out.push((source.clone(), f));
+        }
+    }
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))? {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).with_context(|| format!("cannot copy {}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::copy(from, to).with_context(|| format!("cannot copy {}", from.display()))?;
+    Ok(())
+}
+
+/// `text` escaped for HTML text and attribute values.
+fn esc(text: &str) -> String {
+    culturelens_figures::svg::escape(text)
+}
+
+/// A relative URL of a site path (`/` separators, each segment percent-encoded where needed).
+fn url(path: &Path) -> String {
+    path.iter()
+        .map(|s| {
+            s.to_string_lossy()
+                .bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Relative path as shown (`/` separators).
+fn shown(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;\
+line-height:1.45;color:#1a1a1a}h1{margin-bottom:.2rem}h2{border-bottom:1px solid #ccc;margin-top:2.2rem}\
+figure{margin:1.2rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}\
+.table-wrap{overflow-x:auto;max-height:32rem;overflow-y:auto;border:1px solid #ddd}\
+table{border-collapse:collapse;font-size:.85rem}th,td{border:1px solid #ddd;padding:.2rem .45rem;text-align:left;\
+white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}caption{text-align:left;font-weight:600;padding:.3rem 0}\
+pre{background:#f6f6f6;padding:.7rem;overflow-x:auto;font-size:.8rem}.note{color:#555}";
+
+/// The report page.
+fn index_html(args: &ReportArgs, root: &Path, run: &Run, figures: &[(PathBuf, Figure)]) -> Result<String> {
+    let mut h = String::new();
+    let title =
+        format!("culturelens report: {}", root.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    let _ = write!(
+        h,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n\
+<link rel=\"icon\" href=\"data:,\">\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
+<p class=\"note\">Written by culturelens {} (commit {}) from the run folder; every file below is in this \
+site, so it works offline.</p>\n<nav><a href=\"#app\">Browser app</a> · <a href=\"#figures\">Figures</a> · \
+<a href=\"#tables\">Tables</a> · <a href=\"#results\">Other results</a> · <a href=\"#provenance\">Provenance</a></nav>\n",
+        esc(&title),
+        esc(&title),
+        env!("CARGO_PKG_VERSION"),
+        crate::provenance::GIT_COMMIT
+    );
+    let _ = writeln!(h, "<section id=\"app\">\n<h2>Browser app</h2>");
+    if run.bundles.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>The run has no bundle; <a href=\"app/index.html\">open the app</a> to load one.</p>"
+        );
+    } else {
+        let _ = writeln!(h, "<ul>");
+        for b in &run.bundles {
+            let _ = writeln!(
+                h,
+                "<li><a class=\"open-bundle\" href=\"app/index.html?bundle=../bundles/{}/\">Open {} in the browser app</a></li>",
+                url(b),
+                esc(&shown(b))
+            );
+        }
+        let _ = writeln!(h, "</ul>");
+    }
+    let _ = writeln!(h, "</section>\n<section id=\"figures\">\n<h2>Figures</h2>");
+    if figures.is_empty() {
+        let _ = writeln!(h, "<p>No output of this run has a figure.</p>");
+    }
+    for (source, f) in figures {
+        let _ = writeln!(
+            h,
+            "<figure><img src=\"figures/{n}.png\" alt=\"{n}\" loading=\"lazy\"><figcaption>{n} (from {s}; \
+<a href=\"figures/{n}.svg\">SVG</a>, <a href=\"figures/{n}.png\">PNG</a>)</figcaption></figure>",
+            n = esc(&f.name),
+            s = esc(&shown(source))
+        );
+    }
+    let _ = writeln!(h, "</section>\n<section id=\"tables\">\n<h2>Tables</h2>");
+    for rel in &run.csvs {
+        let records = read_records(&root.join(rel))?;
+        let (header, body) = records.split_first().map(|(h, b)| (h.clone(), b)).unwrap_or_default();
+        let link = format!("results/{}", url(rel));
+        let shown_rows = body.len().min(args.max_rows);
+        let _ = writeln!(
+            h,
+            "<div class=\"table-wrap\"><table class=\"result\" data-file=\"{}\">",
+            esc(&shown(rel))
+        );
+        let more = if shown_rows < body.len() {
+            format!(", first {shown_rows} of {} rows", body.len())
+        } else {
+            format!(", {} rows", body.len())
+        };
+        let _ = writeln!(h, "<caption><a href=\"{link}\">{}</a>{more}</caption>", esc(&shown(rel)));
+        let _ = write!(h, "<thead><tr>");
+        for c in &header {
+            let _ = write!(h, "<th>{}</th>", esc(c));
+        }
+        let _ = writeln!(h, "</tr></thead>\n<tbody>");
+        for row in &body[..shown_rows] {
+            let _ = write!(h, "<tr>");
+            for c in row {
+                let _ = write!(h, "<td>{}</td>", esc(c));
+            }
+            let _ = writeln!(h, "</tr>");
+        }
+        let _ = writeln!(h, "</tbody></table></div>");
+    }
+    let _ = writeln!(h, "</section>\n<section id=\"results\">\n<h2>Other results</h2>\n<ul>");
+    for rel in &run.jsons {
+        let _ = writeln!(h, "<li><a href=\"results/{}\">{}</a></li>", url(rel), esc(&shown(rel)));
+    }
+    let _ = writeln!(h, "</ul>\n</section>\n<section id=\"provenance\">\n<h2>Provenance</h2>");
+    for rel in &run.provenance {
+        let text = std::fs::read_to_string(root.join(rel))
+            .with_context(|| format!("cannot read {}", rel.display()))?;
+        let _ = writeln!(
+            h,
+            "<details class=\"provenance\" data-file=\"{f}\"><summary><a href=\"results/{u}\">{f}</a></summary><pre>{}</pre></details>",
+            esc(&text),
+            f = esc(&shown(rel)),
+            u = url(rel)
+        );
+    }
+    let _ = writeln!(h, "</section>\n</body>\n</html>");
+    Ok(h)
+}
+
+pub fn run(args: &ReportArgs) -> Result<()> {
+    let root = &args.run_dir;
+    if !root.is_dir() {
+        bail!("{} is not a folder", root.display());
+    }
+    if !args.app.join("index.html").is_file() {
+        bail!(
+            "{} has no index.html: build the browser app first (`cd web && trunk build --release`, which writes web/dist) or pass --app DIR",
+            args.app.display()
+        );
+    }
+    if !(args.scale.is_finite() && args.scale > 0.0 && args.scale <= 8.0) {
+        bail!("--scale must be in (0, 8] (got {})", args.scale);
+    }
+    if args.out.exists() && !args.out.join(MARKER).is_file() && std::fs::read_dir(&args.out)?.next().is_some()
+    {
+        bail!("{} exists and is not a culturelens report: choose another --out", args.out.display());
+    }
+    let run = scan(root)?;
+    let figures = unique_names(figures_of(root, &run)?);
+    let html = index_html(args, root, &run, &figures)?;
+
+    let parent = match args.out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    let staging = tempfile::Builder::new().prefix(".culturelens-report-").tempdir_in(&parent)?;
+    let site = staging.path();
+    copy_dir(&args.app, &site.join("app"))?;
+    for b in &run.bundles {
+        copy_dir(&root.join(b), &site.join("bundles").join(b))?;
+    }
+    let just_figures: Vec<Figure> = figures.into_iter().map(|(_, f)| f).collect();
+    if !just_figures.is_empty() {
+        figures::write(&site.join("figures"), &just_figures, args.scale)?;
+    }
+    for rel in run.csvs.iter().chain(&run.jsons).chain(&run.provenance) {
+        copy_file(&root.join(rel), &site.join("results").join(rel))?;
+    }
+    std::fs::write(site.join("index.html"), html)?;
+    std::fs::File::create(site.join(MARKER))?.write_all(b"a culturelens report folder\n")?;
+    let mut provenance = Provenance::new("report", args);
+    provenance.input(root)?.input(&args.app)?;
+    provenance.write_for_dir(site)?;
+
+    let staged = staging.keep();
+    if args.out.exists() {
+        let old = tempfile::Builder::new().prefix(".culturelens-report-old-").tempdir_in(&parent)?.keep();
+        std::fs::rename(&args.out, old.join("site"))?;
+        std::fs::rename(&staged, &args.out)?;
+        std::fs::remove_dir_all(&old)?;
+    } else {
+        std::fs::rename(&staged, &args.out)?;
+    }
+    println!(
+        "wrote {} (serve it statically, e.g. python3 -m http.server -d {}): {} figures, {} tables, {} bundles",
+        args.out.display(),
+        args.out.display(),
+        just_figures.len(),
+        run.csvs.len(),
+        run.bundles.len()
+    );
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! The reproducibility manifest every command that writes results writes beside them:
+//! `OUT.provenance.json` next to a result file (`sos.csv` → `sos.csv.provenance.json`) or
+//! `DIR/provenance.json` in a result folder. It holds what a reader needs to rerun and check the
+//! result: the culturelens version and git commit it was built from, the command line and the
+//! fully resolved arguments (defaults included), the sha256 of every input (a folder: of its
+//! sorted file list with each file's sha256), model ids with the sha256 of each file of their
+//! weights folder, seeds, prompt-set names, backend and precision. It holds no clock time, so
+//! the same run gives the same manifest. Written atomically, once per command, after the
+//! results.
+
+use std::fmt::Debug;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::output::write_json_pretty;
+
+/// The git commit the binary was built from (`native/build.rs`; `unknown` outside a git
+/// checkout, or `CULTURELENS_GIT_COMMIT` when set at build time).
+pub const GIT_COMMIT: &str = env!("CULTURELENS_GIT_COMMIT");
+
+/// The file name of a folder output's manifest.
+pub const DIR_MANIFEST: &str = "provenance.json";
+
+/// The manifest path of the result file `out`.
+pub fn beside(out: &Path) -> PathBuf {
+    let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".provenance.json");
+    out.with_file_name(name)
+}
+
+/// A manifest being filled in by one command.
+pub struct Provenance {
+    command: String,
+    resolved_args: String,
+    inputs: Vec<Value>,
+    models: Vec<Value>,
+    seeds: Map<String, Value>,
+    prompt_sets: Vec<String>,
+    device: Map<String, Value>,
+}
+
+/// sha256 of a file's bytes, streamed.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every file under `dir` (recursively, symlinks followed), as paths relative to `dir` with `/`
+/// separators, sorted.
+fn files_under(dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let entries = std::fs::read_dir(dir.join(&rel))
+            .with_context(|| format!("cannot list {}", dir.join(&rel).display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot list {}", dir.join(&rel).display()))?;
+            let path = rel.join(entry.file_name());
+            if dir.join(&path).is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Each file of `dir` with its sha256.
+fn hashed_files(dir: &Path) -> Result<Vec<(String, String)>> {
+    files_under(dir)?
+        .into_iter()
+        .map(|rel| {
+            let hash = sha256_file(&dir.join(&rel))?;
+            Ok((rel, hash))
+        })
+        .collect()
+}
+
+impl Provenance {
+    /// A manifest of `command` run with `args` (their `Debug` form is the resolved arguments).
+    pub fn new(command: &str, args: &dyn Debug) -> Provenance {
+        Provenance {
+            command: command.to_string(),
+            resolved_args: format!("{args:?}"),
+            inputs: Vec::new(),
+            models: Vec::new(),
+            seeds: Map::new(),
+            prompt_sets: Vec::new(),
+            device: Map::new(),
+        }
+    }
+
+    /// Records an input file (its sha256) or folder (the sha256 of its `sha256  path` lines,
+    /// sorted by path, and its file count).
+    pub fn input(&mut self, path: &Path) -> Result<&mut Self> {
+        let value = if path.is_dir() {
+            let files = hashed_files(path)?;
+            let listing: String = files.iter().map(|(f, h)| format!("{h}  {f}\n")).collect();
+            json!({"path": path.display().to_string(), "files": files.len(),
+                   "sha256": hex(&Sha256::digest(listing.as_bytes()))})
+        } else {
+            json!({"path": path.display().to_string(), "sha256": sha256_file(path)?})
+        };
+        self.inputs.push(value);
+        Ok(self)
+    }
+
+    /// Records a model: its id (a hub id, or the folder given) and the sha256 of every file of
+    /// its weights folder `dir` (or of the file `dir`).
+    pub fn model(&mut self, id: &str, dir: &Path) -> Result<&mut Self> {
+        let files = if dir.is_dir() {
+            hashed_files(dir)?
+        } else {
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            vec![(name, sha256_file(dir)?)]
+        };
+        let files: Vec<Value> = files.into_iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect();
+        self.models.push(json!({"id": id, "path": dir.display().to_string(), "files": files}));
+        Ok(self)
+    }
+
+    /// Records a seed under its argument name.
+    pub fn seed(&mut self, name: &str, value: u64) -> &mut Self {
+        self.seeds.insert(name.to_string(), json!(value));
+        self
+    }
+
+    /// Records the prompt-set names (kept sorted and distinct).
+    pub fn prompt_sets<S: AsRef<str>>(&mut self, names: impl IntoIterator<Item = S>) -> &mut Self {
+        self.prompt_sets.extend(names.into_iter().map(|s| s.as_ref().to_string()));
+        self.prompt_sets.sort();
+        self.prompt_sets.dedup();
+        self
+    }
+
+    /// Records the backend (`--device`) and the float type the work ran in.
+    pub fn device(&mut self, backend: impl Debug, precision: &str) -> &mut Self {
+        self.device.insert("backend".into(), json!(format!("{backend:?}").to_lowercase()));
+        self.device.insert("precision".into(), json!(precision));
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "culturelens": {"version": env!("CARGO_PKG_VERSION"), "git_commit": GIT_COMMIT},
+            "command": self.command,
+            "argv": std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+            "resolved_args": self.resolved_args,
+            "inputs": self.inputs,
+            "models": self.models,
+            "seeds": self.seeds,
+            "prompt_sets": self.prompt_sets,
+            "backend": self.device.get("backend").cloned().unwrap_or(Value::Null),
+            "precision": self.device.get("precision").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    /// Writes the manifest of the result file `out` ([`beside`]).
+    pub fn write_beside(&self, out: &Path) -> Result<()> {
+        write_json_pretty(&beside(out), &self.to_json())
+    }
+
+    /// Writes the manifest of the result folder `dir` (`DIR/provenance.json`).
+    pub fn write_for_dir(&self, dir: &Path) -> Result<()> {
+        write_json_pretty(&dir.join(DIR_MANIFEST), &self.to_json())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    #[allow(dead_code)]
+    struct Args {
+        out: PathBuf,
+        seed: u64,
+    }
+
+    #[test]
+    fn manifest_records_inputs_models_seeds_and_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        std::fs::write(&input, "abc").unwrap();
+        let weights = dir.path().join("w");
+        std::fs::create_dir_all(weights.join("sub")).unwrap();
+        std::fs::write(weights.join("model.safetensors"), "abc").unwrap();
+        std::fs::write(weights.join("sub/config.json"), "").unwrap();
+        let out = dir.path().join("out.csv");
+        let args = Args { out: out.clone(), seed: 7 };
+        let mut p = Provenance::new("test", &args);
+        p.input(&input).unwrap();
+        p.input(&weights).unwrap();
+        p.model("org/name@rev", &weights).unwrap();
+        p.seed("seed", 7)
+            .prompt_sets(["sos", "magbig", "sos"])
+            .device(crate::device::DeviceChoice::Wgpu, "f16");
+        p.write_beside(&out).unwrap();
+        let path = dir.path().join("out.csv.provenance.json");
+        let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        // sha256("abc") and sha256("") (FIPS 180-2 test vectors).
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        assert_eq!(json["inputs"][0]["sha256"], abc);
+        // The folder digest is the sha256 of its sorted `sha256  path` lines.
+        let listing = format!("{abc}  model.safetensors\n{empty}  sub/config.json\n");
+        assert_eq!(json["inputs"][1]["sha256"], hex(&Sha256::digest(listing.as_bytes())));
+        assert_eq!(json["inputs"][1]["files"], 2);
+        assert_eq!(json["models"][0]["id"], "org/name@rev");
+        assert_eq!(json["models"][0]["files"][0], json!({"file": "model.safetensors", "sha256": abc}));
+        assert_eq!(json["models"][0]["files"][1]["file"], "sub/config.json");
+        assert_eq!(json["seeds"], json!({"seed": 7}));
+        assert_eq!(json["prompt_sets"], json!(["magbig", "sos"]));
+        assert_eq!((json["backend"].as_str(), json["precision"].as_str()), (Some("wgpu"), Some("f16")));
+        assert_eq!(json["command"], "test");
+        assert!(json["resolved_args"].as_str().unwrap().contains("seed: 7"));
+        assert_eq!(json["culturelens"]["version"], env!("CARGO_PKG_VERSION"));
+        let commit = json["culturelens"]["git_commit"].as_str().unwrap();
+        assert!(
+            commit == "unknown"
+                || (commit.len() >= 40 && commit.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+        );
+    }
+
+    #[test]
+    fn manifest_names() {
+        assert_eq!(beside(Path::new("runs/sos.csv")), PathBuf::from("runs/sos.csv.provenance.json"));
+    }
+}

@@ -1,0 +1,127 @@
+//! End-to-end tests of `culturelens figures` on a finished run written by the CLI itself
+//! (`finished_run.rs`): every figure type is drawn from the command's own output tables, twice
+//! with byte-identical files; the provenance manifest names every input; a bad table fails with
+//! file, row and column and writes nothing. The pictures themselves are checked against
+//! committed references in crates/culturelens-figures/tests/render.rs.
+
+mod common;
+mod finished_run;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::Cli;
+use finished_run::finished_run;
+
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect()
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn every_figure_type_from_the_cli_outputs_deterministically() {
+    let root = tempfile::tempdir().unwrap();
+    let run = finished_run(root.path());
+    let figures = |out: &Path, sos: &Path| {
+        Cli::new("figures")
+            .opt("--sos", sos)
+            .opt("--sos-report", &run.sos_report)
+            .opt("--bundle", &run.bundle)
+            .opt("--vendi", &run.vendi)
+            .opt("--magbig", &run.magbig)
+            .opt("--cultext2i-report", &run.cultext2i_report)
+            .opt("--colour", &run.colour)
+            .opt("--out", out)
+            .opt("--scale", "1")
+            .run_ok()
+    };
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    figures(&a, &run.sos);
+    figures(&b, &run.sos);
+    let stems = [
+        "sos_heatmap",
+        "sos_heatmap_synth-monolingual",
+        "sos_distributions",
+        "sos_pearson",
+        "pca",
+        "vendi",
+        "magbig_sd",
+        "cultext2i_confusion_m",
+        "colour_palettes_m",
+        "colour_values_m",
+    ];
+    let got = names(&a);
+    for stem in stems {
+        for ext in ["svg", "png"] {
+            assert!(got.contains(&format!("{stem}.{ext}")), "{stem}.{ext} missing from {got:?}");
+        }
+    }
+    for name in &got {
+        if name != "provenance.json" {
+            assert_eq!(std::fs::read(a.join(name)).unwrap(), std::fs::read(b.join(name)).unwrap(), "{name}");
+        }
+    }
+
+    // Structure: the heatmap has the demo's 10 cultures x 8 languages, the PCA one point per row.
+    let heatmap = read(&a, "sos_heatmap.svg");
+    assert!(
+        heatmap.contains("mean over models") && heatmap.contains(">prompt language (sorted by mean SoS)<")
+    );
+    let pca = read(&a, "pca.svg");
+    // 2,160 points and 8 legend dots (8 languages: circles only).
+    assert_eq!(pca.matches("<circle").count(), 2160 + 8);
+    let magbig = read(&a, "magbig_sd.svg");
+    assert!(magbig.contains(">adjectives<") && magbig.contains(">fair-coin baseline<"));
+    // 4 (language, set) bars with a baseline tick + the legend's.
+    assert_eq!(magbig.matches("stroke-dasharray").count(), 5);
+    let vendi = read(&a, "vendi.svg");
+    assert!(vendi.contains("± 1 sd over batches"));
+    let confusion = read(&a, "cultext2i_confusion_m.svg");
+    assert!(confusion.contains(">german<") && confusion.contains(">predicted nationality<"));
+    assert!(read(&a, "colour_palettes_m.svg").contains(">de · x<"));
+    assert!(!got.iter().any(|n| n.contains("-0.00")));
+    for name in got.iter().filter(|n| n.ends_with(".svg")) {
+        assert!(!read(&a, name).contains(">-0.00<"), "{name} prints -0.00");
+    }
+
+    // The per-layer table gives lines per model, layers in numeric order.
+    let layers = root.path().join("layers");
+    Cli::new("figures").opt("--sos", &run.layers).opt("--out", &layers).run_ok();
+    let svg = read(&layers, "sos_layers_m.svg");
+    let (l1, l10) = (svg.find(">1<").unwrap(), svg.find(">10<").unwrap());
+    assert!(l1 < l10, "layer 1 is drawn before layer 10");
+    assert_eq!(svg.matches("<polyline").count(), 2);
+
+    // Provenance: every input with its sha256.
+    let manifest: serde_json::Value = serde_json::from_str(&read(&a, "provenance.json")).unwrap();
+    assert_eq!(manifest["command"], "figures");
+    let inputs: Vec<&str> =
+        manifest["inputs"].as_array().unwrap().iter().map(|i| i["path"].as_str().unwrap()).collect();
+    assert_eq!(inputs.len(), 7, "{inputs:?}");
+    assert!(inputs.contains(&run.magbig.to_str().unwrap()));
+    assert!(manifest["inputs"].as_array().unwrap().iter().all(|i| i["sha256"].as_str().unwrap().len() == 64));
+    assert!(manifest["resolved_args"].as_str().unwrap().contains("colour_by: \"language\""));
+}
+
+#[test]
+fn a_bad_table_names_file_row_and_column_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("magbig.csv");
+    std::fs::write(
+        &bad,
+        "model,language,set,n_prompts,n_images,mad,mad_random,male_share\nm,en,s,1,2,0.5,0.1,0.5\nm,de,s,1,2,oops,0.1,0.5\n",
+    )
+    .unwrap();
+    let out = dir.path().join("figs");
+    let err = Cli::new("figures").opt("--magbig", &bad).opt("--out", &out).run_fails().stderr;
+    assert!(
+        err.contains("magbig.csv") && err.contains("mad") && err.contains("oops") && err.contains("row 1"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no output folder after a failure");
+    let err = Cli::new("figures").opt("--out", &out).run_fails().stderr;
+    assert!(err.contains("nothing to draw"), "{err}");
+}

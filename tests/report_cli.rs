@@ -1,0 +1,124 @@
+//! End-to-end tests of `culturelens report` on a finished run written by the CLI itself
+//! (`finished_run.rs`): the site holds the app, the bundle, the figures, every result table as
+//! an HTML table with the CLI's exact values, and every command's provenance manifest; a rerun
+//! replaces a previous report but never another folder. The same site in headless Chromium,
+//! offline after load, is tests/web/report.test.mjs.
+
+mod common;
+mod finished_run;
+
+use std::path::Path;
+
+use common::{Cli, read_csv};
+use finished_run::finished_run;
+
+/// A stand-in for the built browser app (web/dist): the report only copies it.
+fn fake_app(dir: &Path) -> std::path::PathBuf {
+    let app = dir.join("dist");
+    std::fs::create_dir_all(app.join("assets")).unwrap();
+    std::fs::write(app.join("index.html"), "<!doctype html><title>app</title>").unwrap();
+    std::fs::write(app.join("assets/app.wasm"), b"\0asm").unwrap();
+    app
+}
+
+/// The cells of the `<table data-file="FILE">` of the page, header first.
+fn html_table(html: &str, file: &str) -> Vec<Vec<String>> {
+    let start = html
+        .find(&format!("<table class=\"result\" data-file=\"{file}\">"))
+        .unwrap_or_else(|| panic!("no table {file}"));
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let unescape = |t: &str| {
+        t.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&")
+    };
+    table
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            let row = &row[..row.find("</tr>").unwrap()];
+            // Cells are `<td>TEXT</td>` or `<th>TEXT</th>`; TEXT is escaped, so it holds no `<`.
+            row.split("<t").skip(1).map(|cell| unescape(&cell[2..cell.find("</t").unwrap()])).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn report_site_holds_app_bundle_figures_tables_and_provenance() {
+    let root = tempfile::tempdir().unwrap();
+    let run = finished_run(root.path());
+    let app = fake_app(root.path());
+    let site = root.path().join("site");
+    Cli::new("report").arg(&run.dir).opt("--out", &site).opt("--app", &app).opt("--scale", "1").run_ok();
+
+    assert!(site.join("app/index.html").is_file() && site.join("app/assets/app.wasm").is_file());
+    assert!(site.join("bundles/bundle/manifest.json").is_file());
+    for stem in
+        ["sos_heatmap", "sos_pearson", "sos_distributions", "sos_layers_m", "pca", "vendi", "magbig_sd"]
+    {
+        assert!(site.join("figures").join(format!("{stem}.png")).is_file(), "{stem}.png");
+        assert!(site.join("figures").join(format!("{stem}.svg")).is_file(), "{stem}.svg");
+    }
+    let html = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(html.contains("href=\"app/index.html?bundle=../bundles/bundle/\""));
+    // Every result table, cell for cell as the CLI wrote it.
+    for (file, path) in [
+        ("sos.csv", &run.sos),
+        ("magbig.csv", &run.magbig),
+        ("cultext2i.csv", &run.cultext2i),
+        ("colour/palettes.csv", &run.colour.join("palettes.csv")),
+        ("colour/values.csv", &run.colour.join("values.csv")),
+        ("colour/dominant_colours.csv", &run.colour.join("dominant_colours.csv")),
+        ("sos_layers.csv", &run.layers),
+    ] {
+        let (header, rows) = read_csv(path);
+        let table = html_table(&html, file);
+        assert_eq!(table[0], header, "{file} header");
+        assert_eq!(&table[1..], &rows[..], "{file} rows");
+        assert_eq!(std::fs::read(site.join("results").join(file)).unwrap(), std::fs::read(path).unwrap());
+    }
+    // Every command of the run wrote its manifest, and the page shows each.
+    for manifest in [
+        "bundle/provenance.json",
+        "sos.csv.provenance.json",
+        "vendi.json.provenance.json",
+        "magbig.csv.provenance.json",
+        "cultext2i.csv.provenance.json",
+        "colour/provenance.json",
+    ] {
+        assert!(run.dir.join(manifest).is_file(), "{manifest} missing from the run");
+        assert!(html.contains(&format!("data-file=\"{manifest}\"")), "{manifest} not in the page");
+    }
+    let sos: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.dir.join("sos.csv.provenance.json")).unwrap()).unwrap();
+    assert_eq!(sos["command"], "sos");
+    assert_eq!(sos["backend"], "cpu");
+    assert_eq!(sos["inputs"][0]["path"], run.bundle.to_str().unwrap());
+    let vendi: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.dir.join("vendi.json.provenance.json")).unwrap()).unwrap();
+    assert_eq!(vendi["seeds"]["seed"], 0);
+    assert_eq!(vendi["precision"], "f64");
+    let own: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join("provenance.json")).unwrap()).unwrap();
+    assert_eq!(own["command"], "report");
+
+    // A rerun replaces the previous report; another folder is never replaced.
+    std::fs::write(site.join("stale.txt"), "x").unwrap();
+    Cli::new("report").arg(&run.dir).opt("--out", &site).opt("--app", &app).opt("--scale", "1").run_ok();
+    assert!(!site.join("stale.txt").exists() && site.join("index.html").is_file());
+    let other = root.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("keep.txt"), "x").unwrap();
+    let err = Cli::new("report").arg(&run.dir).opt("--out", &other).opt("--app", &app).run_fails().stderr;
+    assert!(err.contains("is not a culturelens report"), "{err}");
+    assert!(other.join("keep.txt").is_file());
+    let err = Cli::new("report")
+        .arg(&run.dir)
+        .opt("--out", root.path().join("x"))
+        .opt("--app", root.path().join("nowhere"))
+        .run_fails()
+        .stderr;
+    assert!(err.contains("trunk build"), "{err}");
+}
