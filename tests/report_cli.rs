@@ -122,3 +122,24 @@ fn report_site_holds_app_bundle_figures_tables_and_provenance() {
         .stderr;
     assert!(err.contains("trunk build"), "{err}");
 }
+
+#[test]
+fn embed_text_manifest_names_the_model_its_weight_files_and_the_prompt_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("p.csv");
+    std::fs::write(&prompts, "prompt,language,set\na photo of a cat,en,sos\nein Foto,de,magbig\n").unwrap();
+    let weights = common::encoder_fixtures().join("clip");
+    let out = dir.path().join("t.npy");
+    Cli::new("embed-text").opt("--prompts", &prompts).opt("--weights", &weights).opt("--out", &out).run_ok();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.npy.provenance.json")).unwrap()).unwrap();
+    assert_eq!(manifest["command"], "embed-text");
+    assert_eq!(manifest["models"][0]["id"], weights.to_str().unwrap());
+    let files = manifest["models"][0]["files"].as_array().unwrap();
+    let safetensors =
+        files.iter().find(|f| f["file"] == "model.safetensors").expect("the weight file is listed");
+    assert_eq!(safetensors["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(manifest["prompt_sets"], serde_json::json!(["magbig", "sos"]));
+    assert_eq!((manifest["backend"].as_str(), manifest["precision"].as_str()), (Some("cpu"), Some("f32")));
+    assert!(manifest["argv"].as_array().unwrap().iter().any(|a| a == "embed-text"));
+}
