@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_figures::palette::Scale;
-use culturelens_figures::svg::fixed;
+use culturelens_figures::svg::{fixed, num};
 use culturelens_figures::{
     Bar, Bars, BoxStats, Distributions, Lines, Matrix, PaletteRow, Palettes, Scatter, bars, distributions,
     lines, matrix, palettes, png, scatter,
@@ -297,7 +297,10 @@ pub fn vendi(path: &Path) -> Result<Figure> {
     } else {
         object.iter().map(|(k, v)| (k.clone(), v)).collect()
     };
-    let q = groups.first().map(|(_, v)| v["q"].to_string().trim_matches('"').to_string()).unwrap_or_default();
+    let q = groups
+        .first()
+        .map(|(_, v)| v["q"].as_f64().map_or_else(|| v["q"].as_str().unwrap_or("?").to_string(), num))
+        .unwrap_or_default();
     let bars_of = groups
         .iter()
         .map(|(name, v)| {

@@ -4,7 +4,7 @@
 //! in the order given.
 
 use crate::palette::category;
-use crate::plot::{YAxis, legend, title};
+use crate::plot::{YAxis, legend, title, title_width};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// One bar: its height, an optional standard deviation (error bar from value − sd to value + sd)
@@ -55,11 +55,11 @@ pub fn bars(b: &Bars) -> String {
         0.0
     };
     let plot_w = (group_w * b.groups.len() as f64).max(240.0);
-    let label_h = b.groups.iter().map(|g| g.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.45 + 30.0;
+    let label_h = b.groups.iter().map(|g| g.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.4 + 30.0;
     let width = left + plot_w + 30.0 + legend_w;
     let axis = YAxis::fit(lo, hi, true, 60.0, 420.0);
     let height = axis.bottom + label_h + 40.0;
-    let mut svg = Svg::new(width, height);
+    let mut svg = Svg::new(width.max(title_width(&b.title)), height);
     title(&mut svg, &b.title);
     axis.draw(&mut svg, left, left + plot_w, &b.y_label);
     let x0 = left + (plot_w - group_w * b.groups.len() as f64) / 2.0;

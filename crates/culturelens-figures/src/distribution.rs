@@ -4,7 +4,7 @@
 //! summaries of `culturelens sos --report`, computed by `culturelens_core::stats`).
 
 use crate::palette::category;
-use crate::plot::{YAxis, title};
+use crate::plot::{YAxis, title, title_width};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// The five-number summary and mean of one group.
@@ -37,11 +37,11 @@ pub fn distributions(d: &Distributions) -> String {
     let slot = 90.0;
     let plot_w = (slot * d.groups.len() as f64).max(240.0);
     let label_h =
-        d.groups.iter().map(|g| g.label.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.45 + 30.0;
+        d.groups.iter().map(|g| g.label.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.4 + 30.0;
     let axis = YAxis::fit(lo, hi, true, 60.0, 420.0);
     let width = left + plot_w + 150.0;
     let height = axis.bottom + label_h + 40.0;
-    let mut svg = Svg::new(width, height);
+    let mut svg = Svg::new(width.max(title_width(&d.title)), height);
     title(&mut svg, &d.title);
     axis.draw(&mut svg, left, left + plot_w, &d.y_label);
     let x0 = left + (plot_w - slot * d.groups.len() as f64) / 2.0;

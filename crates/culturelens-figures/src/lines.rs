@@ -4,7 +4,7 @@
 //! of the colour analysis (SoS App. F.3), one line per language over the value bins.
 
 use crate::palette::{category, shape};
-use crate::plot::{YAxis, legend, title};
+use crate::plot::{YAxis, legend, title, title_width};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// Lines over categorical x positions.
@@ -33,7 +33,7 @@ pub fn lines(l: &Lines) -> String {
     let axis = YAxis::fit(lo, hi, true, 60.0, 420.0);
     let width = left + plot_w + 30.0 + legend_w;
     let height = axis.bottom + 80.0;
-    let mut svg = Svg::new(width, height);
+    let mut svg = Svg::new(width.max(title_width(&l.title)), height);
     title(&mut svg, &l.title);
     axis.draw(&mut svg, left, left + plot_w, &l.y_label);
     let x_of = |i: usize| left + (i as f64 + 0.5) * plot_w / l.x.len().max(1) as f64;

@@ -4,7 +4,7 @@
 //! and labelled "n/a". Rows and columns are drawn in the order given: the caller sorts them.
 
 use crate::palette::Scale;
-use crate::plot::{colour_bar, title};
+use crate::plot::{colour_bar, title, title_width};
 use crate::svg::{Anchor, FONT, Svg, fixed};
 
 /// A labelled matrix and how to colour it.
@@ -46,7 +46,7 @@ pub fn matrix(m: &Matrix) -> String {
     // otherwise overlap when the axis title is wider than the grid.
     let col_label_y = (top + grid_h + col_h + 24.0).max(bar_bottom + 2.2 * FONT);
     let height = col_label_y.max(bar_bottom + 24.0) + 16.0;
-    let mut svg = Svg::new(width, height);
+    let mut svg = Svg::new(width.max(title_width(&m.title)), height);
     title(&mut svg, &m.title);
     for (r, row) in m.rows.iter().enumerate() {
         let y = top + r as f64 * cell_h;

@@ -3,7 +3,7 @@
 //! first), each as wide as its share of the group's pixels, with the share printed on swatches
 //! wide enough to hold it (black or white, whichever contrasts more).
 
-use crate::plot::title;
+use crate::plot::{title, title_width};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// One palette: its label and (colour `#rrggbb`, share) pairs.
@@ -38,7 +38,7 @@ pub fn palettes(p: &Palettes) -> String {
         p.rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.5 + 24.0;
     let (left, top, gap) = (label_w + 16.0, 60.0, 10.0);
     let height = top + p.rows.len() as f64 * (STRIP_H + gap) + 50.0;
-    let mut svg = Svg::new((left + STRIP_W + 30.0).max(480.0), height);
+    let mut svg = Svg::new((left + STRIP_W + 30.0).max(480.0).max(title_width(&p.title)), height);
     title(&mut svg, &p.title);
     for (r, row) in p.rows.iter().enumerate() {
         let y = top + r as f64 * (STRIP_H + gap);

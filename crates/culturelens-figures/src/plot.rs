@@ -67,6 +67,12 @@ impl YAxis {
     }
 }
 
+/// The width a figure needs for its title not to be clipped: about 0.56 em per character of
+/// the title's 1.25 × [`FONT`] size (Noto Sans' mean advance), plus margins.
+pub fn title_width(text: &str) -> f64 {
+    text.chars().count() as f64 * FONT * 1.25 * 0.56 + 40.0
+}
+
 /// The figure title, centred at the top.
 pub fn title(svg: &mut Svg, text: &str) {
     let x = svg.width() / 2.0;

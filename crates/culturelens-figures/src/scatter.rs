@@ -4,7 +4,7 @@
 //! eight stay apart), axes labelled PC1 and PC2 with equal scales.
 
 use crate::palette::{category, shape};
-use crate::plot::{legend, tick_label, ticks, title};
+use crate::plot::{legend, tick_label, ticks, title, title_width};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// Points coloured by category.
@@ -25,7 +25,7 @@ pub fn scatter(s: &Scatter) -> String {
     let to_px = |v: f64| (v + extent) / (2.0 * extent) * side;
     let legend_w =
         s.categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as f64 * FONT * 0.55 + 50.0;
-    let mut svg = Svg::new(left + side + 30.0 + legend_w, top + side + 70.0);
+    let mut svg = Svg::new((left + side + 30.0 + legend_w).max(title_width(&s.title)), top + side + 70.0);
     title(&mut svg, &s.title);
     let t = ticks(-extent, extent, 6);
     let step = if t.len() > 1 { t[1] - t[0] } else { 1.0 };

@@ -250,7 +250,8 @@ fn shown(path: &Path) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;\
 line-height:1.45;color:#1a1a1a}h1{margin-bottom:.2rem}h2{border-bottom:1px solid #ccc;margin-top:2.2rem}\
-figure{margin:1.2rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}\
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:1rem;align-items:start}\
+figure{margin:0}figure img{width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85rem}\
 .table-wrap{overflow-x:auto;max-height:32rem;overflow-y:auto;border:1px solid #ddd}\
 table{border-collapse:collapse;font-size:.85rem}th,td{border:1px solid #ddd;padding:.2rem .45rem;text-align:left;\
 white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}caption{text-align:left;font-weight:600;padding:.3rem 0}\
@@ -296,6 +297,7 @@ site, so it works offline.</p>\n<nav><a href=\"#app\">Browser app</a> · <a href
     if figures.is_empty() {
         let _ = writeln!(h, "<p>No output of this run has a figure.</p>");
     }
+    let _ = writeln!(h, "<div class=\"figures\">");
     for (source, f) in figures {
         let _ = writeln!(
             h,
@@ -305,7 +307,7 @@ site, so it works offline.</p>\n<nav><a href=\"#app\">Browser app</a> · <a href
             s = esc(&shown(source))
         );
     }
-    let _ = writeln!(h, "</section>\n<section id=\"tables\">\n<h2>Tables</h2>");
+    let _ = writeln!(h, "</div>\n</section>\n<section id=\"tables\">\n<h2>Tables</h2>");
     for rel in &run.csvs {
         let records = read_records(&root.join(rel))?;
         let (header, body) = records.split_first().map(|(h, b)| (h.clone(), b)).unwrap_or_default();
