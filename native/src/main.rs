@@ -38,6 +38,8 @@ enum Command {
     Tokens(cmd::tokens::TokensArgs),
     Cultext2i(cmd::cultext2i::Cultext2iArgs),
     Validate(cmd::validate::ValidateArgs),
+    Merge(cmd::merge::MergeArgs),
+    Slurm(cmd::slurm::SlurmArgs),
 }
 
 fn main() {
@@ -59,6 +61,8 @@ fn main() {
         Command::Tokens(args) => cmd::tokens::run(args),
         Command::Cultext2i(args) => cmd::cultext2i::run(args),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Merge(args) => cmd::merge::run(args),
+        Command::Slurm(args) => cmd::slurm::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");
