@@ -5,6 +5,7 @@ mod cmd;
 mod device;
 mod embeddings;
 mod figures;
+mod hash;
 mod hub;
 mod input;
 mod output;
@@ -42,6 +43,8 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     Figures(cmd::figures::FiguresArgs),
     Report(cmd::report::ReportArgs),
+    Merge(cmd::merge::MergeArgs),
+    Slurm(cmd::slurm::SlurmArgs),
 }
 
 fn main() {
@@ -65,6 +68,8 @@ fn main() {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Figures(args) => cmd::figures::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Merge(args) => cmd::merge::run(args),
+        Command::Slurm(args) => cmd::slurm::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -9,13 +9,12 @@
 //! results.
 
 use std::fmt::Debug;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
+use crate::hash::{file_sha256, sha256_hex};
 use crate::output::write_json_pretty;
 
 /// The git commit the binary was built from (`native/build.rs`; `unknown` outside a git
@@ -41,25 +40,6 @@ pub struct Provenance {
     seeds: Map<String, Value>,
     prompt_sets: Vec<String>,
     device: Map<String, Value>,
-}
-
-/// sha256 of a file's bytes, streamed.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Every file under `dir` (recursively, symlinks followed), as paths relative to `dir` with `/`
@@ -89,7 +69,7 @@ fn hashed_files(dir: &Path) -> Result<Vec<(String, String)>> {
     files_under(dir)?
         .into_iter()
         .map(|rel| {
-            let hash = sha256_file(&dir.join(&rel))?;
+            let hash = file_sha256(&dir.join(&rel))?.1;
             Ok((rel, hash))
         })
         .collect()
@@ -116,9 +96,9 @@ impl Provenance {
             let files = hashed_files(path)?;
             let listing: String = files.iter().map(|(f, h)| format!("{h}  {f}\n")).collect();
             json!({"path": path.display().to_string(), "files": files.len(),
-                   "sha256": hex(&Sha256::digest(listing.as_bytes()))})
+                   "sha256": sha256_hex(listing.as_bytes())})
         } else {
-            json!({"path": path.display().to_string(), "sha256": sha256_file(path)?})
+            json!({"path": path.display().to_string(), "sha256": file_sha256(path)?.1})
         };
         self.inputs.push(value);
         Ok(self)
@@ -131,7 +111,7 @@ impl Provenance {
             hashed_files(dir)?
         } else {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            vec![(name, sha256_file(dir)?)]
+            vec![(name, file_sha256(dir)?.1)]
         };
         let files: Vec<Value> = files.into_iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect();
         self.models.push(json!({"id": id, "path": dir.display().to_string(), "files": files}));
@@ -223,7 +203,7 @@ mod tests {
         assert_eq!(json["inputs"][0]["sha256"], abc);
         // The folder digest is the sha256 of its sorted `sha256  path` lines.
         let listing = format!("{abc}  model.safetensors\n{empty}  sub/config.json\n");
-        assert_eq!(json["inputs"][1]["sha256"], hex(&Sha256::digest(listing.as_bytes())));
+        assert_eq!(json["inputs"][1]["sha256"], sha256_hex(listing.as_bytes()));
         assert_eq!(json["inputs"][1]["files"], 2);
         assert_eq!(json["models"][0]["id"], "org/name@rev");
         assert_eq!(json["models"][0]["files"][0], json!({"file": "model.safetensors", "sha256": abc}));

@@ -62,10 +62,14 @@ const ASCII_PUNCTUATION: &str = r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]"##;
 
 /// The SigLIP tokenizer of the SentencePiece model at `path`.
 pub fn siglip_tokenizer(path: &Path) -> Result<Tokenizer, LoadError> {
-    let bad = |message: String| LoadError::Tokenizer { path: path.to_owned(), message };
     let bytes = std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
-    let proto =
-        ModelProto::decode(bytes.as_slice()).map_err(|e| bad(format!("not a SentencePiece model: {e}")))?;
+    siglip_tokenizer_from_bytes(&bytes, path)
+}
+
+/// The SigLIP tokenizer of the SentencePiece model `bytes` (`path` names it in errors).
+pub fn siglip_tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<Tokenizer, LoadError> {
+    let bad = |message: String| LoadError::Tokenizer { path: path.to_owned(), message };
+    let proto = ModelProto::decode(bytes).map_err(|e| bad(format!("not a SentencePiece model: {e}")))?;
     if proto.pieces.iter().any(|p| p.r#type == Some(BYTE)) {
         return Err(bad("byte-fallback SentencePiece models are not supported".into()));
     }

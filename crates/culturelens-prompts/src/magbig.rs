@@ -212,7 +212,7 @@ fn row(
 
 /// One `name,prompt` row of an upstream file.
 #[derive(Debug)]
-struct Item {
+pub struct Item {
     name: String,
     prompt: String,
     line: u64,
@@ -220,7 +220,7 @@ struct Item {
 
 /// Reads a MAGBIG CSV: columns `name` and `prompt` required (others, such as the SEGA baselines
 /// of `adj_english.csv`, are ignored); both cells non-empty after trimming.
-fn read_items(bytes: &[u8], file: &Path) -> Result<Vec<Item>, PromptError> {
+pub fn read_items(bytes: &[u8], file: &Path) -> Result<Vec<Item>, PromptError> {
     let mut csv = CsvFile::open(bytes, Location::file(file))?;
     let (i_name, i_prompt) = (csv.column("name")?, csv.column("prompt")?);
     let mut items = Vec::new();

@@ -24,7 +24,8 @@ pub use matrix::Matrix;
 pub use meta::{KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv};
 pub use npy::{parse_npy, read_npy, write_npy};
 pub use parquet_io::{
-    EMBEDDING_COLUMN, read_metadata_parquet, read_parquet, write_metadata_parquet, write_parquet,
+    EMBEDDING_COLUMN, parse_parquet, read_metadata_parquet, read_parquet, write_metadata_parquet,
+    write_parquet,
 };
 
 /// N × d embeddings with one metadata row per embedding.

@@ -17,6 +17,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::reader::ChunkReader;
 
 use crate::EmbeddingTable;
 use crate::error::{Location, TableError};
@@ -28,21 +29,33 @@ pub const EMBEDDING_COLUMN: &str = "embedding";
 
 /// Reads a Parquet embedding table.
 pub fn read_parquet(path: &Path) -> Result<EmbeddingTable, TableError> {
-    let (embeddings, meta) = read_columns(path, Some(EMBEDDING_COLUMN))?;
+    let file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
+    let (embeddings, meta) = read_columns(file, &Location::file(path), Some(EMBEDDING_COLUMN))?;
+    Ok(EmbeddingTable::new(embeddings.expect("the embedding column was read"), meta))
+}
+
+/// Parses a Parquet embedding table held in memory (`at` names it in errors): the reader of
+/// [`read_parquet`] without the file.
+pub fn parse_parquet(bytes: Vec<u8>, at: &Location) -> Result<EmbeddingTable, TableError> {
+    let (embeddings, meta) = read_columns(bytes::Bytes::from(bytes), at, Some(EMBEDDING_COLUMN))?;
     Ok(EmbeddingTable::new(embeddings.expect("the embedding column was read"), meta))
 }
 
 /// Reads a Parquet file of metadata only (every column strings, numbers or booleans, stored as
 /// text), such as an exported prompt table.
 pub fn read_metadata_parquet(path: &Path) -> Result<Metadata, TableError> {
-    Ok(read_columns(path, None)?.1)
+    let file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
+    Ok(read_columns(file, &Location::file(path), None)?.1)
 }
 
 /// Reads every column: `embedding` (when named) into a matrix, the others as text metadata.
-fn read_columns(path: &Path, embedding: Option<&str>) -> Result<(Option<Matrix>, Metadata), TableError> {
-    let at = Location::file(path);
-    let file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+fn read_columns<R: ChunkReader + 'static>(
+    source: R,
+    at: &Location,
+    embedding: Option<&str>,
+) -> Result<(Option<Matrix>, Metadata), TableError> {
+    let at = at.clone();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(source)
         .and_then(|b| b.with_batch_size(8192).build())
         .map_err(|e| TableError::format(at.clone(), format!("not a readable Parquet file: {e}")))?;
     let schema = reader.schema();
@@ -88,10 +101,12 @@ fn read_columns(path: &Path, embedding: Option<&str>) -> Result<(Option<Matrix>,
         .collect();
     let meta = if meta_columns.is_empty() {
         let mut m = Metadata::empty(row0);
-        m.set_source(path.to_path_buf());
+        if let Some(path) = &at.file {
+            m.set_source(path.clone());
+        }
         m
     } else {
-        Metadata::from_columns(Some(path.to_path_buf()), meta_columns)?
+        Metadata::from_columns(at.file.clone(), meta_columns)?
     };
     let embeddings = emb_index.map(|_| Matrix::new(row0, dim.unwrap_or(0), data));
     Ok((embeddings, meta))

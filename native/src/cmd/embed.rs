@@ -15,14 +15,17 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
+use clap::ValueEnum;
 use culturelens_core::models::preprocess::{ImageProcessor, PixelValues};
 use culturelens_models_io::{Encoder, read_pixel_values};
 use rayon::prelude::*;
 
 use crate::device::{DeviceChoice, Precision, select_device_with};
+use crate::hash::sha256_hex;
 use crate::input::{ImageList, read_prompts};
-use crate::output::write_table;
+use crate::output::{meta_out_path, write_table};
 use crate::provenance::Provenance;
+use crate::work::part::{Input, Part};
 use crate::work::progress::Progress;
 use crate::work::resume::{ResumeLog, split_finished};
 use crate::work::shard::Shard;
@@ -204,13 +207,44 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
         bail!("no image could be embedded");
     }
 
-    // Write the table, then drop the log.
+    // Write the table, then its part file (sharded runs), then drop the log.
     write_table(&args.output.out, args.output.meta_out.as_deref(), &images.meta, &kept, &done)?;
     let mut provenance = args.model.provenance("embed", args, &weights)?;
     provenance.input(&args.images)?.write_beside(&args.output.out)?;
+    if let Some(shard) = args.shard {
+        write_part(args, &images, &weights, dim, shard, kept.len())?;
+    }
     log.remove()?;
     eprintln!("wrote {} rows to {}", kept.len(), args.output.out.display());
     Ok(())
+}
+
+/// Writes `OUT.part.json` for shard `shard` of the run, which wrote `rows` rows (`work::part`).
+fn write_part(
+    args: &EmbedArgs,
+    images: &ImageList,
+    weights: &Path,
+    dim: usize,
+    shard: Shard,
+    rows: usize,
+) -> Result<()> {
+    let out = &args.output.out;
+    let mut list = Vec::new();
+    culturelens_table::write_metadata_csv(&mut list, &images.meta)?;
+    let input = Input { name: args.images.display().to_string(), sha256: sha256_hex(&list) };
+    let source = match &args.model.model {
+        Some(id) => id.clone(),
+        None => weights.canonicalize().unwrap_or_else(|_| weights.to_owned()).display().to_string(),
+    };
+    let model = format!("{source} ({dim}-d)");
+    let precision = args.model.precision.to_possible_value().expect("a clap value").get_name().to_string();
+    let mut part = Part::new("embed", shard, images.paths.len(), rows, model, &precision, input);
+    let part_path = Part::path_for(out);
+    part.add_file(&part_path, "table", out)?;
+    if let Some(meta) = meta_out_path(out, args.output.meta_out.as_deref()) {
+        part.add_file(&part_path, "meta", &meta)?;
+    }
+    part.write(&part_path)
 }
 
 /// Lists the images that failed; an error unless `skip_bad` (their rows are then left out).

@@ -7,8 +7,12 @@
 //!   skips them; an item whose record is not whole in the log (the process died while writing
 //!   it) is never taken as finished. A command whose items are files writes each file
 //!   atomically first and logs it after, so a logged item's file is always complete;
+//! - [`part`]: a sharded run's part file (`OUT.part.json`), which `culturelens merge` reads to
+//!   join the shards into exactly the one-run output and to refuse shards that do not belong
+//!   together;
 //! - [`progress`]: the bar with the items' rate and ETA, counting resumed items as done.
 
+pub mod part;
 pub mod progress;
 pub mod resume;
 pub mod shard;

@@ -24,6 +24,16 @@ impl Shard {
         Ok(Self { k, n })
     }
 
+    /// K, this shard's 1-based index.
+    pub fn index(self) -> usize {
+        self.k
+    }
+
+    /// N, the number of shards of the run.
+    pub fn count(self) -> usize {
+        self.n
+    }
+
     /// The items `[(k-1)·len/n, k·len/n)` this shard owns out of `len`.
     pub fn range(self, len: usize) -> Range<usize> {
         (self.k - 1) * len / self.n..self.k * len / self.n
