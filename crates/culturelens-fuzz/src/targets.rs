@@ -21,6 +21,9 @@ use crate::Input;
 /// The text every tokenizer target encodes once it has built a tokenizer.
 const TEXT: &str = "A photo of a Zimbabwean person, 日本の猫";
 
+/// A parser under test: `Ok` when it accepts an input, `Err` (its message) when it refuses it.
+pub type Parser = Box<dyn Fn(&[Vec<u8>]) -> Result<(), String>>;
+
 /// One parser under test.
 pub struct Target {
     /// The target's name (`--target` of the harness).
@@ -32,7 +35,7 @@ pub struct Target {
     /// The files of an input the mutator may change (a bundle's files, or one file).
     pub mutable: Vec<usize>,
     /// Parses an input: `Ok` when accepted, `Err` (its message) when refused.
-    pub parse: Box<dyn Fn(&[Vec<u8>]) -> Result<(), String>>,
+    pub parse: Parser,
 }
 
 fn encoders() -> PathBuf {
@@ -191,7 +194,7 @@ pub fn targets() -> Vec<Target> {
                     let i = match path {
                         "manifest.json" => 0,
                         p if p.starts_with("embeddings") => 1,
-                        p if p == "meta.csv" => 2,
+                        "meta.csv" => 2,
                         p => return Err(BundleError::new(p, "no such file")),
                     };
                     Ok(input[i].clone())
