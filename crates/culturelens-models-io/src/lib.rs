@@ -264,13 +264,25 @@ pub fn read_tokenizer(
     let json_path = dir.join("tokenizer.json");
     let spiece_path = dir.join("spiece.model");
     if json_path.is_file() {
-        let tok = tokenizers::Tokenizer::from_file(&json_path)
-            .map_err(|e| LoadError::Tokenizer { path: json_path.clone(), message: e.to_string() })?;
-        Ok(Some((tok, json_path)))
+        let bytes = read(&json_path)?;
+        Ok(Some((tokenizer_from_bytes(&bytes, &json_path)?, json_path)))
     } else if spiece && spiece_path.is_file() {
         Ok(Some((spiece::siglip_tokenizer(&spiece_path)?, spiece_path)))
     } else {
         Ok(None)
+    }
+}
+
+/// The tokenizer of a `tokenizer.json` file's `bytes` (`path` names it in errors). The
+/// `tokenizers` crate panics on some malformed files (a JSON syntax error inside a component,
+/// found by the fuzz harness), so the text is checked as JSON first and a panic left in the
+/// crate is turned into an error too.
+pub fn tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<tokenizers::Tokenizer, LoadError> {
+    let bad = |message: String| LoadError::Tokenizer { path: path.to_owned(), message };
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    match std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(bytes)) {
+        Ok(result) => result.map_err(|e| bad(e.to_string())),
+        Err(_) => Err(bad("not a tokenizer the tokenizers crate can read".to_string())),
     }
 }
 
@@ -335,4 +347,22 @@ fn rows(t: Tensor<2>) -> Vec<Vec<f32>> {
     let [_, d] = t.dims();
     let values: Vec<f32> = t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 embeddings");
     values.chunks(d.max(1)).map(<[f32]>::to_vec).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the fuzz harness (`crates/culturelens-fuzz`, target tokenizer.json): a JSON
+    /// syntax error inside the `decoder` object made `tokenizers` panic instead of failing.
+    #[test]
+    fn a_malformed_tokenizer_json_is_an_error_not_a_panic() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders/clip/tokenizer.json");
+        let good = std::fs::read_to_string(&path).unwrap();
+        assert!(tokenizer_from_bytes(good.as_bytes(), &path).is_ok());
+        let bad = good.replacen("\"decoder\": {", "\"decoder\":!{", 1);
+        assert_ne!(bad, good);
+        let err = tokenizer_from_bytes(bad.as_bytes(), &path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: ", path.display())) && err.contains("not JSON"), "{err}");
+    }
 }
