@@ -4,6 +4,7 @@
 mod cmd;
 mod device;
 mod embeddings;
+mod encode;
 mod hub;
 mod input;
 mod output;
@@ -38,6 +39,8 @@ enum Command {
     Tokens(cmd::tokens::TokensArgs),
     Cultext2i(cmd::cultext2i::Cultext2iArgs),
     Validate(cmd::validate::ValidateArgs),
+    Classify(cmd::classify::ClassifyArgs),
+    Clipscore(cmd::clipscore::ClipscoreArgs),
 }
 
 fn main() {
@@ -59,6 +62,8 @@ fn main() {
         Command::Tokens(args) => cmd::tokens::run(args),
         Command::Cultext2i(args) => cmd::cultext2i::run(args),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Classify(args) => cmd::classify::run(args),
+        Command::Clipscore(args) => cmd::clipscore::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");
