@@ -1,5 +1,5 @@
 //! Embedding tables on a Burn device, shared by the analysis subcommands that compare images with
-//! texts (`cultext2i`, `magbig --report`): upload, the zero-row check a cosine needs, and the
+//! texts (`cultext2i`, `magbig --report`, `classify`, `clipscore`): upload, the zero-row check a cosine needs, and the
 //! synchronous read-back.
 
 use burn::tensor::{Device, Tensor, TensorData};
@@ -8,6 +8,18 @@ use culturelens_table::{EmbeddingTable, Matrix, TableError};
 /// The matrix as a `[rows, cols]` tensor on `device`.
 pub fn upload(m: &Matrix, device: &Device) -> Tensor<2> {
     Tensor::<2>::from_data(TensorData::new(m.data().to_vec(), [m.rows(), m.cols()]), device)
+}
+
+/// Equal-length rows as a matrix (at least one row).
+pub fn matrix<'a>(rows: impl Iterator<Item = &'a Vec<f32>>) -> Matrix {
+    let mut n = 0;
+    let mut data = Vec::new();
+    for row in rows {
+        data.extend_from_slice(row);
+        n += 1;
+    }
+    assert!(n > 0, "at least one row");
+    Matrix::new(n, data.len() / n, data)
 }
 
 /// A tensor's values as f32, read back synchronously.

@@ -4,6 +4,7 @@
 mod cmd;
 mod device;
 mod embeddings;
+mod encode;
 mod figures;
 mod hash;
 mod hub;
@@ -45,6 +46,8 @@ enum Command {
     Report(cmd::report::ReportArgs),
     Merge(cmd::merge::MergeArgs),
     Slurm(cmd::slurm::SlurmArgs),
+    Classify(cmd::classify::ClassifyArgs),
+    Clipscore(cmd::clipscore::ClipscoreArgs),
 }
 
 fn main() {
@@ -70,6 +73,8 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
         Command::Merge(args) => cmd::merge::run(args),
         Command::Slurm(args) => cmd::slurm::run(args),
+        Command::Classify(args) => cmd::classify::run(args),
+        Command::Clipscore(args) => cmd::clipscore::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -45,6 +45,25 @@ pub fn write_csv_rows<R: AsRef<[String]>>(
     Ok(())
 }
 
+/// `meta`'s columns and rows followed by the `added` columns (one value per row), as a CSV
+/// written atomically (the per-image outputs of `classify` and `clipscore`). An added column
+/// whose name `meta` already has is an error naming it, so no input column is overwritten.
+pub fn write_meta_with_columns(path: &Path, meta: &Metadata, added: &[(String, Vec<String>)]) -> Result<()> {
+    let mut header: Vec<String> = meta.names().to_vec();
+    for (name, values) in added {
+        if header.contains(name) {
+            anyhow::bail!("{}: already has a column `{name}`, which the output would add", meta.location());
+        }
+        assert_eq!(values.len(), meta.n_rows(), "one value per row");
+        header.push(name.clone());
+    }
+    let columns: Vec<&[String]> =
+        meta.iter().map(|(_, c)| c).chain(added.iter().map(|(_, c)| c.as_slice())).collect();
+    let rows: Vec<Vec<String>> =
+        (0..meta.n_rows()).map(|r| columns.iter().map(|c| c[r].clone()).collect()).collect();
+    write_csv_rows(path, &header, &rows)
+}
+
 /// `value` as pretty JSON with a final newline, written atomically (the analysis reports).
 pub fn write_json_pretty(path: &Path, value: &serde_json::Value) -> Result<()> {
     culturelens_table::write_atomic(path, |w| {

@@ -20,3 +20,4 @@ pub mod tokens;
 pub mod validation;
 pub mod vendi;
 pub mod words;
+pub mod zero_shot;

@@ -220,6 +220,12 @@ impl Encoder {
     /// Token ids of `texts` with the folder's tokenizer (specials added, truncated to the
     /// text tower's length).
     pub fn tokenize(&self, texts: &[String]) -> Result<Vec<Vec<u32>>, LoadError> {
+        Ok(self.tokenize_marked(texts)?.into_iter().map(|(ids, _)| ids).collect())
+    }
+
+    /// Token ids of `texts` as [`Self::tokenize`] gives them, each with whether it was cut to
+    /// the text tower's length (callers that must not score a cut text refuse those).
+    pub fn tokenize_marked(&self, texts: &[String]) -> Result<Vec<(Vec<u32>, bool)>, LoadError> {
         let (tok, path) = self.tokenizer.as_ref().ok_or_else(|| LoadError::Missing {
             dir: self.dir.clone(),
             what: "tokenizer.json",
@@ -238,7 +244,7 @@ impl Encoder {
                     t.as_str()
                 };
                 tok.encode(t, true)
-                    .map(|e| e.get_ids().to_vec())
+                    .map(|e| (e.get_ids().to_vec(), !e.get_overflowing().is_empty()))
                     .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })
             })
             .collect()

@@ -375,3 +375,23 @@ fn siglip_sentencepiece_tokenizer_matches_transformers() {
     // The ids feed the text tower (right-padded to max_position_embeddings inside).
     assert_eq!(encoder.embed_ids(&got).unwrap().len(), texts.len());
 }
+
+/// `logit_scale` is read from each two-tower checkpoint (`[]` in CLIP and OpenCLIP, `[1]` in
+/// SigLIP) and returned as the temperature `exp(logit_scale)`; one-tower models have none.
+#[test]
+fn logit_scale_is_the_exp_of_the_checkpoint_scalar() {
+    let device = Device::flex();
+    for (model, file) in [
+        ("clip", "model.safetensors"),
+        ("siglip", "model.safetensors"),
+        ("open_clip", "open_clip_model.safetensors"),
+    ] {
+        let bytes = std::fs::read(fixtures().join(model).join(file)).unwrap();
+        let st = SafeTensors::deserialize(&bytes).unwrap();
+        let view = st.tensor("logit_scale").unwrap();
+        assert_eq!(view.dtype(), Dtype::F32);
+        let raw = f32::from_le_bytes(view.data()[..4].try_into().unwrap());
+        assert_eq!(load(model, &device).model.logit_scale(), Some(raw.exp()), "{model}");
+    }
+    assert_eq!(load("dinov2", &device).model.logit_scale(), None);
+}

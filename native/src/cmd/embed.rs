@@ -16,41 +16,16 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use clap::ValueEnum;
-use culturelens_core::models::preprocess::{ImageProcessor, PixelValues};
-use culturelens_models_io::{Encoder, read_pixel_values};
-use rayon::prelude::*;
 
-use crate::device::{DeviceChoice, Precision, select_device_with};
+use crate::device::Precision;
+use crate::encode::{ModelArgs, check_batch, embed_images, embed_token_ids};
 use crate::hash::sha256_hex;
 use crate::input::{ImageList, read_prompts};
 use crate::output::{meta_out_path, write_table};
-use crate::provenance::Provenance;
 use crate::work::part::{Input, Part};
 use crate::work::progress::Progress;
 use crate::work::resume::{ResumeLog, split_finished};
 use crate::work::shard::Shard;
-
-/// The model and where it runs: shared by `embed` and `embed-text`.
-#[derive(clap::Args, Debug)]
-pub struct ModelArgs {
-    /// Weights folder: transformers' `save_pretrained` layout (config.json, model.safetensors or
-    /// a sharded index, preprocessor_config.json for images, tokenizer.json or SigLIP's
-    /// spiece.model for text), an OpenCLIP hub folder (open_clip_config.json,
-    /// open_clip_model.safetensors), or one made by `import-weights`.
-    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
-    pub weights: Option<PathBuf>,
-    /// Hugging Face hub model ORG/NAME[@REVISION], downloaded (safetensors only) into the hub's
-    /// standard cache ($HF_HOME, $HF_ENDPOINT honoured) instead of --weights.
-    #[arg(long, value_name = "HF_ID")]
-    pub model: Option<String>,
-    /// Backend that runs the model.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
-    pub device: DeviceChoice,
-    /// Float type the model stores and computes in: f16 (GPU only) halves its memory; the
-    /// embeddings then differ from f32 by about 1e-3 relative (README).
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
-}
 
 /// The output table: shared by `embed` and `embed-text`.
 #[derive(clap::Args, Debug)]
@@ -110,43 +85,6 @@ pub struct EmbedTextArgs {
     pub batch: usize,
 }
 
-impl ModelArgs {
-    /// The weights folder of `--weights DIR` or `--model HF_ID` (downloaded into the hub cache).
-    fn weights_dir(&self) -> Result<PathBuf> {
-        match (&self.weights, &self.model) {
-            (Some(dir), _) => Ok(dir.clone()),
-            (None, Some(model)) => crate::hub::snapshot(model),
-            (None, None) => bail!("give --weights DIR or --model HF_ID"),
-        }
-    }
-
-    /// The manifest of `command` run with `args` on this model (its id and weight files, the
-    /// device and precision).
-    fn provenance(&self, command: &str, args: &dyn std::fmt::Debug, weights: &Path) -> Result<Provenance> {
-        let mut provenance = Provenance::new(command, args);
-        let id = self.model.clone().unwrap_or_else(|| weights.display().to_string());
-        provenance.model(&id, weights)?;
-        provenance.device(self.device, &format!("{:?}", self.precision).to_lowercase());
-        Ok(provenance)
-    }
-
-    /// The device (in `--precision`), then the encoder of the weights folder on it, and the
-    /// folder.
-    fn load(&self) -> Result<(Encoder, PathBuf)> {
-        let device = select_device_with(self.device, self.precision)?;
-        let started = Instant::now();
-        let weights = self.weights_dir()?;
-        let encoder = Encoder::from_dir(&weights, &device)?;
-        eprintln!(
-            "loaded {} from {} in {:.1?}",
-            encoder.model.family(),
-            weights.display(),
-            started.elapsed()
-        );
-        Ok((encoder, weights))
-    }
-}
-
 /// The resume-log header of a run of `weights` with `dim`-wide rows in `precision`: f16 runs
 /// are tagged, so they never reuse f32 rows nor the reverse; f32 logs keep the header they
 /// always had.
@@ -159,13 +97,6 @@ fn resume_header(weights: &Path, dim: usize, precision: Precision) -> String {
     format!("culturelens-embed-v1\t{}\t{dim}{tag}", weights.display())
 }
 
-fn check_batch(batch: usize) -> Result<()> {
-    if batch == 0 {
-        bail!("--batch must be at least 1");
-    }
-    Ok(())
-}
-
 pub fn run(args: &EmbedArgs) -> Result<()> {
     // Read: the image list, this shard's rows, the model, the rows a previous run finished.
     check_batch(args.batch)?;
@@ -174,9 +105,9 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     let (encoder, weights) = args.model.load()?;
     let dim = encoder.model.image_dim();
     let header = resume_header(&weights, dim, args.model.precision);
-    let (log, finished) = ResumeLog::open(&args.output.out, &header, dim)?;
+    let (mut log, finished) = ResumeLog::open(&args.output.out, &header, dim)?;
     let keys: Vec<String> = images.paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-    let (done, todo) = split_finished(&rows, |row| keys[row].clone(), &finished);
+    let (mut done, todo) = split_finished(&rows, |row| keys[row].clone(), &finished);
     if todo.len() < rows.len() {
         eprintln!("resuming: {} of {} rows already embedded", rows.len() - todo.len(), rows.len());
     }
@@ -184,18 +115,13 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     // Build: embed the rest. The rate is of the embedding loop: decoding, preprocessing and
     // the model.
     let progress = Progress::new(rows.len(), rows.len() - todo.len(), "images");
-    let mut batches = Batches {
-        encoder: &encoder,
-        keys: &keys,
-        size: args.batch,
-        pending: Vec::new(),
-        log,
-        done,
-        progress: &progress,
-    };
-    let failures = embed_rows(encoder.processor()?, &images.paths, &todo, &mut batches)?;
-    batches.flush()?;
-    let Batches { log, done, .. } = batches;
+    let failures = embed_images(&encoder, &images.paths, &todo, args.batch, &progress, |batch| {
+        for (row, values) in batch {
+            log.append(&keys[row], &values)?;
+            done.insert(row, values);
+        }
+        log.sync()
+    })?;
     let seconds = progress.finish().as_secs_f64();
     let embedded = todo.len() - failures.len();
     eprintln!("embedded {embedded} images in {seconds:.1} s ({:.1} images/s)", embedded as f64 / seconds);
@@ -266,92 +192,6 @@ fn check_failures(failures: &[(PathBuf, String)], skip_bad: bool, log: &ResumeLo
     Ok(())
 }
 
-/// Decoded images on their way through the model: batches of up to `size` images of one pixel
-/// size; each finished batch goes into `done` and the resume log.
-struct Batches<'a> {
-    encoder: &'a Encoder,
-    /// The resume-log key of every row.
-    keys: &'a [String],
-    size: usize,
-    pending: Vec<(usize, PixelValues)>,
-    log: ResumeLog,
-    done: BTreeMap<usize, Vec<f32>>,
-    progress: &'a Progress,
-}
-
-impl Batches<'_> {
-    /// Adds the decoded image of `row`; embeds the batch when it is full (or before an image of
-    /// another pixel size joins it).
-    fn push(&mut self, row: usize, pixels: PixelValues) -> Result<()> {
-        let same_size =
-            self.pending.first().is_none_or(|(_, q)| (q.height, q.width) == (pixels.height, pixels.width));
-        if !same_size {
-            self.flush()?;
-        }
-        self.pending.push((row, pixels));
-        if self.pending.len() == self.size {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Embeds the pending images and logs their rows durably.
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let pixels: Vec<PixelValues> = self.pending.iter().map(|(_, p)| p.clone()).collect();
-        let embeddings = self.encoder.embed_pixels(&pixels);
-        assert_eq!(embeddings.len(), self.pending.len(), "one embedding per image");
-        for ((row, _), values) in self.pending.drain(..).zip(embeddings) {
-            self.log.append(&self.keys[row], &values)?;
-            self.done.insert(row, values);
-            self.progress.inc(1);
-        }
-        self.log.sync()
-    }
-}
-
-/// Embeds the images of `todo` through `batches`: a producer thread decodes and preprocesses
-/// the next batches (each on all cores, through rayon) while this thread embeds the current
-/// one. Returns the images that could not be read or decoded, with the reason.
-fn embed_rows(
-    processor: &ImageProcessor,
-    paths: &[PathBuf],
-    todo: &[usize],
-    batches: &mut Batches,
-) -> Result<Vec<(PathBuf, String)>> {
-    let mut failures = Vec::new();
-    let size = batches.size;
-    std::thread::scope(|scope| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Result<PixelValues, String>)>>(2);
-        scope.spawn(move || {
-            for batch in todo.chunks(size) {
-                let decoded: Vec<_> = batch
-                    .par_iter()
-                    .map(|&row| (row, read_pixel_values(processor, &paths[row]).map_err(|e| e.to_string())))
-                    .collect();
-                if tx.send(decoded).is_err() {
-                    break; // the consumer stopped on an error
-                }
-            }
-        });
-        for decoded in rx {
-            for (row, result) in decoded {
-                match result {
-                    Ok(pixels) => batches.push(row, pixels)?,
-                    Err(e) => {
-                        batches.progress.inc(1);
-                        failures.push((paths[row].clone(), e));
-                    }
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(failures)
-}
-
 pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     check_batch(args.batch)?;
     let (prompts, meta) = read_prompts(&args.prompts, &args.column)?;
@@ -362,13 +202,8 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     let (encoder, weights) = args.model.load()?;
     let ids = encoder.tokenize(&prompts)?;
     let progress = Progress::new(prompts.len(), 0, "prompts");
-    let mut rows = BTreeMap::new();
-    for (chunk_index, chunk) in ids.chunks(args.batch).enumerate() {
-        for (i, values) in encoder.embed_ids(chunk)?.into_iter().enumerate() {
-            rows.insert(chunk_index * args.batch + i, values);
-        }
-        progress.inc(chunk.len());
-    }
+    let rows: BTreeMap<usize, Vec<f32>> =
+        embed_token_ids(&encoder, &ids, args.batch, Some(&progress))?.into_iter().enumerate().collect();
     progress.finish();
     let kept: Vec<usize> = (0..prompts.len()).collect();
     write_table(&args.output.out, args.output.meta_out.as_deref(), &meta, &kept, &rows)?;

@@ -7,6 +7,8 @@
 pub mod agreement;
 pub mod bundle;
 pub mod captions;
+pub mod classify;
+pub mod clipscore;
 pub mod colour;
 pub mod cultext2i;
 pub mod embed;

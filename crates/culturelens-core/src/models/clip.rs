@@ -112,6 +112,10 @@ pub struct Clip {
     pub visual_projection: Linear,
     pub text_model: ClipTextTransformer,
     pub text_projection: Linear,
+    /// `logit_scale` of the checkpoint (the log of the temperature that multiplies the cosines
+    /// in `logits_per_image`), `None` when the checkpoint has none.
+    #[module(skip)]
+    pub logit_scale: Option<f32>,
     #[module(skip)]
     pub config: ClipConfig,
 }
@@ -172,6 +176,7 @@ impl ClipConfig {
             text_projection: LinearConfig::new(self.text_config.encoder.hidden_size, self.projection_dim)
                 .with_bias(false)
                 .init(device),
+            logit_scale: None,
             config: self.clone(),
         }
     }
@@ -231,7 +236,9 @@ impl Clip {
         self.vision_model.load(vars.pp("vision_model"))?;
         load_linear(&mut self.visual_projection, vars.pp("visual_projection"))?;
         self.text_model.load(vars.pp("text_model"))?;
-        load_linear(&mut self.text_projection, vars.pp("text_projection"))
+        load_linear(&mut self.text_projection, vars.pp("text_projection"))?;
+        self.logit_scale = vars.optional_scalar("logit_scale")?;
+        Ok(())
     }
 
     /// `get_image_features`: projected class token, `[batch, projection_dim]`.

@@ -13,6 +13,8 @@ pub mod clip;
 pub mod config;
 pub mod dinov2;
 pub mod efficientnet;
+pub mod gender_v1;
+pub mod onnx;
 pub mod open_clip;
 pub mod preprocess;
 pub mod resample;
@@ -123,6 +125,18 @@ impl EncoderModel {
             Self::Dinov2(_) => Err(ModelError::NoTextTower { family: "dinov2" }),
             Self::EfficientNet(_) => Err(ModelError::NoTextTower { family: "efficientnet_lite" }),
         }
+    }
+
+    /// The temperature of the image–text logits, `exp(logit_scale)` of the checkpoint
+    /// (transformers' `logits_per_image = exp(logit_scale) · cos`); `None` for a model without
+    /// a text tower or a checkpoint without `logit_scale`.
+    pub fn logit_scale(&self) -> Option<f32> {
+        let log_scale = match self {
+            Self::Clip(m) => m.logit_scale,
+            Self::Siglip(m) => m.logit_scale,
+            Self::Dinov2(_) | Self::EfficientNet(_) => None,
+        };
+        log_scale.map(f32::exp)
     }
 
     /// Width of [`Self::image_features`].

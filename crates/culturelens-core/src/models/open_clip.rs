@@ -16,6 +16,7 @@
 //! | `visual.proj` `[width, embed]`, used as `x @ proj` | `visual_projection.weight` `[embed, width]` |
 //! | `token_embedding`, `positional_embedding`, `ln_final` | `text_model.embeddings.*`, `final_layer_norm` |
 //! | `text_projection` `[width, embed]` | `text_projection.weight` `[embed, width]` |
+//! | `logit_scale` | `logit_scale` |
 //!
 //! With `custom_text: true` the text tower's keys sit under `text.`. The architecture comes from
 //! `model_cfg`: vision heads are `width / head_width`, MLP widths `int(width * mlp_ratio)` (as
@@ -315,6 +316,7 @@ pub fn load(clip: &mut Clip, vars: Vars) -> Result<(), WeightError> {
     clip.visual_projection.weight = visual.param("proj", &clip.visual_projection.weight)?;
 
     // The built-in text tower sits at the top level; `custom_text` models nest it under `text.`.
+    clip.logit_scale = vars.optional_scalar("logit_scale")?;
     let text = if vars.contains("text.token_embedding.weight") { vars.pp("text") } else { vars };
     let t = &mut clip.text_model;
     load_embedding(&mut t.embeddings.token_embedding, text.pp("token_embedding"))?;

