@@ -21,6 +21,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "./server.mjs";
+import { csvFields } from "./csv.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
@@ -64,21 +65,6 @@ function readCsv(file) {
 }
 
 const key = (r) => `${r.model}|${r.language}|${r.culture}`;
-
-/** Splits one CSV record (RFC 4180 quoting, no embedded newlines). */
-function csvFields(line) {
-  const out = [];
-  let field = "", quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (quoted) {
-      if (c === '"' && line[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false; else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ",") { out.push(field); field = ""; } else field += c;
-  }
-  out.push(field);
-  return out;
-}
 
 /** A CSV file as objects keyed by its header. */
 function readCsvObjects(file) {
