@@ -9,6 +9,7 @@ pub mod captions;
 pub mod colour;
 pub mod cultext2i;
 pub mod embed;
+pub mod generate;
 pub mod import;
 pub mod magbig;
 pub mod prompts;
