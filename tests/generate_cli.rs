@@ -315,3 +315,41 @@ fn prompts_export_generate_embed_sos_chain() {
     assert!(!sos_rows.is_empty(), "{sos_header:?}");
     assert!(sos_header.iter().any(|h| h == "model"));
 }
+
+#[test]
+fn a_prompt_set_shard_with_a_layer_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mirror = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
+    let out = tmp.path().join("lens");
+    // The SoS set in English has 1539 prompts: shard 1/1000 is the first one; the tiny text
+    // encoder has 3 layers, so every:2 sweeps layers 2 and 3.
+    generate(&out)
+        .opt("--prompt-set", "sos")
+        .opt("--languages", "en")
+        .opt("--shard", "1/1000")
+        .opt("--text-layers", "every:2")
+        .env("CULTURELENS_DATA_MIRROR", &mirror)
+        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
+        .run_ok();
+    let (header, rows) = read_csv(&out.join("manifest.csv"));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows.len(), 2);
+    let got: Vec<(&str, &str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[col("set")].as_str(),
+                r[col("language")].as_str(),
+                r[col("image")].as_str(),
+                r[col("layer")].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("sos", "en", "000000_l02_00.png", "2"), ("sos", "en", "000000_l03_00.png", "3")]);
+    // Layer 3 of 3 is the pipeline's own conditioning: the same image as without --text-layers.
+    let plain = tmp.path().join("plain");
+    let prompt = &rows[0][col("prompt")];
+    generate(&plain).opt("--prompt", prompt).run_ok();
+    assert_eq!(png_bytes(&out.join("000000_l03_00.png")), png_bytes(&plain.join("000000_00.png")));
+    assert_ne!(png_bytes(&out.join("000000_l02_00.png")), png_bytes(&plain.join("000000_00.png")));
+}

@@ -466,3 +466,45 @@ fn write_png(path: &Path, image: &[f32], height: usize, width: usize) -> Result<
     })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: GenerateArgs,
+    }
+
+    fn args(extra: &[&str]) -> GenerateArgs {
+        let base = ["generate", "--pipeline", "p", "--prompt", "x", "--out", "o"];
+        Cli::parse_from(base.iter().chain(extra)).args
+    }
+
+    #[test]
+    fn text_layer_sweeps_by_hand() {
+        assert_eq!(parse_layers(&args(&[]), 23).unwrap(), [None]);
+        assert_eq!(parse_layers(&args(&["--text-layer", "5"]), 23).unwrap(), [Some(5)]);
+        // every:4 of 23 layers: 4, 8, …, 20 and the last one.
+        let every: Vec<Option<usize>> = [4, 8, 12, 16, 20, 23].into_iter().map(Some).collect();
+        assert_eq!(parse_layers(&args(&["--text-layers", "every:4"]), 23).unwrap(), every);
+        assert_eq!(
+            parse_layers(&args(&["--text-layers", "every:4"]), 12).unwrap(),
+            [Some(4), Some(8), Some(12)]
+        );
+        assert_eq!(parse_layers(&args(&["--text-layers", "1, 3"]), 3).unwrap(), [Some(1), Some(3)]);
+        for bad in ["every:0", "every:x", "1,a"] {
+            assert!(parse_layers(&args(&["--text-layers", bad]), 3).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn image_names_sort_in_manifest_order() {
+        let item = Item { row: 12, layer: Some(4) };
+        assert_eq!(image_name(item, 3, true), "000012_l04_03.png");
+        assert_eq!(image_name(item, 3, false), "000012_03.png");
+    }
+}
