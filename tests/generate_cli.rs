@@ -158,6 +158,17 @@ fn an_interrupted_run_resumes_without_redoing_finished_images() {
     }
     assert!(!log.exists());
 
+    // Both prompts in one denoising batch give the same images.
+    let batched = tmp.path().join("batched.npy");
+    generate(&tmp.path().join("batched"))
+        .opt("--prompts", &prompts)
+        .opt("--batch", "2")
+        .opt("--out-npy", &batched)
+        .run_ok();
+    let (shape, values) = read_npy(&batched);
+    assert_eq!(shape, [2, 16, 16, 3]);
+    assert!(max_abs(&values, &read_npy(&clean_npy).1) <= 1e-5);
+
     // --shard 2/2 takes the second prompt only.
     let shard = tmp.path().join("shard");
     generate(&shard).opt("--prompts", &prompts).opt("--shard", "2/2").run_ok();
@@ -352,4 +363,25 @@ fn a_prompt_set_shard_with_a_layer_sweep() {
     generate(&plain).opt("--prompt", prompt).run_ok();
     assert_eq!(png_bytes(&out.join("000000_l03_00.png")), png_bytes(&plain.join("000000_00.png")));
     assert_ne!(png_bytes(&out.join("000000_l02_00.png")), png_bytes(&plain.join("000000_00.png")));
+}
+
+#[test]
+fn seed_per_image_draws_image_k_from_seed_s_plus_k() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompt = "a photo of the food in china";
+    let run = |name: &str, extra: &[&str]| {
+        let npy = tmp.path().join(format!("{name}.npy"));
+        let mut cli = generate(&tmp.path().join(name)).opt("--prompt", prompt).opt("--out-npy", &npy);
+        for a in extra {
+            cli = cli.arg(a);
+        }
+        cli.run_ok();
+        read_npy(&npy).1
+    };
+    let pair = run("pair", &["--seed", "42", "--images-per-prompt", "2", "--seed-per-image"]);
+    let (first, second) = pair.split_at(pair.len() / 2);
+    assert_eq!(first, run("s42", &["--seed", "42"]));
+    assert_eq!(second, run("s43", &["--seed", "43"]));
+    let (_, rows) = read_csv(&tmp.path().join("pair/manifest.csv"));
+    assert_eq!((rows[0][3].as_str(), rows[1][3].as_str()), ("42", "43"));
 }
