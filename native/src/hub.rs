@@ -99,6 +99,37 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The local snapshot folder of the diffusers pipeline `model` (`generate --model`): its
+/// `model_index.json` fixes the commit, then each component's config and safetensors weights
+/// (single file or shards) and the tokenizer files.
+pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
+    let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
+    let wanted = parse(model)?;
+    let index = required(&api.repo(wanted.clone()), model, "model_index.json")?;
+    let repo = api.repo(Repo::with_revision(wanted.url(), RepoType::Model, commit_of(&index)?));
+    required(&repo, model, "scheduler/scheduler_config.json")?;
+    for (component, stem) in
+        [("text_encoder", "model"), ("unet", "diffusion_pytorch_model"), ("vae", "diffusion_pytorch_model")]
+    {
+        required(&repo, model, &format!("{component}/config.json"))?;
+        let single = format!("{component}/{stem}.safetensors");
+        if optional(&repo, model, &single)?.is_none() {
+            let index = optional(&repo, model, &format!("{single}.index.json"))?.with_context(|| {
+                format!("--model {model}: no {single} or its .index.json (culturelens reads only safetensors weights)")
+            })?;
+            for shard in shard_files(&index)? {
+                required(&repo, model, &format!("{component}/{shard}"))?;
+            }
+        }
+    }
+    for file in
+        ["tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]
+    {
+        optional(&repo, model, &format!("tokenizer/{file}"))?;
+    }
+    index.parent().map(Path::to_path_buf).context("cached file without a folder")
+}
+
 /// The shard file names of a `model.safetensors.index.json`.
 fn shard_files(index: &Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(index).with_context(|| format!("cannot read {}", index.display()))?;

@@ -10,6 +10,7 @@ mod hash;
 mod hub;
 mod input;
 mod output;
+mod prompt_sets;
 mod provenance;
 mod timing;
 mod work;
@@ -31,6 +32,7 @@ enum Command {
     Vendi(cmd::vendi::VendiArgs),
     Embed(cmd::embed::EmbedArgs),
     EmbedText(cmd::embed::EmbedTextArgs),
+    Generate(cmd::generate::GenerateArgs),
     ImportWeights(cmd::import::ImportArgs),
     Bundle(cmd::bundle::BundleArgs),
     DemoBundle(cmd::bundle::DemoBundleArgs),
@@ -58,6 +60,7 @@ fn main() {
         Command::Vendi(args) => cmd::vendi::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::EmbedText(args) => cmd::embed::run_text(args),
+        Command::Generate(args) => cmd::generate::run(args),
         Command::ImportWeights(args) => cmd::import::run(args),
         Command::Bundle(args) => cmd::bundle::run(args),
         Command::DemoBundle(args) => cmd::bundle::run_demo(args),

@@ -10,6 +10,7 @@
 //! [`import::import_pickle`] (`culturelens import-weights --pickle FILE`) converts a pickled state
 //! dict of a known architecture with a reader that never executes the pickle.
 
+pub mod diffusion;
 pub mod import;
 pub mod jpeg;
 pub mod open_clip_text;
@@ -46,6 +47,8 @@ pub enum LoadError {
     Exists { path: PathBuf },
     #[error("{dir}: no {what} ({hint})")]
     Missing { dir: PathBuf, what: &'static str, hint: String },
+    #[error("{path}: {source}")]
+    Scheduler { path: PathBuf, source: culturelens_core::diffusion::scheduler::SchedulerError },
 }
 
 /// An encoder loaded from a weights folder, ready to embed on its device.
@@ -66,22 +69,39 @@ struct ShardIndex {
     weight_map: std::collections::BTreeMap<String, String>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
     std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
 }
 
-fn read_string(path: &Path) -> Result<String, LoadError> {
+pub(crate) fn read_string(path: &Path) -> Result<String, LoadError> {
     std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
 }
 
 /// The safetensors files of `dir`: `model.safetensors`, or the shards named by
 /// `model.safetensors.index.json`.
 pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    let single = dir.join("model.safetensors");
+    weight_files(dir, "model", &["pytorch_model.bin", "model.pt", "model.bin"], |dir| {
+        format!(
+            "convert it with `python -c \"from transformers import AutoModel; AutoModel.from_pretrained('{}').save_pretrained('OUT', safe_serialization=True)\"`",
+            dir.display()
+        )
+    })
+}
+
+/// The safetensors files `{stem}.safetensors` or the shards of `{stem}.safetensors.index.json`
+/// in `dir`; when there are none, an error that names the first of `pickled` found (a
+/// checkpoint culturelens does not unpickle) with `convert`'s hint.
+pub(crate) fn weight_files(
+    dir: &Path,
+    stem: &str,
+    pickled: &[&str],
+    convert: impl Fn(&Path) -> String,
+) -> Result<Vec<PathBuf>, LoadError> {
+    let single = dir.join(format!("{stem}.safetensors"));
     if single.is_file() {
         return Ok(vec![single]);
     }
-    let index = dir.join("model.safetensors.index.json");
+    let index = dir.join(format!("{stem}.safetensors.index.json"));
     if index.is_file() {
         let parsed: ShardIndex = serde_json::from_str(&read_string(&index)?)
             .map_err(|source| LoadError::Json { path: index.clone(), source })?;
@@ -90,26 +110,23 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
         files.dedup();
         return Ok(files);
     }
-    let pickled = ["pytorch_model.bin", "model.pt", "model.bin"].iter().find(|f| dir.join(f).is_file());
-    let hint = match pickled {
-        Some(f) => format!(
-            "found {f}, a pickled checkpoint, which culturelens does not unpickle; convert it with \
-             `python -c \"from transformers import AutoModel; AutoModel.from_pretrained('{}').save_pretrained('OUT', safe_serialization=True)\"`",
-            dir.display()
-        ),
-        None => "expected model.safetensors or model.safetensors.index.json".into(),
+    let hint = match pickled.iter().find(|f| dir.join(f).is_file()) {
+        Some(f) => {
+            format!("found {f}, a pickled checkpoint, which culturelens does not unpickle; {}", convert(dir))
+        }
+        None => format!("expected {stem}.safetensors or {stem}.safetensors.index.json"),
     };
     Err(LoadError::Missing { dir: dir.to_owned(), what: "safetensors weights", hint })
 }
 
 /// Reads `files` (the shards of one checkpoint) and builds the model with `build`, mapping a
 /// weights error to the first shard and any other error to `config_path`.
-fn load_model(
+pub(crate) fn load_model<T>(
     files: &[PathBuf],
     config_path: &Path,
     device: &Device,
-    build: impl FnOnce(&Checkpoint) -> Result<EncoderModel, ModelError>,
-) -> Result<EncoderModel, LoadError> {
+    build: impl FnOnce(&Checkpoint) -> Result<T, ModelError>,
+) -> Result<T, LoadError> {
     let buffers = files.iter().map(|f| read(f)).collect::<Result<Vec<_>, _>>()?;
     let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
     let weights_path = files[0].clone();

@@ -22,7 +22,7 @@ pub use atomic::write_atomic;
 pub use error::{Location, TableError};
 pub use matrix::Matrix;
 pub use meta::{KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv};
-pub use npy::{parse_npy, read_npy, write_npy};
+pub use npy::{parse_npy, read_npy, read_npy_nd, write_npy, write_npy_nd};
 pub use parquet_io::{
     EMBEDDING_COLUMN, parse_parquet, read_metadata_parquet, read_parquet, write_metadata_parquet,
     write_parquet,

@@ -62,6 +62,34 @@ pub fn parse_npy(bytes: &[u8], at: &Location) -> Result<Matrix, TableError> {
     Ok(Matrix::new(rows, cols, decode(payload, &header)))
 }
 
+/// Reads a float `.npy` array of any rank (C order) into f32: its shape and values (the
+/// initial latents `(K, 4, h, w)` of `culturelens generate --latents`).
+pub fn read_npy_nd(path: &Path) -> Result<(Vec<usize>, Vec<f32>), TableError> {
+    let at = Location::file(path);
+    let bytes = std::fs::read(path).map_err(|e| TableError::io(path, e))?;
+    let (header, offset) = parse_header(&bytes, &at)?;
+    let width = match header.dtype {
+        Dtype::F16 => 2,
+        Dtype::F32 => 4,
+        Dtype::F64 => 8,
+    };
+    let count: usize = header.shape.iter().product();
+    let payload = &bytes[offset..];
+    if payload.len() != count * width {
+        return Err(TableError::format(
+            at,
+            format!(
+                "data section holds {} bytes but shape {:?} of {:?} needs {} (truncated or corrupt file)",
+                payload.len(),
+                header.shape,
+                header.dtype,
+                count * width
+            ),
+        ));
+    }
+    Ok((header.shape.clone(), decode(payload, &header)))
+}
+
 /// (rows, cols, bytes per element) of a 2-D header.
 fn matrix_shape(header: &Header, at: &Location) -> Result<(usize, usize, usize), TableError> {
     if header.shape.len() != 2 {
@@ -208,7 +236,15 @@ fn dict_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 
 /// Writes `m` as a little-endian float32 `.npy` (format 1.0) to `w`.
 pub fn write_npy(w: &mut dyn Write, m: &Matrix) -> std::io::Result<()> {
-    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", m.rows(), m.cols());
+    write_npy_nd(w, &[m.rows(), m.cols()], m.data())
+}
+
+/// Writes `data` (C order) as a little-endian float32 `.npy` (format 1.0) of `shape` to `w`.
+pub fn write_npy_nd(w: &mut dyn Write, shape: &[usize], data: &[f32]) -> std::io::Result<()> {
+    assert_eq!(shape.iter().product::<usize>(), data.len(), "npy data length must match its shape");
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
     // Pad so that magic + version + length + header is a multiple of 64 and ends with '\n'.
     let unpadded = MAGIC.len() + 2 + 2 + dict.len() + 1;
     let pad = (64 - unpadded % 64) % 64;
@@ -217,8 +253,8 @@ pub fn write_npy(w: &mut dyn Write, m: &Matrix) -> std::io::Result<()> {
     w.write_all(&[1, 0])?;
     w.write_all(&(header.len() as u16).to_le_bytes())?;
     w.write_all(header.as_bytes())?;
-    let mut buf = Vec::with_capacity(m.data().len().min(1 << 18) * 4);
-    for chunk in m.data().chunks(1 << 18) {
+    let mut buf = Vec::with_capacity(data.len().min(1 << 18) * 4);
+    for chunk in data.chunks(1 << 18) {
         buf.clear();
         buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
         w.write_all(&buf)?;

@@ -13,6 +13,7 @@ pub mod colour;
 pub mod cultext2i;
 pub mod embed;
 pub mod figures;
+pub mod generate;
 pub mod import;
 pub mod magbig;
 pub mod merge;

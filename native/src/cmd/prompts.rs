@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::fetch::{DEFAULT_BASE_URL, ENV_BASE_URL, ENV_CACHE, ENV_MIRROR};
-use culturelens_prompts::text::language_code;
-use culturelens_prompts::{
-    COMMON_COLUMNS, Fetcher, LoadOptions, Origin, PromptSet, extra_columns, load, notes,
-};
+use culturelens_prompts::{COMMON_COLUMNS, Fetcher, LoadOptions, Origin, PromptSet, extra_columns, notes};
+
+use crate::prompt_sets::{load_set, parse_set};
 
 use crate::provenance::Provenance;
 
@@ -75,13 +74,6 @@ pub struct ExportArgs {
     /// cultext2i: seed of the gibberish generator.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-}
-
-fn parse_set(name: &str) -> Result<PromptSet, String> {
-    PromptSet::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = PromptSet::ALL.iter().map(|s| s.name()).collect();
-        format!("unknown prompt set {name:?} (expected one of {})", names.join(", "))
-    })
 }
 
 pub fn run(args: &PromptsArgs) -> Result<()> {
@@ -153,10 +145,6 @@ fn show(set: PromptSet) -> Result<()> {
 
 fn export(args: &ExportArgs) -> Result<()> {
     let set = args.set;
-    let fetcher = Fetcher::from_env(args.mirror.clone())?;
-    if fetcher.first_use(set) {
-        eprintln!("Licence of the {set} prompt set (shown once): {}", set.info().licence);
-    }
     let options = LoadOptions {
         magbig_feminine: args.feminine.clone(),
         cultext2i_translations: args.translations.clone(),
@@ -165,15 +153,7 @@ fn export(args: &ExportArgs) -> Result<()> {
             seed: args.seed,
         },
     };
-    let mut table = load(set, &fetcher, &options).with_context(|| format!("loading the {set} prompt set"))?;
-    if !args.languages.is_empty() {
-        let codes = args
-            .languages
-            .iter()
-            .map(|l| language_code(l).map(str::to_string).with_context(|| format!("unknown language {l:?}")))
-            .collect::<Result<Vec<_>>>()?;
-        table.retain_languages(&codes)?;
-    }
+    let table = load_set(set, &args.languages, args.mirror.clone(), &options)?;
     table.write(&args.out).with_context(|| format!("writing {}", args.out.display()))?;
     let mut provenance = Provenance::new("prompts export", args);
     for path in [&args.feminine, &args.translations].into_iter().flatten() {

@@ -199,8 +199,14 @@ impl Encoder {
         Ok(())
     }
 
-    pub fn forward(&self, mut x: Tensor<3>, causal: bool) -> Tensor<3> {
-        for layer in &self.layers {
+    pub fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
+        self.forward_layers(x, causal, self.layers.len())
+    }
+
+    /// The hidden state after the first `n` layers (transformers' `hidden_states[n]`; `n = 0`
+    /// is the embeddings).
+    pub fn forward_layers(&self, mut x: Tensor<3>, causal: bool, n: usize) -> Tensor<3> {
+        for layer in &self.layers[..n] {
             x = x.clone() + layer.self_attn.forward(layer.layer_norm1.forward(x), causal);
             x = x.clone() + layer.mlp.forward(layer.layer_norm2.forward(x));
         }

@@ -12,7 +12,7 @@
 
 use burn::module::Param;
 use burn::nn::conv::Conv2d;
-use burn::nn::{Embedding, LayerNorm, Linear};
+use burn::nn::{Embedding, GroupNorm, LayerNorm, Linear};
 use burn::tensor::{Device, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 
@@ -212,5 +212,16 @@ pub fn load_conv2d(conv: &mut Conv2d, vars: Vars) -> Result<(), WeightError> {
 /// Loads an `nn.Embedding` table (`weight`, `[n, d]`) from the scope `vars`.
 pub fn load_embedding(embedding: &mut Embedding, vars: Vars) -> Result<(), WeightError> {
     embedding.weight = vars.param("weight", &embedding.weight)?;
+    Ok(())
+}
+
+/// Loads an `nn.GroupNorm` (`weight` → gamma, `bias` → beta) from the scope `vars`.
+pub fn load_group_norm(norm: &mut GroupNorm, vars: Vars) -> Result<(), WeightError> {
+    if let Some(gamma) = &norm.gamma {
+        norm.gamma = Some(vars.param("weight", gamma)?);
+    }
+    if let Some(beta) = &norm.beta {
+        norm.beta = Some(vars.param("bias", beta)?);
+    }
     Ok(())
 }

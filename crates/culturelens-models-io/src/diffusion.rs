@@ -1,0 +1,236 @@
+//! Native side of text-to-image generation: reads a diffusers pipeline folder
+//! (`model_index.json`, `text_encoder/`, `tokenizer/`, `unet/`, `vae/`, `scheduler/`, as
+//! `StableDiffusionPipeline.save_pretrained` writes it, safetensors weights only) and builds the
+//! core's [`StableDiffusion`] on a device, with the CLIP tokenizer diffusers uses.
+//!
+//! Every config is read key by key by the core; an unsupported pipeline or component class, a
+//! missing or pickled weights file, a tensor of the wrong shape or an unknown scheduler is an
+//! error naming the file (and the key), before anything is generated.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use culturelens_core::diffusion::pipeline::{StableDiffusion, TextEncoder};
+use culturelens_core::diffusion::scheduler::{Scheduler, SchedulerKind};
+use culturelens_core::diffusion::unet::UNetConfig;
+use culturelens_core::diffusion::vae::VaeConfig;
+use culturelens_core::models::ModelError;
+use serde_json::{Value, json};
+
+use crate::{LoadError, load_model, read_string, weight_files};
+
+/// The pipeline classes culturelens runs, and the component classes each must have.
+const PIPELINES: &[&str] = &["StableDiffusionPipeline"];
+const COMPONENTS: &[(&str, &[&str])] = &[
+    ("text_encoder", &["CLIPTextModel"]),
+    ("tokenizer", &["CLIPTokenizer", "CLIPTokenizerFast"]),
+    ("unet", &["UNet2DConditionModel"]),
+    ("vae", &["AutoencoderKL"]),
+];
+
+/// A loaded pipeline folder.
+pub struct PipelineFolder {
+    pub dir: PathBuf,
+    pub model: StableDiffusion,
+    pub tokenizer: ClipTokenizer,
+    /// `scheduler/scheduler_config.json`, already checked to build.
+    pub scheduler_config: String,
+    pub scheduler_path: PathBuf,
+}
+
+fn unsupported(path: &Path, message: String) -> LoadError {
+    LoadError::Model { path: path.to_owned(), source: ModelError::Unsupported(message) }
+}
+
+impl PipelineFolder {
+    /// Loads the pipeline in `dir` onto `device`; `scheduler` overrides the folder's scheduler
+    /// class (`--scheduler`).
+    pub fn load(dir: &Path, device: &Device, scheduler: Option<SchedulerKind>) -> Result<Self, LoadError> {
+        let index_path = dir.join("model_index.json");
+        let index: Value = serde_json::from_str(&read_string(&index_path)?)
+            .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;
+        let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
+        if !PIPELINES.contains(&class) {
+            return Err(unsupported(
+                &index_path,
+                format!(
+                    "`_class_name`: `{class}` is not a supported pipeline (supported: {})",
+                    PIPELINES.join(", ")
+                ),
+            ));
+        }
+        for (component, classes) in COMPONENTS {
+            let found = index.get(*component).and_then(|v| v.get(1)).and_then(Value::as_str).unwrap_or("");
+            if !classes.contains(&found) {
+                return Err(unsupported(
+                    &index_path,
+                    format!("`{component}`: `{found}` is not supported (expected {})", classes.join(" or ")),
+                ));
+            }
+        }
+        let scheduler_path = dir.join("scheduler").join("scheduler_config.json");
+        let scheduler_config = read_string(&scheduler_path)?;
+        Scheduler::from_config(&scheduler_config, scheduler)
+            .map_err(|source| LoadError::Scheduler { path: scheduler_path.clone(), source })?;
+
+        let component =
+            |name: &str, stem: &str, config: &str| -> Result<(PathBuf, String, Vec<PathBuf>), LoadError> {
+                let sub = dir.join(name);
+                let config_path = sub.join(config);
+                let json = read_string(&config_path)?;
+                let files =
+                    weight_files(&sub, stem, &[format!("{stem}.bin").as_str(), "pytorch_model.bin"], |_| {
+                        "re-save the pipeline with `pipe.save_pretrained(OUT, safe_serialization=True)`"
+                            .into()
+                    })?;
+                Ok((config_path, json, files))
+            };
+        let (text_cfg, text_json, text_files) = component("text_encoder", "model", "config.json")?;
+        let text_encoder =
+            load_model(&text_files, &text_cfg, device, |ck| TextEncoder::load(&text_json, ck.vars()))?;
+        let (unet_cfg, unet_json, unet_files) = component("unet", "diffusion_pytorch_model", "config.json")?;
+        let unet = load_model(&unet_files, &unet_cfg, device, |ck| UNetConfig::load(&unet_json, ck.vars()))?;
+        let (vae_cfg, vae_json, vae_files) = component("vae", "diffusion_pytorch_model", "config.json")?;
+        let vae = load_model(&vae_files, &vae_cfg, device, |ck| VaeConfig::load(&vae_json, ck.vars()))?;
+        let model = StableDiffusion::new(text_encoder, unet, vae)
+            .map_err(|source| LoadError::Model { path: unet_cfg.clone(), source })?;
+        let tokenizer = ClipTokenizer::load(&dir.join("tokenizer"), model.text_encoder.max_len())?;
+        Ok(Self { dir: dir.to_owned(), model, tokenizer, scheduler_config, scheduler_path })
+    }
+
+    /// A fresh scheduler of the folder's config (`kind` overrides its class).
+    pub fn scheduler(&self, kind: Option<SchedulerKind>) -> Result<Scheduler, LoadError> {
+        Scheduler::from_config(&self.scheduler_config, kind)
+            .map_err(|source| LoadError::Scheduler { path: self.scheduler_path.clone(), source })
+    }
+}
+
+/// diffusers' `CLIPTokenizer`: byte-level BPE with `</w>` word ends, start and end tokens,
+/// truncated to the text tower's length and padded to it with the pad token
+/// (`padding="max_length"`).
+pub struct ClipTokenizer {
+    tokenizer: tokenizers::Tokenizer,
+    pad: u32,
+    max_len: usize,
+    path: PathBuf,
+}
+
+/// A special token of `tokenizer_config.json` / `special_tokens_map.json`: a string or
+/// `{"content": …}`.
+fn token_string(config: &Value, key: &str) -> Option<String> {
+    match config.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("content").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+}
+
+impl ClipTokenizer {
+    /// Reads `tokenizer.json` when the folder has one, otherwise `vocab.json` + `merges.txt`
+    /// (what `CLIPTokenizer.save_pretrained` writes), rebuilt as transformers' fast CLIP
+    /// tokenizer (NFC, whitespace runs to one space, lower case, CLIP's pre-split, byte-level
+    /// BPE). The special tokens come from `tokenizer_config.json` or `special_tokens_map.json`
+    /// (pad defaults to `<|endoftext|>`, as `CLIPTokenizer` does).
+    pub fn load(dir: &Path, max_len: usize) -> Result<Self, LoadError> {
+        let mut specials = Value::Null;
+        for name in ["special_tokens_map.json", "tokenizer_config.json"] {
+            let path = dir.join(name);
+            if path.is_file() {
+                let v: Value = serde_json::from_str(&read_string(&path)?)
+                    .map_err(|source| LoadError::Json { path: path.clone(), source })?;
+                match (&mut specials, v) {
+                    (Value::Object(base), Value::Object(over)) => {
+                        base.extend(over.into_iter().filter(|(_, x)| !x.is_null()));
+                    }
+                    (slot, v) => *slot = v,
+                }
+            }
+        }
+        let bos = token_string(&specials, "bos_token").unwrap_or_else(|| "<|startoftext|>".into());
+        let eos = token_string(&specials, "eos_token").unwrap_or_else(|| "<|endoftext|>".into());
+        let pad = token_string(&specials, "pad_token").unwrap_or_else(|| eos.clone());
+        let json_path = dir.join("tokenizer.json");
+        let (mut tokenizer, path) = if json_path.is_file() {
+            let tok = tokenizers::Tokenizer::from_file(&json_path)
+                .map_err(|e| LoadError::Tokenizer { path: json_path.clone(), message: e.to_string() })?;
+            (tok, json_path)
+        } else {
+            let vocab_path = dir.join("vocab.json");
+            if !vocab_path.is_file() {
+                return Err(LoadError::Missing {
+                    dir: dir.to_owned(),
+                    what: "tokenizer",
+                    hint: "expected tokenizer.json, or vocab.json and merges.txt".into(),
+                });
+            }
+            let vocab: Value = serde_json::from_str(&read_string(&vocab_path)?)
+                .map_err(|source| LoadError::Json { path: vocab_path.clone(), source })?;
+            let merges_path = dir.join("merges.txt");
+            let merges: Vec<Value> = read_string(&merges_path)?
+                .lines()
+                .filter(|l| !l.starts_with("#version") && !l.trim().is_empty())
+                .map(|l| {
+                    let (a, b) = l.split_once(' ').unwrap_or((l, ""));
+                    json!([a, b])
+                })
+                .collect();
+            let id = |token: &str| -> Result<u64, LoadError> {
+                vocab.get(token).and_then(Value::as_u64).ok_or_else(|| LoadError::Tokenizer {
+                    path: vocab_path.clone(),
+                    message: format!("special token `{token}` is not in the vocabulary"),
+                })
+            };
+            let (bos_id, eos_id) = (id(&bos)?, id(&eos)?);
+            let special = |content: &str, id: u64| {
+                json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false,
+                       "normalized": false, "special": true})
+            };
+            let spec = json!({
+                "version": "1.0",
+                "truncation": null,
+                "padding": null,
+                "added_tokens": [special(&bos, bos_id), special(&eos, eos_id)],
+                "normalizer": {"type": "Sequence", "normalizers": [
+                    {"type": "NFC"},
+                    {"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "},
+                    {"type": "Lowercase"}]},
+                "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                    {"type": "Split", "pattern": {"Regex":
+                        "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+"},
+                     "behavior": "Removed", "invert": true},
+                    {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
+                "post_processor": {"type": "RobertaProcessing", "sep": [eos, eos_id], "cls": [bos, bos_id],
+                                   "trim_offsets": false, "add_prefix_space": false},
+                "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+                "model": {"type": "BPE", "dropout": null, "unk_token": eos, "continuing_subword_prefix": "",
+                          "end_of_word_suffix": "</w>", "fuse_unk": false, "byte_fallback": false,
+                          "ignore_merges": false, "vocab": vocab, "merges": merges},
+            });
+            let tok: tokenizers::Tokenizer = spec.to_string().parse().map_err(|e: tokenizers::Error| {
+                LoadError::Tokenizer { path: merges_path.clone(), message: e.to_string() }
+            })?;
+            (tok, vocab_path)
+        };
+        let pad_id = tokenizer.token_to_id(&pad).ok_or_else(|| LoadError::Tokenizer {
+            path: path.clone(),
+            message: format!("pad token `{pad}` is not in the vocabulary"),
+        })?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams { max_length: max_len, ..Default::default() }))
+            .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })?;
+        Ok(Self { tokenizer, pad: pad_id, max_len, path })
+    }
+
+    /// The ids of `text` with start and end tokens, truncated and padded to the text tower's
+    /// length.
+    pub fn ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
+        let encoding = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| LoadError::Tokenizer { path: self.path.clone(), message: e.to_string() })?;
+        let mut ids = encoding.get_ids().to_vec();
+        ids.resize(self.max_len, self.pad);
+        Ok(ids)
+    }
+}

@@ -1,0 +1,510 @@
+//! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x pipeline in the
+//! diffusers folder layout, run by `culturelens-core`'s diffusion code on the chosen device
+//! (issue 13; SoS §3 "Image Generation", §5.1 DiffusionLens).
+//!
+//! Output: one PNG per image in `--out` and `--out/manifest.csv` (the prompt table's columns,
+//! then `image,model,seed,layer,steps,guidance,scheduler`), which `culturelens embed --images
+//! OUT/manifest.csv` reads as it is. With `--out-npy`, the decoded images also go to a float32
+//! `(N, H, W, 3)` array in `[0, 1]` (diffusers' `output_type="np"`).
+//!
+//! Seeds: every prompt starts from `torch.Generator().manual_seed(S)` drawing one
+//! `(K, 4, h, w)` tensor for its K images (diffusers with a CPU generator); `--seed-per-image`
+//! gives image k its own generator seeded `S + k`. `--latents FILE.npy` replaces the draw.
+//!
+//! Work: `--shard K/N` takes a contiguous range of prompts; each image is written atomically and
+//! then logged to `OUT/manifest.csv.resume` (`crate::work`), so a rerun skips finished images
+//! and never takes a half-written PNG as done. Everything that can be checked up front (the
+//! pipeline folder, sizes, layers, latents, the prompt table) is, before anything is written.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::Device;
+use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
+use culturelens_core::diffusion::scheduler::SchedulerKind;
+use culturelens_core::rng::TorchNormalPath;
+use culturelens_models_io::diffusion::PipelineFolder;
+use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
+use culturelens_prompts::{LoadOptions, PromptSet};
+use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
+
+use crate::device::{DeviceChoice, Precision, select_device_with};
+use crate::input::read_prompts;
+use crate::prompt_sets::{load_set, parse_set};
+use crate::work::progress::Progress;
+use crate::work::resume::ResumeLog;
+use crate::work::shard::Shard;
+
+/// The columns `generate` adds to the prompt table, in this order.
+pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "steps", "guidance", "scheduler"];
+
+/// Arguments of `culturelens generate`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x pipeline (diffusers folder layout)"
+)]
+pub struct GenerateArgs {
+    /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, unet/, vae/,
+    /// text_encoder/, tokenizer/, scheduler/; safetensors weights).
+    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
+    pub pipeline: Option<PathBuf>,
+    /// Hugging Face hub pipeline ORG/NAME[@REVISION], downloaded (safetensors only) into the
+    /// hub's cache instead of --pipeline.
+    #[arg(long, value_name = "HF_ID")]
+    pub model: Option<String>,
+    /// One prompt.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        required_unless_present_any = ["prompts", "prompt_set"],
+        conflicts_with_all = ["prompts", "prompt_set"]
+    )]
+    pub prompt: Option<String>,
+    /// A prompt table (CSV with a `prompt` column, e.g. from `culturelens prompts export`; every
+    /// column is carried into the manifest) or a `.txt` file with one prompt per line.
+    #[arg(long, value_name = "FILE.csv", conflicts_with = "prompt_set")]
+    pub prompts: Option<PathBuf>,
+    /// One of the papers' prompt sets (sos, magbig, cube, cultext2i), as `prompts export` gives
+    /// it (upstream files from the cache, downloading or $CULTURELENS_DATA_MIRROR).
+    #[arg(long, value_name = "NAME", value_parser = parse_set)]
+    pub prompt_set: Option<PromptSet>,
+    /// With --prompt-set: keep only these languages (ISO 639-1 codes, comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "CODES", requires = "prompt_set")]
+    pub languages: Vec<String>,
+    /// Output folder: the PNGs and manifest.csv.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Negative prompt for classifier-free guidance (default: the table's `negative_prompt`
+    /// column where it has one, else the empty prompt, as diffusers).
+    #[arg(long, value_name = "TEXT")]
+    pub negative_prompt: Option<String>,
+    /// Seed of torch's CPU generator for each prompt's initial latents.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Images per prompt (K): one (K, 4, h, w) draw per prompt.
+    #[arg(long, default_value_t = 1)]
+    pub images_per_prompt: usize,
+    /// Seed image k of each prompt with S + k (CUBE's consecutive seeds) instead of one draw.
+    #[arg(long)]
+    pub seed_per_image: bool,
+    /// Denoising steps.
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// Classifier-free guidance scale (1.0 or less: no guidance).
+    #[arg(long, default_value_t = 7.5)]
+    pub guidance: f64,
+    /// Image height in pixels, a multiple of 8 (default: the UNet's sample_size × 8).
+    #[arg(long)]
+    pub height: Option<usize>,
+    /// Image width in pixels, a multiple of 8 (default: the UNet's sample_size × 8).
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// Scheduler instead of the pipeline's: ddim, pndm, euler, dpm (or a diffusers class name).
+    #[arg(long, value_name = "NAME")]
+    pub scheduler: Option<String>,
+    /// Initial latents (float32 .npy of shape (K, 4, h, w)) instead of the seed, for every
+    /// prompt.
+    #[arg(long, value_name = "FILE.npy")]
+    pub latents: Option<PathBuf>,
+    /// Also write the decoded images as float32 (N, H, W, 3) in [0, 1], in manifest order.
+    #[arg(long, value_name = "FILE.npy")]
+    pub out_npy: Option<PathBuf>,
+    /// DiffusionLens: condition on text-encoder layer K through the final layer norm.
+    #[arg(long, value_name = "K", conflicts_with = "text_layers")]
+    pub text_layer: Option<usize>,
+    /// DiffusionLens sweep: `every:N` (layers N, 2N, …, and the last) or a list `K,K,…`.
+    #[arg(long, value_name = "every:N|K,…")]
+    pub text_layers: Option<String>,
+    /// Backend that runs the pipeline.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
+    /// Float type the models store and compute in (f16: GPU only).
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
+    /// Prompts per denoising batch.
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// Generate only shard K of N of the prompts (1-based, contiguous ranges).
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+}
+
+/// The text layers of a run: `None` is the pipeline's own conditioning.
+fn parse_layers(args: &GenerateArgs, layers: usize) -> Result<Vec<Option<usize>>> {
+    let Some(spec) = &args.text_layers else { return Ok(vec![args.text_layer]) };
+    let list: Vec<usize> = if let Some(every) = spec.strip_prefix("every:") {
+        let n: usize = every
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("--text-layers {spec}: `every:N` needs a positive integer N"))?;
+        let mut list: Vec<usize> = (1..=layers / n).map(|i| i * n).collect();
+        if list.last() != Some(&layers) {
+            list.push(layers);
+        }
+        list
+    } else {
+        spec.split(',')
+            .map(|k| {
+                k.trim()
+                    .parse::<usize>()
+                    .with_context(|| format!("--text-layers {spec}: `{k}` is not a layer"))
+            })
+            .collect::<Result<_>>()?
+    };
+    Ok(list.into_iter().map(Some).collect())
+}
+
+/// torch's normal-sampling path on this CPU: AVX2 kernels where the CPU has AVX2 but not
+/// AVX-512 (torch's dispatch), the scalar ones elsewhere. The two differ in the last bits only.
+fn torch_path() -> TorchNormalPath {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && !std::arch::is_x86_feature_detected!("avx512f") {
+            return TorchNormalPath::Avx2;
+        }
+    }
+    TorchNormalPath::Scalar
+}
+
+/// One unit of work: a prompt row at a text layer, giving K images.
+#[derive(Clone, Copy)]
+struct Item {
+    row: usize,
+    layer: Option<usize>,
+}
+
+/// The file name of image `k` of `item` (`layers`: whether the run sweeps layers).
+fn image_name(item: Item, k: usize, layers: bool) -> String {
+    match (layers, item.layer) {
+        (true, Some(l)) => format!("{:06}_l{l:02}_{k:02}.png", item.row),
+        _ => format!("{:06}_{k:02}.png", item.row),
+    }
+}
+
+/// The prompt table: `--prompt` as a one-row table, or `--prompts`.
+fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
+    if let Some(set) = args.prompt_set {
+        let options = LoadOptions {
+            cultext2i: culturelens_prompts::cultext2i::Options {
+                gibberish_length: DEFAULT_GIBBERISH_LENGTH,
+                seed: 0,
+            },
+            ..LoadOptions::default()
+        };
+        let meta = load_set(set, &args.languages, None, &options)?.to_metadata();
+        let prompts = meta.require_nonempty_column("prompt")?.to_vec();
+        return Ok((prompts, meta));
+    }
+    match (&args.prompt, &args.prompts) {
+        (Some(p), _) => {
+            Ok((vec![p.clone()], Metadata::from_columns(None, vec![("prompt".into(), vec![p.clone()])])?))
+        }
+        (None, Some(path)) => {
+            let (prompts, meta) = read_prompts(path, "prompt")?;
+            if prompts.is_empty() {
+                bail!("{}: no prompts", path.display());
+            }
+            Ok((prompts, meta))
+        }
+        (None, None) => bail!("give --prompt TEXT, --prompts FILE.csv or --prompt-set NAME"),
+    }
+}
+
+pub fn run(args: &GenerateArgs) -> Result<()> {
+    // Read and check everything before writing anything.
+    if args.batch == 0 || args.images_per_prompt == 0 {
+        bail!("--batch and --images-per-prompt must be at least 1");
+    }
+    let (prompts, meta) = prompt_table(args)?;
+    if let Some(name) = MANIFEST_COLUMNS.iter().find(|c| meta.column(c).is_some()) {
+        bail!("the prompt table has a column `{name}`, one that generate writes; rename or drop it");
+    }
+    let kind = args.scheduler.as_deref().map(SchedulerKind::parse).transpose()?;
+    let device = select_device_with(args.device, args.precision)?;
+    let dir = match (&args.pipeline, &args.model) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(model)) => crate::hub::snapshot_pipeline(model)?,
+        (None, None) => bail!("give --pipeline DIR or --model HF_ID"),
+    };
+    let started = Instant::now();
+    let pipeline = PipelineFolder::load(&dir, &device, kind)?;
+    let model = &pipeline.model;
+    eprintln!("loaded the pipeline {} in {:.1?}", dir.display(), started.elapsed());
+    let default = model.default_size();
+    let (height, width) = (args.height.unwrap_or(default), args.width.unwrap_or(default));
+    let k = args.images_per_prompt;
+    let shape = model.latent_shape(k, height, width)?;
+    let layers = parse_layers(args, model.text_encoder.num_layers())?;
+    for &layer in &layers {
+        model.check_layer(layer)?;
+    }
+    let given = match &args.latents {
+        Some(path) => {
+            let (found, values) = read_npy_nd(path)?;
+            if found != shape {
+                bail!(
+                    "{}: latents of shape {found:?}, but {k} image(s) of {height}×{width} need {shape:?}",
+                    path.display()
+                );
+            }
+            Some(values)
+        }
+        None => None,
+    };
+    let scheduler_name = pipeline.scheduler(kind)?.kind().class_name();
+    let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
+        (Some(n), _) => vec![n.clone(); prompts.len()],
+        (None, Some(column)) => column.to_vec(),
+        (None, None) => vec![String::new(); prompts.len()],
+    };
+    let model_name = match &args.model {
+        Some(id) => id.clone(),
+        None => dir
+            .canonicalize()
+            .unwrap_or_else(|_| dir.clone())
+            .file_name()
+            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
+    };
+    let rows: Vec<usize> = Shard::items(args.shard, prompts.len()).collect();
+    let sweep = args.text_layers.is_some();
+    let items: Vec<Item> =
+        rows.iter().flat_map(|&row| layers.iter().map(move |&layer| Item { row, layer })).collect();
+    let pixels = if args.out_npy.is_some() { height * width * 3 } else { 0 };
+
+    // The run's identity: a rerun with other settings starts afresh.
+    let manifest_path = args.out.join("manifest.csv");
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let header = format!(
+        "culturelens-generate-v1\t{}\t{scheduler_name}\t{}\t{}\t{height}x{width}\t{k}\t{}\t{}\t{:?}\t{:?}\t{:?}\t{pixels}",
+        dir.canonicalize().unwrap_or_else(|_| dir.clone()).display(),
+        args.steps,
+        args.guidance,
+        args.seed,
+        args.seed_per_image,
+        args.negative_prompt,
+        args.latents,
+        args.precision,
+    );
+    let (mut log, finished) = ResumeLog::open(&manifest_path, &header, pixels)?;
+    let is_done = |item: &Item| (0..k).all(|i| finished.contains_key(&image_name(*item, i, sweep)));
+    let todo: Vec<Item> = items.iter().copied().filter(|it| !is_done(it)).collect();
+    if todo.len() < items.len() {
+        eprintln!("resuming: {} of {} prompts already generated", items.len() - todo.len(), items.len());
+    }
+    let mut done: BTreeMap<String, Vec<f32>> = finished;
+
+    // Generate, batch by batch of prompts that share a layer.
+    let progress = Progress::new(items.len() * k, (items.len() - todo.len()) * k, "images");
+    let mut failures: Vec<(usize, String)> = Vec::new();
+    let mut batches: Vec<Vec<Item>> = Vec::new();
+    for item in &todo {
+        match batches.last_mut() {
+            Some(b) if b.len() < args.batch && b[0].layer == item.layer => b.push(*item),
+            _ => batches.push(vec![*item]),
+        }
+    }
+    let job = Job {
+        pipeline: &pipeline,
+        kind,
+        args,
+        prompts: &prompts,
+        negatives: &negatives,
+        given,
+        shape,
+        device,
+    };
+    for batch in batches {
+        let result = job.run(&batch);
+        match result {
+            Ok(outputs) => {
+                for (item, images) in outputs {
+                    for (i, image) in images.chunks(height * width * 3).enumerate() {
+                        let name = image_name(item, i, sweep);
+                        write_png(&args.out.join(&name), image, height, width)?;
+                        let kept = if pixels > 0 { image.to_vec() } else { Vec::new() };
+                        log.append(&name, &kept)?;
+                        done.insert(name, kept);
+                    }
+                }
+                log.sync()?;
+            }
+            Err(e) => {
+                for it in &batch {
+                    failures.push((it.row, format!("{e:#}")));
+                }
+            }
+        }
+        progress.inc(batch.len() * k);
+    }
+    let seconds = progress.finish().as_secs_f64();
+    let generated = (todo.len() - failures.len()) * k;
+    eprintln!("generated {generated} images in {seconds:.1} s ({:.2} images/s)", generated as f64 / seconds);
+
+    // Write the manifest (and the array) of every finished image, in item order.
+    let mut manifest_rows = Vec::new();
+    let mut extra: Vec<Vec<String>> = vec![Vec::new(); MANIFEST_COLUMNS.len()];
+    let mut array = Vec::new();
+    for item in &items {
+        for i in 0..k {
+            let name = image_name(*item, i, sweep);
+            let Some(values) = done.get(&name) else { continue };
+            manifest_rows.push(item.row);
+            let seed = match (&args.latents, args.seed_per_image) {
+                (Some(_), _) => String::new(),
+                (None, true) => (args.seed + i as u64).to_string(),
+                (None, false) => args.seed.to_string(),
+            };
+            let layer = item.layer.unwrap_or(model.text_encoder.num_layers()).to_string();
+            let cells = [
+                name,
+                model_name.clone(),
+                seed,
+                layer,
+                args.steps.to_string(),
+                args.guidance.to_string(),
+                scheduler_name.into(),
+            ];
+            for (column, cell) in extra.iter_mut().zip(cells) {
+                column.push(cell);
+            }
+            array.extend_from_slice(values);
+        }
+    }
+    let selected = meta.select_rows(&manifest_rows);
+    let mut columns: Vec<(String, Vec<String>)> =
+        selected.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
+    columns.extend(MANIFEST_COLUMNS.iter().map(|c| c.to_string()).zip(extra));
+    let manifest = Metadata::from_columns(Some(manifest_path.clone()), columns)?;
+    if let Some(path) = &args.out_npy {
+        let n = manifest.n_rows();
+        write_atomic(path, |w| write_npy_nd(w, &[n, height, width, 3], &array))?;
+    }
+    write_atomic(&manifest_path, |w| write_metadata_csv(w, &manifest))?;
+    if !failures.is_empty() {
+        eprintln!("{} prompt(s) failed:", failures.len());
+        for (row, e) in &failures {
+            eprintln!("  row {row} ({:?}): {e}", prompts[*row]);
+        }
+        bail!(
+            "{} prompt(s) failed; the manifest lists the {} images made (rerun to retry the rest, finished images are kept)",
+            failures.len(),
+            manifest.n_rows()
+        );
+    }
+    log.remove()?;
+    eprintln!("wrote {} images and {}", manifest.n_rows(), manifest_path.display());
+    Ok(())
+}
+
+/// What every batch of a run shares.
+struct Job<'a> {
+    pipeline: &'a PipelineFolder,
+    kind: Option<SchedulerKind>,
+    args: &'a GenerateArgs,
+    prompts: &'a [String],
+    negatives: &'a [String],
+    /// `--latents`, for each prompt.
+    given: Option<Vec<f32>>,
+    /// One prompt's latents `(K, 4, h, w)`.
+    shape: [usize; 4],
+    device: Device,
+}
+
+impl Job<'_> {
+    /// The images of `batch` (prompts sharing a text layer): each item's K images as
+    /// `K × H × W × 3` floats.
+    fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
+        let tok = &self.pipeline.tokenizer;
+        let prompt_ids =
+            batch.iter().map(|it| tok.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
+        let negative_ids =
+            batch.iter().map(|it| tok.ids(&self.negatives[it.row])).collect::<Result<Vec<_>, _>>()?;
+        let [k, c, h, w] = self.shape;
+        let mut values = Vec::with_capacity(batch.len() * k * c * h * w);
+        for _ in batch {
+            match &self.given {
+                Some(v) => values.extend_from_slice(v),
+                None if self.args.seed_per_image => {
+                    for i in 0..k {
+                        values.extend(seed_latents(self.args.seed + i as u64, [1, c, h, w], torch_path()));
+                    }
+                }
+                None => values.extend(seed_latents(self.args.seed, self.shape, torch_path())),
+            }
+        }
+        let request = Request {
+            prompt_ids: &prompt_ids,
+            negative_ids: &negative_ids,
+            steps: self.args.steps,
+            guidance: self.args.guidance,
+            layer: batch[0].layer,
+            latents: latents_tensor(values, [batch.len() * k, c, h, w], &self.device),
+        };
+        let mut scheduler = self.pipeline.scheduler(self.kind)?;
+        let (images, [_, height, width, _]) =
+            images_hwc(self.pipeline.model.generate(&request, &mut scheduler)?);
+        let per_item = k * height * width * 3;
+        Ok(batch.iter().zip(images.chunks(per_item)).map(|(it, chunk)| (*it, chunk.to_vec())).collect())
+    }
+}
+
+/// Writes `image` (`height × width × 3` floats in [0, 1]) as an 8-bit PNG, atomically: values
+/// are scaled by 255 and rounded half to even, as diffusers' `numpy_to_pil`
+/// (`(images * 255).round().astype("uint8")`).
+fn write_png(path: &Path, image: &[f32], height: usize, width: usize) -> Result<()> {
+    let bytes: Vec<u8> =
+        image.iter().map(|v| (v * 255.0).round_ties_even().clamp(0.0, 255.0) as u8).collect();
+    let buffer = image::RgbImage::from_raw(width as u32, height as u32, bytes).expect("h × w × 3 bytes");
+    write_atomic(path, |w| {
+        let mut encoded = std::io::Cursor::new(Vec::new());
+        buffer.write_to(&mut encoded, image::ImageFormat::Png).map_err(std::io::Error::other)?;
+        w.write_all(encoded.get_ref())
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: GenerateArgs,
+    }
+
+    fn args(extra: &[&str]) -> GenerateArgs {
+        let base = ["generate", "--pipeline", "p", "--prompt", "x", "--out", "o"];
+        Cli::parse_from(base.iter().chain(extra)).args
+    }
+
+    #[test]
+    fn text_layer_sweeps_by_hand() {
+        assert_eq!(parse_layers(&args(&[]), 23).unwrap(), [None]);
+        assert_eq!(parse_layers(&args(&["--text-layer", "5"]), 23).unwrap(), [Some(5)]);
+        // every:4 of 23 layers: 4, 8, …, 20 and the last one.
+        let every: Vec<Option<usize>> = [4, 8, 12, 16, 20, 23].into_iter().map(Some).collect();
+        assert_eq!(parse_layers(&args(&["--text-layers", "every:4"]), 23).unwrap(), every);
+        assert_eq!(
+            parse_layers(&args(&["--text-layers", "every:4"]), 12).unwrap(),
+            [Some(4), Some(8), Some(12)]
+        );
+        assert_eq!(parse_layers(&args(&["--text-layers", "1, 3"]), 3).unwrap(), [Some(1), Some(3)]);
+        for bad in ["every:0", "every:x", "1,a"] {
+            assert!(parse_layers(&args(&["--text-layers", bad]), 3).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn image_names_sort_in_manifest_order() {
+        let item = Item { row: 12, layer: Some(4) };
+        assert_eq!(image_name(item, 3, true), "000012_l04_03.png");
+        assert_eq!(image_name(item, 3, false), "000012_03.png");
+    }
+}

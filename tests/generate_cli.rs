@@ -1,0 +1,387 @@
+//! End-to-end tests of `culturelens generate` on the committed tiny SD-1-like pipeline
+//! (`scripts/fixtures/make_tiny_diffusion_sd.py`): images equal to diffusers' on the CPU, the
+//! manifest contract, resume after an interruption, bad pipeline folders, and the chain
+//! prompts export → generate → embed → sos.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::{Cli, encoder_fixtures, max_abs, read_csv};
+
+fn diffusion_fixtures() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion"))
+}
+
+/// diffusers' images of the case `name` of `tiny-sd1.json`.
+fn reference(name: &str) -> Vec<f32> {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(diffusion_fixtures().join("tiny-sd1.json")).unwrap())
+            .unwrap();
+    let case = json["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
+    case["images"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
+}
+
+/// `generate` on the tiny SD-1 pipeline with the fixture's base case (seed 0, 4 steps,
+/// guidance 7.5, 16×16).
+fn generate(out: &Path) -> Cli {
+    Cli::new("generate")
+        .opt("--pipeline", diffusion_fixtures().join("tiny-sd1"))
+        .opt("--out", out)
+        .opt("--steps", "4")
+        .opt("--height", "16")
+        .opt("--width", "16")
+}
+
+fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    culturelens_table::read_npy_nd(path).unwrap()
+}
+
+/// A PNG's bytes as diffusers' `numpy_to_pil` makes them from float images.
+fn png_bytes(path: &Path) -> Vec<u8> {
+    image::open(path).unwrap().to_rgb8().into_raw()
+}
+
+#[test]
+fn images_match_diffusers_and_the_manifest_has_the_contract_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("imgs");
+    let npy = tmp.path().join("images.npy");
+    generate(&out)
+        .opt("--prompt", "a photo of the food in china")
+        .opt("--negative-prompt", "a street")
+        .opt("--out-npy", &npy)
+        .run_ok();
+    let (shape, images) = read_npy(&npy);
+    assert_eq!(shape, [1, 16, 16, 3]);
+    let err = max_abs(&images, &reference("negative"));
+    assert!(err <= 1e-3, "max abs {err:.2e} from diffusers");
+    let (header, rows) = read_csv(&out.join("manifest.csv"));
+    assert_eq!(header, ["prompt", "image", "model", "seed", "layer", "steps", "guidance", "scheduler"]);
+    assert_eq!(
+        rows,
+        [[
+            "a photo of the food in china",
+            "000000_00.png",
+            "tiny-sd1",
+            "0",
+            "3",
+            "4",
+            "7.5",
+            "PNDMScheduler"
+        ]]
+    );
+    // The PNG is the float image × 255 rounded, as diffusers saves it.
+    let want: Vec<u8> = images.iter().map(|v| (v * 255.0).round_ties_even() as u8).collect();
+    assert_eq!(png_bytes(&out.join("000000_00.png")), want);
+    assert!(!out.join("manifest.csv.resume").exists());
+}
+
+#[test]
+fn two_images_per_seed_a_text_layer_and_given_latents_match_diffusers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let npy = tmp.path().join("a.npy");
+    let prompt = "a photo of the food in china";
+    generate(&tmp.path().join("a"))
+        .opt("--prompt", prompt)
+        .opt("--seed", "42")
+        .opt("--images-per-prompt", "2")
+        .opt("--out-npy", &npy)
+        .run_ok();
+    let (shape, images) = read_npy(&npy);
+    assert_eq!(shape, [2, 16, 16, 3]);
+    assert!(max_abs(&images, &reference("two-images")) <= 1e-3);
+
+    let npy = tmp.path().join("b.npy");
+    generate(&tmp.path().join("b"))
+        .opt("--prompt", prompt)
+        .opt("--text-layer", "1")
+        .opt("--guidance", "1")
+        .opt("--out-npy", &npy)
+        .run_ok();
+    assert!(max_abs(&read_npy(&npy).1, &reference("text-layer-1-no-cfg")) <= 1e-3);
+    let (_, rows) = read_csv(&tmp.path().join("b/manifest.csv"));
+    assert_eq!(rows[0][4], "1", "the layer column holds --text-layer");
+
+    // The fixture's latents, written as the (1, 4, 8, 8) float32 .npy a user would give.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(diffusion_fixtures().join("tiny-sd1.json")).unwrap())
+            .unwrap();
+    let case = json["cases"].as_array().unwrap().iter().find(|c| c["name"] == "latents-euler").unwrap();
+    let latents: Vec<f32> =
+        case["latents"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    let latents_path = tmp.path().join("latents.npy");
+    let mut bytes = Vec::new();
+    culturelens_table::write_npy_nd(&mut bytes, &[1, 4, 8, 8], &latents).unwrap();
+    std::fs::write(&latents_path, bytes).unwrap();
+    let npy = tmp.path().join("c.npy");
+    generate(&tmp.path().join("c"))
+        .opt("--prompt", prompt)
+        .opt("--scheduler", "euler")
+        .opt("--latents", &latents_path)
+        .opt("--out-npy", &npy)
+        .run_ok();
+    assert!(max_abs(&read_npy(&npy).1, &reference("latents-euler")) <= 1e-3);
+    let (_, rows) = read_csv(&tmp.path().join("c/manifest.csv"));
+    assert_eq!((rows[0][3].as_str(), rows[0][7].as_str()), ("", "EulerDiscreteScheduler"));
+}
+
+#[test]
+fn an_interrupted_run_resumes_without_redoing_finished_images() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("prompts.csv");
+    std::fs::write(&prompts, "id,prompt\np1,a photo of the food in china\np2,a street in japan\n").unwrap();
+    let clean = tmp.path().join("clean");
+    let clean_npy = tmp.path().join("clean.npy");
+    generate(&clean).opt("--prompts", &prompts).opt("--out-npy", &clean_npy).run_ok();
+    let (_, clean_rows) = read_csv(&clean.join("manifest.csv"));
+    assert_eq!(clean_rows.len(), 2);
+
+    // A run that dies after generating (here: its --out-npy cannot be written) keeps its log.
+    let out = tmp.path().join("run");
+    let blocked = tmp.path().join("blocked");
+    std::fs::create_dir_all(blocked.join("x.npy")).unwrap();
+    generate(&out).opt("--prompts", &prompts).opt("--out-npy", blocked.join("x.npy")).run_fails();
+    let log = out.join("manifest.csv.resume");
+    assert!(log.is_file());
+    // Tear the last record (the second image's): it is not finished, and its PNG is redone.
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..bytes.len() - 5]).unwrap();
+    std::fs::write(out.join("000001_00.png"), b"half a png").unwrap();
+    let npy = tmp.path().join("resumed.npy");
+    let run = generate(&out).opt("--prompts", &prompts).opt("--out-npy", &npy).run_ok();
+    assert!(run.stderr.contains("resuming: 1 of 2 prompts already generated"), "{}", run.stderr);
+    assert_eq!(read_npy(&npy), read_npy(&clean_npy));
+    assert_eq!(read_csv(&out.join("manifest.csv")).1, clean_rows);
+    for name in ["000000_00.png", "000001_00.png"] {
+        assert_eq!(png_bytes(&out.join(name)), png_bytes(&clean.join(name)), "{name}");
+    }
+    assert!(!log.exists());
+
+    // Both prompts in one denoising batch give the same images.
+    let batched = tmp.path().join("batched.npy");
+    generate(&tmp.path().join("batched"))
+        .opt("--prompts", &prompts)
+        .opt("--batch", "2")
+        .opt("--out-npy", &batched)
+        .run_ok();
+    let (shape, values) = read_npy(&batched);
+    assert_eq!(shape, [2, 16, 16, 3]);
+    assert!(max_abs(&values, &read_npy(&clean_npy).1) <= 1e-5);
+
+    // --shard 2/2 takes the second prompt only.
+    let shard = tmp.path().join("shard");
+    generate(&shard).opt("--prompts", &prompts).opt("--shard", "2/2").run_ok();
+    let (_, rows) = read_csv(&shard.join("manifest.csv"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0][0].as_str(), rows[0][2].as_str()), ("p2", "000001_00.png"));
+}
+
+/// A copy of the tiny SD-1 pipeline with `edit` applied.
+fn broken_pipeline(tmp: &Path, edit: impl FnOnce(&Path)) -> PathBuf {
+    let dir = tmp.join("pipe");
+    let src = diffusion_fixtures().join("tiny-sd1");
+    for entry in walk(&src) {
+        let to = dir.join(entry.strip_prefix(&src).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    edit(&dir);
+    dir
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+fn replace_in(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{}: no {from}", path.display());
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
+    type Edit = Box<dyn FnOnce(&Path)>;
+    let cases: Vec<(Edit, Vec<&str>, Vec<&str>)> = vec![
+        (
+            Box::new(|d: &Path| {
+                replace_in(&d.join("model_index.json"), "StableDiffusionPipeline", "KandinskyPipeline")
+            }) as Edit,
+            vec![],
+            vec!["model_index.json", "_class_name", "KandinskyPipeline"],
+        ),
+        (
+            Box::new(|d: &Path| {
+                std::fs::remove_file(d.join("unet/diffusion_pytorch_model.safetensors")).unwrap()
+            }) as Edit,
+            vec![],
+            vec!["unet", "diffusion_pytorch_model.safetensors"],
+        ),
+        (
+            Box::new(|d: &Path| {
+                replace_in(
+                    &d.join("text_encoder/config.json"),
+                    "\"intermediate_size\": 24",
+                    "\"intermediate_size\": 32",
+                )
+            }) as Edit,
+            vec![],
+            vec!["text_encoder/model.safetensors", "text_model.encoder.layers.0.mlp.fc1.weight", "[32, 16]"],
+        ),
+        (
+            Box::new(|d: &Path| {
+                replace_in(
+                    &d.join("unet/config.json"),
+                    "\"class_embed_type\": null",
+                    "\"class_embed_type\": \"timestep\"",
+                )
+            }) as Edit,
+            vec![],
+            vec!["unet/config.json", "class_embed_type"],
+        ),
+        (Box::new(|_: &Path| {}) as Edit, vec!["--scheduler", "heun"], vec!["unknown scheduler `heun`"]),
+        (Box::new(|_: &Path| {}) as Edit, vec!["--height", "20"], vec!["multiples of 8", "20"]),
+        (Box::new(|_: &Path| {}) as Edit, vec!["--text-layer", "4"], vec!["--text-layer 4", "1..=3"]),
+    ];
+    for (edit, extra, wanted) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let pipeline = broken_pipeline(tmp.path(), edit);
+        let out = tmp.path().join("out");
+        let mut cli = Cli::new("generate")
+            .opt("--pipeline", &pipeline)
+            .opt("--prompt", "a street")
+            .opt("--out", &out)
+            .opt("--steps", "2");
+        for a in extra {
+            cli = cli.arg(a);
+        }
+        let err = cli.run_fails().stderr;
+        for w in wanted {
+            assert!(err.contains(w), "{w:?} not in: {err}");
+        }
+        assert!(!out.exists(), "nothing may be written: {err}");
+    }
+}
+
+#[test]
+fn prompts_export_generate_embed_sos_chain() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mirror = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
+    let exported = tmp.path().join("sos.csv");
+    Cli::new("prompts")
+        .arg("export")
+        .arg("sos")
+        .opt("--out", &exported)
+        .opt("--languages", "en,de")
+        .opt("--mirror", &mirror)
+        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
+        .run_ok();
+    // Two cultures, one template and person, both languages: 4 prompts of the exported table.
+    let (header, rows) = read_csv(&exported);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let cultures: Vec<String> = {
+        let mut c: Vec<String> = rows.iter().map(|r| r[col("culture")].clone()).collect();
+        c.dedup();
+        c.into_iter().take(2).collect()
+    };
+    let first = &rows[0];
+    let keep: Vec<&Vec<String>> = rows
+        .iter()
+        .filter(|r| {
+            cultures.contains(&r[col("culture")])
+                && r[col("template")] == first[col("template")]
+                && r[col("person")] == first[col("person")]
+        })
+        .collect();
+    assert_eq!(keep.len(), 4);
+    let subset = tmp.path().join("subset.csv");
+    let mut w = csv::Writer::from_path(&subset).unwrap();
+    w.write_record(&header).unwrap();
+    for r in keep {
+        w.write_record(r).unwrap();
+    }
+    w.flush().unwrap();
+
+    let images = tmp.path().join("imgs");
+    generate(&images).opt("--prompts", &subset).run_ok();
+    let embeddings = tmp.path().join("emb.npy");
+    Cli::new("embed")
+        .opt("--images", images.join("manifest.csv"))
+        .opt("--weights", encoder_fixtures().join("clip"))
+        .opt("--out", &embeddings)
+        .run_ok();
+    let scores = tmp.path().join("sos.csv");
+    Cli::new("sos")
+        .opt("--embeddings", &embeddings)
+        .opt("--meta", tmp.path().join("emb.csv"))
+        .opt("--out", &scores)
+        .run_ok();
+    let (sos_header, sos_rows) = read_csv(&scores);
+    assert!(!sos_rows.is_empty(), "{sos_header:?}");
+    assert!(sos_header.iter().any(|h| h == "model"));
+}
+
+#[test]
+fn a_prompt_set_shard_with_a_layer_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mirror = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
+    let out = tmp.path().join("lens");
+    // The SoS set in English has 1539 prompts: shard 1/1000 is the first one; the tiny text
+    // encoder has 3 layers, so every:2 sweeps layers 2 and 3.
+    generate(&out)
+        .opt("--prompt-set", "sos")
+        .opt("--languages", "en")
+        .opt("--shard", "1/1000")
+        .opt("--text-layers", "every:2")
+        .env("CULTURELENS_DATA_MIRROR", &mirror)
+        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
+        .run_ok();
+    let (header, rows) = read_csv(&out.join("manifest.csv"));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows.len(), 2);
+    let got: Vec<(&str, &str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[col("set")].as_str(),
+                r[col("language")].as_str(),
+                r[col("image")].as_str(),
+                r[col("layer")].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("sos", "en", "000000_l02_00.png", "2"), ("sos", "en", "000000_l03_00.png", "3")]);
+    // Layer 3 of 3 is the pipeline's own conditioning: the same image as without --text-layers.
+    let plain = tmp.path().join("plain");
+    let prompt = &rows[0][col("prompt")];
+    generate(&plain).opt("--prompt", prompt).run_ok();
+    assert_eq!(png_bytes(&out.join("000000_l03_00.png")), png_bytes(&plain.join("000000_00.png")));
+    assert_ne!(png_bytes(&out.join("000000_l02_00.png")), png_bytes(&plain.join("000000_00.png")));
+}
+
+#[test]
+fn seed_per_image_draws_image_k_from_seed_s_plus_k() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompt = "a photo of the food in china";
+    let run = |name: &str, extra: &[&str]| {
+        let npy = tmp.path().join(format!("{name}.npy"));
+        let mut cli = generate(&tmp.path().join(name)).opt("--prompt", prompt).opt("--out-npy", &npy);
+        for a in extra {
+            cli = cli.arg(a);
+        }
+        cli.run_ok();
+        read_npy(&npy).1
+    };
+    let pair = run("pair", &["--seed", "42", "--images-per-prompt", "2", "--seed-per-image"]);
+    let (first, second) = pair.split_at(pair.len() / 2);
+    assert_eq!(first, run("s42", &["--seed", "42"]));
+    assert_eq!(second, run("s43", &["--seed", "43"]));
+    let (_, rows) = read_csv(&tmp.path().join("pair/manifest.csv"));
+    assert_eq!((rows[0][3].as_str(), rows[1][3].as_str()), ("42", "43"));
+}
