@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::provenance::Provenance;
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
@@ -395,6 +396,17 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             manifest.n_rows()
         );
     }
+    let mut provenance = Provenance::new("generate", args);
+    provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), &dir)?;
+    if let Some(path) = &args.prompts {
+        provenance.input(path)?;
+    }
+    if let Some(set) = &args.prompt_set {
+        provenance.prompt_sets([set.to_string()]);
+    }
+    provenance.seed("seed", args.seed);
+    provenance.device(args.device, &format!("{:?}", args.precision).to_lowercase());
+    provenance.write_for_dir(&args.out)?;
     log.remove()?;
     eprintln!("wrote {} images and {}", manifest.n_rows(), manifest_path.display());
     Ok(())
