@@ -49,7 +49,25 @@ pub fn read_metadata_parquet(path: &Path) -> Result<Metadata, TableError> {
 }
 
 /// Reads every column: `embedding` (when named) into a matrix, the others as text metadata.
+/// The `parquet` crate panics on some corrupt files (a negative column chunk length, found by
+/// the fuzz harness); such a panic is reported as a corrupt file, like its errors.
 fn read_columns<R: ChunkReader + 'static>(
+    source: R,
+    at: &Location,
+    embedding: Option<&str>,
+) -> Result<(Option<Matrix>, Metadata), TableError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_columns_of(source, at, embedding)))
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown");
+            Err(TableError::format(at.clone(), format!("corrupt Parquet file ({message})")))
+        })
+}
+
+fn read_columns_of<R: ChunkReader + 'static>(
     source: R,
     at: &Location,
     embedding: Option<&str>,
@@ -262,4 +280,22 @@ fn write_batch(
     writer.write(&batch).map_err(std::io::Error::other)?;
     writer.close().map_err(std::io::Error::other)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the fuzz harness (`culturelens-fuzz --target parquet --seed 1`, input 8863): a
+    /// file whose column chunk has a negative length made the `parquet` crate panic.
+    #[test]
+    fn a_negative_column_length_is_a_corrupt_file_not_a_panic() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz_negative_column_length.parquet");
+        let err =
+            parse_parquet(std::fs::read(&path).unwrap(), &Location::file(&path)).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: corrupt Parquet file (", path.display())), "{err}");
+        let err = read_parquet(&path).unwrap_err().to_string();
+        assert!(err.contains("corrupt Parquet file"), "{err}");
+    }
 }
