@@ -99,6 +99,20 @@ pub fn embed_images(
     Ok(failures)
 }
 
+/// The output options of the per-image commands (`classify`, `clipscore`).
+#[derive(clap::Args, Debug)]
+pub struct PerImageArgs {
+    /// Output CSV.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Images per forward pass.
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    /// Keep unreadable images as rows with empty values instead of failing the run.
+    #[arg(long)]
+    pub skip_bad: bool,
+}
+
 /// Embeds every image of `paths` (the per-image commands `classify` and `clipscore`), `batch`
 /// per forward pass, with a progress bar; reports the rate and the images that could not be read.
 /// Those stop the run unless `skip_bad`, which leaves their rows out of the result (the caller

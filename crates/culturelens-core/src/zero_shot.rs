@@ -5,7 +5,7 @@
 //!
 //! exactly transformers' `logits_per_image.softmax(-1)` (SigLIP's `logit_bias` adds the same
 //! constant to every class and so drops out of the softmax). The predicted class is the argmax,
-//! the first class on ties. The default texts of the `gender` attribute are those of MAGBIG's
+//! the first class on ties ([`crate::cultext2i::argmax`]). The default texts of the `gender` attribute are those of MAGBIG's
 //! released code ([`GENDER_CLASSES`]).
 
 use burn::tensor::Tensor;
@@ -23,17 +23,6 @@ pub const GENDER_CLASSES: [(&str, &str); 2] =
 /// zero row gives NaN.
 pub fn class_probabilities(images: Tensor<2>, classes: Tensor<2>, scale: f32) -> Tensor<2> {
     softmax(cosine_tensor(images, classes) * scale, 1)
-}
-
-/// The predicted class of one image's probabilities: the argmax, the first on ties.
-pub fn predicted(probabilities: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &p) in probabilities.iter().enumerate() {
-        if p > probabilities[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 #[cfg(test)]
@@ -58,8 +47,5 @@ mod tests {
         for (got, want) in p.iter().zip(want) {
             assert!((*got as f64 - want).abs() < 1e-6, "{p:?}");
         }
-        assert_eq!(predicted(&p[0..2]), 0);
-        assert_eq!(predicted(&p[2..4]), 0, "a tie goes to the first class");
-        assert_eq!(predicted(&p[4..6]), 1);
     }
 }

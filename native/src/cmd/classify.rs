@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use culturelens_core::cultext2i::argmax;
 use culturelens_core::models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
-use culturelens_core::zero_shot::{GENDER_CLASSES, class_probabilities, predicted};
+use culturelens_core::zero_shot::{GENDER_CLASSES, class_probabilities};
 use culturelens_models_io::decode_image;
 use culturelens_table::{Metadata, read_metadata_csv};
 use rayon::prelude::*;
@@ -19,7 +20,7 @@ use rayon::prelude::*;
 use crate::device::select_device;
 
 use crate::embeddings::{matrix, read_back, upload};
-use crate::encode::{ModelArgs, check_batch, embed_image_list, embed_token_ids};
+use crate::encode::{ModelArgs, PerImageArgs, check_batch, embed_image_list, embed_token_ids};
 use crate::input::ImageList;
 use crate::output::write_meta_with_columns;
 use crate::provenance::Provenance;
@@ -64,15 +65,8 @@ pub struct ClassifyArgs {
     /// A class as LABEL=TEXT (repeat for each class).
     #[arg(long = "classes", value_name = "LABEL=TEXT")]
     pub classes: Vec<String>,
-    /// Output CSV.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// Images per forward pass.
-    #[arg(long, default_value_t = 16)]
-    pub batch: usize,
-    /// Keep unreadable images as rows with an empty attribute instead of failing the run.
-    #[arg(long)]
-    pub skip_bad: bool,
+    #[command(flatten)]
+    pub run: PerImageArgs,
     /// A face-attribute network instead of zero-shot CLIP.
     #[arg(long, value_enum, value_name = "NAME", conflicts_with = "classes")]
     pub network: Option<Network>,
@@ -122,7 +116,7 @@ pub fn run(args: &ClassifyArgs) -> Result<()> {
         return run_gender_v1(args);
     }
     // Read: classes, images, the model and its temperature.
-    check_batch(args.batch)?;
+    check_batch(args.run.batch)?;
     let classes = classes(args)?;
     let images = ImageList::read(&args.images)?;
     let (encoder, weights) = args.model.load()?;
@@ -143,9 +137,9 @@ pub fn run(args: &ClassifyArgs) -> Result<()> {
         );
     }
     let ids: Vec<Vec<u32>> = marked.into_iter().map(|(ids, _)| ids).collect();
-    let text_rows = embed_token_ids(&encoder, &ids, args.batch, None)?;
+    let text_rows = embed_token_ids(&encoder, &ids, args.run.batch, None)?;
     let n = images.paths.len();
-    let done = embed_image_list(&encoder, &images.paths, args.batch, args.skip_bad)?;
+    let done = embed_image_list(&encoder, &images.paths, args.run.batch, args.run.skip_bad)?;
     let probabilities = probabilities(&encoder.device, &done, &text_rows, scale);
 
     // Write: the image list's columns, the attribute, a probability per class.
@@ -153,17 +147,17 @@ pub fn run(args: &ClassifyArgs) -> Result<()> {
     let mut attribute = vec![String::new(); n];
     let mut p_columns = vec![vec![String::new(); n]; k];
     for (&row, p) in done.keys().zip(probabilities.chunks(k)) {
-        attribute[row] = classes[predicted(p)].0.clone();
+        attribute[row] = classes[most_probable(p)].0.clone();
         for (c, &value) in p.iter().enumerate() {
             p_columns[c][row] = value.to_string();
         }
     }
     let mut added = vec![(args.attribute.clone(), attribute)];
     added.extend(classes.iter().zip(p_columns).map(|((label, _), values)| (format!("p_{label}"), values)));
-    write_meta_with_columns(&args.out, &images.meta, &added)?;
-    args.model.provenance("classify", args, &weights)?.input(&args.images)?.write_beside(&args.out)?;
+    write_meta_with_columns(&args.run.out, &images.meta, &added)?;
+    args.model.provenance("classify", args, &weights)?.input(&args.images)?.write_beside(&args.run.out)?;
     let empty = n - done.len();
-    eprintln!("wrote {n} rows to {} ({empty} with an empty {})", args.out.display(), args.attribute);
+    eprintln!("wrote {n} rows to {} ({empty} with an empty {})", args.run.out.display(), args.attribute);
     Ok(())
 }
 
@@ -182,7 +176,7 @@ fn probabilities(
 /// `--network gender-v1`: the chips of every row through dlib's gender classifier.
 fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
     // Read: the chips of the rows (an empty cell: no usable face), the network.
-    check_batch(args.batch)?;
+    check_batch(args.run.batch)?;
     if args.attribute != "gender" {
         bail!("--network gender-v1 gives the attribute `gender`, not {:?}", args.attribute);
     }
@@ -214,7 +208,7 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
         for f in &failures {
             eprintln!("  {f}");
         }
-        if !args.skip_bad {
+        if !args.run.skip_bad {
             bail!(
                 "{} chip(s) failed; nothing written (fix or remove them, or pass --skip-bad)",
                 failures.len()
@@ -224,11 +218,11 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
     let n = meta.n_rows();
     let mut gender = vec![String::new(); n];
     let mut p = [vec![String::new(); n], vec![String::new(); n]];
-    for batch in good.chunks(args.batch) {
+    for batch in good.chunks(args.run.batch) {
         let bytes: Vec<u8> = batch.iter().flat_map(|(_, c)| c.iter().copied()).collect();
         let probs = read_back(network.forward(chip_input(&bytes, &device)));
         for ((row, _), pair) in batch.iter().zip(probs.chunks(2)) {
-            gender[*row] = GENDER_LABELS[predicted(pair)].to_string();
+            gender[*row] = GENDER_LABELS[most_probable(pair)].to_string();
             p[0][*row] = pair[0].to_string();
             p[1][*row] = pair[1].to_string();
         }
@@ -247,14 +241,14 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
         (format!("p_{}", GENDER_LABELS[0]), p_female),
         (format!("p_{}", GENDER_LABELS[1]), p_male),
     ];
-    write_meta_with_columns(&args.out, &meta, &added)?;
+    write_meta_with_columns(&args.run.out, &meta, &added)?;
     let mut provenance = Provenance::new("classify", args);
     provenance.model("gender-v1", &onnx)?.input(&args.images)?;
-    provenance.device(args.model.device, "f32").write_beside(&args.out)?;
+    provenance.device(args.model.device, "f32").write_beside(&args.run.out)?;
     let no_face = chips.iter().filter(|c| c.is_none()).count();
     eprintln!(
         "wrote {n} rows to {}: {} classified, {no_face} without a usable face, {} unreadable (empty gender)",
-        args.out.display(),
+        args.run.out.display(),
         good.len(),
         failures.len()
     );
@@ -291,4 +285,9 @@ fn read_chip(path: &Path) -> Result<Vec<u8>, String> {
         ));
     }
     Ok(rgb.into_raw())
+}
+
+/// The most probable class (the first on ties).
+fn most_probable(p: &[f32]) -> usize {
+    argmax(&p.iter().map(|&x| f64::from(x)).collect::<Vec<_>>())
 }

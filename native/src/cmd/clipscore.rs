@@ -13,7 +13,7 @@ use culturelens_core::validation::{CLIPSCORE_W, clipscore};
 use culturelens_table::TableError;
 
 use crate::embeddings::{matrix, read_back, upload};
-use crate::encode::{ModelArgs, check_batch, embed_image_list, embed_token_ids};
+use crate::encode::{ModelArgs, PerImageArgs, check_batch, embed_image_list, embed_token_ids};
 use crate::input::ImageList;
 use crate::output::write_meta_with_columns;
 
@@ -51,20 +51,13 @@ pub struct ClipscoreArgs {
     /// Cut captions longer than the text tower's context instead of failing.
     #[arg(long)]
     pub truncate: bool,
-    /// Output CSV.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// Images per forward pass.
-    #[arg(long, default_value_t = 16)]
-    pub batch: usize,
-    /// Keep unreadable images as rows with empty scores instead of failing the run.
-    #[arg(long)]
-    pub skip_bad: bool,
+    #[command(flatten)]
+    pub run: PerImageArgs,
 }
 
 pub fn run(args: &ClipscoreArgs) -> Result<()> {
     // Read: the manifest, its captions (each distinct text once), the model.
-    check_batch(args.batch)?;
+    check_batch(args.run.batch)?;
     if let Some(t) = &args.template
         && !t.contains("{}")
     {
@@ -112,9 +105,9 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
 
     // Build: caption and image embeddings, then each row's cosines on the device.
     let ids: Vec<Vec<u32>> = marked.into_iter().map(|(ids, _)| ids).collect();
-    let text_rows = embed_token_ids(&encoder, &ids, args.batch, None)?;
+    let text_rows = embed_token_ids(&encoder, &ids, args.run.batch, None)?;
     let n = images.paths.len();
-    let done = embed_image_list(&encoder, &images.paths, args.batch, args.skip_bad)?;
+    let done = embed_image_list(&encoder, &images.paths, args.run.batch, args.run.skip_bad)?;
     let mut added = Vec::new();
     for (col, captions) in args.captions.iter().zip(&caption_of) {
         let captions = done.keys().map(|&row| &text_rows[captions[row]]);
@@ -132,8 +125,8 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     }
 
     // Write.
-    write_meta_with_columns(&args.out, meta, &added)?;
-    args.model.provenance("clipscore", args, &weights)?.input(&args.images)?.write_beside(&args.out)?;
-    eprintln!("wrote {n} rows to {} ({} with empty scores)", args.out.display(), n - done.len());
+    write_meta_with_columns(&args.run.out, meta, &added)?;
+    args.model.provenance("clipscore", args, &weights)?.input(&args.images)?.write_beside(&args.run.out)?;
+    eprintln!("wrote {n} rows to {} ({} with empty scores)", args.run.out.display(), n - done.len());
     Ok(())
 }

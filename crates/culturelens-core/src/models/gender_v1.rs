@@ -33,39 +33,18 @@ use super::onnx::{OnnxError, OnnxGraph};
 
 /// Side of the square input chip.
 pub const CHIP_SIZE: usize = 32;
-/// Per-channel means (R, G, B) subtracted before dividing by 256 (the package's manifest).
-pub const CHIP_MEANS: [f32; 3] = [122.781998, 117.000999, 104.297997];
+/// Per-channel means (R, G, B) subtracted before dividing by 256: the package manifest's
+/// 122.781998, 117.000999 and 104.297997 as float32 (the shorter literals are the same f32).
+pub const CHIP_MEANS: [f32; 3] = [122.782, 117.001, 104.298];
 /// The classes of the output, in order.
 pub const LABELS: [&str; 2] = ["female", "male"];
 /// The operators of the graph, in order: a file with another architecture is refused.
-const OPS: [&str; 26] = [
-    "Conv",
-    "Mul",
-    "Add",
-    "Relu",
-    "Conv",
-    "Mul",
-    "Add",
-    "Relu",
-    "AveragePool",
-    "Conv",
-    "Mul",
-    "Add",
-    "Relu",
-    "Conv",
-    "Mul",
-    "Add",
-    "Relu",
-    "AveragePool",
-    "Mul",
-    "Flatten",
-    "Gemm",
-    "Relu",
-    "Mul",
-    "Flatten",
-    "Gemm",
-    "Softmax",
-];
+fn expected_ops() -> Vec<&'static str> {
+    let block = ["Conv", "Mul", "Add", "Relu"];
+    let pair: Vec<&str> = [block, block].concat().into_iter().chain(["AveragePool"]).collect();
+    let head = ["Mul", "Flatten", "Gemm", "Relu", "Mul", "Flatten", "Gemm", "Softmax"];
+    [pair.clone(), pair, head.to_vec()].concat()
+}
 
 /// A 3 × 3 convolution followed by dlib's per-channel affine layer (`x · scale + offset`) and
 /// ReLU.
@@ -97,7 +76,7 @@ impl GenderV1 {
     /// The network with the weights of `gender-v1.onnx` (the file's bytes) on `device`.
     pub fn from_onnx(bytes: &[u8], device: &Device) -> Result<Self, OnnxError> {
         let graph = OnnxGraph::parse(bytes)?;
-        if graph.ops != OPS {
+        if graph.ops != expected_ops() {
             return Err(OnnxError::Format(format!(
                 "the graph's operators {:?} are not those of dlib's gender classifier v1",
                 graph.ops
@@ -199,11 +178,11 @@ mod tests {
         let x: Vec<f32> = chip_input(&chip, &device).into_data().try_to_vec().unwrap();
         let plane = CHIP_SIZE * CHIP_SIZE;
         assert_eq!(x.len(), 3 * plane);
-        assert_eq!(x[0], (255.0 - 122.781998f32) / 256.0);
-        assert_eq!(x[plane], (117.0 - 117.000999f32) / 256.0);
-        assert_eq!(x[2 * plane], -104.297997f32 / 256.0);
-        assert_eq!(x[1], (10.0 - 122.781998f32) / 256.0);
-        assert_eq!(x[2 * plane + 1], (30.0 - 104.297997f32) / 256.0);
+        assert_eq!(x[0], (255.0 - 122.782f32) / 256.0);
+        assert_eq!(x[plane], (117.0 - 117.001f32) / 256.0);
+        assert_eq!(x[2 * plane], -104.298f32 / 256.0);
+        assert_eq!(x[1], (10.0 - 122.782f32) / 256.0);
+        assert_eq!(x[2 * plane + 1], (30.0 - 104.298f32) / 256.0);
     }
 
     #[test]
