@@ -175,6 +175,23 @@ fn an_interrupted_run_resumes_without_redoing_finished_images() {
     let (_, rows) = read_csv(&shard.join("manifest.csv"));
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0][0].as_str(), rows[0][2].as_str()), ("p2", "000001_00.png"));
+
+    // With shard 1/2 beside it, `merge` joins the shards into the unsharded run's manifest and images.
+    let first = tmp.path().join("shard1");
+    generate(&first).opt("--prompts", &prompts).opt("--shard", "1/2").run_ok();
+    let merged = tmp.path().join("merged");
+    Cli::new("merge").opt("--out", &merged).arg(&shard).arg(&first).run_ok();
+    assert_eq!(
+        std::fs::read(merged.join("manifest.csv")).unwrap(),
+        std::fs::read(clean.join("manifest.csv")).unwrap()
+    );
+    for name in ["000000_00.png", "000001_00.png"] {
+        assert_eq!(
+            std::fs::read(merged.join(name)).unwrap(),
+            std::fs::read(clean.join(name)).unwrap(),
+            "{name}"
+        );
+    }
 }
 
 /// A copy of the tiny SD-1 pipeline with `edit` applied.

@@ -20,9 +20,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::hash::sha256_hex;
 use crate::provenance::Provenance;
+use crate::work::part::{DIR_PART, Input, Part};
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
+use clap::ValueEnum;
 use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
 use culturelens_core::diffusion::scheduler::SchedulerKind;
 use culturelens_core::rng::TorchNormalPath;
@@ -396,6 +399,9 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             manifest.n_rows()
         );
     }
+    if let Some(shard) = args.shard {
+        write_part(args, &meta, &model_name, shard, prompts.len(), &manifest_path, manifest.n_rows())?;
+    }
     let mut provenance = Provenance::new("generate", args);
     provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), &dir)?;
     if let Some(path) = &args.prompts {
@@ -467,6 +473,32 @@ impl Job<'_> {
 /// Writes `image` (`height × width × 3` floats in [0, 1]) as an 8-bit PNG, atomically: values
 /// are scaled by 255 and rounded half to even, as diffusers' `numpy_to_pil`
 /// (`(images * 255).round().astype("uint8")`).
+/// Writes `OUT/part.json` for shard `shard` of a run over `items` prompts that made `rows`
+/// images, so `culturelens merge OUT PART_DIR…` can join the shards (`work::part`).
+fn write_part(
+    args: &GenerateArgs,
+    prompts: &Metadata,
+    model: &str,
+    shard: Shard,
+    items: usize,
+    manifest: &Path,
+    rows: usize,
+) -> Result<()> {
+    let mut table = Vec::new();
+    write_metadata_csv(&mut table, prompts)?;
+    let name = match (&args.prompts, &args.prompt_set, &args.prompt) {
+        (Some(path), _, _) => path.display().to_string(),
+        (None, Some(set), _) => set.to_string(),
+        _ => "--prompt".to_string(),
+    };
+    let input = Input { name, sha256: sha256_hex(&table) };
+    let precision = args.precision.to_possible_value().expect("a clap value").get_name().to_string();
+    let mut part = Part::new("generate", shard, items, rows, model.to_string(), &precision, input);
+    let part_path = args.out.join(DIR_PART);
+    part.add_file(&part_path, "manifest", manifest)?;
+    part.write(&part_path)
+}
+
 fn write_png(path: &Path, image: &[f32], height: usize, width: usize) -> Result<()> {
     let bytes: Vec<u8> =
         image.iter().map(|v| (v * 255.0).round_ties_even().clamp(0.0, 255.0) as u8).collect();
