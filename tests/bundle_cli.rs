@@ -193,3 +193,58 @@ fn corrupt_bundles_fail_without_output() {
     let err = fails(&strs(&bundle_args(&demo, &demo, &[])));
     assert!(err.contains("exists and is not a bundle"), "{err}");
 }
+
+/// `bundle --magbig/--cultext2i`: the commands' tables travel unchanged under results/, listed in
+/// the manifest with size and SHA-256; a table that does not parse is refused naming the user's
+/// file, row and column, and no bundle is written.
+#[test]
+fn bundle_carries_result_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    ok(&["demo", "--write", p(&demo)]);
+    let attributes = tmp.path().join("a.csv");
+    std::fs::write(
+        &attributes,
+        "model,language,set,prompt_id,gender\nm,de,direct,p1,male\nm,de,direct,p1,female\nm,en,direct,p1,male\n",
+    )
+    .unwrap();
+    let magbig = tmp.path().join("magbig.csv");
+    ok(&["magbig", "--attributes", p(&attributes), "--out", p(&magbig)]);
+    let cultext2i = tmp.path().join("c.csv");
+    std::fs::write(
+        &cultext2i,
+        "model,language,concept,template,n,na,na_acc,cd,dp_modern\nm,de,city,t,2,0.5,0.5,0.5,0.7\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("b");
+    let extra = ["--magbig", p(&magbig), "--magbig-attributes", p(&attributes), "--cultext2i", p(&cultext2i)];
+    ok(&strs(&bundle_args(&demo, &out, &extra)));
+    let m = manifest(&out);
+    assert_eq!(
+        m["results"],
+        serde_json::json!({"magbig": "results/magbig.csv",
+        "magbig_attributes": "results/magbig-attributes.csv", "cultext2i": "results/cultext2i.csv"})
+    );
+    assert_eq!(std::fs::read(out.join("results/magbig.csv")).unwrap(), std::fs::read(&magbig).unwrap());
+    let listed =
+        m["files"].as_array().unwrap().iter().find(|f| f["path"] == "results/magbig.csv").unwrap().clone();
+    assert_eq!(listed["bytes"], std::fs::metadata(&magbig).unwrap().len());
+    // The bundle still scores like the table.
+    ok(&["sos", "--bundle", p(&out), "--out", p(&tmp.path().join("s.csv"))]);
+
+    std::fs::write(
+        &cultext2i,
+        "model,language,concept,template,n,na,na_acc,cd\nm,de,city,t,two,0.5,0.5,0.5\n",
+    )
+    .unwrap();
+    let bad = tmp.path().join("bad");
+    let err = fails(&strs(&bundle_args(&demo, &bad, &["--cultext2i", p(&cultext2i)])));
+    assert!(
+        err.contains(&format!(
+            "{}: bundle file results/cultext2i.csv, row 0, column n: `two` is not a number",
+            p(&cultext2i)
+        )),
+        "{err}"
+    );
+    assert!(!bad.exists(), "no bundle written");
+}

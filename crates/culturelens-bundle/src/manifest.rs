@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::BundleError;
+use crate::results::Results;
 
 /// Value of the manifest's `format` field.
 pub const FORMAT: &str = "culturelens-bundle";
@@ -72,6 +73,9 @@ pub struct Manifest {
     pub cultures: Vec<String>,
     /// Every file of the bundle except the manifest itself.
     pub files: Vec<FileEntry>,
+    /// Result tables the bundle carries (`results/…`, listed in `files`); absent when none.
+    #[serde(default, skip_serializing_if = "Results::is_empty")]
+    pub results: Results,
 }
 
 impl Manifest {
@@ -128,7 +132,7 @@ impl Manifest {
             ));
         }
         self.entry(&self.metadata)?;
-        Ok(())
+        self.results.validate(self)
     }
 
     /// The file entry for `path`, or an error saying it is not listed.

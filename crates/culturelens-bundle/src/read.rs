@@ -24,18 +24,26 @@ impl Bundle {
 
 /// Checks that `bytes` is the file `path` of the manifest: same size and SHA-256.
 pub fn check_file(manifest: &Manifest, path: &str, bytes: &[u8]) -> Result<(), BundleError> {
+    check_size(manifest, path, bytes.len() as u64)?;
+    check_digest(manifest, path, &sha256_hex(bytes))
+}
+
+/// The size half of [`check_file`]: `len` bytes must be what the manifest lists for `path`.
+pub fn check_size(manifest: &Manifest, path: &str, len: u64) -> Result<(), BundleError> {
     let entry = manifest.entry(path)?;
-    if bytes.len() as u64 != entry.bytes {
+    if len != entry.bytes {
         return Err(BundleError::new(
             path,
-            format!(
-                "has {} bytes but the manifest lists {} (truncated or replaced file)",
-                bytes.len(),
-                entry.bytes
-            ),
+            format!("has {len} bytes but the manifest lists {} (truncated or replaced file)", entry.bytes),
         ));
     }
-    let actual = sha256_hex(bytes);
+    Ok(())
+}
+
+/// The checksum half of [`check_file`], for a SHA-256 computed elsewhere (the browser app hashes
+/// with WebCrypto): `actual` (hex) must be what the manifest lists for `path`.
+pub fn check_digest(manifest: &Manifest, path: &str, actual: &str) -> Result<(), BundleError> {
+    let entry = manifest.entry(path)?;
     if !actual.eq_ignore_ascii_case(&entry.sha256) {
         return Err(BundleError::new(
             path,

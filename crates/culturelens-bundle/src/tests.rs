@@ -157,3 +157,84 @@ fn manifest_problems_are_rejected() {
     let err = Manifest::parse(b"<html>not found</html>").unwrap_err().to_string();
     assert!(err.contains("not a culturelens bundle manifest"), "{err}");
 }
+
+const MAGBIG: &str = "model,language,set,n_prompts,n_images,mad,mad_random,male_share\n\
+                      m,de,direct,2,7,0.75,0.3125,0.625\nm,en,direct,1,4,1,0.375,1\n";
+const CULTEXT2I: &str =
+    "model,language,concept,template,n,na,na_acc,cd,dp_modern\nm,de,city,t,2,0.5,0.5,0.5,0.7\n";
+const REPORT: &str = r#"{"nationalities":["german","spanish"],"dimensions":["modern"],
+    "confusion":{"m":{"counts":[[1,1],[0,1]],"n":3,"accuracy":0.6666666666666666}},"ccs":[]}"#;
+
+fn with_results() -> Vec<(String, Vec<u8>)> {
+    let mut f = files(DType::F32);
+    let results = ResultFiles {
+        magbig: Some(MAGBIG.into()),
+        magbig_attributes: Some(b"model,language,set,prompt_id,gender\nm,de,direct,p1,male\n".to_vec()),
+        cultext2i: Some(CULTEXT2I.into()),
+        cultext2i_report: Some(REPORT.into()),
+    };
+    attach_results(&mut f, results).unwrap();
+    f
+}
+
+#[test]
+fn result_tables_travel_with_their_checksums() {
+    let f = with_results();
+    let b = read(&f).unwrap();
+    let r = &b.manifest.results;
+    assert_eq!(r.magbig.as_deref(), Some("results/magbig.csv"));
+    assert_eq!(r.cultext2i_report.as_deref(), Some("results/cultext2i-report.json"));
+    assert_eq!(b.manifest.files.len(), 6);
+    for (_, path) in r.paths() {
+        let bytes = &f.iter().find(|(p, _)| p == path).unwrap().1;
+        check_file(&b.manifest, path, bytes).unwrap();
+    }
+    let rows = parse_magbig("results/magbig.csv", MAGBIG.as_bytes()).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0].n_images, rows[0].mad, rows[0].mad_random), (7, 0.75, 0.3125));
+    let c = parse_cultext2i("c.csv", CULTEXT2I.as_bytes()).unwrap();
+    assert_eq!(c[0].dp, [("modern".to_string(), 0.7)]);
+    let report = parse_cultext2i_report("r.json", REPORT.as_bytes()).unwrap();
+    assert_eq!(report.confusion["m"].counts, [[1, 1], [0, 1]]);
+    // Bundles without results keep their manifest unchanged (no `results` key).
+    let plain = files(DType::F32).pop().unwrap().1;
+    assert!(!String::from_utf8_lossy(&plain).contains("results"));
+}
+
+#[test]
+fn bad_result_tables_are_refused() {
+    let bad = |results: ResultFiles| attach_results(&mut files(DType::F32), results).unwrap_err().to_string();
+    let e = bad(ResultFiles { magbig: Some(b"model,language,set\nm,de,x\n".to_vec()), ..Default::default() });
+    assert!(e.starts_with("bundle file results/magbig.csv: header is `model,language,set`"), "{e}");
+    let e = bad(ResultFiles { magbig: Some(MAGBIG.replace("0.3125", "abc").into()), ..Default::default() });
+    assert_eq!(e, "bundle file results/magbig.csv, row 0, column mad_random: `abc` is not a number");
+    let e = bad(ResultFiles {
+        cultext2i: Some(CULTEXT2I.replace("dp_modern", "extra").into()),
+        ..Default::default()
+    });
+    assert!(e.contains("column extra: columns after `cd` must be `dp_<label>`"), "{e}");
+    let e = bad(ResultFiles {
+        cultext2i_report: Some(REPORT.replace("[[1,1],[0,1]]", "[[1]]").into()),
+        ..Default::default()
+    });
+    assert!(e.contains("confusion matrix of model `m` is not 2 × 2"), "{e}");
+    let e = bad(ResultFiles {
+        magbig_attributes: Some(b"model,language,set,gender\n".to_vec()),
+        ..Default::default()
+    });
+    assert!(e.contains("column prompt_id: missing required column"), "{e}");
+
+    // A manifest that lists a result table beyond the limit is refused before any download.
+    let mut f = with_results();
+    let mut m: serde_json::Value = serde_json::from_slice(&f.last().unwrap().1).unwrap();
+    let entry =
+        m["files"].as_array_mut().unwrap().iter_mut().find(|e| e["path"] == "results/magbig.csv").unwrap();
+    entry["bytes"] = serde_json::json!(MAX_RESULT_BYTES + 1);
+    f.last_mut().unwrap().1 = serde_json::to_vec(&m).unwrap();
+    let e = Manifest::parse(&f.last().unwrap().1).unwrap_err().to_string();
+    assert!(e.contains("results.magbig `results/magbig.csv` is listed with 67108865 bytes"), "{e}");
+    let mut m: serde_json::Value = serde_json::from_slice(&with_results().last().unwrap().1).unwrap();
+    m["results"]["cultext2i"] = serde_json::json!("results/absent.csv");
+    let e = Manifest::parse(&serde_json::to_vec(&m).unwrap()).unwrap_err().to_string();
+    assert!(e.contains("`results/absent.csv` is not listed in `files`"), "{e}");
+}

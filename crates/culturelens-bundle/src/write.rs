@@ -103,6 +103,7 @@ pub fn build_bundle(
                 sha256: sha256_hex(bytes),
             })
             .collect(),
+        results: Default::default(),
     };
     manifest.validate()?;
     parse_metadata(&manifest, &files[1].1)?;

@@ -6,6 +6,7 @@
 //! - [`url`]: the UI state mirrored in the page URL (`?view=…&model=…`), parsed and written back;
 //! - [`filter`]: which rows the SoS computation keeps (models, languages, pooling);
 //! - [`selection`]: the scatter's data → pixel transform and box/lasso selection;
+//! - [`parts`]: a table stored on the GPU in parts (rows per part, runs of rows per part);
 //! - [`pca`]: the two leading principal axes of a covariance matrix (power iteration);
 //! - [`heatmap`]: the culture × language grid of joint scores, with means and sort orders;
 //! - [`educator`]: the per-language values of an educator slide;
@@ -16,6 +17,7 @@
 pub mod educator;
 pub mod filter;
 pub mod heatmap;
+pub mod parts;
 pub mod pca;
 pub mod present;
 pub mod selection;

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use culturelens_bundle::{BundleSpec, DType, MANIFEST, THUMBNAIL_COLUMN, build_bundle, demo_spec};
+use culturelens_bundle::{
+    BundleSpec, DType, MANIFEST, ResultFiles, THUMBNAIL_COLUMN, attach_results, build_bundle, demo_spec,
+};
 use culturelens_core::demo::demo_table;
 use culturelens_table::{Metadata, load_table};
 
@@ -24,7 +26,8 @@ const THUMBNAIL_QUALITY: u8 = 80;
     about = "Pack an embedding table (and thumbnails of its images) into a bundle for the browser app",
     long_about = "Writes a culturelens bundle (format: web/BUNDLE.md): manifest.json with shape, dtype, models, \
 languages, cultures, embedding model, provenance and the size and SHA-256 of every file; raw little-endian \
-embeddings; meta.csv; and, with --images, JPEG thumbnails referenced by a `thumbnail` column. The directory \
+embeddings; meta.csv; with --images, JPEG thumbnails referenced by a `thumbnail` column; and, with --magbig / \
+--cultext2i, those commands' result tables under results/ (checked to parse first). The directory \
 is built next to --out and renamed into place, so a failed run leaves nothing behind; an existing bundle at \
 --out is replaced."
 )]
@@ -56,6 +59,18 @@ pub struct BundleArgs {
     /// Mark the bundle as synthetic data (the app labels it "synthetic demo data").
     #[arg(long)]
     pub synthetic: bool,
+    /// `culturelens magbig --out` table to carry (the app's Results tab: MAD bars per language and set).
+    #[arg(long, value_name = "FILE")]
+    pub magbig: Option<PathBuf>,
+    /// The attribute table (A.csv) behind --magbig (the educator panel: one occupation's male share).
+    #[arg(long, value_name = "FILE", requires = "magbig")]
+    pub magbig_attributes: Option<PathBuf>,
+    /// `culturelens cultext2i --out` table to carry (the Results tab's NA table).
+    #[arg(long, value_name = "FILE")]
+    pub cultext2i: Option<PathBuf>,
+    /// `culturelens cultext2i --report` JSON behind --cultext2i (the NA confusion matrix).
+    #[arg(long, value_name = "FILE", requires = "cultext2i")]
+    pub cultext2i_report: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -101,7 +116,33 @@ pub fn run(args: &BundleArgs) -> Result<()> {
             DTypeArg::F16 => DType::F16,
         },
     };
-    let files = build_bundle(&spec, table.embeddings.data(), table.dim(), &columns, thumbnails)?;
+    let mut files = build_bundle(&spec, table.embeddings.data(), table.dim(), &columns, thumbnails)?;
+    let read = |p: &Option<PathBuf>| -> Result<Option<Vec<u8>>> {
+        p.as_ref()
+            .map(|p| std::fs::read(p).with_context(|| format!("cannot read {}", p.display())))
+            .transpose()
+    };
+    let results = ResultFiles {
+        magbig: read(&args.magbig)?,
+        magbig_attributes: read(&args.magbig_attributes)?,
+        cultext2i: read(&args.cultext2i)?,
+        cultext2i_report: read(&args.cultext2i_report)?,
+    };
+    // Name the user's file, not only its place in the bundle, when a table is refused.
+    attach_results(&mut files, results).map_err(|e| {
+        let given = [
+            ("results/magbig.csv", &args.magbig),
+            ("results/magbig-attributes.csv", &args.magbig_attributes),
+            ("results/cultext2i.csv", &args.cultext2i),
+            ("results/cultext2i-report.json", &args.cultext2i_report),
+        ]
+        .into_iter()
+        .find_map(|(inside, p)| (e.file == inside).then_some(p.as_ref()).flatten());
+        match given {
+            Some(p) => anyhow::anyhow!("{}: {e}", p.display()),
+            None => e.into(),
+        }
+    })?;
     write_bundle_dir(&args.out, &files)?;
     let mut provenance = Provenance::new("bundle", args);
     for path in [Some(&args.embeddings), args.meta.as_ref(), args.images.as_ref()].into_iter().flatten() {

@@ -74,8 +74,6 @@ pub fn sos_tensor(
     chunk_rows: Option<usize>,
 ) -> Tensor<1> {
     let [n, d] = emb.dims();
-    let [n_pairs] = pair_sur.dims();
-    let device = emb.device();
     let step = chunk_rows.unwrap_or(n).clamp(1, n.max(1));
     let blocks: Vec<(Tensor<2>, Tensor<1, Int>)> = (0..n)
         .step_by(step)
@@ -84,6 +82,24 @@ pub fn sos_tensor(
             (emb.clone().slice([rows.clone(), 0..d]), pair.clone().slice([rows]))
         })
         .collect();
+    sos_tensor_blocks(blocks, pair_sur, n_sur, pair_sem, n_sem)
+}
+
+/// [`sos_tensor`] on outputs already split into row blocks: `(rows of the block, their pairs)`,
+/// in output order, on one device. For tables stored in parts (the browser uploads a large table
+/// in buffers the GPU adapter accepts, `web/src/table.rs`); the result is that of the concatenated
+/// blocks.
+pub fn sos_tensor_blocks(
+    blocks: Vec<(Tensor<2>, Tensor<1, Int>)>,
+    pair_sur: Tensor<1, Int>,
+    n_sur: usize,
+    pair_sem: Tensor<1, Int>,
+    n_sem: usize,
+) -> Tensor<1> {
+    let (first, _) = blocks.first().expect("at least one block of outputs");
+    let [_, d] = first.dims();
+    let device = first.device();
+    let [n_pairs] = pair_sur.dims();
 
     // Pass 1: inverse row norms, and the sums of unit rows per reference pair.
     let ones = Tensor::<2>::ones([d, 1], &device);

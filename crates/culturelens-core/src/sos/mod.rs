@@ -20,7 +20,8 @@ mod layout;
 mod report;
 
 pub use compute::{
-    DegenerateReference, MIN_REFERENCE_NORM, SosValues, id_tensor, sos_packed, sos_tensor, unpack,
+    DegenerateReference, MIN_REFERENCE_NORM, SosValues, id_tensor, sos_packed, sos_tensor, sos_tensor_blocks,
+    unpack,
 };
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
