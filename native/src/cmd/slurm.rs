@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::device::{DeviceChoice, Precision};
+use crate::encode::ModelArgs;
 
 /// Arguments of `culturelens slurm`.
 #[derive(clap::Args, Debug)]
@@ -45,18 +45,9 @@ pub struct SlurmArgs {
     /// generated images' manifest is embedded.
     #[arg(long, value_name = "DIR|CSV", required_unless_present = "generate_args")]
     pub images: Option<PathBuf>,
-    /// Encoder weights folder (as `embed --weights`).
-    #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
-    pub weights: Option<PathBuf>,
-    /// Encoder on the Hugging Face hub, ORG/NAME[@REVISION] (as `embed --model`).
-    #[arg(long, value_name = "HF_ID")]
-    pub model: Option<String>,
-    /// Backend of the embed and sos stages.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
-    pub device: DeviceChoice,
-    /// Float type of the encoder (as `embed --precision`).
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
+    /// The encoder of the embed stage and the backend of the embed and sos stages (as `embed`).
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// Images per forward pass of the encoder.
     #[arg(long, default_value_t = 16)]
     pub batch: usize,
@@ -125,13 +116,13 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
     };
     let exe = sh(&binary.to_string_lossy());
     let n = args.tasks;
-    let device = value(&args.device);
+    let device = value(&args.model.device);
     let shard = r#""${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}""#;
     let parts = |prefix: &str, ext: &str| -> String {
         (1..=n).map(|k| format!("parts/{prefix}-{k}{ext}")).collect::<Vec<_>>().join(" ")
     };
 
-    let encoder = match (&args.weights, &args.model) {
+    let encoder = match (&args.model.weights, &args.model.model) {
         (Some(w), _) => format!("--weights {}", sh(&absolute(w)?.to_string_lossy())),
         (None, Some(m)) => format!("--model {}", sh(m)),
         (None, None) => bail!("give --weights DIR or --model HF_ID"),
@@ -174,7 +165,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
         command: format!(
             "{exe} embed --images {images} {encoder} --device {device} --precision {} --batch {} \
              --shard {shard} --out \"parts/embed-${{SLURM_ARRAY_TASK_ID}}.npy\"",
-            value(&args.precision),
+            value(&args.model.precision),
             args.batch
         ),
     });
