@@ -35,7 +35,36 @@ pub fn from_value<T: Serialize + DeserializeOwned>(
     }
     let mut merged = serde_json::to_value(preset)?;
     overlay(&mut merged, value);
-    T::deserialize(merged)
+    let config = T::deserialize(merged)?;
+    check_integers(&serde_json::to_value(&config)?, "")?;
+    Ok(config)
+}
+
+/// Largest integer a config field may hold: above every size, count and token id of the model
+/// families read here (the largest, XLM-R's vocabulary, is 250,002), and small enough that the
+/// products a model is built from (a patch's `channels × patch²`, a layer's `in × out`) stay far
+/// from overflowing. A config beyond it is refused before any module is built.
+pub const MAX_CONFIG_INTEGER: u64 = 1 << 20;
+
+/// Refuses an integer field of the parsed config above [`MAX_CONFIG_INTEGER`], naming its key
+/// path (`vision_config.patch_size`).
+fn check_integers(value: &Value, path: &str) -> Result<(), serde_json::Error> {
+    match value {
+        Value::Number(n) => match n.as_u64() {
+            Some(v) if v > MAX_CONFIG_INTEGER => Err(serde_json::Error::custom(format!(
+                "config key `{path}` = {v} is out of range (at most {MAX_CONFIG_INTEGER})"
+            ))),
+            _ => Ok(()),
+        },
+        Value::Object(fields) => fields.iter().try_for_each(|(key, v)| {
+            let inner = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            check_integers(v, &inner)
+        }),
+        Value::Array(items) => {
+            items.iter().enumerate().try_for_each(|(i, v)| check_integers(v, &format!("{path}[{i}]")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `value` with every object member whose value is `null` removed, at any depth (array
@@ -71,6 +100,20 @@ fn overlay(base: &mut Value, over: Value) {
 mod tests {
     use super::*;
     use serde::Deserialize;
+
+    #[test]
+    fn an_integer_beyond_the_limit_is_refused_with_its_key() {
+        // Found by the fuzz harness (config.json, seed 1, input 2814): patch_size 2^32 overflowed
+        // a product while the model was built.
+        let json = r#"{"model_type": "dinov2", "patch_size": 4294967296}"#;
+        let err = crate::models::dinov2::Dinov2Config::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("config key `patch_size` = 4294967296 is out of range"), "{err}");
+        let json = r#"{"model_type": "clip", "text_config": {}, "vision_config": {"patch_size": 1048577}}"#;
+        let err = crate::models::clip::ClipConfig::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("`vision_config.patch_size` = 1048577"), "{err}");
+        let json = r#"{"model_type": "clip", "text_config": {}, "vision_config": {"patch_size": 1048576}}"#;
+        assert!(crate::models::clip::ClipConfig::from_json(json).is_ok());
+    }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Tower {
