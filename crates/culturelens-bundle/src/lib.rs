@@ -19,16 +19,15 @@ mod write;
 
 pub use error::BundleError;
 pub use manifest::{
-    DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, REQUIRED_COLUMNS, THUMBNAIL_COLUMN,
-    sha256_hex,
+    DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, MAX_RESULT_BYTES, Manifest, REQUIRED_COLUMNS,
+    Results, THUMBNAIL_COLUMN, sha256_hex,
 };
 pub use read::{
     Bundle, check_digest, check_file, check_size, decode_embeddings, parse_metadata, read_bundle,
 };
 pub use results::{
-    ATTRIBUTE_COLUMNS, CULTEXT2I_HEADER, Confusion, Cultext2iReport, Cultext2iRow, MAGBIG_HEADER,
-    MAX_RESULT_BYTES, MagbigRow, ResultFiles, Results, attach_results, parse_attributes, parse_cultext2i,
-    parse_cultext2i_report, parse_magbig,
+    ATTRIBUTE_COLUMNS, CULTEXT2I_HEADER, Confusion, Cultext2iReport, Cultext2iRow, MAGBIG_HEADER, MagbigRow,
+    ResultFiles, attach_results, parse_attributes, parse_cultext2i, parse_cultext2i_report, parse_magbig,
 };
 pub use write::{BundleSpec, build_bundle, demo_spec, distinct_sorted};
 

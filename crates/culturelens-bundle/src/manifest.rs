@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::BundleError;
-use crate::results::Results;
 
 /// Value of the manifest's `format` field.
 pub const FORMAT: &str = "culturelens-bundle";
@@ -160,4 +159,60 @@ fn is_safe_path(path: &str) -> bool {
         && !path.contains('\\')
         && !path.contains(':')
         && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// Largest result file a reader accepts (each); a manifest listing a bigger one is rejected
+/// before anything is downloaded.
+pub const MAX_RESULT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Paths (inside the bundle) of the result tables it carries; every one is listed in `files`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Results {
+    /// `culturelens magbig --out` CSV.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub magbig: Option<String>,
+    /// The attribute table (`--attributes` A.csv) the MAGBIG table was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub magbig_attributes: Option<String>,
+    /// `culturelens cultext2i --out` CSV.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cultext2i: Option<String>,
+    /// `culturelens cultext2i --report` JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cultext2i_report: Option<String>,
+}
+
+impl Results {
+    pub fn is_empty(&self) -> bool {
+        self.paths().next().is_none()
+    }
+
+    /// The listed result paths with their manifest field names.
+    pub fn paths(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("magbig", &self.magbig),
+            ("magbig_attributes", &self.magbig_attributes),
+            ("cultext2i", &self.cultext2i),
+            ("cultext2i_report", &self.cultext2i_report),
+        ]
+        .into_iter()
+        .filter_map(|(name, p)| p.as_deref().map(|p| (name, p)))
+    }
+
+    /// Every result path is listed in `files` and within [`MAX_RESULT_BYTES`].
+    pub fn validate(&self, manifest: &Manifest) -> Result<(), BundleError> {
+        for (name, path) in self.paths() {
+            let entry = manifest.entry(path)?;
+            if entry.bytes > MAX_RESULT_BYTES {
+                return Err(BundleError::new(
+                    MANIFEST,
+                    format!(
+                        "results.{name} `{path}` is listed with {} bytes, more than the {MAX_RESULT_BYTES}-byte limit for a result table",
+                        entry.bytes
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
