@@ -2,11 +2,9 @@
 //! `culturelens magbig` (MAGBIG §4) and `culturelens agreement` (SoS App. B.2, against statsmodels,
 //! scikit-learn and the krippendorff package: scripts/fixtures/agreement_parity.py).
 
-mod common;
-
 use std::path::Path;
 
-use common::{Cli, read_csv};
+use crate::common::{Cli, read_csv};
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);

@@ -1,10 +1,8 @@
 //! End-to-end tests of `culturelens bundle`, `culturelens demo-bundle` and `culturelens sos --bundle`.
 
-mod common;
-
 use std::path::Path;
 
-use common::{fails, ok, p, read_csv};
+use crate::common::{fails, ok, p, read_csv};
 
 fn manifest(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()

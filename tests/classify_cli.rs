@@ -5,9 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-
-use common::{Cli, encoder_fixtures as fixtures, read_csv, reference, reference_texts};
+use crate::common::{Cli, encoder_fixtures as fixtures, read_csv, reference, reference_texts};
 
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
 

@@ -8,9 +8,7 @@ use std::process::Command;
 
 use serde_yaml::Value;
 
-mod common;
-
-use common::{Cli, encoder_fixtures as fixtures};
+use crate::common::{Cli, encoder_fixtures as fixtures};
 
 fn manifest(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cluster").join(name);

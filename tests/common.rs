@@ -166,3 +166,16 @@ pub fn max_abs(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
+
+/// The wgpu device of this test process (lavapipe on a machine without a GPU), initialised once:
+/// every test file is a module of one test binary, and Burn refuses a second initialisation of
+/// the same device ("Service already initialized").
+pub fn wgpu() -> burn::tensor::Device {
+    static WGPU: std::sync::OnceLock<burn::tensor::Device> = std::sync::OnceLock::new();
+    WGPU.get_or_init(|| {
+        burn::tensor::Device::wgpu_options().init().unwrap_or_else(|e| {
+            panic!("no wgpu adapter ({e}); install a Vulkan driver, e.g. mesa-vulkan-drivers")
+        })
+    })
+    .clone()
+}

@@ -1,11 +1,9 @@
 //! End-to-end tests of `culturelens cultext2i` (CulText2I §6.1, Table 2) on a hand-worked
 //! two-dimensional example: NA, DP, CD per group, the confusion matrix, CCS and XNA/XDP.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Cli, read_csv};
+use crate::common::{Cli, read_csv};
 use culturelens_table::{Matrix, write_npy};
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

@@ -2,13 +2,11 @@
 //! embeddings as transformers (and open_clip): `culturelens embed --device wgpu` on the
 //! committed fixtures, in f32 (parity) and in f16 (`--precision f16`, within the error half
 //! precision costs). Each bound sits at about twice the error measured, which the tests print
-//! (`cargo test --test embed_backends -- --nocapture`).
-
-mod common;
+//! (`cargo test -p culturelens --test cli embed_backends:: -- --nocapture`).
 
 use std::path::{Path, PathBuf};
 
-use common::{encoder_fixtures as fixtures, max_abs, ok, p, reference, reference_texts};
+use crate::common::{encoder_fixtures as fixtures, max_abs, ok, p, reference, reference_texts};
 use culturelens_table::load_table;
 
 /// The images compared, with their rows in the reference: every committed image, whose
@@ -201,7 +199,7 @@ fn an_f16_run_does_not_resume_from_f32_rows() {
     std::fs::write(images.join("z_broken.png"), b"\x89PNG not really").unwrap();
     let out = tmp.path().join("e.npy");
     let run = |precision: &str| {
-        common::culturelens(&[
+        crate::common::culturelens(&[
             "embed",
             "--device",
             "wgpu",

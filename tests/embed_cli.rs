@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 
 use culturelens_table::load_table;
 
-mod common;
-
-use common::{Cli, encoder_fixtures as fixtures, max_abs, reference, reference_texts};
+use crate::common::{Cli, encoder_fixtures as fixtures, max_abs, reference, reference_texts};
 
 /// The fixture images in file-name order; their rows in the reference follow this order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];

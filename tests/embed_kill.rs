@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use culturelens_rng::SplitMix64;
 
-mod common;
-
-use common::{Cli, encoder_fixtures as fixtures};
+use crate::common::{Cli, encoder_fixtures as fixtures};
 
 /// Images in the test folder: enough that a run takes many kills to finish.
 const IMAGES: usize = 48;

@@ -4,14 +4,11 @@
 //! file, row and column and writes nothing. The pictures themselves are checked against
 //! committed references in crates/culturelens-figures/tests/render.rs.
 
-mod common;
-mod finished_run;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::Cli;
-use finished_run::finished_run;
+use crate::common::Cli;
+use crate::finished_run::finished_run;
 
 fn names(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect()

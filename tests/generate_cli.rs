@@ -5,9 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-
-use common::{Cli, encoder_fixtures, max_abs, read_csv};
+use crate::common::{Cli, encoder_fixtures, max_abs, read_csv};
 
 fn diffusion_fixtures() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion"))

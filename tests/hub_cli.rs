@@ -10,9 +10,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-mod common;
-
-use common::{Cli, Run, encoder_fixtures as fixtures};
+use crate::common::{Cli, Run, encoder_fixtures as fixtures};
 
 const REPO: &str = "test-org/tiny";
 const COMMIT_A: &str = "0123456789abcdef0123456789abcdef01234567";

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-mod common;
-
-use common::{Cli, encoder_fixtures as fixtures};
+use crate::common::{Cli, encoder_fixtures as fixtures};
 
 /// The fixture images in file-name order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];

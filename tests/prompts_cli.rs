@@ -1,12 +1,10 @@
 //! End-to-end tests of `culturelens prompts` through the built binary, reading the upstream files
 //! from the shared mirror (`../shared/data/upstream` beside the checkout; CI provides it).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{p, read_csv};
+use crate::common::{p, read_csv};
 
 /// The shared upstream mirror; the tests fail (not skip) without it.
 fn mirror() -> PathBuf {

@@ -4,13 +4,10 @@
 //! replaces a previous report but never another folder. The same site in headless Chromium,
 //! offline after load, is tests/web/report.test.mjs.
 
-mod common;
-mod finished_run;
-
 use std::path::Path;
 
-use common::{Cli, read_csv};
-use finished_run::finished_run;
+use crate::common::{Cli, read_csv};
+use crate::finished_run::finished_run;
 
 /// A stand-in for the built browser app (web/dist): the report only copies it.
 fn fake_app(dir: &Path) -> std::path::PathBuf {
@@ -128,7 +125,7 @@ fn embed_text_manifest_names_the_model_its_weight_files_and_the_prompt_sets() {
     let dir = tempfile::tempdir().unwrap();
     let prompts = dir.path().join("p.csv");
     std::fs::write(&prompts, "prompt,language,set\na photo of a cat,en,sos\nein Foto,de,magbig\n").unwrap();
-    let weights = common::encoder_fixtures().join("clip");
+    let weights = crate::common::encoder_fixtures().join("clip");
     let out = dir.path().join("t.npy");
     Cli::new("embed-text").opt("--prompts", &prompts).opt("--weights", &weights).opt("--out", &out).run_ok();
     let manifest: serde_json::Value =

@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-mod common;
-
-use common::{Cli, encoder_fixtures as fixtures};
+use crate::common::{Cli, encoder_fixtures as fixtures};
 
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -10,15 +10,9 @@ use culturelens_core::sos::{Pooling, SosColumns, sos};
 /// Largest |cpu − wgpu| of a per-image or joint score.
 const BOUND: f64 = 1e-6;
 
-fn wgpu() -> Device {
-    Device::wgpu_options().init().unwrap_or_else(|e| {
-        panic!("no wgpu adapter ({e}); install a Vulkan driver, e.g. mesa-vulkan-drivers")
-    })
-}
-
 #[test]
 fn cpu_and_wgpu_agree_on_the_demo_table() {
-    cpu_and_device_agree(&wgpu(), "wgpu");
+    cpu_and_device_agree(&crate::common::wgpu(), "wgpu");
 }
 
 /// The same on wgpu pinned to Vulkan, its kernels compiled to SPIR-V (`--features vulkan`).

@@ -1,8 +1,6 @@
 //! End-to-end tests of `culturelens sos` and `culturelens demo` through the built binary.
 
-mod common;
-
-use common::{fails, ok, p, read_csv};
+use crate::common::{fails, ok, p, read_csv};
 
 /// Writes the synthetic demo table (embeddings.npy, meta.csv, sos.csv) into a fresh directory.
 fn demo_dir() -> tempfile::TempDir {

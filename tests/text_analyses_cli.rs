@@ -4,11 +4,9 @@
 //! transformers' tokenizers (scripts/fixtures/tokens_lens_reference.py); bad inputs fail with the
 //! file and row named and leave no output.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Cli, encoder_fixtures, read_csv};
+use crate::common::{Cli, encoder_fixtures, read_csv};
 
 fn fixtures(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name)

@@ -5,11 +5,9 @@
 //! routes, the CUBE batch protocol), on the synthetic demo table. The test fails, never skips,
 //! when no wgpu adapter exists.
 
-mod common;
-
 use std::path::Path;
 
-use common::Cli;
+use crate::common::Cli;
 use serde_json::Value;
 
 /// Largest relative difference wgpu may show against the CPU: about 3× the largest measured on

@@ -1,10 +1,8 @@
 //! End-to-end tests of `culturelens vendi` through the built binary.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Cli;
+use crate::common::Cli;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
 use serde_json::Value;
 

@@ -98,15 +98,6 @@ fn sd2_matches_diffusers_on_flex() {
     check("sd2", &Device::flex(), &[]);
 }
 
-/// wgpu (lavapipe on a machine without GPU), initialised once per test process.
-fn wgpu() -> Device {
-    static WGPU: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
-    WGPU.get_or_init(|| {
-        Device::wgpu_options().init().expect("a wgpu adapter (Debian: mesa-vulkan-drivers for lavapipe)")
-    })
-    .clone()
-}
-
 // On lavapipe every case costs about 15 s (kernel compilation, a software GPU), so wgpu runs the
 // cases that cover each path once: guidance with a negative prompt (PNDM), a text layer
 // without guidance, given latents with Euler; SD-2's v-prediction, linear projections and per-block
@@ -114,10 +105,10 @@ fn wgpu() -> Device {
 
 #[test]
 fn sd1_matches_diffusers_on_wgpu() {
-    check("sd1", &wgpu(), &["negative", "text-layer-1-no-cfg", "latents-euler"]);
+    check("sd1", &crate::wgpu(), &["negative", "text-layer-1-no-cfg", "latents-euler"]);
 }
 
 #[test]
 fn sd2_matches_diffusers_on_wgpu() {
-    check("sd2", &wgpu(), &["ddim-g7.5", "dpm-g1.0"]);
+    check("sd2", &crate::wgpu(), &["ddim-g7.5", "dpm-g1.0"]);
 }

@@ -104,11 +104,7 @@ fn max_abs(a: &[f32], b: &[f32]) -> f32 {
 /// The backends every parity check runs on: flex (CPU) and wgpu (lavapipe without a GPU), the
 /// wgpu device initialised once per test process.
 fn devices() -> [Device; 2] {
-    static WGPU: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
-    let wgpu = WGPU.get_or_init(|| {
-        Device::wgpu_options().init().expect("a wgpu adapter (Debian: mesa-vulkan-drivers for lavapipe)")
-    });
-    [Device::flex(), wgpu.clone()]
+    [Device::flex(), crate::wgpu()]
 }
 
 fn load(model: &str, device: &Device) -> Encoder {

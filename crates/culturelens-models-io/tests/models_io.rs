@@ -1,0 +1,24 @@
+//! The integration tests of `culturelens-models-io`, as one test target: each file of `tests/` is
+//! a module here (one link instead of one per file). Run one file's tests with its module name as
+//! the filter, e.g. `cargo test -p culturelens-models-io --test models_io diffusion_parity::`
+//! (add `-- --nocapture` for the measured differences the tests print). A new test file needs its
+//! `mod` line here (`autotests = false`).
+
+mod configs;
+mod diffusion_parity;
+mod efficientnet;
+mod gender_v1;
+mod jpeg;
+mod parity;
+
+use burn::tensor::Device;
+
+/// The wgpu device of this test process (lavapipe on a machine without a GPU), initialised once:
+/// Burn refuses a second initialisation of the same device ("Service already initialized").
+fn wgpu() -> Device {
+    static WGPU: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
+    WGPU.get_or_init(|| {
+        Device::wgpu_options().init().expect("a wgpu adapter (Debian: mesa-vulkan-drivers for lavapipe)")
+    })
+    .clone()
+}

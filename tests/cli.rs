@@ -1,0 +1,33 @@
+//! The end-to-end tests of the `culturelens` binary, as one test target: each file of `tests/` is a
+//! module here, so the test binary is linked once rather than once per file (less link time and
+//! disk in CI). Run one file's tests with its module name as the filter, e.g.
+//! `cargo test -p culturelens --test cli generate_cli::` (add `-- --nocapture` for the measured
+//! values the tests print). The wgpu files need the default `wgpu` feature and a Vulkan driver
+//! (lavapipe without a GPU).
+
+mod common;
+mod finished_run;
+
+mod analyses_cli;
+mod bundle_cli;
+mod classify_cli;
+mod cluster_manifests;
+mod cultext2i_cli;
+#[cfg(feature = "wgpu")]
+mod embed_backends;
+mod embed_cli;
+mod embed_kill;
+mod figures_cli;
+mod generate_cli;
+mod hub_cli;
+mod merge_cli;
+mod prompts_cli;
+mod report_cli;
+mod slurm_cli;
+#[cfg(feature = "wgpu")]
+mod sos_backends;
+mod sos_cli;
+mod text_analyses_cli;
+#[cfg(feature = "wgpu")]
+mod vendi_backends;
+mod vendi_cli;
