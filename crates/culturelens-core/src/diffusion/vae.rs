@@ -77,6 +77,9 @@ impl VaeConfig {
         if c.block_out_channels.is_empty() || c.up_block_types.len() != c.block_out_channels.len() {
             return bad("up_block_types", "needs one entry per block_out_channels entry".into());
         }
+        // The decoder builds `layers_per_block + 1` resnets per block.
+        let layers = c.block_out_channels.len().saturating_mul(c.layers_per_block.saturating_add(1));
+        config::check_layers("layers_per_block", layers)?;
         if let Some(t) = c.up_block_types.iter().find(|t| *t != "UpDecoderBlock2D") {
             return bad("up_block_types", format!("`{t}` is not supported (UpDecoderBlock2D)"));
         }

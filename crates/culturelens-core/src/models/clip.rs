@@ -6,7 +6,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -82,7 +82,18 @@ impl ClipConfig {
     /// Reads `config.json` over [`Self::vit_base_patch32`] (`null` is "not set"); both tower
     /// configs must be present.
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        config::from_json(json, &Self::vit_base_patch32(), &["text_config", "vision_config"])
+        let c: Self = config::from_json(json, &Self::vit_base_patch32(), &["text_config", "vision_config"])?;
+        let layers = c.text_config.encoder.num_hidden_layers + c.vision_config.encoder.num_hidden_layers;
+        config::check_layers("num_hidden_layers", layers)?;
+        let (text, vision) = (&c.text_config.encoder, &c.vision_config);
+        config::check_tower("text_config.", text.hidden_size, text.num_attention_heads, None)?;
+        config::check_tower(
+            "vision_config.",
+            vision.encoder.hidden_size,
+            vision.encoder.num_attention_heads,
+            Some((vision.image_size, vision.patch_size)),
+        )?;
+        Ok(c)
     }
 }
 
@@ -133,7 +144,7 @@ impl ClipVisionConfig {
                 .with_stride([self.patch_size; 2])
                 .with_bias(false)
                 .init(device),
-            class_embedding: Param::from_tensor(Tensor::zeros([d], device)),
+            class_embedding: Initializer::Zeros.init([d], device),
             position_embedding: EmbeddingConfig::new(self.num_positions(), d).init(device),
             pre_layrnorm: norm(),
             encoder: Encoder::init(&self.encoder, device),

@@ -40,19 +40,68 @@ pub fn from_value<T: Serialize + DeserializeOwned>(
     Ok(config)
 }
 
-/// Largest integer a config field may hold: above every size, count and token id of the model
-/// families read here (the largest, XLM-R's vocabulary, is 250,002), and small enough that the
-/// products a model is built from (a patch's `channels × patch²`, a layer's `in × out`) stay far
-/// from overflowing. A config beyond it is refused before any module is built.
+/// Largest magnitude a number of a parsed config may have, integer or float: above every size,
+/// count, token id and ratio of the model families read here (the largest, XLM-R's vocabulary,
+/// is 250,002), and small enough that the products a model is built from (a patch's
+/// `channels × patch²`, a layer's `in × out`, `hidden × mlp_ratio`) stay far from overflowing.
+/// A config beyond it is refused before any module is built. Floats count too: `"mlp_ratio":
+/// 18446744073709551616` (a float to serde) overflowed `hidden × mlp_ratio` (fuzz harness,
+/// `config.json`, seed 1, input 4764).
 pub const MAX_CONFIG_INTEGER: u64 = 1 << 20;
 
-/// Refuses an integer field of the parsed config above [`MAX_CONFIG_INTEGER`], naming its key
+/// Most layers (transformer layers of a tower, resnet or transformer blocks of a UNet or VAE) a
+/// config may build: far above every real model (the largest ViT towers have 48 layers, SDXL's
+/// UNet about 140 blocks) and small enough that the lazily initialised module tree, which is
+/// built before any weight is read, stays within a few MB. Without it a `config.json` with
+/// `"layers_per_block": 65535` made the VAE decoder allocate 0.95 GB of (empty) modules (found
+/// by the fuzz harness, `vae-config.json`, seed 1, input 1604).
+pub const MAX_LAYERS: usize = 1024;
+
+/// Refuses a config that builds more than [`MAX_LAYERS`] layers; `key` names the setting.
+pub fn check_layers(key: &str, layers: usize) -> Result<(), serde_json::Error> {
+    if layers > MAX_LAYERS {
+        return Err(serde_json::Error::custom(format!(
+            "config key `{key}`: the model would have {layers} layers (at most {MAX_LAYERS})"
+        )));
+    }
+    Ok(())
+}
+
+/// The shape rules of a ViT tower, checked before any module is built (`prefix` is the tower's
+/// key path, `"vision_config."` or empty): at least one attention head, heads that split the
+/// width evenly, and for an image tower (`patch` = `(image_size, patch_size)`) a patch of at
+/// least one pixel that fits in the image. `"patch_size": 0` divided by zero (fuzz harness,
+/// `config.json`, seed 1, input 8475).
+pub fn check_tower(
+    prefix: &str,
+    hidden_size: usize,
+    num_attention_heads: usize,
+    patch: Option<(usize, usize)>,
+) -> Result<(), serde_json::Error> {
+    let bad = |key: &str, what: String| {
+        Err(serde_json::Error::custom(format!("config key `{prefix}{key}`: {what}")))
+    };
+    if num_attention_heads == 0 || !hidden_size.is_multiple_of(num_attention_heads) {
+        return bad(
+            "num_attention_heads",
+            format!("{num_attention_heads} heads do not split hidden_size {hidden_size} evenly"),
+        );
+    }
+    if let Some((image_size, patch_size)) = patch
+        && (patch_size == 0 || patch_size > image_size)
+    {
+        return bad("patch_size", format!("{patch_size} is not between 1 and image_size {image_size}"));
+    }
+    Ok(())
+}
+
+/// Refuses a number of the parsed config beyond [`MAX_CONFIG_INTEGER`] in magnitude, naming its key
 /// path (`vision_config.patch_size`).
 fn check_integers(value: &Value, path: &str) -> Result<(), serde_json::Error> {
     match value {
-        Value::Number(n) => match n.as_u64() {
-            Some(v) if v > MAX_CONFIG_INTEGER => Err(serde_json::Error::custom(format!(
-                "config key `{path}` = {v} is out of range (at most {MAX_CONFIG_INTEGER})"
+        Value::Number(n) => match n.as_f64() {
+            Some(v) if v.abs() > MAX_CONFIG_INTEGER as f64 => Err(serde_json::Error::custom(format!(
+                "config key `{path}` = {n} is out of range (at most {MAX_CONFIG_INTEGER} in magnitude)"
             ))),
             _ => Ok(()),
         },
@@ -111,8 +160,57 @@ mod tests {
         let json = r#"{"model_type": "clip", "text_config": {}, "vision_config": {"patch_size": 1048577}}"#;
         let err = crate::models::clip::ClipConfig::from_json(json).unwrap_err().to_string();
         assert!(err.contains("`vision_config.patch_size` = 1048577"), "{err}");
-        let json = r#"{"model_type": "clip", "text_config": {}, "vision_config": {"patch_size": 1048576}}"#;
+        let json = r#"{"model_type": "clip", "text_config": {}, "vision_config": {"image_size": 1048576, "patch_size": 1048576}}"#;
         assert!(crate::models::clip::ClipConfig::from_json(json).is_ok());
+        // Found by the fuzz harness (config.json, seed 1, input 4764): a float that overflowed
+        // `hidden × mlp_ratio`.
+        let json = r#"{"model_type": "dinov2", "mlp_ratio": 18446744073709551616}"#;
+        let err = crate::models::dinov2::Dinov2Config::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("config key `mlp_ratio` = 1.8446744073709552e+19 is out of range"), "{err}");
+        let json = r#"{"model_type": "dinov2", "layer_norm_eps": -2e6}"#;
+        assert!(crate::models::dinov2::Dinov2Config::from_json(json).is_err());
+    }
+
+    #[test]
+    fn towers_with_a_zero_patch_or_heads_that_do_not_split_the_width_are_refused() {
+        // Found by the fuzz harness (config.json, seed 1, input 8475): a division by zero.
+        let json =
+            r#"{"model_type": "dinov2", "hidden_size": 32, "num_attention_heads": 4, "patch_size": 0}"#;
+        let err = crate::models::dinov2::Dinov2Config::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("config key `patch_size`: 0 is not between 1 and image_size 224"), "{err}");
+        let json = r#"{"model_type": "clip", "text_config": {"hidden_size": 30, "num_attention_heads": 4}, "vision_config": {}}"#;
+        let err = crate::models::clip::ClipConfig::from_json(json).unwrap_err().to_string();
+        assert!(
+            err.contains("`text_config.num_attention_heads`: 4 heads do not split hidden_size 30 evenly"),
+            "{err}"
+        );
+        let json = r#"{"model_type": "siglip", "text_config": {}, "vision_config": {"image_size": 8, "patch_size": 16}}"#;
+        let err = crate::models::siglip::SiglipConfig::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("`vision_config.patch_size`: 16 is not between 1 and image_size 8"), "{err}");
+    }
+
+    #[test]
+    fn a_config_with_too_many_layers_is_refused_with_its_key() {
+        let json = r#"{"model_type": "dinov2", "num_hidden_layers": 1025}"#;
+        let err = crate::models::dinov2::Dinov2Config::from_json(json).unwrap_err().to_string();
+        assert!(
+            err.contains("`num_hidden_layers`: the model would have 1025 layers (at most 1024)"),
+            "{err}"
+        );
+        let json = r#"{"model_type": "dinov2", "num_hidden_layers": 1024}"#;
+        assert!(crate::models::dinov2::Dinov2Config::from_json(json).is_ok());
+        let json = r#"{"model_type": "clip", "text_config": {"num_hidden_layers": 1000}, "vision_config": {"num_hidden_layers": 25}}"#;
+        let err = crate::models::clip::ClipConfig::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("`num_hidden_layers`: the model would have 1025 layers"), "{err}");
+        let json =
+            r#"{"model_type": "siglip", "text_config": {"num_hidden_layers": 2000}, "vision_config": {}}"#;
+        assert!(crate::models::siglip::SiglipConfig::from_json(json).is_err());
+        // Found by the fuzz harness (vae-config.json, seed 1, input 1604): 4 blocks × 65,536.
+        let err = crate::diffusion::vae::VaeConfig::from_json(r#"{"layers_per_block": 65535}"#).unwrap_err();
+        assert!(err.to_string().contains("`layers_per_block`: the model would have 262144 layers"), "{err}");
+        let err = crate::diffusion::unet::UNetConfig::from_json(r#"{"layers_per_block": 400}"#).unwrap_err();
+        assert!(err.to_string().contains("`layers_per_block`: the model would have"), "{err}");
+        assert!(crate::diffusion::unet::UNetConfig::from_json("{}").is_ok());
     }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::silu;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
@@ -139,7 +139,10 @@ impl Dinov2Config {
 
     /// Reads `config.json` over [`Self::base`] (`null` is "not set").
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        config::from_json(json, &Self::base(), &[])
+        let c: Self = config::from_json(json, &Self::base(), &[])?;
+        config::check_layers("num_hidden_layers", c.num_hidden_layers)?;
+        config::check_tower("", c.hidden_size, c.num_attention_heads, Some((c.image_size, c.patch_size)))?;
+        Ok(c)
     }
 
     /// Whether position embeddings are resized with `antialias=True` (the register models).
@@ -166,7 +169,7 @@ impl Dinov2Config {
             .map(|_| Dinov2Layer {
                 norm1: norm(),
                 attention: Attention::init(d, self.num_attention_heads, self.qkv_bias, device),
-                layer_scale1: Param::from_tensor(Tensor::ones([d], device)),
+                layer_scale1: Initializer::Ones.init([d], device),
                 norm2: norm(),
                 mlp: if self.use_swiglu_ffn {
                     Ffn::SwiGlu(SwiGlu {
@@ -177,14 +180,14 @@ impl Dinov2Config {
                 } else {
                     Ffn::Mlp(Mlp::init(d, ffn, self.hidden_act, device))
                 },
-                layer_scale2: Param::from_tensor(Tensor::ones([d], device)),
+                layer_scale2: Initializer::Ones.init([d], device),
             })
             .collect();
         Dinov2 {
-            cls_token: Param::from_tensor(Tensor::zeros([1, 1, d], device)),
+            cls_token: Initializer::Zeros.init([1, 1, d], device),
             register_tokens: (self.num_register_tokens > 0)
-                .then(|| Param::from_tensor(Tensor::zeros([1, self.num_register_tokens, d], device))),
-            position_embeddings: Param::from_tensor(Tensor::zeros([1, self.grid().pow(2) + 1, d], device)),
+                .then(|| Initializer::Zeros.init([1, self.num_register_tokens, d], device)),
+            position_embeddings: Initializer::Zeros.init([1, self.grid().pow(2) + 1, d], device),
             patch_embeddings: Conv2dConfig::new([self.num_channels, d], [self.patch_size; 2])
                 .with_stride([self.patch_size; 2])
                 .init(device),

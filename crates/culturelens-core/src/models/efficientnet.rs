@@ -16,7 +16,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{Initializer, Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -105,8 +105,8 @@ impl ConvBn {
                 .with_padding(PaddingConfig2d::Same)
                 .with_bias(false)
                 .init(device),
-            scale: Param::from_tensor(Tensor::ones([c_out], device)),
-            shift: Param::from_tensor(Tensor::zeros([c_out], device)),
+            scale: Initializer::Ones.init([c_out], device),
+            shift: Initializer::Zeros.init([c_out], device),
         }
     }
 

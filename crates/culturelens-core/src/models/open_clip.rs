@@ -254,6 +254,8 @@ impl OpenClipConfig {
                 vision.layers
             ))
         })? as usize;
+        config::check_layers("layers", layers.saturating_add(text.layers))?;
+        config::check_tower("text_cfg.", text.width, text.heads, None)?;
         let image_size = match &vision.image_size {
             Value::Number(n) => n.as_u64().map(|n| n as usize),
             Value::Array(a) if a.len() == 2 && a[0] == a[1] => a[0].as_u64().map(|n| n as usize),

@@ -5,7 +5,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +69,18 @@ impl SiglipConfig {
     /// Reads `config.json` over [`Self::base_patch16_224`] (`null` is "not set"); both tower
     /// configs must be present.
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        config::from_json(json, &Self::base_patch16_224(), &["text_config", "vision_config"])
+        let c: Self = config::from_json(json, &Self::base_patch16_224(), &["text_config", "vision_config"])?;
+        let layers = c.text_config.encoder.num_hidden_layers + c.vision_config.encoder.num_hidden_layers;
+        config::check_layers("num_hidden_layers", layers)?;
+        let (text, vision) = (&c.text_config.encoder, &c.vision_config);
+        config::check_tower("text_config.", text.hidden_size, text.num_attention_heads, None)?;
+        config::check_tower(
+            "vision_config.",
+            vision.encoder.hidden_size,
+            vision.encoder.num_attention_heads,
+            Some((vision.image_size, vision.patch_size)),
+        )?;
+        Ok(c)
     }
 
     pub fn init(&self, device: &Device) -> Siglip {
@@ -148,7 +159,7 @@ impl SiglipVisionConfig {
             encoder: Encoder::init(&self.encoder, device),
             post_layernorm: norm(),
             head: PoolingHead {
-                probe: Param::from_tensor(Tensor::zeros([1, 1, d], device)),
+                probe: Initializer::Zeros.init([1, 1, d], device),
                 attention: Attention::init(d, num_attention_heads, true, device),
                 layernorm: norm(),
                 mlp: Mlp::init(d, intermediate_size, hidden_act, device),

@@ -29,6 +29,11 @@ pub use dpm_solver::DpmSolverMultistep;
 pub use euler::EulerDiscrete;
 pub use pndm::Pndm;
 
+/// Most training timesteps a scheduler config may declare: every released schedule has 1,000;
+/// the schedule's arrays are built eagerly, so `"num_train_timesteps": 9999999999` asked for a
+/// 40 GB allocation (found by the fuzz harness, `scheduler_config.json`, seed 1, input 1324).
+pub const MAX_TRAIN_TIMESTEPS: usize = 100_000;
+
 /// A bad or unsupported scheduler config.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -158,11 +163,15 @@ impl ConfigReader {
     }
 
     /// `alphas_cumprod` of the training schedule, as diffusers computes it in float32.
+    /// `num_train_timesteps` is at most [`MAX_TRAIN_TIMESTEPS`].
     pub(crate) fn alphas_cumprod(&self) -> Result<Vec<f32>, SchedulerError> {
         self.require("rescale_betas_zero_snr", false, false)?;
         let n: usize = self.get("num_train_timesteps", 1000)?;
-        if n < 2 {
-            return Err(key_error("num_train_timesteps", "must be at least 2"));
+        if !(2..=MAX_TRAIN_TIMESTEPS).contains(&n) {
+            return Err(key_error(
+                "num_train_timesteps",
+                format!("must be between 2 and {MAX_TRAIN_TIMESTEPS}"),
+            ));
         }
         let betas: Vec<f32> = match self.get::<Option<Vec<f64>>>("trained_betas", None)? {
             Some(betas) => {
@@ -483,6 +492,18 @@ mod tests {
         for (got, want) in ac.iter().zip([0.9f32, 0.72, 0.504]) {
             assert!((got - want).abs() < 1e-6, "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn a_training_schedule_beyond_the_limit_is_refused() {
+        for n in [1usize, MAX_TRAIN_TIMESTEPS + 1, 9_999_999_999] {
+            let e =
+                ConfigReader::new(&format!(r#"{{"num_train_timesteps": {n}}}"#)).unwrap().alphas_cumprod();
+            let e = e.unwrap_err().to_string();
+            assert!(e.contains("key `num_train_timesteps`: must be between 2 and 100000"), "{e}");
+        }
+        let ok = format!(r#"{{"num_train_timesteps": {MAX_TRAIN_TIMESTEPS}}}"#);
+        assert_eq!(ConfigReader::new(&ok).unwrap().alphas_cumprod().unwrap().len(), MAX_TRAIN_TIMESTEPS);
     }
 
     #[test]
