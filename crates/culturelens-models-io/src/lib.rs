@@ -296,17 +296,47 @@ pub fn read_tokenizer(
     }
 }
 
+/// Longest padding a `tokenizer.json` may ask for: every text tower read here takes at most 514
+/// tokens. `"padding": {"strategy": {"Fixed": 4294967296}}` made every encoding allocate 17 GB
+/// (found by the fuzz harness, `tokenizer.json`, seed 1, input 76,146).
+pub const MAX_PADDING: usize = 1 << 16;
+
 /// The tokenizer of a `tokenizer.json` file's `bytes` (`path` names it in errors). The
 /// `tokenizers` crate panics on some malformed files (a JSON syntax error inside a component,
 /// found by the fuzz harness), so the text is checked as JSON first and a panic left in the
-/// crate is turned into an error too.
+/// crate is turned into an error too. A fixed padding length or multiple above
+/// [`MAX_PADDING`] is refused, and so is a truncation whose stride does not fit (as
+/// `Tokenizer::with_truncation` would refuse it).
 pub fn tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<tokenizers::Tokenizer, LoadError> {
     let bad = |message: String| LoadError::Tokenizer { path: path.to_owned(), message };
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
-    match std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(bytes)) {
-        Ok(result) => result.map_err(|e| bad(e.to_string())),
-        Err(_) => Err(bad("not a tokenizer the tokenizers crate can read".to_string())),
+    let tokenizer = match std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(bytes)) {
+        Ok(result) => result.map_err(|e| bad(e.to_string()))?,
+        Err(_) => return Err(bad("not a tokenizer the tokenizers crate can read".to_string())),
+    };
+    // `tokenizers` checks the stride only in `with_truncation`, not when it reads a file, and
+    // then panics while encoding (fuzz harness, `tokenizer.json`, seed 1, input 125,507).
+    if let Some(t) = tokenizer.get_truncation() {
+        use tokenizers::PostProcessor;
+        let added = tokenizer.get_post_processor().map_or(0, |p| p.added_tokens(false));
+        if t.max_length < added || (t.stride > 0 && t.stride >= t.max_length - added) {
+            return Err(bad(format!(
+                "truncation to {} tokens with stride {} and {added} special tokens: the stride must be less than the length left",
+                t.max_length, t.stride
+            )));
+        }
     }
+    if let Some(padding) = tokenizer.get_padding() {
+        let fixed = match padding.strategy {
+            tokenizers::PaddingStrategy::Fixed(n) => n,
+            tokenizers::PaddingStrategy::BatchLongest => 0,
+        };
+        let longest = fixed.max(padding.pad_to_multiple_of.unwrap_or(0));
+        if longest > MAX_PADDING {
+            return Err(bad(format!("padding to {longest} tokens (at most {MAX_PADDING})")));
+        }
+    }
+    Ok(tokenizer)
 }
 
 /// The tokenizer lens ([`culturelens_core::tokens`]): `text` as the tokenizer of the weights
@@ -387,5 +417,44 @@ mod tests {
         assert_ne!(bad, good);
         let err = tokenizer_from_bytes(bad.as_bytes(), &path).unwrap_err().to_string();
         assert!(err.starts_with(&format!("{}: ", path.display())) && err.contains("not JSON"), "{err}");
+    }
+
+    /// Found by the fuzz harness (`culturelens-fuzz --target tokenizer.json --seed 1`, input
+    /// 76,146): a fixed padding of 2^32 tokens made every encoding allocate 17 GB.
+    #[test]
+    fn padding_beyond_the_limit_is_refused() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders/clip/tokenizer.json");
+        let good = std::fs::read_to_string(&path).unwrap();
+        let padded = |strategy: serde_json::Value, multiple: serde_json::Value| {
+            let mut json: serde_json::Value = serde_json::from_str(&good).unwrap();
+            json["padding"]["strategy"] = strategy;
+            json["padding"]["pad_to_multiple_of"] = multiple;
+            tokenizer_from_bytes(json.to_string().as_bytes(), &path)
+        };
+        use serde_json::json;
+        assert!(padded(json!({"Fixed": 65536}), json!(null)).is_ok());
+        let err = padded(json!({"Fixed": 4294967296u64}), json!(null)).unwrap_err().to_string();
+        assert!(err.contains("padding to 4294967296 tokens (at most 65536)"), "{err}");
+        let err = padded(json!("BatchLongest"), json!(70000)).unwrap_err().to_string();
+        assert!(err.contains("padding to 70000 tokens"), "{err}");
+    }
+
+    /// Found by the fuzz harness (`culturelens-fuzz --target tokenizer.json --seed 1`, input
+    /// 125,507): a truncation stride at least the length left made encoding panic.
+    #[test]
+    fn a_truncation_stride_that_does_not_fit_is_refused() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders/clip/tokenizer.json");
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut with_stride = |max_length: u64, stride: u64| {
+            json["truncation"]["max_length"] = max_length.into();
+            json["truncation"]["stride"] = stride.into();
+            tokenizer_from_bytes(json.to_string().as_bytes(), &path)
+        };
+        // CLIP adds 2 special tokens: 16 − 2 = 14 tokens are left for the text.
+        assert!(with_stride(16, 13).is_ok());
+        let err = with_stride(16, 14).unwrap_err().to_string();
+        assert!(err.contains("truncation to 16 tokens with stride 14 and 2 special tokens"), "{err}");
+        assert!(with_stride(1, 0).is_err());
     }
 }

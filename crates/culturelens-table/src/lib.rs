@@ -15,6 +15,7 @@ mod matrix;
 mod meta;
 mod npy;
 mod parquet_io;
+mod parquet_pages;
 
 use std::path::Path;
 

@@ -16,13 +16,17 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::reader::ChunkReader;
 
 use crate::EmbeddingTable;
 use crate::error::{Location, TableError};
 use crate::matrix::Matrix;
 use crate::meta::Metadata;
+use crate::parquet_pages::check_pages;
 
 /// Name of the column holding the embedding vectors.
 pub const EMBEDDING_COLUMN: &str = "embedding";
@@ -49,8 +53,10 @@ pub fn read_metadata_parquet(path: &Path) -> Result<Metadata, TableError> {
 }
 
 /// Reads every column: `embedding` (when named) into a matrix, the others as text metadata.
-/// The `parquet` crate panics on some corrupt files (a negative column chunk length, found by
-/// the fuzz harness); such a panic is reported as a corrupt file, like its errors.
+/// Every page header is checked first ([`check_pages`]): the `parquet` crate allocates what a
+/// file declares. The `parquet` crate panics on some corrupt files (a negative column chunk
+/// length, found by the fuzz harness); such a panic is reported as a corrupt file, like its
+/// errors.
 fn read_columns<R: ChunkReader + 'static>(
     source: R,
     at: &Location,
@@ -73,9 +79,18 @@ fn read_columns_of<R: ChunkReader + 'static>(
     embedding: Option<&str>,
 ) -> Result<(Option<Matrix>, Metadata), TableError> {
     let at = at.clone();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(source)
-        .and_then(|b| b.with_batch_size(8192).build())
-        .map_err(|e| TableError::format(at.clone(), format!("not a readable Parquet file: {e}")))?;
+    let unreadable = |e: parquet::errors::ParquetError| {
+        TableError::format(at.clone(), format!("not a readable Parquet file: {e}"))
+    };
+    let metadata = ParquetMetaDataReader::new().parse_and_finish(&source).map_err(unreadable)?;
+    check_pages(&source, &metadata)
+        .map_err(|e| TableError::format(at.clone(), format!("corrupt Parquet file: {e}")))?;
+    let metadata = ArrowReaderMetadata::try_new(Arc::new(metadata), ArrowReaderOptions::default())
+        .map_err(unreadable)?;
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata)
+        .with_batch_size(8192)
+        .build()
+        .map_err(unreadable)?;
     let schema = reader.schema();
     let emb_index = embedding
         .map(|name| {
@@ -294,8 +309,21 @@ mod tests {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz_negative_column_length.parquet");
         let err =
             parse_parquet(std::fs::read(&path).unwrap(), &Location::file(&path)).unwrap_err().to_string();
-        assert!(err.starts_with(&format!("{}: corrupt Parquet file (", path.display())), "{err}");
+        assert!(err.starts_with(&format!("{}: corrupt Parquet file", path.display())), "{err}");
         let err = read_parquet(&path).unwrap_err().to_string();
         assert!(err.contains("corrupt Parquet file"), "{err}");
+    }
+
+    /// Found by the fuzz harness (`culturelens-fuzz --target parquet --seed 1`, input 387,423,
+    /// release build): a 2.6 KB file whose dictionary page declares 890 million values made the
+    /// `parquet` crate reserve 3.5 GB; the page checks refuse it before any decoding.
+    #[test]
+    fn a_dictionary_larger_than_its_page_is_refused_before_decoding() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz_dictionary_3_5_gb.parquet");
+        let err =
+            parse_parquet(std::fs::read(&path).unwrap(), &Location::file(&path)).unwrap_err().to_string();
+        assert!(err.contains("corrupt Parquet file: row group 0, column"), "{err}");
+        assert!(err.contains("dictionary page declares"), "{err}");
     }
 }

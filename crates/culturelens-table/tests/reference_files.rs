@@ -96,3 +96,15 @@ fn pyarrow_table_loads_like_the_same_numpy_matrix() {
     let parquet = load_table(&fixture("parquet/list_f32.parquet"), None).unwrap();
     assert_eq!(npy.embeddings, parquet.embeddings);
 }
+
+/// pyarrow's defaults on constant columns put about 1,000 values in a byte of page: the page
+/// checks of the reader (`parquet_pages.rs`) accept what real writers produce.
+#[test]
+fn pyarrow_constant_columns_pass_the_page_checks() {
+    let t = read_parquet(&fixture("parquet/constant_200k.parquet")).unwrap();
+    assert_eq!((t.len(), t.dim()), (200_000, 4));
+    assert!(t.embeddings.data().iter().all(|&v| v == 0.0));
+    assert!(t.meta.column("model").unwrap().iter().all(|m| m == "sd"));
+    let languages = t.meta.column("language").unwrap();
+    assert!(languages.iter().enumerate().all(|(i, l)| l == ["en", "de"][i % 2]));
+}
