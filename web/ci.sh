@@ -42,7 +42,9 @@ step "web app (trunk, profile web-ci)"
 # Fetch the web workspace's crates first: trunk runs offline (no tool downloads) and a fresh
 # machine's cargo registry does not yet hold the wasm-only dependencies.
 cargo fetch --locked --manifest-path web/Cargo.toml
-(cd web && trunk build --release --cargo-profile web-ci --locked --offline)
+# The repository's one target folder serves both workspaces (the wasm32 web-ci build lands in
+# target/wasm32-unknown-unknown/web-ci, apart from the native build).
+(cd web && CARGO_TARGET_DIR="$repo/target" trunk build --release --cargo-profile web-ci --locked --offline)
 
 step "browser tests (headless Chromium)"
 (cd tests/web && { [ -d node_modules/playwright-core ] && [ -d node_modules/axe-core ] || npm ci --no-audit --no-fund; })
