@@ -101,7 +101,10 @@ fn run(command: Command) -> Update {
     let present = with_app(|app| {
         let options = |name: &str| app.column(name).map(distinct).unwrap_or_default();
         let (cultures, persons) = (options("culture"), options("person"));
-        let (results_models, sets, occupations) = gender_choices(app).unwrap_or_default();
+        let (results_models, sets, occupations) = match app.ui.slide {
+            Slide::Gender => gender_choices(app).unwrap_or_default(),
+            Slide::Sos => Default::default(),
+        };
         let choices = Choices {
             cultures: &cultures,
             persons: &persons,
