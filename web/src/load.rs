@@ -7,7 +7,7 @@
 //! SHA-256 runs in the browser's native code, WebCrypto's `crypto.subtle.digest`, where the page
 //! has it. Browsers expose SubtleCrypto only in secure contexts (https, or http from localhost /
 //! 127.0.0.1): on a page served over plain http from another host the app hashes with the `sha2`
-//! crate compiled to wasm instead, the same check about ten times slower (BENCHMARKS.md).
+//! crate compiled to wasm instead, the same check about 20 times slower (BENCHMARKS.md).
 //! `<body data-digest>` says which one ran (`webcrypto` or `wasm`).
 
 use std::collections::HashMap;
