@@ -42,13 +42,15 @@ step "web app (trunk, profile web-ci)"
 # Fetch the web workspace's crates first: trunk runs offline (no tool downloads) and a fresh
 # machine's cargo registry does not yet hold the wasm-only dependencies.
 cargo fetch --locked --manifest-path web/Cargo.toml
-(cd web && trunk build --release --cargo-profile web-ci --locked --offline)
+# The repository's one target folder serves both workspaces (the wasm32 web-ci build lands in
+# target/wasm32-unknown-unknown/web-ci, apart from the native build).
+(cd web && CARGO_TARGET_DIR="$repo/target" trunk build --release --cargo-profile web-ci --locked --offline)
 
 step "browser tests (headless Chromium)"
 (cd tests/web && { [ -d node_modules/playwright-core ] && [ -d node_modules/axe-core ] || npm ci --no-audit --no-fund; })
 report="${WEB_TEST_REPORT:-$repo/target/web-test-report.json}"
 (cd tests/web && CULTURELENS_BIN="$bin" WEB_DIST="$repo/web/dist" WEB_TEST_REPORT="$report" \
-  node --test --test-concurrency=1 app.test.mjs)
+  node --test --test-concurrency=1 app.test.mjs report.test.mjs)
 if grep -q '"skipped"' "$report"; then
   printf '\n%s\n!! web/ci.sh: part of the browser tests was SKIPPED (see %s):\n%s\n%s\n' \
     "$(printf '!%.0s' {1..78})" "$report" "$(grep '"skipped"' "$report")" "$(printf '!%.0s' {1..78})" >&2

@@ -4,7 +4,9 @@
 // recomputed SoS after a filter change with `culturelens sos` on the filtered table, the Vendi
 // panel with `culturelens vendi` (cosine and categorical kernels, quality, a language subset), the
 // educator slide with `culturelens sos --per-image`; the box selection with the points inside the
-// box (computed here from the drawn coordinates).
+// box (computed here from the drawn coordinates); the result views (MAGBIG bars, CulText2I NA
+// matrix, the occupation slide) with the `culturelens magbig` / `cultext2i` tables the bundle
+// carries, row by row; a table spread over several GPU buffers (`part-bytes=`) with the CLI.
 //
 // Environment: CULTURELENS_BIN (the CLI, default ../../target/debug/culturelens), CHROMIUM
 // (default /usr/bin/chromium), WEB_DIST (default ../../web/dist), WEB_TEST_REPORT (JSON report of
@@ -33,12 +35,14 @@ const BASE_FLAGS = ["--headless", "--no-sandbox", "--no-first-run", "--disable-b
   "--disable-component-update", "--disable-sync"];
 const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"];
 const TIMEOUT = Number(process.env.WEB_TEST_TIMEOUT_MS || 300000);
-const VIEWS = ["heatmap", "distribution", "correlation", "flags", "scatter", "vendi", "educator"];
+// The views of any bundle, and those of a bundle carrying MAGBIG and CulText2I result tables.
+const SOS_VIEWS = ["heatmap", "distribution", "correlation", "flags", "scatter", "vendi", "educator"];
+const RESULT_VIEWS = ["magbig", "cultext2i"];
 // Screenshots of every view at both sizes go here when set (web/ci.sh leaves it unset).
 const SCREENS = process.env.WEB_SCREENS || "";
 const AXE = fs.readFileSync(path.join(here, "node_modules/axe-core/axe.min.js"), "utf8");
 
-let server, origin, work, cliRows, cliPerImage, cliWithoutAm, tables, thumbMeta;
+let server, origin, work, cliRows, cliPerImage, cliWithoutAm, tables, thumbMeta, resultFiles;
 // Independent reference of the demo's joint SoS: plain float64 numpy straight from the paper's
 // Eq. (1) (scripts/fixtures/make_demo_sos_reference.py), not the project's own CLI.
 const NUMPY_SOS = readCsv(path.join(repo, "tests/fixtures/demo_sos_reference.csv"));
@@ -75,6 +79,17 @@ function readCsvObjects(file) {
   });
 }
 
+/** A float32 `.npy` file of `rows` × `dim` values (row-major little-endian bytes `body`). */
+function writeNpy(file, rows, dim, body) {
+  let dict = `{'descr': '<f4', 'fortran_order': False, 'shape': (${rows}, ${dim}), }`;
+  dict = dict.padEnd(Math.ceil((dict.length + 11) / 64) * 64 - 11) + "\n";
+  const head = Buffer.alloc(10);
+  head.write("\x93NUMPY", 0, "latin1");
+  head[6] = 1;
+  head.writeUInt16LE(dict.length, 8);
+  fs.writeFileSync(file, Buffer.concat([head, Buffer.from(dict, "latin1"), body]));
+}
+
 /**
  * Writes the rows of the f32 bundle `dir` whose metadata record passes `keep` as a float32 .npy
  * and a metadata CSV (the CLI's --embeddings/--meta input); returns their paths.
@@ -89,15 +104,9 @@ function writeTable(dir, name, keep) {
   const header = csvFields(headerLine);
   const rowBytes = manifest.dim * 4;
   const kept = lines.map((l, i) => [l, i]).filter(([l]) => keep(Object.fromEntries(header.map((h, k) => [h, csvFields(l)[k]]))));
-  let dict = `{'descr': '<f4', 'fortran_order': False, 'shape': (${kept.length}, ${manifest.dim}), }`;
-  dict = dict.padEnd(Math.ceil((dict.length + 11) / 64) * 64 - 11) + "\n";
-  const head = Buffer.alloc(10);
-  head.write("\x93NUMPY", 0, "latin1");
-  head[6] = 1;
-  head.writeUInt16LE(dict.length, 8);
   const body = Buffer.concat(kept.map(([, i]) => emb.subarray(i * rowBytes, (i + 1) * rowBytes)));
   const npy = path.join(work, `${name}.npy`), csv = path.join(work, `${name}.csv`);
-  fs.writeFileSync(npy, Buffer.concat([head, Buffer.from(dict, "latin1"), body]));
+  writeNpy(npy, kept.length, manifest.dim, body);
   fs.writeFileSync(csv, [headerLine, ...kept.map(([l]) => l)].join("\n") + "\n");
   return { npy, csv, rows: kept.length };
 }
@@ -161,8 +170,8 @@ function solidPng(rgb, size = 8) {
 /**
  * The demo table with pictures, packed by `culturelens bundle --images`: a bundle with
  * thumbnails. The rows of THUMB_MODEL for THUMB_CULTURES get one picture each (a solid colour
- * that encodes the row); the others none (few thumbnails keep the debug CLI fast). Returns its
- * meta.csv as objects.
+ * that encodes the row); the others none (few thumbnails keep the debug CLI fast). It also
+ * carries the MAGBIG and CulText2I result tables (`resultFiles`). Returns its meta.csv as objects.
  */
 const THUMB_MODEL = "synth-bilingual", THUMB_CULTURES = ["Chinese", "Japanese", "Mexican"];
 function thumbsBundle(out) {
@@ -180,8 +189,90 @@ function thumbsBundle(out) {
   const meta = path.join(work, "thumbs-meta.csv");
   fs.writeFileSync(meta, [`${header},image`, ...named].join("\n") + "\n");
   cli("bundle", "--embeddings", tables.all.npy, "--meta", meta, "--images", images, "--synthetic",
-    "--title", "demo with thumbnails", "--out", out);
+    "--title", "demo with thumbnails", "--out", out, "--magbig", resultFiles.magbig, "--magbig-attributes",
+    resultFiles.attributes, "--cultext2i", resultFiles.cultext2i, "--cultext2i-report", resultFiles.report);
   return readCsvObjects(path.join(out, "meta.csv"));
+}
+
+/** A seeded uniform [0, 1) generator (mulberry32), so the result tables are the same every run. */
+function seeded(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const MAGBIG_MODELS = ["mf-synth", "sd-synth"], MAGBIG_SETS = ["direct", "indirect"];
+const OCCUPATIONS = { nurse: 0.2, pilot: 0.85, teacher: 0.5 };
+
+/**
+ * A MAGBIG attribute table (one row per image: model, language, set, prompt_id, occupation,
+ * gender; prompt ids differ per language, as the prompt table's do, so the occupation slide must
+ * match languages by `occupation`), with some images without a face and one prompt with none at
+ * all (mf-synth, ja, indirect, teacher); then `culturelens magbig` on it.
+ */
+function magbigResults() {
+  const rand = seeded(7);
+  const lines = ["model,language,set,prompt_id,occupation,gender"];
+  for (const model of MAGBIG_MODELS) {
+    for (const language of ["de", "en", "es", "ja"]) {
+      for (const set of MAGBIG_SETS) {
+        for (const [occupation, male] of Object.entries(OCCUPATIONS)) {
+          const noFace = model === "mf-synth" && language === "ja" && set === "indirect" && occupation === "teacher";
+          for (let k = 0, n = 4 + Math.floor(rand() * 6); k < n; k++) {
+            const gender = noFace || rand() < 0.1 ? "" : rand() < male + (set === "direct" ? 0.1 : -0.1) ? "male" : "female";
+            lines.push(`${model},${language},${set},magbig-${language}-${set}-${occupation},${occupation},${gender}`);
+          }
+        }
+      }
+    }
+  }
+  const attributes = path.join(work, "attributes.csv"), out = path.join(work, "magbig.csv");
+  fs.writeFileSync(attributes, lines.join("\n") + "\n");
+  cli("magbig", "--attributes", attributes, "--out", out);
+  return { attributes, magbig: out };
+}
+
+/**
+ * CulText2I inputs: 4 nationality texts, 2 dimension texts and 2 English concept texts as unit
+ * vectors in 8 dimensions; 96 images (2 models × 4 languages × 2 concepts × 2 templates × 3) near
+ * their nationality's and concept's vectors with seeded noise (ad-synth's larger: more images
+ * predicted wrong); then
+ * `culturelens cultext2i` with its report.
+ */
+function cultext2iResults() {
+  const rand = seeded(11), dim = 8;
+  const nationality = { en: "American", de: "German", ja: "Japanese", es: "Spanish" };
+  const texts = [...Object.values(nationality).map((n) => ["nationality", n, ""]), ["dimension", "modern", ""],
+    ["dimension", "traditional", ""], ["concept", "city", "en"], ["concept", "food", "en"]];
+  const unit = (k) => Array.from({ length: dim }, (_, i) => (i === k ? 1 : 0));
+  const f32 = (vectors) => Buffer.from(new Float32Array(vectors.flat()).buffer);
+  const file = (name, text) => { const f = path.join(work, name); fs.writeFileSync(f, text); return f; };
+  const t = path.join(work, "cultext2i-texts.npy");
+  writeNpy(t, texts.length, dim, f32(texts.map((_, k) => unit(k))));
+  const tm = file("cultext2i-texts.csv", ["kind,label,language", ...texts.map((r) => r.join(","))].join("\n") + "\n");
+  const meta = ["model,language,concept,template,nationality"], vectors = [];
+  for (const [model, noise] of [["ad-synth", 2.2], ["sd-synth", 1.4]]) {
+    Object.keys(nationality).forEach((language, n) => {
+      ["city", "food"].forEach((concept, c) => {
+        for (const template of ["en_nation", "translated"]) {
+          for (let k = 0; k < 3; k++) {
+            meta.push(`${model},${language},${concept},${template},${nationality[language]}`);
+            vectors.push(Array.from({ length: dim }, (_, i) => (i === n ? 0.8 : 0) + (i === 6 + c ? 0.3 : 0) + noise * (rand() - 0.5)));
+          }
+        }
+      });
+    });
+  }
+  const i = path.join(work, "cultext2i-images.npy");
+  writeNpy(i, vectors.length, dim, f32(vectors));
+  const im = file("cultext2i-images.csv", meta.join("\n") + "\n");
+  const out = path.join(work, "cultext2i.csv"), report = path.join(work, "cultext2i-report.json");
+  cli("cultext2i", "--images", i, "--image-meta", im, "--texts", t, "--text-meta", tm, "--out", out, "--report", report);
+  return { cultext2i: out, report };
 }
 
 before(async () => {
@@ -200,6 +291,7 @@ before(async () => {
   };
   assert.equal(cliPerImage.length, tables.all.rows, "one per-image score per row");
   cliWithoutAm = cliSos(tables.withoutAm, "without-am");
+  resultFiles = { ...magbigResults(), ...cultext2iResults() };
   thumbMeta = thumbsBundle(path.join(bundles, "thumbs"));
   // Manifests that lie: meta.csv listed 1 GB longer than it is, and a 10 GB embeddings file.
   for (const [name, edit] of [
@@ -466,7 +558,10 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
     }
     const timing = { firstHeatmapMs: Number(await page.getAttribute("body", "data-first-heatmap-ms")) };
     const shots = {};
-    for (const view of VIEWS) {
+    for (const view of RESULT_VIEWS) {
+      assert.equal(await page.isVisible(`#tab-${view}`), false, `no ${view} tab for a bundle without its results`);
+    }
+    for (const view of SOS_VIEWS) {
       await page.click(`#tab-${view}`);
       if (view === "scatter") await page.waitForFunction(() => document.querySelector("#selection-count")?.textContent !== "");
       if (view === "vendi") await page.waitForFunction(() => document.querySelector("#vendi-vs")?.textContent !== "–");
@@ -521,6 +616,27 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
     // ?bundle=URL with the CLI-written bundle, and local files through the picker.
     const served = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu");
     assertSameScores(await results(served.page), cliRows, "?bundle=URL");
+    // SHA-256 by WebCrypto here (127.0.0.1 is a secure context). Without SubtleCrypto (a page
+    // served over plain http from another host) the wasm hash makes the same checks; that page
+    // also spreads the table over 9 parts of 256 rows (`part-bytes`), as WebGPU does.
+    assert.equal(await served.page.getAttribute("body", "data-digest"), "webcrypto");
+    for (const [bundle, check] of [
+      ["demo", async (page) => {
+        assertSameScores(await results(page), cliRows, "wasm SHA-256, the table in 9 parts on the CPU");
+        assert.equal(await page.getAttribute("body", "data-table-parts"), "9");
+      }],
+      ["corrupt", async (page) => {
+        await page.waitForSelector("body[data-state=error]");
+        assert.match(await page.textContent("#error"), /SHA-256 mismatch/);
+      }],
+    ]) {
+      const plain = await openPage(browser, null);
+      await plain.page.addInitScript(() => Object.defineProperty(Crypto.prototype, "subtle", { get: () => undefined }));
+      await plain.page.goto(`${origin}/index.html?bundle=/bundles/${bundle}/&backend=cpu&part-bytes=65536`);
+      await check(plain.page);
+      assert.equal(await plain.page.getAttribute("body", "data-digest"), "wasm", "the wasm SHA-256 without SubtleCrypto");
+      await plain.page.close();
+    }
     const local = await openPage(browser, "?backend=cpu");
     await local.page.waitForSelector("body[data-loader=ready]");
     const dir = path.join(work, "bundles", "demo");
@@ -578,6 +694,7 @@ test("WebGPU on the browser's adapter (SwiftShader here) gives the CLI's numbers
     }
     // The scatter's points are GPU sprites (shaders/scatter.wgsl), and selection still works.
     assert.equal(await page.getAttribute("#scatter-points", "data-renderer"), "webgpu");
+    const coords = JSON.parse(await page.textContent("#scatter-data"));
     const boxSelected = await boxSelect(page);
     const vendiMaxRelDiff = await checkVendi(page, VENDI_TOL.webgpu, "WebGPU");
     await page.click("#tab-heatmap");
@@ -590,6 +707,36 @@ test("WebGPU on the browser's adapter (SwiftShader here) gives the CLI's numbers
     report.runs.push({ path: "webgpu", browserAdapter: adapter, burnAdapter: await page.getAttribute("body", "data-adapter"),
       bundle: "demo", maxAbsDiff: worst, numpyMaxDiff, filteredMaxDiff, vendiMaxRelDiff, boxSelected, firstHeatmapMs,
       recomputeMs: Number(await page.getAttribute("body", "data-recompute-ms")), screenshots: shots });
+    await page.close();
+
+    // The table in 9 GPU buffers of 256 rows (`part-bytes`; a 772 MB table is split so under the
+    // adapter's buffer limits): the CLI's scores, the whole-table cosine Vendi (rows gathered
+    // across the parts), the PCA of the one-buffer page, and the scores after a filter (rows of
+    // every part).
+    const split = await openPage(browser, "?bundle=demo&backend=webgpu&part-bytes=65536");
+    const splitMaxDiff = assertSameScores(await results(split.page), cliRows, "WebGPU, 9 parts");
+    assert.equal(await split.page.getAttribute("body", "data-backend"), "webgpu");
+    assert.equal(await split.page.getAttribute("body", "data-table-parts"), "9");
+    await split.page.click("#tab-vendi");
+    await split.page.waitForFunction(() => document.querySelector("#vendi-table")?.dataset.busy === "false" &&
+      document.querySelector("#vendi-qvs-norm")?.dataset.value);
+    const value = (id) => split.page.getAttribute(`#${id}`, "data-value").then(Number);
+    const splitVendi = { n: await value("vendi-n"), vs: await value("vendi-vs"), qvs: await value("vendi-qvs"),
+      qvs_norm: await value("vendi-qvs-norm") };
+    const splitVendiRelDiff = assertSameVendi(splitVendi, cliVendi("cosine-parts", "--embeddings", tables.all.npy,
+      "--meta", tables.all.csv), VENDI_TOL.webgpu, "WebGPU, 9 parts: cosine");
+    await split.page.click("#tab-scatter");
+    await split.page.waitForFunction(() => /^\d+ selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
+    const splitCoords = JSON.parse(await split.page.textContent("#scatter-data"));
+    assert.equal(splitCoords.length, coords.length);
+    const pcaMaxDiff = Math.max(...splitCoords.map((v, i) => Math.abs(v - coords[i])));
+    assert.ok(pcaMaxDiff <= 1e-5, `PCA in 9 parts vs one: max |Δ| = ${pcaMaxDiff}`);
+    await split.page.click("#tab-heatmap");
+    await split.page.uncheck("#filters input[data-kind=language][value=am]");
+    const splitFilteredMaxDiff = assertSameScores(await results(split.page), cliWithoutAm, "WebGPU, 9 parts, without am");
+    assert.deepEqual(split.errors, []);
+    report.runs.push({ path: "webgpu, table in 9 parts", maxAbsDiff: splitMaxDiff, filteredMaxDiff: splitFilteredMaxDiff,
+      vendiMaxRelDiff: splitVendiRelDiff, pcaMaxDiff });
   } finally {
     await browser.close();
   }
@@ -633,10 +780,12 @@ test("Figure first at 1280×720 and 375×812: every view's figure in the viewpor
   const browser = await launch(false);
   try {
     const placements = {};
+    // Every view of the thumbs bundle (it carries the result tables), and the occupation slide.
+    const views = [...SOS_VIEWS, ...RESULT_VIEWS].map((v) => [v, v, ""]).concat([["educator (gender)", "educator", "&slide=gender"]]);
     for (const size of SIZES) {
-      for (const view of VIEWS) {
-        const { page, errors } = await openView(browser, size, view);
-        const label = `${view} at ${size.width}×${size.height}`;
+      for (const [name, view, extra] of views) {
+        const { page, errors } = await openView(browser, size, view, extra);
+        const label = `${name} at ${size.width}×${size.height}`;
         assert.equal(await page.getAttribute("body", "data-view"), view);
         assert.equal(await page.isVisible("#loader"), false, `${label}: the loader is collapsed`);
         assert.ok(await page.isVisible("#load-another"), `${label}: one "Load another bundle" control`);
@@ -644,7 +793,7 @@ test("Figure first at 1280×720 and 375×812: every view's figure in the viewpor
         assert.ok(await page.isVisible("#bundle-title"), `${label}: the synthetic label is on screen`);
         if (SCREENS) {
           fs.mkdirSync(SCREENS, { recursive: true });
-          await page.screenshot({ path: path.join(SCREENS, `${view}-${size.width}x${size.height}.png`) });
+          await page.screenshot({ path: path.join(SCREENS, `${name.replace(/\W+/g, "-")}-${size.width}x${size.height}.png`) });
         }
         const at = await placement(page, `#view-${view} [data-figure]`);
         placements[label] = at;
@@ -753,6 +902,145 @@ test("Heatmap cell → exactly its images; scatter hover → the point's thumbna
     assert.deepEqual(got, expected, "the selection reaches past the canvas edge");
     assert.deepEqual(errors, []);
     report.runs.push({ path: "images", cellImages: want.length, hoverRow: best.row, hoverGapPx: best.gap, edgeBoxSelected: got.length });
+  } finally {
+    await browser.close();
+  }
+});
+
+/** `culturelens magbig` on the rows of the test's attribute table that pass `keep`: its rows. */
+function cliMagbig(label, keep) {
+  const [header, ...lines] = fs.readFileSync(resultFiles.attributes, "utf8").trim().split("\n");
+  const names = csvFields(header);
+  const kept = lines.filter((l) => keep(Object.fromEntries(csvFields(l).map((v, k) => [names[k], v]))));
+  const file = path.join(work, `${label}-attributes.csv`), out = path.join(work, `${label}-magbig.csv`);
+  fs.writeFileSync(file, [header, ...kept].join("\n") + "\n");
+  cli("magbig", "--attributes", file, "--out", out);
+  return readCsvObjects(out);
+}
+
+/**
+ * The occupation slide in the page's URL state against the CLI: one card per language of the
+ * occupation's images, with their counts by perceived gender and, per language, the male share
+ * that `culturelens magbig` computes on exactly those images (its rows then hold one prompt each);
+ * no share where no image has a face.
+ */
+async function checkOccupationSlide(page) {
+  const q = new URL(page.url()).searchParams;
+  const [model, set, occupation] = ["rmodel", "set", "occupation"].map((k) => q.get(k));
+  const mine = (r) => r.model === model && r.set === set && r.occupation === occupation;
+  const images = readCsvObjects(resultFiles.attributes).filter(mine);
+  assert.ok(images.length > 0, `${model} ${set} ${occupation} has images`);
+  const cliRows = cliMagbig(`${model}-${set}-${occupation}`, mine);
+  const languages = [...new Set(images.map((r) => r.language))].sort();
+  const cards = await page.$$eval(".gender-card", (els) => els.map((e) => ({ ...e.dataset, text: e.querySelector(".edu-share").textContent })));
+  assert.deepEqual(cards.map((c) => c.language), languages, `${occupation}: one card per language`);
+  assert.equal(await page.textContent(".edu-title"), `${occupation} · ${set} · ${model}`);
+  for (const c of cards) {
+    const of = (g) => String(images.filter((r) => r.language === c.language && r.gender === g).length);
+    assert.deepEqual([c.male, c.female, c.unclassified], [of("male"), of("female"), of("")], `${occupation} ${c.language}: counts`);
+    const row = cliRows.find((r) => r.language === c.language);
+    if (row) {
+      assert.equal(row.n_prompts, "1");
+      assert.equal(c.maleShare, row.male_share, `${occupation} ${c.language}: male share = culturelens magbig's`);
+      assert.match(c.text, /^\d+% male$/);
+      assert.ok(Math.abs(parseInt(c.text, 10) - 100 * Number(row.male_share)) <= 0.5 + 1e-9, `${occupation} ${c.language}: shown ${c.text}`);
+    } else {
+      assert.equal(c.maleShare, "", `${occupation} ${c.language}: no face, no share`);
+      assert.equal(c.text, "no face found");
+    }
+  }
+  return cards.length;
+}
+
+test("Result tables: MAGBIG bars, the NA matrix and the occupation slide equal the CLI's tables", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(false);
+  try {
+    const { page, errors } = await openView(browser, SIZES[0], "magbig");
+    // MAGBIG: per model, one bar per CLI row in the figures' order (language, then set, by name),
+    // with the CLI's numbers, the bar's top at MAD and the dashed tick at mad_random on the axis.
+    const magbig = readCsvObjects(resultFiles.magbig);
+    const models = [...new Set(magbig.map((r) => r.model))].sort();
+    assert.deepEqual(await page.$$eval("#magbig-model option", (os) => os.map((o) => o.value)), models);
+    let bars = 0;
+    for (const model of models) {
+      await page.selectOption("#magbig-model", model);
+      await page.waitForFunction((m) => document.querySelector("#magbig-svg .bar")?.dataset.model === m, model);
+      assert.equal(new URL(page.url()).searchParams.get("rmodel"), model);
+      const want = magbig.filter((r) => r.model === model)
+        .sort((a, b) => a.language.localeCompare(b.language) || a.set.localeCompare(b.set))
+        .map((r) => [r.language, r.set, r.n_prompts, r.n_images, r.mad, r.mad_random, r.male_share]);
+      const drawn = await page.$$eval("#magbig-svg .bar", (els) => els.map((e) => {
+        const [rect, base] = [e.querySelector("rect"), e.querySelector("line.baseline")];
+        return { ...e.dataset, top: Number(rect.getAttribute("y")), bottom: Number(rect.getAttribute("y")) + Number(rect.getAttribute("height")),
+          base: Number(base.getAttribute("y1")) };
+      }));
+      assert.deepEqual(drawn.map((d) => [d.language, d.set, d.nPrompts, d.nImages, d.mad, d.madRandom, d.maleShare]), want,
+        `${model}: the bars are the CLI's rows`);
+      const grid = await page.$$eval("#magbig-svg line.gridline", (ls) => ls.map((l) => [Number(l.dataset.value), Number(l.getAttribute("y1"))]));
+      const [[v0, y0], [v1, y1]] = [grid[0], grid[grid.length - 1]];
+      const y = (v) => y0 + (y1 - y0) * (v - v0) / (v1 - v0);
+      for (const d of drawn) {
+        assert.ok(Math.abs(d.top - y(Number(d.mad))) <= 0.02 && Math.abs(d.bottom - y0) <= 0.02, `${model} ${d.language} ${d.set}: bar at MAD`);
+        assert.ok(Math.abs(d.base - y(Number(d.madRandom))) <= 0.02, `${model} ${d.language} ${d.set}: tick at mad_random`);
+      }
+      const table = await page.$$eval("#magbig-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.dataset.value ?? c.textContent)));
+      assert.deepEqual(table, want, `${model}: the numbers table is the CLI's rows`);
+      bars += drawn.length;
+    }
+    // Keyboard: Tab from the model choice reaches the first bar, which shows its numbers.
+    await page.focus("#magbig-model");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.classList.contains("bar")), true, "Tab reaches a bar");
+    assert.ok(await page.isVisible("#tooltip"));
+    assert.match(await page.textContent("#tooltip"), /^\w+, \w+: MAD \d\.\d{3} \(fair coin \d\.\d{3}\), male share/);
+
+    // CulText2I: per model, the report's confusion counts as row shares, its accuracy, and the
+    // CLI table's rows.
+    const na = JSON.parse(fs.readFileSync(resultFiles.report, "utf8"));
+    const cultext2i = readCsvObjects(resultFiles.cultext2i);
+    const names = na.nationalities, k = names.length;
+    await page.click("#tab-cultext2i");
+    for (const model of Object.keys(na.confusion).sort()) {
+      await page.selectOption("#cultext2i-model", model);
+      await page.waitForFunction((m) => document.querySelector("#cultext2i-table tbody tr")?.dataset.model === m, model);
+      const { counts, accuracy } = na.confusion[model];
+      const cells = await page.$$eval("#cultext2i-svg .na", (els) => els.map((e) => ({ ...e.dataset })));
+      assert.equal(cells.length, k * k);
+      cells.forEach((c, i) => {
+        const [t, p] = [Math.floor(i / k), i % k];
+        const total = counts[t].reduce((a, b) => a + b, 0);
+        assert.deepEqual([c.true, c.predicted, Number(c.count), Number(c.share)], [names[t], names[p], counts[t][p], counts[t][p] / total],
+          `${model}: ${names[t]} → ${names[p]}`);
+      });
+      const shown = (await page.textContent("#cultext2i-accuracy")).match(/^(.+): accuracy (\d\.\d\d)$/);
+      assert.ok(shown && shown[1] === model && Math.abs(Number(shown[2]) - accuracy) <= 0.005 + 1e-12, `${model}: accuracy ${accuracy}`);
+      const rows = await page.$$eval("#cultext2i-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.dataset.value ?? c.textContent)));
+      const columns = Object.keys(cultext2i[0]).filter((c) => c !== "model");
+      const want = cultext2i.filter((r) => r.model === model).map((r) => columns.map((c) => r[c]));
+      assert.deepEqual(rows.map((r) => r.map((v, i) => (i < 4 ? v : Number(v)))), want.map((r) => r.map((v, i) => (i < 4 ? v : Number(v)))),
+        `${model}: the table is the CLI's rows`);
+    }
+
+    // The occupation slide: counts and male share per language against `culturelens magbig` on
+    // the occupation's images, through a prompt without any face and the keys (←/→ occupation,
+    // ↓ set, m model).
+    await page.goto(`${origin}/index.html?bundle=/bundles/thumbs/&backend=cpu&view=educator&slide=gender&rmodel=mf-synth&set=indirect&occupation=teacher`);
+    await results(page);
+    await page.waitForSelector(".gender-card");
+    let cards = await checkOccupationSlide(page);
+    assert.equal(await page.textContent(".gender-card[data-language=ja] .edu-share"), "no face found");
+    const url = () => new URL(page.url()).searchParams;
+    for (const [key, param, next] of [["ArrowRight", "occupation", "nurse"], ["ArrowDown", "set", "direct"], ["m", "rmodel", "sd-synth"]]) {
+      await page.keyboard.press(key);
+      assert.equal(url().get(param), next, `${key} moves the ${param}`);
+      cards += await checkOccupationSlide(page);
+    }
+    // The slide chooser switches back to the SoS slide.
+    await page.selectOption("#edu-slide", "");
+    await page.waitForSelector(".edu-card:not(.gender-card)");
+    assert.equal(url().get("slide"), null);
+    assert.deepEqual(errors, []);
+    report.runs.push({ path: "results", magbigBars: bars, occupationCards: cards });
   } finally {
     await browser.close();
   }

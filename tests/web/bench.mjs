@@ -1,8 +1,12 @@
-// Browser benchmark: time to first heatmap and recompute latency after a filter change (one
-// language unchecked), for a served bundle, on the CPU fallback and on WebGPU (whatever adapter
-// the browser offers; SwiftShader on a machine without GPU); then the PCA scatter: PCA time, and
-// the time to draw all points (first frame and after a colour change). Usage:
-//   [BENCH_LANGUAGES=3] node bench.mjs BUNDLE_DIR [cpu|webgpu ...]      (needs web/dist built)
+// Browser benchmark: time to first heatmap (with its parts: reading the files, SHA-256 and which
+// implementation ran it, decoding, the upload to the device and in how many parts, the first SoS)
+// and recompute latency after a filter change (one language unchecked), for a served bundle, on
+// the CPU fallback and on WebGPU (whatever adapter the browser offers; SwiftShader on a machine
+// without GPU); then the PCA scatter: PCA time, and the time to draw all points (first frame and
+// after a colour change). A backend with `+wasm-sha256` (e.g. `cpu+wasm-sha256`) hides
+// SubtleCrypto from the page, as on a plain-http page from another host, so the app hashes in
+// wasm. Usage:
+//   [BENCH_LANGUAGES=3] node bench.mjs BUNDLE_DIR [cpu|webgpu[+wasm-sha256] ...]   (needs web/dist built)
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -13,11 +17,15 @@ const [bundleDir, ...backends] = process.argv.slice(2);
 const server = await serve({ "/bundle/": bundleDir, "/": process.env.WEB_DIST || path.join(here, "../../web/dist") });
 const origin = `http://127.0.0.1:${server.address().port}`;
 const base = ["--headless", "--no-sandbox", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-for (const backend of backends.length ? backends : ["cpu", "webgpu"]) {
+for (const run of backends.length ? backends : ["cpu", "webgpu"]) {
+  const [backend, variant] = run.split("+");
   const args = backend === "webgpu" ? [...base, "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"] : base;
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args });
   const page = await browser.newPage();
   page.setDefaultTimeout(1800000);
+  if (variant === "wasm-sha256") {
+    await page.addInitScript(() => Object.defineProperty(Crypto.prototype, "subtle", { get: () => undefined }));
+  }
   const t0 = Date.now();
   await page.goto(`${origin}/index.html?bundle=/bundle/&backend=${backend}`);
   await page.waitForSelector("body[data-state=ready], body[data-state=error]");
@@ -28,7 +36,9 @@ for (const backend of backends.length ? backends : ["cpu", "webgpu"]) {
     continue;
   }
   const first = { wallMs: Date.now() - t0, firstHeatmapMs: Number(await attr("data-first-heatmap-ms")), loadMs: Number(await attr("data-load-ms")),
-    verifyMs: Number(await attr("data-verify-ms")), decodeMs: Number(await attr("data-decode-ms")) };
+    verifyMs: Number(await attr("data-verify-ms")), decodeMs: Number(await attr("data-decode-ms")), digest: await attr("data-digest"),
+    uploadMs: Number(await attr("data-upload-ms")), sosMs: Number(await attr("data-recompute-ms")),
+    parts: Number(await attr("data-table-parts")) };
   const languages = await page.$$eval("#filters input[data-kind=language]", (els) => els.map((e) => e.value));
   const recompute = [];
   // BENCH_LANGUAGES=0 skips the recompute loop (full-scale bundles on SwiftShader take minutes each).

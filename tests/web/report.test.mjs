@@ -5,7 +5,8 @@
 // decode, every provenance manifest must be shown, the app opened from the report's link must
 // load the run's bundle and give the CLI's scores, and once loaded it must work offline.
 //
-// Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as in app.test.mjs.
+// Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as in app.test.mjs; WEB_SCREENS (a folder)
+// also saves the report page's first screen there as report.png (the README's screenshot).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -23,6 +24,7 @@ const BIN = process.env.CULTURELENS_BIN || path.join(repo, "target/debug/culture
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const DIST = process.env.WEB_DIST || path.join(repo, "web/dist");
 const TIMEOUT = Number(process.env.WEB_TEST_TIMEOUT_MS || 300000);
+const SCREENS = process.env.WEB_SCREENS || "";
 // Page SoS (CPU, f32) vs the CLI's f64-printed f32 scores, as in app.test.mjs.
 const SOS_TOL = 8e-7;
 
@@ -93,6 +95,11 @@ test("report site: tables equal the CLI's, figures, provenance, the app on the r
         assert.ok(srcs.includes(`figures/${stem}.png`), `${stem} in ${srcs}`);
       }
       for (const [src, width] of figures) assert.ok(width > 100, `${src} decodes (width ${width})`);
+      if (SCREENS) {
+        fs.mkdirSync(SCREENS, { recursive: true });
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await page.screenshot({ path: path.join(SCREENS, "report.png") });
+      }
 
       // The provenance manifests of every command of the run.
       const manifests = await page.$$eval("details.provenance", (ds) =>

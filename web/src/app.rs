@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use culturelens_core::sos::{SosColumns, SosLayout};
-use culturelens_view::url::per_model_pooling;
+use culturelens_view::url::{per_model_pooling, views_for};
 use serde::Serialize;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, HtmlInputElement};
@@ -15,6 +15,7 @@ use crate::compute::{self, Backend, Compute, Preference};
 use crate::dom;
 use crate::load::{self, Source};
 use crate::state::{self, App, Filter, Scored, Ui, Update, params, with_app};
+use crate::table::DeviceTable;
 use crate::views::{self, Listen};
 
 thread_local! {
@@ -166,14 +167,29 @@ async fn load_and_score(source: Source) -> Result<(), String> {
         (Backend::Cpu, None) => "CPU (flex)".to_string(),
     };
     dom::set_text("backend", &badge);
+    let p = params();
     let (rows, dim) = (loaded.manifest.rows, loaded.manifest.dim);
-    let table = compute::upload(loaded.embeddings, rows, dim, &compute.device);
+    // `?part-bytes=N` lowers the size of the table's device parts below the adapter's limit (the
+    // browser tests use it to spread a small bundle over several GPU buffers).
+    let part_bytes = p
+        .get("part-bytes")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(compute.max_buffer_bytes, |b| b.min(compute.max_buffer_bytes));
+    let t_upload = dom::now_ms();
+    let table = DeviceTable::upload(loaded.embeddings, rows, dim, &compute.device, part_bytes);
+    dom::set_body_attr("data-upload-ms", &format!("{:.1}", dom::now_ms() - t_upload));
+    dom::set_body_attr("data-table-parts", &table.parts().to_string());
     let column =
         |n: &str| loaded.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.clone()).unwrap_or_default();
-    let p = params();
     let per_model = per_model_pooling(p.get("pool").as_deref());
     let filter = Filter::all(&column("model"), &column("language"), per_model);
-    let ui = Ui::from_params(|name| p.get(name), &loaded.manifest.models);
+    let results = loaded.results;
+    let views = views_for(
+        results.magbig.is_some(),
+        results.cultext2i.is_some() || results.cultext2i_report.is_some(),
+    );
+    views::show_tabs(&views);
+    let ui = Ui::from_params(|name| p.get(name), &loaded.manifest.models, &views);
     let synthetic = loaded.manifest.synthetic;
     let title = format!("{}{}", if synthetic { "SYNTHETIC DEMO DATA — " } else { "" }, loaded.manifest.title);
     dom::set_text("bundle-title", &title);
@@ -194,6 +210,7 @@ async fn load_and_score(source: Source) -> Result<(), String> {
         thumbs: loaded.thumbs,
         compute,
         table,
+        results,
         filter,
         scored: None,
         ui,

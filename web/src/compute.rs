@@ -1,16 +1,20 @@
 //! The compute edge of the app: picks the Burn device (WebGPU through Burn's wgpu backend, or the
 //! CPU `flex` backend when WebGPU is missing or fails) and runs the core's SoS and Vendi code on
 //! it with asynchronous read-backs only (synchronous reads are not possible on WebGPU). The
-//! device rules (SoS row blocking, Vendi product precision) are the core's, as in the CLI.
+//! device rules (SoS row blocking, Vendi product precision) are the core's, as in the CLI; the
+//! table lives on the device in parts within the adapter's buffer limits (`table.rs`).
 
 use burn::tensor::{Device, Tensor, TensorData};
-use culturelens_core::sos::{Blocking, Processor, SosLayout, SosReport, id_tensor, sos_packed, unpack};
+use culturelens_core::sos::{
+    Blocking, Processor, SosLayout, SosReport, id_tensor, sos_tensor_blocks, unpack,
+};
 use culturelens_core::vendi::{
     Order, Precision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
     spectrum_from_product,
 };
 
 use crate::dom;
+use crate::table::DeviceTable;
 
 /// The backend that runs the tensor work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +78,9 @@ pub struct Compute {
     pub adapter: String,
     /// Why WebGPU is not used, when it is not.
     pub fallback_reason: Option<String>,
+    /// Largest buffer the device takes: the smaller of the WebGPU device's
+    /// `maxStorageBufferBindingSize` and `maxBufferSize`; unbounded on the CPU.
+    pub max_buffer_bytes: u64,
 }
 
 /// WebGPU first (unless `?backend=cpu`); any failure — no `navigator.gpu`, no adapter, a failing
@@ -86,12 +93,14 @@ pub async fn init(preference: Preference) -> Compute {
     } else {
         match init_webgpu().await {
             Ok((device, adapter, gpu)) => {
+                let limits = gpu.device.limits();
                 return Compute {
                     device,
                     backend: Backend::WebGpu,
                     adapter,
                     gpu: Some(gpu),
                     fallback_reason: None,
+                    max_buffer_bytes: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
                 };
             }
             Err(e) => e,
@@ -103,6 +112,7 @@ pub async fn init(preference: Preference) -> Compute {
         adapter: "flex (wasm32, single thread)".into(),
         gpu: None,
         fallback_reason: Some(reason),
+        max_buffer_bytes: u64::MAX,
     }
 }
 
@@ -137,11 +147,6 @@ async fn init_webgpu() -> Result<(Device, String, GpuHandles), String> {
     Ok((device, adapter, gpu))
 }
 
-/// Uploads the table once; filters later select rows on the device.
-pub fn upload(embeddings: Vec<f32>, rows: usize, dim: usize, device: &Device) -> Tensor<2> {
-    Tensor::<2>::from_data(TensorData::new(embeddings, [rows, dim]), device)
-}
-
 /// Reads a tensor back asynchronously (the only read the browser can do on WebGPU).
 pub async fn read_back<const D: usize>(tensor: Tensor<D>) -> Result<TensorData, String> {
     tensor.into_data_async().await.map_err(|e| format!("read-back failed: {e:?}"))
@@ -154,16 +159,36 @@ pub async fn read_f32<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, Str
 
 /// Per-output SoS of the rows `rows` of `table` (all rows for `None`) with references from
 /// `layout` (built from the same rows), then the report — SoS paper Eq. (1) through the core's
-/// one entry point, with the core's row blocking for this backend.
+/// `sos_tensor_blocks` on the table's row blocks: each inside one part of the table, and cut by
+/// the core's row blocking for this backend.
 pub async fn sos(
-    table: &Tensor<2>,
+    table: &DeviceTable,
     rows: Option<&[u32]>,
     layout: &SosLayout,
     backend: Backend,
 ) -> Result<(Vec<f32>, SosReport), String> {
-    let [_, dim] = table.dims();
-    let chunk_rows = Blocking::Default(backend.processor()).chunk_rows(dim);
-    let data = read_back(sos_packed(table, rows, layout, chunk_rows)).await?;
+    let chunk_rows = Blocking::Default(backend.processor()).chunk_rows(table.dim());
+    let device = table.device();
+    let mut at = 0;
+    let blocks: Vec<_> = table
+        .blocks(rows, chunk_rows)
+        .into_iter()
+        .map(|x| {
+            let [n, _] = x.dims();
+            let pairs = id_tensor(&layout.pair[at..at + n], device);
+            at += n;
+            (x, pairs)
+        })
+        .collect();
+    assert_eq!(at, layout.len(), "the scored rows and the layout must have the same number of outputs");
+    let packed = sos_tensor_blocks(
+        blocks,
+        id_tensor(&layout.pair_sur, device),
+        layout.sur_names.len(),
+        id_tensor(&layout.pair_sem, device),
+        layout.sem_names.len(),
+    );
+    let data = read_back(packed).await?;
     let values = unpack(data, layout).map_err(|e| e.to_string())?;
     let report = SosReport::new(layout, &values.per_image);
     Ok((values.per_image, report))
@@ -186,7 +211,7 @@ pub enum VendiKernel {
 /// core's `vendi` code on the table's device, with the core's precision rule for that device
 /// (f32 products on WebGPU, which has no f64) — the numbers of `culturelens vendi`.
 pub async fn vendi(
-    table: &Tensor<2>,
+    table: &DeviceTable,
     rows: &[u32],
     kernel: &VendiKernel,
     q: Order,
@@ -196,7 +221,7 @@ pub async fn vendi(
     if n == 0 {
         return Err("the subset is empty".into());
     }
-    let device = table.device();
+    let device = table.device().clone();
     let features = match kernel {
         VendiKernel::Categorical(columns) => {
             if n > MAX_CATEGORICAL_ROWS {
@@ -215,9 +240,8 @@ pub async fn vendi(
                     "{n} rows; the cosine kernel is limited to {MAX_COSINE_ROWS} rows here (narrow the subset)"
                 ));
             }
-            let [_, d] = table.dims();
-            let x = read_f32(table.clone().select(0, id_tensor(rows, &device))).await?;
-            cosine_features(&x, n, d).map_err(|e| e.to_string())?
+            let x = read_f32(table.gather(rows)).await?;
+            cosine_features(&x, n, table.dim()).map_err(|e| e.to_string())?
         }
     };
     let precision = Precision::for_device(&device);

@@ -1,14 +1,23 @@
 //! Loading a bundle in the page: the built-in demo (built in memory by the same writer as
 //! `culturelens demo-bundle`), a served bundle (`?bundle=URL`, streamed with progress) or local
 //! files (picker or drag-and-drop). Every path ends in the shared `culturelens-bundle` checks:
-//! manifest validation, size + SHA-256 of each file, embedding and metadata validation.
+//! manifest validation, size + SHA-256 of each file, embedding and metadata validation, and the
+//! result tables the bundle carries (manifest field `results`), parsed for the result views.
+//!
+//! SHA-256 runs in the browser's native code, WebCrypto's `crypto.subtle.digest`, where the page
+//! has it. Browsers expose SubtleCrypto only in secure contexts (https, or http from localhost /
+//! 127.0.0.1): on a page served over plain http from another host the app hashes with the `sha2`
+//! crate compiled to wasm instead, the same check about 20 times slower (BENCHMARKS.md).
+//! `<body data-digest>` says which one ran (`webcrypto` or `wasm`).
 
 use std::collections::HashMap;
 
 use culturelens_bundle::{
-    BundleError, MANIFEST, Manifest, build_bundle, check_file, decode_embeddings, demo_spec, parse_metadata,
-    read_bundle,
+    BundleError, Cultext2iReport, Cultext2iRow, MANIFEST, MagbigRow, Manifest, build_bundle, check_digest,
+    check_size, decode_embeddings, demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report,
+    parse_magbig, parse_metadata, read_bundle, sha256_hex,
 };
+use culturelens_core::magbig::Gender;
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -21,7 +30,8 @@ use crate::dom;
 pub const MAX_BUNDLE_BYTES: u64 = 1536 * 1024 * 1024;
 /// Largest manifest accepted.
 const MAX_MANIFEST_BYTES: u64 = 16 * 1024 * 1024;
-/// Most memory reserved ahead of a download (beyond it the buffer grows as the bytes arrive).
+/// Most memory reserved ahead of a download before that much has arrived (then the rest of the
+/// listed size is reserved at once).
 const PREALLOCATE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Where a bundle comes from.
@@ -63,6 +73,33 @@ pub struct Loaded {
     pub columns: Vec<(String, Vec<String>)>,
     pub thumbs: Thumbs,
     pub source_label: String,
+    pub results: Results,
+}
+
+/// The result tables a bundle carries (manifest field `results`), parsed.
+#[derive(Default)]
+pub struct Results {
+    /// `culturelens magbig --out`.
+    pub magbig: Option<Vec<MagbigRow>>,
+    /// The attribute table behind it.
+    pub attributes: Option<Attributes>,
+    /// `culturelens cultext2i --out`.
+    pub cultext2i: Option<Vec<Cultext2iRow>>,
+    /// `culturelens cultext2i --report`.
+    pub cultext2i_report: Option<Cultext2iReport>,
+}
+
+/// The MAGBIG attribute table: its columns, and each row's perceived gender read with the core's
+/// parser (`Some(true)` male, `Some(false)` female, `None` unclassified).
+pub struct Attributes {
+    pub columns: Vec<(String, Vec<String>)>,
+    pub is_male: Vec<Option<bool>>,
+}
+
+impl Attributes {
+    pub fn column(&self, name: &str) -> Option<&[String]> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+    }
 }
 
 pub async fn load(source: Source) -> Result<Loaded, String> {
@@ -93,20 +130,29 @@ fn load_demo() -> Result<Loaded, String> {
         columns: bundle.columns,
         thumbs: Thumbs::None,
         source_label: "built-in demo".to_string(),
+        results: Results::default(),
     })
 }
 
-fn check_size(manifest: &Manifest) -> Result<u64, String> {
+/// The files the app downloads: embeddings, metadata and the result tables, with their total size
+/// (refused beyond [`MAX_BUNDLE_BYTES`] for embeddings + metadata).
+fn downloads(manifest: &Manifest) -> Result<(Vec<String>, u64), String> {
     let size = |p: &str| manifest.entry(p).map(|e| e.bytes).map_err(|e| e.to_string());
-    let total = size(&manifest.embeddings)? + size(&manifest.metadata)?;
-    if total > MAX_BUNDLE_BYTES {
+    let table = size(&manifest.embeddings)? + size(&manifest.metadata)?;
+    if table > MAX_BUNDLE_BYTES {
         return Err(format!(
             "bundle too large for the browser: embeddings + metadata are {} (limit {}); use `culturelens bundle --dtype f16` or a subset, or the CLI",
-            dom::mib(total),
+            dom::mib(table),
             dom::mib(MAX_BUNDLE_BYTES)
         ));
     }
-    Ok(total)
+    let results: Vec<String> = manifest.results.paths().map(|(_, p)| p.to_string()).collect();
+    let mut total = table;
+    for p in &results {
+        total += size(p)?;
+    }
+    let paths = [manifest.embeddings.clone(), manifest.metadata.clone()].into_iter().chain(results).collect();
+    Ok((paths, total))
 }
 
 /// Base URL (ending in `/`) and manifest URL of a bundle address (a directory or its manifest).
@@ -129,10 +175,10 @@ async fn load_url(address: &str) -> Result<Loaded, String> {
     let manifest_bytes =
         read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
     let manifest = Manifest::parse(&manifest_bytes).map_err(|e| e.to_string())?;
-    let total = check_size(&manifest)?;
+    let (paths, total) = downloads(&manifest)?;
     let mut done = 0u64;
     let mut files = Vec::new();
-    for path in [manifest.embeddings.clone(), manifest.metadata.clone()] {
+    for path in paths {
         let expected = manifest.entry(&path).map_err(|e| e.to_string())?.bytes;
         let url = format!("{base}{path}");
         let response = fetch(&url).await?;
@@ -144,7 +190,7 @@ async fn load_url(address: &str) -> Result<Loaded, String> {
         done += expected;
         files.push((path, bytes));
     }
-    finish(manifest, files, Thumbs::Url(base), address.to_string())
+    finish(manifest, files, Thumbs::Url(base), address.to_string()).await
 }
 
 async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
@@ -170,10 +216,10 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
     let manifest_bytes =
         read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
     let manifest = Manifest::parse(&manifest_bytes).map_err(|e| e.to_string())?;
-    let total = check_size(&manifest)?;
+    let (paths, total) = downloads(&manifest)?;
     let mut done = 0u64;
     let mut loaded = Vec::new();
-    for path in [manifest.embeddings.clone(), manifest.metadata.clone()] {
+    for path in paths {
         let file = by_path
             .get(&path)
             .or_else(|| by_path.get(path.rsplit('/').next().unwrap_or(&path)))
@@ -187,25 +233,35 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
         done += expected;
         loaded.push((path, bytes));
     }
-    finish(manifest, loaded, Thumbs::Files(by_path), "local files".to_string())
+    finish(manifest, loaded, Thumbs::Files(by_path), "local files".to_string()).await
 }
 
 /// Checksums and decoding, shared by the URL and file paths.
-fn finish(
+async fn finish(
     manifest: Manifest,
     files: Vec<(String, Vec<u8>)>,
     thumbs: Thumbs,
     source_label: String,
 ) -> Result<Loaded, String> {
-    let get = |p: &str| &files.iter().find(|(q, _)| q == p).expect("fetched above").1;
+    let get = |p: &str| files.iter().find(|(q, _)| q == p).map(|(_, b)| b.as_slice());
     dom::status("verifying checksums…");
     let t0 = dom::now_ms();
+    let subtle = subtle_crypto();
+    dom::set_body_attr("data-digest", if subtle.is_some() { "webcrypto" } else { "wasm" });
     for (path, bytes) in &files {
-        check_file(&manifest, path, bytes).map_err(|e| e.to_string())?;
+        check_size(&manifest, path, bytes.len() as u64).map_err(|e| e.to_string())?;
+        let digest = match &subtle {
+            Some(subtle) => webcrypto_sha256(subtle, bytes).await.map_err(|e| format!("{path}: {e}"))?,
+            None => sha256_hex(bytes),
+        };
+        check_digest(&manifest, path, &digest).map_err(|e| e.to_string())?;
     }
     let t1 = dom::now_ms();
-    let columns = parse_metadata(&manifest, get(&manifest.metadata)).map_err(|e| e.to_string())?;
-    let embeddings = decode_embeddings(&manifest, get(&manifest.embeddings)).map_err(|e| e.to_string())?;
+    let metadata = get(&manifest.metadata).expect("fetched above");
+    let columns = parse_metadata(&manifest, metadata).map_err(|e| e.to_string())?;
+    let embeddings = get(&manifest.embeddings).expect("fetched above");
+    let embeddings = decode_embeddings(&manifest, embeddings).map_err(|e| e.to_string())?;
+    let results = read_results(&manifest, get).map_err(|e| e.to_string())?;
     // Phase timings for tests/web/bench.mjs (the rest of data-load-ms is reading the files).
     dom::set_body_attr("data-verify-ms", &format!("{:.1}", t1 - t0));
     dom::set_body_attr("data-decode-ms", &format!("{:.1}", dom::now_ms() - t1));
@@ -216,7 +272,63 @@ fn finish(
         columns,
         thumbs: if has_thumbs { thumbs } else { Thumbs::None },
         source_label,
+        results,
     })
+}
+
+/// Parses the result tables the manifest lists (already fetched and checked); a perceived gender
+/// other than `male`, `female` or empty is an error naming the file, row and column.
+fn read_results<'a, 'm>(
+    manifest: &'m Manifest,
+    get: impl Fn(&str) -> Option<&'a [u8]>,
+) -> Result<Results, BundleError> {
+    let r = &manifest.results;
+    let file = |path: Option<&'m str>| path.map(|p| (p, get(p).expect("fetched above")));
+    let attributes = match file(r.magbig_attributes.as_deref()) {
+        Some((path, bytes)) => {
+            let columns = parse_attributes(path, bytes)?;
+            let gender = &columns.iter().find(|(n, _)| n == "gender").expect("a required column").1;
+            let is_male = gender
+                .iter()
+                .enumerate()
+                .map(|(row, g)| {
+                    Gender::parse(g.trim())
+                        .map(|g| g.map(|g| g == Gender::Male))
+                        .map_err(|e| BundleError::new(path, e).row(row).column("gender"))
+                })
+                .collect::<Result<_, _>>()?;
+            Some(Attributes { columns, is_male })
+        }
+        None => None,
+    };
+    Ok(Results {
+        magbig: file(r.magbig.as_deref()).map(|(p, b)| parse_magbig(p, b)).transpose()?,
+        attributes,
+        cultext2i: file(r.cultext2i.as_deref()).map(|(p, b)| parse_cultext2i(p, b)).transpose()?,
+        cultext2i_report: file(r.cultext2i_report.as_deref())
+            .map(|(p, b)| parse_cultext2i_report(p, b))
+            .transpose()?,
+    })
+}
+
+/// The page's `crypto.subtle`, where the browser offers it (secure contexts only).
+fn subtle_crypto() -> Option<web_sys::SubtleCrypto> {
+    let crypto = Reflect::get(&dom::window(), &"crypto".into()).ok()?;
+    let subtle = Reflect::get(&crypto, &"subtle".into()).ok()?;
+    (!subtle.is_undefined() && !subtle.is_null()).then(|| subtle.unchecked_into())
+}
+
+/// Lower-case hex SHA-256 of `bytes` by WebCrypto. The digest copies the bytes when it is called
+/// (WebCrypto spec, "get a copy of the bytes held by the buffer source"), so the view into wasm
+/// memory is read before anything else runs.
+async fn webcrypto_sha256(subtle: &web_sys::SubtleCrypto, bytes: &[u8]) -> Result<String, String> {
+    let promise = subtle
+        .digest_with_str_and_u8_array("SHA-256", bytes)
+        .map_err(|e| format!("WebCrypto digest failed: {}", js_error(&e)))?;
+    let digest =
+        JsFuture::from(promise).await.map_err(|e| format!("WebCrypto digest failed: {}", js_error(&e)))?;
+    let digest = Uint8Array::new(&digest).to_vec();
+    Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 async fn fetch(url: &str) -> Result<Response, String> {
@@ -245,7 +357,9 @@ async fn read_stream(
 ) -> Result<Vec<u8>, String> {
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     // Reserve what the manifest lists only up to PREALLOCATE_BYTES: a manifest that lies about a
-    // size must not make the tab reserve memory for bytes that never arrive.
+    // size must not make the tab reserve memory for bytes that never arrive. Once that much has
+    // arrived, the rest of the listed size is reserved in one step, so a large file moves at most
+    // once instead of at every doubling of the buffer.
     let mut buf: Vec<u8> = Vec::with_capacity(exact.unwrap_or(0).min(PREALLOCATE_BYTES) as usize);
     let step = (limit / 100).max(1 << 16);
     let mut next_report = 0u64;
@@ -269,6 +383,12 @@ async fn read_stream(
                 ),
                 None => format!("bundle file {file}: larger than {} (oversized)", dom::mib(limit)),
             });
+        }
+        if let Some(n) = exact
+            && buf.capacity() < start + len
+            && start as u64 >= PREALLOCATE_BYTES
+        {
+            buf.reserve_exact(n as usize - start);
         }
         buf.resize(start + len, 0);
         value.copy_to(&mut buf[start..]);

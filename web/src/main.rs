@@ -8,6 +8,7 @@ mod dom;
 mod load;
 mod pca;
 mod state;
+mod table;
 mod views;
 
 fn main() {

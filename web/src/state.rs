@@ -1,21 +1,21 @@
 //! The app state (a leaf module: it depends on no view and not on the app flow): the loaded
-//! bundle, the device table, the filter and UI state, the latest SoS computation and the scatter
-//! selection; [`with_app`] to reach it, and the URL sync. Views read and change the state and
+//! bundle and its result tables, the device table, the filter and UI state, the latest SoS
+//! computation and the scatter selection; [`with_app`] to reach it, and the URL sync. Views read and change the state and
 //! return an [`Update`] saying what the app must do next; `app.rs` does it.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use burn::tensor::Tensor;
 use culturelens_bundle::Manifest;
 use culturelens_core::sos::{Pooling, SosLayout, SosReport};
 pub use culturelens_view::filter::Filter;
-pub use culturelens_view::url::{Sort, Ui, VIEWS};
+pub use culturelens_view::url::{Slide, Sort, Ui, VIEWS};
 use web_sys::UrlSearchParams;
 
 use crate::compute::Compute;
 use crate::dom;
-use crate::load::Thumbs;
+use crate::load::{Results, Thumbs};
+use crate::table::DeviceTable;
 
 /// One SoS computation over the filtered rows.
 pub struct Scored {
@@ -33,7 +33,9 @@ pub struct App {
     pub thumbs: Thumbs,
     pub compute: Compute,
     /// The whole table on the device, uploaded once.
-    pub table: Tensor<2>,
+    pub table: DeviceTable,
+    /// The result tables the bundle carries.
+    pub results: Results,
     pub filter: Filter,
     pub scored: Option<Scored>,
     pub ui: Ui,

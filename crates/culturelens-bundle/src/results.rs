@@ -1,7 +1,8 @@
 //! Result tables a bundle may carry beside its embeddings (manifest field `results`): the outputs
 //! of `culturelens magbig` (OUT.csv and its attribute table A.csv) and `culturelens cultext2i`
 //! (OUT.csv and its `--report` JSON), stored unchanged under `results/` and listed in `files` with
-//! size and SHA-256 like every other file. Parsed here, on bytes, for the browser's Results tab.
+//! size and SHA-256 like every other file. Parsed here, on bytes, for the browser's result views
+//! (`web/src/views/magbig.rs`, `cultext2i.rs` and the educator's occupation slide).
 
 use serde::Deserialize;
 

@@ -10,13 +10,18 @@
 //! - [`pca`]: the two leading principal axes of a covariance matrix (power iteration);
 //! - [`heatmap`]: the culture × language grid of joint scores, with means and sort orders;
 //! - [`educator`]: the per-language values of an educator slide;
-//! - [`present`]: the keys of the slide and of presentation mode, and the state they lead to.
+//! - [`present`]: the keys of the slide and of presentation mode, and the state they lead to;
+//! - [`magbig`]: the MAGBIG bar chart (MAD per language and set, fair-coin baseline) and the
+//!   educator's occupation slide (images per perceived gender, per language);
+//! - [`cultext2i`]: the CulText2I NA confusion matrix as row shares.
 //!
 //! It has no dependencies, so it never changes the feature set of the main build.
 
+pub mod cultext2i;
 pub mod educator;
 pub mod filter;
 pub mod heatmap;
+pub mod magbig;
 pub mod parts;
 pub mod pca;
 pub mod present;

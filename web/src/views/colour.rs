@@ -1,5 +1,6 @@
 //! Colour-blind-safe colour maps: the diverging PuOr scale of ColorBrewer for signed values
-//! (orange = surface, purple = semantics, near-white = 0) and the Okabe–Ito palette for categories.
+//! (orange = surface, purple = semantics, near-white = 0), viridis for shares in [0, 1] and the
+//! Okabe–Ito palette for categories (the palettes of `culturelens-figures`).
 
 /// ColorBrewer PuOr (7 classes), from negative (orange) to positive (purple).
 const PUOR: [[u8; 3]; 7] = [
@@ -24,23 +25,51 @@ pub const OKABE_ITO: [[u8; 3]; 8] = [
     [0x00, 0x00, 0x00],
 ];
 
-/// RGB of `value` on the diverging scale over `[-limit, limit]`.
-pub fn diverging_rgb(value: f64, limit: f64) -> [u8; 3] {
-    let t = ((value / limit.max(1e-12)).clamp(-1.0, 1.0) + 1.0) / 2.0 * (PUOR.len() - 1) as f64;
-    let i = (t.floor() as usize).min(PUOR.len() - 2);
+/// viridis at 9 evenly spaced stops (matplotlib's table at 0, 1/8, …, 1).
+const VIRIDIS: [[u8; 3]; 9] = [
+    [68, 1, 84],
+    [71, 44, 122],
+    [59, 81, 139],
+    [44, 113, 142],
+    [33, 144, 141],
+    [39, 173, 129],
+    [92, 200, 99],
+    [170, 220, 50],
+    [253, 231, 37],
+];
+
+/// The colour at `t` in [0, 1] of a scale through `stops` (linear between stops).
+fn interpolate(stops: &[[u8; 3]], t: f64) -> [u8; 3] {
+    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * (stops.len() - 1) as f64;
+    let i = (t.floor() as usize).min(stops.len() - 2);
     let f = t - i as f64;
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
-    [mix(PUOR[i][0], PUOR[i + 1][0]), mix(PUOR[i][1], PUOR[i + 1][1]), mix(PUOR[i][2], PUOR[i + 1][2])]
+    [mix(stops[i][0], stops[i + 1][0]), mix(stops[i][1], stops[i + 1][1]), mix(stops[i][2], stops[i + 1][2])]
+}
+
+/// RGB of `value` on the diverging scale over `[-limit, limit]`.
+pub fn diverging_rgb(value: f64, limit: f64) -> [u8; 3] {
+    interpolate(&PUOR, ((value / limit.max(1e-12)).clamp(-1.0, 1.0) + 1.0) / 2.0)
+}
+
+/// RGB of a share in [0, 1] on viridis (dark purple = 0, yellow = 1).
+pub fn sequential_rgb(share: f64) -> [u8; 3] {
+    interpolate(&VIRIDIS, share)
 }
 
 pub fn diverging(value: f64, limit: f64) -> String {
     css(diverging_rgb(value, limit))
 }
 
-/// Black or white text, whichever reads better on `rgb`.
+/// Black or white text, whichever has the higher WCAG 2 contrast ratio on `rgb`.
 pub fn ink(rgb: [u8; 3]) -> &'static str {
-    let l = 0.299 * f64::from(rgb[0]) + 0.587 * f64::from(rgb[1]) + 0.114 * f64::from(rgb[2]);
-    if l > 140.0 { "#111" } else { "#fff" }
+    let linear = |c: u8| {
+        let c = f64::from(c) / 255.0;
+        if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+    };
+    let l = 0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
+    // Contrast with white (1.05 / (l + 0.05)) against that with near-black #111 (L ≈ 0.0056).
+    if (l + 0.05) / 0.0556 > 1.05 / (l + 0.05) { "#111" } else { "#fff" }
 }
 
 pub fn category(i: usize) -> [u8; 3] {

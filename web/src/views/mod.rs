@@ -5,10 +5,12 @@
 
 pub mod colour;
 mod correlation;
+mod cultext2i;
 mod distribution;
 mod educator;
 mod flags;
 mod heatmap;
+mod magbig;
 mod scatter;
 mod scatter_gpu;
 mod vendi;
@@ -32,6 +34,13 @@ pub struct Handler {
     pub on: Listen,
     pub event: &'static str,
     pub run: fn(&Event) -> Update,
+}
+
+/// Shows the tabs of the views a bundle can show (`views`) and hides the others.
+pub fn show_tabs(views: &[&str]) {
+    for (id, _) in VIEWS {
+        dom::show(&format!("tab-{id}"), views.contains(&id));
+    }
 }
 
 /// The tab bar (its buttons; the click handler is in [`handlers`]).
@@ -59,7 +68,92 @@ pub fn handlers() -> Vec<Handler> {
     all.extend(scatter::handlers());
     all.extend(vendi::handlers());
     all.extend(educator::handlers());
+    for view in ["view-magbig", "view-cultext2i"] {
+        all.extend(tip_handlers(view));
+        all.push(Handler { on: Listen::Id(view), event: "change", run: on_results_model });
+    }
     all
+}
+
+/// The model choice of a result view (its only control).
+fn on_results_model(e: &Event) -> Update {
+    let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else {
+        return Update::Nothing;
+    };
+    let model = sel.value();
+    with_app(|app| app.ui.results_model = model);
+    Update::Render
+}
+
+/// Puts a view's rendered HTML (if any) into its container `id`; the view's choices are then
+/// written to the URL.
+fn show_rendered(id: &str, html: Option<String>) -> Update {
+    match html {
+        Some(html) => {
+            dom::set_html(id, &html);
+            Update::Url
+        }
+        None => Update::Nothing,
+    }
+}
+
+/// Tooltips of the elements of view `id` that carry their text in `data-tip`: shown beside the
+/// pointer on hover and beside the element when it has the keyboard focus.
+fn tip_handlers(id: &'static str) -> [Handler; 4] {
+    [
+        Handler { on: Listen::Id(id), event: "mousemove", run: on_tip_hover },
+        Handler { on: Listen::Id(id), event: "focusin", run: on_tip_focus },
+        Handler { on: Listen::Id(id), event: "focusout", run: hide_tip },
+        Handler { on: Listen::Id(id), event: "mouseleave", run: hide_tip },
+    ]
+}
+
+fn on_tip_hover(e: &Event) -> Update {
+    match (dom::closest_data(e, "tip"), e.dyn_ref::<web_sys::MouseEvent>()) {
+        (Some((_, tip)), Some(m)) => {
+            dom::show_tooltip(&esc(&tip), f64::from(m.page_x()), f64::from(m.page_y()))
+        }
+        _ => return hide_tip(e),
+    }
+    Update::Nothing
+}
+
+fn on_tip_focus(e: &Event) -> Update {
+    if let Some((el, tip)) = dom::closest_data(e, "tip") {
+        let r = el.get_bounding_client_rect();
+        let (sx, sy) = (dom::window().scroll_x().unwrap_or(0.0), dom::window().scroll_y().unwrap_or(0.0));
+        dom::show_tooltip(&esc(&tip), r.right() + sx, r.bottom() + sy);
+    }
+    Update::Nothing
+}
+
+fn hide_tip(_: &Event) -> Update {
+    dom::by_id("tooltip").set_attribute("hidden", "").ok();
+    Update::Nothing
+}
+
+/// A `<select id=ID>` of `values` with `current` selected, labelled `label`.
+pub fn select(id: &str, label: &str, values: &[String], current: &str) -> String {
+    let opts: String = values
+        .iter()
+        .map(|v| {
+            format!(
+                "<option value='{e}'{}>{e}</option>",
+                if v == current { " selected" } else { "" },
+                e = esc(v)
+            )
+        })
+        .collect();
+    format!("<label>{label} <select id='{id}'>{opts}</select></label>")
+}
+
+/// `current` when it is one of `values`, else the first value (empty for none).
+pub fn pick(values: &[String], current: &str) -> String {
+    if values.iter().any(|v| v == current) {
+        current.to_string()
+    } else {
+        values.first().cloned().unwrap_or_default()
+    }
 }
 
 fn on_tab(e: &Event) -> Update {
@@ -172,6 +266,8 @@ pub fn render_active() -> Update {
         "flags" => flags::render(),
         "scatter" => scatter::render(),
         "vendi" => vendi::render(),
+        "magbig" => return magbig::render(),
+        "cultext2i" => return cultext2i::render(),
         "educator" => return educator::render(),
         _ => {}
     }

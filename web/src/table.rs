@@ -1,0 +1,89 @@
+//! The embedding table on the compute device, stored in parts. WebGPU caps the size of one
+//! buffer (the adapter's `maxStorageBufferBindingSize` and `maxBufferSize`; 128 MiB and 256 MiB
+//! unless the adapter offers more), so a larger table (the SoS paper's 150,822 × 1280 f32 is
+//! 772 MB) is uploaded as several tensors of whole rows, each within the smaller of the two
+//! (`culturelens_view::parts`); on the CPU the table is one part. Readers see row blocks: SoS
+//! runs on them through the core's `sos_tensor_blocks`, the Vendi cosine kernel and the PCA
+//! gather rows across parts.
+
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_core::sos::id_tensor;
+use culturelens_view::parts::{Local, rows_per_part, runs};
+
+/// A `rows × dim` f32 table in parts of `per_part` rows (the last one shorter).
+#[derive(Clone)]
+pub struct DeviceTable {
+    parts: Vec<Tensor<2>>,
+    per_part: usize,
+    rows: usize,
+    dim: usize,
+    device: Device,
+}
+
+impl DeviceTable {
+    /// Uploads row-major `embeddings` in parts of at most `max_part_bytes` each. The parts are
+    /// cut from the end of the vector, so the host never holds a second copy of the whole table.
+    pub fn upload(
+        mut embeddings: Vec<f32>,
+        rows: usize,
+        dim: usize,
+        device: &Device,
+        max_part_bytes: u64,
+    ) -> DeviceTable {
+        assert_eq!(embeddings.len(), rows * dim, "embeddings must be rows × dim");
+        let per_part = rows_per_part(dim, max_part_bytes).min(rows.max(1));
+        let starts: Vec<usize> = (0..rows).step_by(per_part).collect();
+        let mut parts: Vec<Tensor<2>> = starts
+            .iter()
+            .rev()
+            .map(|&start| {
+                let values = if start == 0 {
+                    std::mem::take(&mut embeddings)
+                } else {
+                    embeddings.split_off(start * dim)
+                };
+                let n = values.len() / dim.max(1);
+                Tensor::<2>::from_data(TensorData::new(values, [n, dim]), device)
+            })
+            .collect();
+        parts.reverse();
+        DeviceTable { parts, per_part, rows, dim, device: device.clone() }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of device tensors holding the table.
+    pub fn parts(&self) -> usize {
+        self.parts.len()
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The rows `rows` (every row for `None`) in the order asked, as consecutive row blocks, each
+    /// inside one part and of at most `max_rows` rows (no cut for `None`).
+    pub fn blocks(&self, rows: Option<&[u32]>, max_rows: Option<usize>) -> Vec<Tensor<2>> {
+        runs(self.rows, self.per_part, rows, max_rows)
+            .into_iter()
+            .map(|run| {
+                let part = self.parts[run.part].clone();
+                match run.local {
+                    Local::Range(r) => part.slice([r, 0..self.dim]),
+                    Local::Rows(ids) => part.select(0, id_tensor(&ids, &self.device)),
+                }
+            })
+            .collect()
+    }
+
+    /// The rows `rows`, in that order, as one tensor (for subsets that fit one buffer).
+    pub fn gather(&self, rows: &[u32]) -> Tensor<2> {
+        Tensor::cat(self.blocks(Some(rows), None), 0)
+    }
+}
