@@ -7,7 +7,8 @@ use faer::Accum;
 use faer::linalg::matmul::triangular::BlockStructure;
 
 use super::{
-    Features, Precision, Route, VendiError, clip_eigenvalues, clip_tolerance, symmetric_eigenvalues,
+    CosineRows, Features, Precision, Route, VendiError, clip_eigenvalues, clip_tolerance,
+    symmetric_eigenvalues,
 };
 
 /// Width of the blocks of the symmetric product: [`product_tensor`] computes the block rows
@@ -53,12 +54,43 @@ pub fn host_product(features: &Features, route: Route) -> TensorData {
     };
     let s = a.ncols();
     let mut out = vec![0.0f64; s * s];
+    add_lower_gram(&mut out, a, Accum::Replace);
+    TensorData::new(out, [s, s])
+}
+
+/// Rows of the f64 blocks [`host_dual_product`] builds from the f32 table: 8 MiB at d = 1,024,
+/// deep enough for the triangular GEMM to run at full speed.
+pub const HOST_BLOCK_ROWS: usize = 1024;
+
+/// [`host_product`] of the dual route (`Fᵀ F`, D × D) for cosine features, without an N × D f64
+/// copy: the f64 rows of `F` are built block by block ([`HOST_BLOCK_ROWS`] rows) from the f32
+/// table and each block's `BᵀB` is added to the lower triangle. Equal to
+/// `host_product(&rows.features(), Route::Dual)` up to the order of summation.
+pub fn host_dual_product(rows: &CosineRows) -> TensorData {
+    let d = rows.d;
+    let mut out = vec![0.0f64; d * d];
+    let mut block = vec![0.0f64; HOST_BLOCK_ROWS.min(rows.n) * d];
+    for start in (0..rows.n).step_by(HOST_BLOCK_ROWS) {
+        let k = HOST_BLOCK_ROWS.min(rows.n - start);
+        for (i, row) in block[..k * d].chunks_exact_mut(d).enumerate() {
+            rows.feature_row(start + i, row);
+        }
+        let accum = if start == 0 { Accum::Replace } else { Accum::Add };
+        add_lower_gram(&mut out, faer::MatRef::from_row_major_slice(&block[..k * d], k, d), accum);
+    }
+    TensorData::new(out, [d, d])
+}
+
+/// `out ← aᵀa` (or `out += aᵀa`), S × S with S = `a.ncols()`, on the lower triangle of `out` read
+/// row-major (faer's triangular GEMM, half the flops of the full product).
+fn add_lower_gram(out: &mut [f64], a: faer::MatRef<'_, f64>, accum: Accum) {
+    let s = a.ncols();
     // The upper triangle of a column-major S × S matrix is the lower triangle of the same
     // buffer read row-major, the layout `spectrum_from_product` reads.
     faer::linalg::matmul::triangular::matmul(
-        faer::MatMut::from_column_major_slice_mut(&mut out, s, s),
+        faer::MatMut::from_column_major_slice_mut(out, s, s),
         BlockStructure::TriangularUpper,
-        Accum::Replace,
+        accum,
         a.transpose(),
         BlockStructure::Rectangular,
         a,
@@ -66,7 +98,6 @@ pub fn host_product(features: &Features, route: Route) -> TensorData {
         1.0,
         faer::get_global_parallelism(),
     );
-    TensorData::new(out, [s, s])
 }
 
 /// The lower block triangle of `aᵀa` (upper blocks zero), block row by block row.
@@ -96,11 +127,15 @@ fn lower_gram(a: Tensor<2>, precision: Precision, device: &Device) -> Tensor<2> 
 /// eigenvalues of the product's lower triangle, divided by N, then [`clip_eigenvalues`] with
 /// size `max(N, D)` and the epsilon of `precision`.
 pub fn spectrum_from_product(product: TensorData, features: &Features, precision: Precision) -> Vec<f64> {
+    spectrum_of_product(product, features.n, features.d, precision)
+}
+
+/// [`spectrum_from_product`] for a product of `n` items with `d` features.
+pub fn spectrum_of_product(product: TensorData, n: usize, d: usize, precision: Precision) -> Vec<f64> {
     let size = product.shape()[0];
     let m: Vec<f64> = product.try_into_vec_as::<f64>().expect("the kernel product holds floats");
-    let n = features.n as f64;
-    let eig: Vec<f64> = symmetric_eigenvalues(&m, size).into_iter().map(|l| l / n).collect();
-    clip_eigenvalues(&eig, features.n.max(features.d), precision.epsilon())
+    let eig: Vec<f64> = symmetric_eigenvalues(&m, size).into_iter().map(|l| l / n as f64).collect();
+    clip_eigenvalues(&eig, n.max(d), precision.epsilon())
 }
 
 /// Clipped eigenvalues of `K/N` computed on `device` (synchronous read-back).

@@ -379,6 +379,39 @@ fn parity_with_vendi_score_package() {
     }
 }
 
+/// The blocked dual product from the f32 rows equals the host product of the whole f64 feature
+/// matrix to round-off, over several blocks with a short last one and over one short block, and
+/// their scores agree to 1e-9.
+#[test]
+fn host_dual_product_equals_the_product_of_the_features() {
+    for (seed, n, d) in [(21, 2 * HOST_BLOCK_ROWS + 77, 40), (22, 9, 5)] {
+        let mut rng = SplitMix64::new(seed);
+        let x: Vec<f32> = (0..n * d).map(|_| rng.normal() as f32 + 0.5).collect();
+        let rows = CosineRows::new(x, n, d).unwrap();
+        let features = rows.features();
+        let (blocked, whole) = (host_dual_product(&rows), host_product(&features, Route::Dual));
+        let (b, w) =
+            (blocked.clone().try_into_vec::<f64>().unwrap(), whole.clone().try_into_vec::<f64>().unwrap());
+        for i in 0..d {
+            for j in 0..=i {
+                let (a, c) = (b[i * d + j], w[i * d + j]);
+                assert!((a - c).abs() <= 1e-12 * c.abs().max(1.0), "n={n} ({i}, {j}): {a} vs {c}");
+            }
+        }
+        let (eb, ew) = (
+            spectrum_of_product(blocked, n, d, Precision::F64),
+            spectrum_from_product(whole, &features, Precision::F64),
+        );
+        for q in ORDERS {
+            let (a, c) = (vendi_from_eigenvalues(&eb, q), vendi_from_eigenvalues(&ew, q));
+            assert!((a - c).abs() <= 1e-9 * c.abs(), "n={n} q={q}: {a} vs {c}");
+        }
+    }
+    // The selected rows of the f32 map are the selected rows of the f64 map.
+    let rows = CosineRows::new((0..12).map(|v| v as f32 + 1.0).collect(), 4, 3).unwrap();
+    assert_eq!(rows.select_rows(&[3, 1]).features(), rows.features().select_rows(&[3, 1]));
+}
+
 #[test]
 fn kernel_submatrix_picks_rows_and_columns_in_order() {
     // K[i][j] = 10 i + j
