@@ -5,8 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use burn::tensor::{Tensor, TensorData};
 use culturelens_core::demo::demo_table;
-use culturelens_core::sos::{Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues};
+use culturelens_core::sos::{
+    Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues, sos_packed, unpack,
+};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
 use crate::device::{DeviceChoice, select_device};
@@ -112,8 +115,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
         Some(rows) => Blocking::Rows(rows as usize),
         None => Blocking::Default(args.device.processor()),
     };
-    let (layout, values, report) = score_table(table, args.pool.into(), &device, blocking)?;
-    clock.lap("score");
+    let (layout, values, report) = score_table(table, args.pool.into(), &device, blocking, &mut clock)?;
     write_joint_csv(&args.out, &report)?;
     if let Some(path) = &args.per_image {
         write_per_image_csv(path, &layout, &values)?;
@@ -161,8 +163,9 @@ pub fn demo_embedding_table() -> EmbeddingTable {
 pub fn run_demo(args: &DemoArgs) -> Result<()> {
     let table = demo_embedding_table();
     let device = select_device(args.device)?;
+    let blocking = Blocking::Default(args.device.processor());
     let (layout, _, report) =
-        score_table(table.clone(), Pooling::All, &device, Blocking::Default(args.device.processor()))?;
+        score_table(table.clone(), Pooling::All, &device, blocking, &mut Stages::new(false))?;
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {
@@ -176,15 +179,18 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
 }
 
 /// Validates the metadata columns SoS needs and scores the table on `device` in row blocks of
-/// `blocking` (the embeddings move to the device without a copy).
+/// `blocking` (the embeddings move to the device without a copy). `clock` laps the stages
+/// `layout` (group ids on the host), `upload` (the table onto the device, waited for), `device`
+/// (the device work and the read-back of its result) and `report` (the f64 aggregates).
 pub fn score_table(
     table: EmbeddingTable,
     pooling: Pooling,
     device: &burn::tensor::Device,
     blocking: Blocking,
+    clock: &mut Stages,
 ) -> Result<(SosLayout, SosValues, SosReport)> {
     let EmbeddingTable { embeddings, meta } = table;
-    let (dim, meta) = (embeddings.cols(), &meta);
+    let (rows, dim, meta) = (embeddings.rows(), embeddings.cols(), &meta);
     let cols = SosColumns {
         model: meta.require_nonempty_column("model")?,
         language: meta.require_nonempty_column("language")?,
@@ -192,15 +198,16 @@ pub fn score_table(
         layer: meta.column("layer").map(|_| meta.require_nonempty_column("layer")).transpose()?,
         person: meta.column("person").map(|_| meta.require_nonempty_column("person")).transpose()?,
     };
-    let (layout, values, report) = culturelens_core::sos::sos(
-        embeddings.into_data(),
-        dim,
-        cols,
-        pooling,
-        device,
-        blocking.chunk_rows(dim),
-    )
-    .context("SoS cannot be computed for this table")?;
+    let layout = SosLayout::new(cols, pooling).context("SoS cannot be computed for this table")?;
+    clock.lap("layout");
+    let x = Tensor::<2>::from_data(TensorData::new(embeddings.into_data(), [rows, dim]), device);
+    device.sync().map_err(|e| anyhow::anyhow!("the table could not be uploaded: {e:?}"))?;
+    clock.lap("upload");
+    let packed = sos_packed(&x, None, &layout, blocking.chunk_rows(dim)).into_data();
+    let values = unpack(packed, &layout).context("SoS cannot be computed for this table")?;
+    clock.lap("device");
+    let report = SosReport::new(&layout, &values.per_image);
+    clock.lap("report");
     Ok((layout, values, report))
 }
 
