@@ -52,14 +52,15 @@
 //!   its `q < 1` scores of rank-deficient kernels include round-off terms (about 1e-8 relative);
 //!   here those eigenvalues are zeroed first, so `q = 0` is the rank and every route agrees.
 
+mod gram;
 mod product;
 mod protocol;
 mod score;
 
+pub use gram::HOST_BLOCK_ROWS;
 pub use product::{
-    HOST_BLOCK_ROWS, KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_dual_product, host_product,
-    kernel_submatrix, precomputed_spectrum, product_tensor, spectrum, spectrum_from_product,
-    spectrum_of_product,
+    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_dual_product, host_product, kernel_submatrix,
+    precomputed_spectrum, product_tensor, spectrum, spectrum_from_product, spectrum_of_product,
 };
 pub use protocol::{
     MeanSd, ProtocolPlan, ProtocolScore, intdiv, intdiv_of_kernel, protocol, protocol_batches,

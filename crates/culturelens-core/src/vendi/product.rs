@@ -4,8 +4,8 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use faer::Accum;
-use faer::linalg::matmul::triangular::BlockStructure;
 
+use super::gram::{add_lower_gram, cosine_lower_gram};
 use super::{
     CosineRows, Features, Precision, Route, VendiError, clip_eigenvalues, clip_tolerance,
     symmetric_eigenvalues,
@@ -58,46 +58,13 @@ pub fn host_product(features: &Features, route: Route) -> TensorData {
     TensorData::new(out, [s, s])
 }
 
-/// Rows of the f64 blocks [`host_dual_product`] builds from the f32 table: 8 MiB at d = 1,024,
-/// deep enough for the triangular GEMM to run at full speed.
-pub const HOST_BLOCK_ROWS: usize = 1024;
-
 /// [`host_product`] of the dual route (`Fᵀ F`, D × D) for cosine features, without an N × D f64
-/// copy: the f64 rows of `F` are built block by block ([`HOST_BLOCK_ROWS`] rows) from the f32
-/// table and each block's `BᵀB` is added to the lower triangle. Equal to
+/// copy: the f64 rows of `F` are made from the f32 table while the rank-k update packs its
+/// operands, [`HOST_BLOCK_ROWS`](super::HOST_BLOCK_ROWS) rows at a time (`gram.rs`: AVX2 register
+/// tiles on x86-64, faer's triangular GEMM elsewhere). Equal to
 /// `host_product(&rows.features(), Route::Dual)` up to the order of summation.
 pub fn host_dual_product(rows: &CosineRows) -> TensorData {
-    let d = rows.d;
-    let mut out = vec![0.0f64; d * d];
-    let mut block = vec![0.0f64; HOST_BLOCK_ROWS.min(rows.n) * d];
-    for start in (0..rows.n).step_by(HOST_BLOCK_ROWS) {
-        let k = HOST_BLOCK_ROWS.min(rows.n - start);
-        for (i, row) in block[..k * d].chunks_exact_mut(d).enumerate() {
-            rows.feature_row(start + i, row);
-        }
-        let accum = if start == 0 { Accum::Replace } else { Accum::Add };
-        add_lower_gram(&mut out, faer::MatRef::from_row_major_slice(&block[..k * d], k, d), accum);
-    }
-    TensorData::new(out, [d, d])
-}
-
-/// `out ← aᵀa` (or `out += aᵀa`), S × S with S = `a.ncols()`, on the lower triangle of `out` read
-/// row-major (faer's triangular GEMM, half the flops of the full product).
-fn add_lower_gram(out: &mut [f64], a: faer::MatRef<'_, f64>, accum: Accum) {
-    let s = a.ncols();
-    // The upper triangle of a column-major S × S matrix is the lower triangle of the same
-    // buffer read row-major, the layout `spectrum_from_product` reads.
-    faer::linalg::matmul::triangular::matmul(
-        faer::MatMut::from_column_major_slice_mut(out, s, s),
-        BlockStructure::TriangularUpper,
-        accum,
-        a.transpose(),
-        BlockStructure::Rectangular,
-        a,
-        BlockStructure::Rectangular,
-        1.0,
-        faer::get_global_parallelism(),
-    );
+    TensorData::new(cosine_lower_gram(rows), [rows.d, rows.d])
 }
 
 /// The lower block triangle of `aᵀa` (upper blocks zero), block row by block row.
