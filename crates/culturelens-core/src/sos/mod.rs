@@ -66,6 +66,11 @@ pub fn per_image_sos(
 /// reused (the block-size sweep in BENCHMARKS.md, `scripts/bench/sos_block_sweep.py`).
 pub const CPU_BLOCK_BYTES: usize = 1 << 20;
 
+/// Most bytes of one block of the table on a GPU: WebGPU's default `maxStorageBufferBindingSize`
+/// (128 MiB), which every wgpu adapter and browser grants; a larger table goes to the device in
+/// blocks of at most this size ([`Processor::upload_rows`], [`sos_packed_blocks`]).
+pub const GPU_BUFFER_BYTES: usize = 128 << 20;
+
 /// Rows per block that keep a block of `dim`-dimensional f32 rows near `bytes`.
 pub fn rows_for_bytes(dim: usize, bytes: usize) -> usize {
     (bytes / (4 * dim.max(1))).max(1)
@@ -79,6 +84,17 @@ pub enum Processor {
     Cpu,
     /// A GPU backend (wgpu, WebGPU, CUDA).
     Gpu,
+}
+
+impl Processor {
+    /// Rows of `dim`-dimensional f32 per block when a table moves onto this processor: the whole
+    /// table (`None`, no copy) on a CPU, at most [`GPU_BUFFER_BYTES`] a block on a GPU.
+    pub fn upload_rows(self, dim: usize) -> Option<usize> {
+        match self {
+            Processor::Cpu => None,
+            Processor::Gpu => Some(rows_for_bytes(dim, GPU_BUFFER_BYTES)),
+        }
+    }
 }
 
 /// How the tensor graph ([`sos_tensor`]) walks the rows; the scores do not depend on it beyond f32

@@ -59,10 +59,9 @@ fn pack(rows: &CosineRows, start: usize, k: usize, width: usize, into: &mut [f64
     let fill = |(panel, chunk): (usize, &mut [f64])| {
         let first = panel * width;
         for (r, dst) in chunk.chunks_exact_mut(width).enumerate() {
-            let i = start + r;
-            let (src, s) = (&rows.x[i * d..(i + 1) * d], rows.inv_norm[i]);
             for (c, v) in dst.iter_mut().enumerate() {
-                *v = src.get(first + c).map_or(0.0, |a| f64::from(*a) * s);
+                let j = first + c;
+                *v = if j < d { rows.feature(start + r, j) } else { 0.0 };
             }
         }
     };

@@ -208,11 +208,16 @@ impl CosineRows {
         Ok(CosineRows { n, d, x, inv_norm })
     }
 
+    /// `F[i][j]`, the one rule for a feature value: `f64(x_ij) · (1/‖x_i‖)`.
+    #[inline]
+    pub fn feature(&self, i: usize, j: usize) -> f64 {
+        f64::from(self.x[i * self.d + j]) * self.inv_norm[i]
+    }
+
     /// Row `i` of `F` into `out` (length d).
     pub fn feature_row(&self, i: usize, out: &mut [f64]) {
-        let s = self.inv_norm[i];
-        for (o, a) in out.iter_mut().zip(&self.x[i * self.d..(i + 1) * self.d]) {
-            *o = f64::from(*a) * s;
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = self.feature(i, j);
         }
     }
 
