@@ -16,8 +16,10 @@ use faer::linalg::matmul::triangular::BlockStructure;
 /// stays in L1 while the right panels stream from L2.
 const KC: usize = HOST_BLOCK_ROWS;
 /// Rows of a register tile of `C` (two 4-lane vectors).
+#[cfg(target_arch = "x86_64")]
 const MR: usize = 8;
 /// Columns of a register tile of `C`.
+#[cfg(target_arch = "x86_64")]
 const NR: usize = 6;
 
 /// Rows of the table per block of the host dual product.
