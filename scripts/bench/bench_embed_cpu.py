@@ -30,6 +30,10 @@ from PIL import Image
 from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
 
 
+def tensor_of(output):
+    return output if isinstance(output, torch.Tensor) else output.pooler_output
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--images", type=int, default=64)
@@ -48,7 +52,8 @@ def main() -> None:
         processor = CLIPImageProcessorPil()
         model.save_pretrained(weights)
         processor.save_pretrained(weights)
-        embed = lambda pixels: model.get_image_features(pixel_values=pixels)  # noqa: E731
+        # transformers 5 returns the projected features as the output's `pooler_output`, 4.x as a tensor.
+        embed = lambda pixels: tensor_of(model.get_image_features(pixel_values=pixels))  # noqa: E731
     else:
         # The network and preprocessing the parity fixture was made with.
         sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""SoS row-block-size sweep: the `score` stage of `culturelens sos --timings` for several
+"""SoS row-block-size sweep: the SoS compute of `culturelens sos --timings` (the stages
+sos_bench.SCORE_STAGES) for several
 `--block-rows` values, on the paper-scale synthetic table of sos_bench.py (150,822 x 1280 float32).
 
 Each block size is given in bytes of f32 rows (rows = bytes / (4 * dim)); "whole" is one block
@@ -25,13 +26,6 @@ import sos_bench  # noqa: E402  (the paper-scale table builder)
 def parse_size(text):
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
-
-
-def score_seconds(stderr):
-    for line in stderr.splitlines():
-        if line.startswith("timing score "):
-            return float(line.rsplit(" ", 1)[1])
-    raise SystemExit(f"no `timing score` line in culturelens's stderr:\n{stderr}")
 
 
 def joint_scores(path):
@@ -61,12 +55,12 @@ def main():
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-        return score_seconds(proc.stderr)
+        return sos_bench.score_seconds(sos_bench.timing_stages(proc.stderr))
 
     reference = os.path.join(workdir, "sweep-default.csv")
     run([], reference)
     want = joint_scores(reference)
-    print(f"table: {rows} x {args.dim} float32; culturelens sos --device {args.device}, stage `score`, "
+    print(f"table: {rows} x {args.dim} float32; culturelens sos --device {args.device}, SoS compute, "
           f"best of {args.repeats}")
     for size in args.sizes.split(","):
         block_rows = rows if size == "whole" else max(1, parse_size(size) // (4 * args.dim))

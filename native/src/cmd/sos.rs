@@ -5,8 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use burn::tensor::{Tensor, TensorData};
 use culturelens_core::demo::demo_table;
-use culturelens_core::sos::{Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues};
+use culturelens_core::sos::{
+    Blocking, Pooling, Processor, SosColumns, SosLayout, SosReport, SosValues, sos_packed_blocks, unpack,
+};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
 use crate::device::{DeviceChoice, select_device};
@@ -74,8 +77,8 @@ pub struct SosArgs {
     /// Backend that runs the tensor work.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
-    /// Rows per block of the device work (scores do not depend on it beyond f32 rounding)
-    /// [default: about 1 MiB of f32 rows on cpu, the whole table on a GPU].
+    /// Rows per block of the tensor graph (scores do not depend on it beyond f32 rounding; the
+    /// fused GPU kernels ignore it) [default: about 1 MiB of f32 rows on cpu].
     #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
     pub block_rows: Option<u64>,
     /// Print the wall time of each stage (load, device init, score, write) to stderr.
@@ -112,8 +115,9 @@ pub fn run(args: &SosArgs) -> Result<()> {
         Some(rows) => Blocking::Rows(rows as usize),
         None => Blocking::Default(args.device.processor()),
     };
-    let (layout, values, report) = score_table(table, args.pool.into(), &device, blocking)?;
-    clock.lap("score");
+    let processor = args.device.processor();
+    let (layout, values, report) =
+        score_table(table, args.pool.into(), &device, processor, blocking, &mut clock)?;
     write_joint_csv(&args.out, &report)?;
     if let Some(path) = &args.per_image {
         write_per_image_csv(path, &layout, &values)?;
@@ -161,8 +165,10 @@ pub fn demo_embedding_table() -> EmbeddingTable {
 pub fn run_demo(args: &DemoArgs) -> Result<()> {
     let table = demo_embedding_table();
     let device = select_device(args.device)?;
+    let processor = args.device.processor();
+    let blocking = Blocking::Default(processor);
     let (layout, _, report) =
-        score_table(table.clone(), Pooling::All, &device, Blocking::Default(args.device.processor()))?;
+        score_table(table.clone(), Pooling::All, &device, processor, blocking, &mut Stages::new(false))?;
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {
@@ -175,16 +181,21 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
     Ok(())
 }
 
-/// Validates the metadata columns SoS needs and scores the table on `device` in row blocks of
-/// `blocking` (the embeddings move to the device without a copy).
+/// Validates the metadata columns SoS needs and scores the table on `device` (a `processor`) in
+/// row blocks of `blocking`; the embeddings move to a CPU device without a copy and to a GPU in
+/// blocks its buffers take ([`Processor::upload_rows`]). `clock` laps the stages
+/// `layout` (group ids on the host), `upload` (the table onto the device, waited for), `device`
+/// (the device work and the read-back of its result) and `report` (the f64 aggregates).
 pub fn score_table(
     table: EmbeddingTable,
     pooling: Pooling,
     device: &burn::tensor::Device,
+    processor: Processor,
     blocking: Blocking,
+    clock: &mut Stages,
 ) -> Result<(SosLayout, SosValues, SosReport)> {
     let EmbeddingTable { embeddings, meta } = table;
-    let (dim, meta) = (embeddings.cols(), &meta);
+    let (rows, dim, meta) = (embeddings.rows(), embeddings.cols(), &meta);
     let cols = SosColumns {
         model: meta.require_nonempty_column("model")?,
         language: meta.require_nonempty_column("language")?,
@@ -192,15 +203,27 @@ pub fn score_table(
         layer: meta.column("layer").map(|_| meta.require_nonempty_column("layer")).transpose()?,
         person: meta.column("person").map(|_| meta.require_nonempty_column("person")).transpose()?,
     };
-    let (layout, values, report) = culturelens_core::sos::sos(
-        embeddings.into_data(),
-        dim,
-        cols,
-        pooling,
-        device,
-        blocking.chunk_rows(dim),
-    )
-    .context("SoS cannot be computed for this table")?;
+    let layout = SosLayout::new(cols, pooling).context("SoS cannot be computed for this table")?;
+    clock.lap("layout");
+    let data = embeddings.into_data();
+    let blocks: Vec<Tensor<2>> = match processor.upload_rows(dim) {
+        None => vec![Tensor::from_data(TensorData::new(data, [rows, dim]), device)],
+        Some(step) => (0..rows)
+            .step_by(step)
+            .map(|start| {
+                let end = (start + step).min(rows);
+                let block = data[start * dim..end * dim].to_vec();
+                Tensor::from_data(TensorData::new(block, [end - start, dim]), device)
+            })
+            .collect(),
+    };
+    device.sync().map_err(|e| anyhow::anyhow!("the table could not be uploaded: {e:?}"))?;
+    clock.lap("upload");
+    let packed = sos_packed_blocks(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
+    let values = unpack(packed, &layout).context("SoS cannot be computed for this table")?;
+    clock.lap("device");
+    let report = SosReport::new(&layout, &values.per_image);
+    clock.lap("report");
     Ok((layout, values, report))
 }
 

@@ -2,14 +2,16 @@
 //! Eq. 2–3) with cosine, categorical (Eq. 4) or precomputed kernels, optionally per group and with
 //! the CUBE batch protocol (§5.2, App. J). The metric code is `culturelens_core::vendi`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_core::vendi::{
-    Features, Order, Precision, ProtocolPlan, ProtocolScore, Route, VendiScore, categorical_features,
-    cosine_features, host_product, intdiv, intdiv_of_kernel, kernel_submatrix, precomputed_spectrum,
-    product_tensor, protocol, protocol_precomputed, spectrum_from_product,
+    CosineRows, Features, Order, Precision, ProtocolPlan, ProtocolScore, Route, VendiScore,
+    categorical_features, host_dual_product, host_product, intdiv, intdiv_of_kernel, kernel_submatrix,
+    precomputed_spectrum, product_tensor, protocol, protocol_precomputed, spectrum_from_product,
+    spectrum_of_product,
 };
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
 use serde_json::{Map, Value, json};
@@ -140,7 +142,9 @@ impl From<RouteArg> for Route {
 
 /// What the kernel is built from.
 enum Items {
-    /// A cosine or categorical kernel's feature map.
+    /// The cosine kernel's feature map, kept as the f32 rows and their norms.
+    Cosine(CosineRows),
+    /// The categorical kernel's feature map.
     Features(Features),
     /// A precomputed kernel matrix (row-major n × n) and the file it came from.
     Kernel { k: Vec<f64>, n: usize, path: PathBuf },
@@ -149,6 +153,7 @@ enum Items {
 impl Items {
     fn n(&self) -> usize {
         match self {
+            Items::Cosine(c) => c.n,
             Items::Features(f) => f.n,
             Items::Kernel { n, .. } => *n,
         }
@@ -156,10 +161,20 @@ impl Items {
 
     fn subset(&self, rows: &[usize]) -> Items {
         match self {
+            Items::Cosine(c) => Items::Cosine(c.select_rows(rows)),
             Items::Features(f) => Items::Features(f.select_rows(rows)),
             Items::Kernel { k, n, path } => {
                 Items::Kernel { k: kernel_submatrix(k, *n, rows), n: rows.len(), path: path.clone() }
             }
+        }
+    }
+
+    /// The feature map in f64, for the kernels that have one (a cosine map is built here).
+    fn features(&self) -> Option<Cow<'_, Features>> {
+        match self {
+            Items::Cosine(c) => Some(Cow::Owned(c.features())),
+            Items::Features(f) => Some(Cow::Borrowed(f)),
+            Items::Kernel { .. } => None,
         }
     }
 }
@@ -192,38 +207,50 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                     repeats: args.repeats as usize,
                     seed: group_seed(args.seed, name),
                 };
-                let score = match group {
-                    Items::Features(f) => protocol(f, qual.as_deref(), args.q, plan, precision, &device),
-                    Items::Kernel { k, n, path } => {
+                let score = match (group, group.features()) {
+                    (Items::Kernel { k, n, path }, _) => {
                         precomputed_spectrum(k, *n, Precision::F32)
                             .with_context(|| path.display().to_string())?;
                         protocol_precomputed(k, *n, qual.as_deref(), args.q, plan, Precision::F32)
                     }
+                    (_, Some(f)) => protocol(&f, qual.as_deref(), args.q, plan, precision, &device),
+                    (_, None) => unreachable!("only a precomputed kernel has no feature map"),
                 };
                 clock.lap("protocol");
                 protocol_json(&score, group.n(), args.q, args.intdiv)
             }
             None => {
+                let route = Route::from(args.route);
                 let spectrum = match group {
-                    Items::Features(f) => {
-                        let product = match args.device {
-                            // faer's f64 triangular GEMM beats the CPU backend's f64 GEMM.
-                            DeviceChoice::Cpu => host_product(f, args.route.into()),
-                            _ => product_tensor(f, args.route.into(), precision, &device).into_data(),
-                        };
-                        clock.lap("product");
-                        spectrum_from_product(product, f, precision)
-                    }
                     Items::Kernel { k, n, path } => precomputed_spectrum(k, *n, Precision::F32)
                         .with_context(|| path.display().to_string())?,
+                    // faer's f64 triangular GEMM beats the CPU backend's f64 GEMM, and the cosine
+                    // dual route builds its f64 rows block by block from the f32 table.
+                    Items::Cosine(c)
+                        if args.device == DeviceChoice::Cpu && route.resolve(c.n, c.d) == Route::Dual =>
+                    {
+                        let product = host_dual_product(c);
+                        clock.lap("product");
+                        spectrum_of_product(product, c.n, c.d, precision)
+                    }
+                    _ => {
+                        let f = group.features().expect("cosine and categorical kernels have a feature map");
+                        let product = match args.device {
+                            DeviceChoice::Cpu => host_product(&f, route),
+                            _ => product_tensor(&f, route, precision, &device).into_data(),
+                        };
+                        clock.lap("product");
+                        spectrum_from_product(product, &f, precision)
+                    }
                 };
                 clock.lap("eigenvalues");
                 let score = VendiScore::from_spectrum(&spectrum, group.n(), args.q, qual.as_deref());
                 let mut value = serde_json::to_value(score)?;
                 if args.intdiv {
-                    value["intdiv"] = json!(match group {
-                        Items::Features(f) => intdiv(f),
-                        Items::Kernel { k, n, .. } => intdiv_of_kernel(k, *n),
+                    value["intdiv"] = json!(match (group, group.features()) {
+                        (Items::Kernel { k, n, .. }, _) => intdiv_of_kernel(k, *n),
+                        (_, Some(f)) => intdiv(&f),
+                        (_, None) => unreachable!("only a precomputed kernel has no feature map"),
                     });
                 }
                 value
@@ -291,9 +318,10 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> 
         KernelArg::Cosine => {
             let path = args.embeddings.as_deref().context("--kernel cosine needs --embeddings")?;
             let table = load_table(path, args.meta.as_deref())?;
-            let f = cosine_features(table.embeddings.data(), table.len(), table.dim())
+            let (n, d) = (table.len(), table.dim());
+            let rows = CosineRows::new(table.embeddings.into_data(), n, d)
                 .with_context(|| path.display().to_string())?;
-            Ok((Items::Features(f), table.meta))
+            Ok((Items::Cosine(rows), table.meta))
         }
         KernelArg::Categorical => {
             let path = args

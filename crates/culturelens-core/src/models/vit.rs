@@ -79,26 +79,145 @@ impl Attention {
 
     /// `softmax(q kᵀ / √d_head) v` over `[batch, tokens, hidden]`; `causal` masks future tokens.
     pub fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
-        let q = self.q_proj.forward(x.clone());
+        let q = linear(&self.q_proj, x.clone(), None, None);
         self.attend(q, x, causal)
     }
 
     /// Attention of the queries `q` (already projected) over the keys/values of `kv`.
     pub fn attend(&self, q: Tensor<3>, kv: Tensor<3>, causal: bool) -> Tensor<3> {
+        self.attend_plus(q, kv, causal, None)
+    }
+
+    /// [`Self::attend`] plus `residual` (added in the output projection's pass on the CPU).
+    fn attend_plus(
+        &self,
+        q: Tensor<3>,
+        kv: Tensor<3>,
+        causal: bool,
+        residual: Option<Tensor<3>>,
+    ) -> Tensor<3> {
         let [batch, n_q, hidden] = q.dims();
         let n_kv = kv.dims()[1];
         let head_dim = hidden / self.num_heads;
         let heads = |t: Tensor<3>, n: usize| t.reshape([batch, n, self.num_heads, head_dim]).swap_dims(1, 2);
         let q = heads(q, n_q);
-        let k = heads(self.k_proj.forward(kv.clone()), n_kv);
-        let v = heads(self.v_proj.forward(kv), n_kv);
+        let k = heads(linear(&self.k_proj, kv.clone(), None, None), n_kv);
+        let v = heads(linear(&self.v_proj, kv, None, None), n_kv);
         let options = AttentionModuleOptions {
             scale: Some((head_dim as f64).powf(-0.5)),
             softcap: None,
             is_causal: causal,
         };
         let out = attention(q, k, v, None, None, options);
-        self.out_proj.forward(out.swap_dims(1, 2).reshape([batch, n_q, hidden]))
+        linear(&self.out_proj, out.swap_dims(1, 2).reshape([batch, n_q, hidden]), None, residual)
+    }
+}
+
+/// `residual + act(x W + b)` of a [`Linear`] (without `act` or `residual` where `None`), in that
+/// order of operations, so the values are those of `linear.forward`, `act.forward` and `+`.
+///
+/// With the crate feature `flex-fused`, on the CPU backend (f32), the GEMM runs as before and the
+/// bias, a quick-GELU and the residual follow in one pass over the output on every core (the
+/// backend would run each as its own single-threaded pass).
+fn linear<const D: usize>(
+    linear: &Linear,
+    x: Tensor<D>,
+    act: Option<Activation>,
+    residual: Option<Tensor<D>>,
+) -> Tensor<D> {
+    #[cfg(feature = "flex-fused")]
+    if let Some(bias) = &linear.bias
+        && cpu::fused(&x)
+    {
+        let y = burn::tensor::module::linear(x, linear.weight.val(), None);
+        return match act {
+            None | Some(Activation::QuickGelu) => {
+                cpu::bias_act_residual(y, bias.val(), act.is_some(), residual)
+            }
+            Some(act) => {
+                let y = act.forward(cpu::bias_act_residual(y, bias.val(), false, None));
+                match residual {
+                    Some(r) => r + y,
+                    None => y,
+                }
+            }
+        };
+    }
+    let y = linear.forward(x);
+    let y = match act {
+        Some(act) => act.forward(y),
+        None => y,
+    };
+    match residual {
+        Some(r) => r + y,
+        None => y,
+    }
+}
+
+/// The fused element-wise passes of [`linear`] on the CPU backend.
+#[cfg(feature = "flex-fused")]
+mod cpu {
+    use burn::backend::flex::FlexTensor;
+    use burn::backend::{DispatchDevice, Flex};
+    use burn::tensor::{DType, Tensor};
+    use rayon::prelude::*;
+
+    /// Rows per parallel task: about 0.5–2 MiB of f32 outputs at the widths of the towers.
+    const ROWS_PER_TASK: usize = 64;
+
+    /// Whether `x` lives on the CPU backend in f32 (where [`bias_act_residual`] applies).
+    pub(super) fn fused<const D: usize>(x: &Tensor<D>) -> bool {
+        matches!(x.device().as_dispatch(), DispatchDevice::Flex(_)) && x.dtype() == DType::F32
+    }
+
+    /// `residual + act(y + bias)` with `act` the quick-GELU `v · sigmoid(1.702 v)` or nothing,
+    /// each value computed as the backend's own ops compute it, rows split over the cores.
+    pub(super) fn bias_act_residual<const D: usize>(
+        y: Tensor<D>,
+        bias: Tensor<1>,
+        quick_gelu: bool,
+        residual: Option<Tensor<D>>,
+    ) -> Tensor<D> {
+        // Contiguous from offset 0 (and, to be written in place, not shared).
+        let primitive = |t: Tensor<D>, written: bool| -> FlexTensor {
+            let t = t.try_into_primitive::<Flex>().expect("a CPU-backend tensor");
+            let ready = t.is_contiguous() && t.layout().start_offset() == 0 && (!written || t.is_unique());
+            if ready { t } else { t.to_contiguous() }
+        };
+        let mut out = primitive(y, true);
+        let width = *out.layout().shape().last().expect("a linear layer's output has a last dimension");
+        let n = out.layout().num_elements();
+        let bias = bias.try_into_primitive::<Flex>().expect("a CPU-backend tensor").to_contiguous();
+        let bias: &[f32] = &bias.storage::<f32>()[..width];
+        let residual = residual.map(|r| primitive(r, false));
+        let residual: Option<&[f32]> = residual.as_ref().map(|r| &r.storage::<f32>()[..n]);
+        let chunk = ROWS_PER_TASK * width;
+        out.storage_mut::<f32>()[..n].par_chunks_mut(chunk).enumerate().for_each(|(task, rows)| {
+            let res = residual.map(|r| &r[task * chunk..task * chunk + rows.len()]);
+            for (r, row) in rows.chunks_exact_mut(width).enumerate() {
+                for (j, (v, b)) in row.iter_mut().zip(bias).enumerate() {
+                    let mut value = *v + b;
+                    if quick_gelu {
+                        value *= sigmoid(value * 1.702);
+                    }
+                    if let Some(res) = res {
+                        value += res[r * width + j];
+                    }
+                    *v = value;
+                }
+            }
+        });
+        Tensor::from_primitive::<Flex>(out)
+    }
+
+    /// The CPU backend's f32 sigmoid, formula for formula.
+    fn sigmoid(x: f32) -> f32 {
+        if x >= 0.0 {
+            1.0 / (1.0 + (-x).exp())
+        } else {
+            let e = x.exp();
+            e / (1.0 + e)
+        }
     }
 }
 
@@ -127,7 +246,12 @@ impl Mlp {
     }
 
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        self.fc2.forward(self.act.forward(self.fc1.forward(x)))
+        self.forward_plus(x, None)
+    }
+
+    /// [`Self::forward`] plus `residual` (added in `fc2`'s pass on the CPU).
+    fn forward_plus<const D: usize>(&self, x: Tensor<D>, residual: Option<Tensor<D>>) -> Tensor<D> {
+        linear(&self.fc2, linear(&self.fc1, x, Some(self.act), None), None, residual)
     }
 }
 
@@ -207,8 +331,10 @@ impl Encoder {
     /// is the embeddings).
     pub fn forward_layers(&self, mut x: Tensor<3>, causal: bool, n: usize) -> Tensor<3> {
         for layer in &self.layers[..n] {
-            x = x.clone() + layer.self_attn.forward(layer.layer_norm1.forward(x), causal);
-            x = x.clone() + layer.mlp.forward(layer.layer_norm2.forward(x));
+            let h = layer.layer_norm1.forward(x.clone());
+            let q = linear(&layer.self_attn.q_proj, h.clone(), None, None);
+            x = layer.self_attn.attend_plus(q, h, causal, Some(x));
+            x = layer.mlp.forward_plus(layer.layer_norm2.forward(x.clone()), Some(x));
         }
         x
     }
@@ -252,4 +378,41 @@ pub fn pad_ids(ids: &[Vec<u32>], pad: u32, device: &Device) -> Tensor<2, Int> {
         .flat_map(|row| row.iter().copied().chain(std::iter::repeat(pad)).take(len).map(i64::from))
         .collect();
     Tensor::from_data(TensorData::new(flat, [ids.len(), len]), device)
+}
+
+/// The fused CPU passes give the backend's own values bit for bit (runs where the crate feature
+/// `flex-fused` is on, as in the workspace's tests: the CLI turns it on).
+#[cfg(all(test, feature = "flex-fused"))]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    #[test]
+    fn fused_linear_equals_the_backend_ops_bit_for_bit() {
+        let device = Device::flex();
+        let mut rng = SplitMix64::new(5);
+        let mut random = |shape: [usize; 3]| {
+            let data: Vec<f32> = (0..shape.iter().product()).map(|_| 3.0 * rng.normal() as f32).collect();
+            Tensor::<3>::from_data(TensorData::new(data, shape), &device)
+        };
+        // 150 rows of width 40: three parallel tasks, the last one short.
+        let (x, residual) = (random([3, 50, 24]), random([3, 50, 40]));
+        let layer = LinearConfig::new(24, 40).init(&device);
+        let bits = |t: Tensor<3>| {
+            t.into_data().try_into_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        for act in [None, Some(Activation::QuickGelu), Some(Activation::Gelu)] {
+            for residual in [None, Some(residual.clone())] {
+                let graph = {
+                    let y = layer.forward(x.clone());
+                    let y = act.map_or(y.clone(), |a| a.forward(y));
+                    residual.clone().map_or(y.clone(), |r| r + y)
+                };
+                let fused = linear(&layer, x.clone(), act, residual.clone());
+                let (fused, graph) = (bits(fused), bits(graph));
+                let differ = fused.iter().zip(&graph).position(|(a, b)| a != b);
+                assert_eq!(differ, None, "{act:?}, residual {}: first differing value", residual.is_some());
+            }
+        }
+    }
 }

@@ -6,7 +6,11 @@
 
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 
+use std::ops::Range;
+
+use super::fused::sos_fused;
 use super::layout::SosLayout;
+use super::plan::RowBlocks;
 
 /// A reference vector whose unit-vector mean is shorter than this has no usable direction.
 pub const MIN_REFERENCE_NORM: f32 = 1e-6;
@@ -24,29 +28,89 @@ pub fn id_tensor(values: &[u32], device: &Device) -> Tensor<1, Int> {
 ///
 /// Nothing is read back here: the caller reads the result once, synchronously (`into_data`,
 /// native) or asynchronously (`into_data_async`, the browser), and hands it to [`unpack`].
-/// `chunk_rows` is [`Blocking::chunk_rows`](super::Blocking::chunk_rows) of the device's rule.
+/// On a CubeCL device (GPU) an f32 table goes through the fused kernels ([`super::fused`]);
+/// elsewhere through the tensor graph, in blocks of `chunk_rows` rows
+/// ([`Blocking::chunk_rows`](super::Blocking::chunk_rows) of the device's rule).
 pub fn sos_packed(
     table: &Tensor<2>,
     rows: Option<&[u32]>,
     layout: &SosLayout,
     chunk_rows: Option<usize>,
 ) -> Tensor<1> {
-    let device = table.device();
-    let x = match rows {
-        Some(r) => table.clone().select(0, id_tensor(r, &device)),
-        None => table.clone(),
-    };
-    let [n, _] = x.dims();
+    sos_packed_blocks(std::slice::from_ref(table), rows, layout, chunk_rows)
+}
+
+/// [`sos_packed`] over a table stored in row blocks on one device, in order (a table larger than
+/// one GPU buffer may hold, uploaded in parts): `rows` index the concatenated table. The result
+/// is that of the concatenated table; no block is copied into a larger one.
+pub fn sos_packed_blocks(
+    blocks: &[Tensor<2>],
+    rows: Option<&[u32]>,
+    layout: &SosLayout,
+    chunk_rows: Option<usize>,
+) -> Tensor<1> {
+    let table = RowBlocks::new(blocks);
+    let n = rows.map_or(table.rows(), <[u32]>::len);
     assert_eq!(n, layout.len(), "the scored rows and the layout must have the same number of outputs");
-    sos_tensor(
-        x,
-        id_tensor(&layout.pair, &device),
+    if let Some(r) = rows {
+        assert!(r.iter().all(|&row| (row as usize) < table.rows()), "a scored row lies outside the table");
+    }
+    if let Some(packed) = sos_fused(blocks, rows, layout) {
+        return packed;
+    }
+    let device = blocks[0].device();
+    let mut parts = Vec::new();
+    for (block, outputs) in runs(&table, rows) {
+        let x = match rows {
+            Some(r) => {
+                let start = table.start(block);
+                let local: Vec<u32> = r[outputs.clone()].iter().map(|&row| row - start as u32).collect();
+                blocks[block].clone().select(0, id_tensor(&local, &device))
+            }
+            None => blocks[block].clone(),
+        };
+        parts.extend(chunks(x, id_tensor(&layout.pair[outputs], &device), chunk_rows));
+    }
+    sos_tensor_blocks(
+        parts,
         id_tensor(&layout.pair_sur, &device),
         layout.sur_names.len(),
         id_tensor(&layout.pair_sem, &device),
         layout.sem_names.len(),
-        chunk_rows,
     )
+}
+
+/// Maximal runs of consecutive outputs that lie in one block: `(block, output range)`, in output
+/// order (every non-empty block, whole, for `rows = None`).
+fn runs(blocks: &RowBlocks, rows: Option<&[u32]>) -> Vec<(usize, Range<usize>)> {
+    let Some(rows) = rows else {
+        return (0..blocks.len())
+            .map(|b| (b, blocks.start(b)..blocks.start(b + 1)))
+            .filter(|(_, range)| !range.is_empty())
+            .collect();
+    };
+    let mut runs: Vec<(usize, Range<usize>)> = Vec::new();
+    for (o, &row) in rows.iter().enumerate() {
+        let (block, _) = blocks.locate(row as usize);
+        match runs.last_mut() {
+            Some((b, range)) if *b == block => range.end = o + 1,
+            _ => runs.push((block, o..o + 1)),
+        }
+    }
+    runs
+}
+
+/// `x` and its outputs' pairs in blocks of `chunk_rows` rows (one block for `None`).
+fn chunks(x: Tensor<2>, pair: Tensor<1, Int>, chunk_rows: Option<usize>) -> Vec<(Tensor<2>, Tensor<1, Int>)> {
+    let [n, d] = x.dims();
+    let step = chunk_rows.unwrap_or(n).clamp(1, n.max(1));
+    (0..n)
+        .step_by(step)
+        .map(|start| {
+            let rows = start..(start + step).min(n);
+            (x.clone().slice([rows.clone(), 0..d]), pair.clone().slice([rows]))
+        })
+        .collect()
 }
 
 /// SoS paper Eq. (1) for every output, as tensors:
@@ -63,7 +127,8 @@ pub fn sos_packed(
 /// temporary small and reused; on a GPU one block avoids launch overhead. The result does not
 /// depend on the block size beyond f32 rounding. Returns
 /// `[SoS(o) for o in 0..N] ++ [‖sur_g‖ for g] ++ [‖sem_g‖ for g]`: the scores, then the norms of
-/// the group *sums* (see [`unpack`]).
+/// the group *sums* (see [`unpack`]). This is the tensor graph on every device, the reference the
+/// fused kernels of [`sos_packed`] are tested against.
 pub fn sos_tensor(
     emb: Tensor<2>,
     pair: Tensor<1, Int>,
@@ -73,16 +138,7 @@ pub fn sos_tensor(
     n_sem: usize,
     chunk_rows: Option<usize>,
 ) -> Tensor<1> {
-    let [n, d] = emb.dims();
-    let step = chunk_rows.unwrap_or(n).clamp(1, n.max(1));
-    let blocks: Vec<(Tensor<2>, Tensor<1, Int>)> = (0..n)
-        .step_by(step)
-        .map(|start| {
-            let rows = start..(start + step).min(n);
-            (emb.clone().slice([rows.clone(), 0..d]), pair.clone().slice([rows]))
-        })
-        .collect();
-    sos_tensor_blocks(blocks, pair_sur, n_sur, pair_sem, n_sem)
+    sos_tensor_blocks(chunks(emb, pair, chunk_rows), pair_sur, n_sur, pair_sem, n_sem)
 }
 
 /// [`sos_tensor`] on outputs already split into row blocks: `(rows of the block, their pairs)`,

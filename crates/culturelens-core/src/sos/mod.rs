@@ -11,19 +11,27 @@
 //! - the joint score of a (model, language, culture) cell is the mean of its outputs' scores;
 //! - statistics follow [`crate::stats`] (type-7 quantiles, pairwise-complete Pearson).
 //!
-//! The flow is: [`SosLayout`] (host, group ids) → [`sos_packed`] (Burn, any backend, rows blocked
-//! by the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
-//! [`SosReport`] (host, f64). The CLI and the browser both go through [`sos_packed`].
+//! The flow is: [`SosLayout`] (host, group ids) → [`sos_packed`] (Burn, any backend: the fused
+//! CubeCL kernels on a GPU, see [`fused_kernels_on`]; elsewhere the tensor graph, rows blocked by
+//! the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
+//! [`SosReport`] (host, f64). The CLI and the browser both go through [`sos_packed`] (or
+//! [`sos_packed_blocks`] for a table uploaded in parts).
 
 mod compute;
+mod fused;
+#[cfg(feature = "cube")]
+mod kernels;
 mod layout;
+mod plan;
 mod report;
 
 pub use compute::{
-    DegenerateReference, MIN_REFERENCE_NORM, SosValues, id_tensor, sos_packed, sos_tensor, sos_tensor_blocks,
-    unpack,
+    DegenerateReference, MIN_REFERENCE_NORM, SosValues, id_tensor, sos_packed, sos_packed_blocks, sos_tensor,
+    sos_tensor_blocks, unpack,
 };
+pub use fused::fused_kernels_on;
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
+pub use plan::{GROUP_MEMBERS, SEGMENT_ROWS};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
 
 use burn::tensor::{Device, Tensor, TensorData};
@@ -58,6 +66,11 @@ pub fn per_image_sos(
 /// reused (the block-size sweep in BENCHMARKS.md, `scripts/bench/sos_block_sweep.py`).
 pub const CPU_BLOCK_BYTES: usize = 1 << 20;
 
+/// Most bytes of one block of the table on a GPU: WebGPU's default `maxStorageBufferBindingSize`
+/// (128 MiB), which every wgpu adapter and browser grants; a larger table goes to the device in
+/// blocks of at most this size ([`Processor::upload_rows`], [`sos_packed_blocks`]).
+pub const GPU_BUFFER_BYTES: usize = 128 << 20;
+
 /// Rows per block that keep a block of `dim`-dimensional f32 rows near `bytes`.
 pub fn rows_for_bytes(dim: usize, bytes: usize) -> usize {
     (bytes / (4 * dim.max(1))).max(1)
@@ -73,7 +86,19 @@ pub enum Processor {
     Gpu,
 }
 
-/// How [`sos_tensor`] walks the rows; the scores do not depend on it beyond f32 rounding.
+impl Processor {
+    /// Rows of `dim`-dimensional f32 per block when a table moves onto this processor: the whole
+    /// table (`None`, no copy) on a CPU, at most [`GPU_BUFFER_BYTES`] a block on a GPU.
+    pub fn upload_rows(self, dim: usize) -> Option<usize> {
+        match self {
+            Processor::Cpu => None,
+            Processor::Gpu => Some(rows_for_bytes(dim, GPU_BUFFER_BYTES)),
+        }
+    }
+}
+
+/// How the tensor graph ([`sos_tensor`]) walks the rows; the scores do not depend on it beyond f32
+/// rounding. The fused kernels of a GPU read every row once whatever the blocking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Blocking {
     /// The rule for the processor: blocks of about [`CPU_BLOCK_BYTES`] on a CPU (cache-sized,

@@ -52,13 +52,15 @@
 //!   its `q < 1` scores of rank-deficient kernels include round-off terms (about 1e-8 relative);
 //!   here those eigenvalues are zeroed first, so `q = 0` is the rank and every route agrees.
 
+mod gram;
 mod product;
 mod protocol;
 mod score;
 
+pub use gram::HOST_BLOCK_ROWS;
 pub use product::{
-    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_product, kernel_submatrix, precomputed_spectrum,
-    product_tensor, spectrum, spectrum_from_product,
+    KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_dual_product, host_product, kernel_submatrix,
+    precomputed_spectrum, product_tensor, spectrum, spectrum_from_product, spectrum_of_product,
 };
 pub use protocol::{
     MeanSd, ProtocolPlan, ProtocolScore, intdiv, intdiv_of_kernel, protocol, protocol_batches,
@@ -166,25 +168,74 @@ pub enum VendiError {
     Empty,
 }
 
-/// Cosine-kernel features: rows of `x` (row-major n × d) L2-normalised, in f64.
+/// Cosine-kernel features: rows of `x` (row-major n × d) L2-normalised, in f64
+/// ([`CosineRows::features`]).
 pub fn cosine_features(x: &[f32], n: usize, d: usize) -> Result<Features, VendiError> {
-    assert_eq!(x.len(), n * d, "x must be n × d");
-    if n == 0 || d == 0 {
-        return Err(VendiError::Empty);
-    }
-    let mut data = Vec::with_capacity(n * d);
-    for (row, v) in x.chunks_exact(d).enumerate() {
-        let norm = sum_of_squares(v).sqrt();
-        if !norm.is_finite() {
-            let col = v.iter().position(|a| !a.is_finite()).unwrap_or(0);
-            return Err(VendiError::NonFinite { row, col, value: f64::from(v[col]) });
+    Ok(CosineRows::new(x.to_vec(), n, d)?.features())
+}
+
+/// The cosine kernel's feature map `F = diag(1/‖x_i‖) X` kept as the f32 rows and one f64
+/// inverse norm per row: an f64 feature row is `f64(x_ij) · (1/‖x_i‖)`, built where it is needed
+/// ([`CosineRows::features`] for the whole matrix, [`host_dual_product`] block by block), so
+/// the dual route on the CPU never holds an N × D f64 copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CosineRows {
+    pub n: usize,
+    pub d: usize,
+    x: Vec<f32>,
+    inv_norm: Vec<f64>,
+}
+
+impl CosineRows {
+    /// Takes the rows of `x` (row-major n × d); every row must be finite with a non-zero norm.
+    pub fn new(x: Vec<f32>, n: usize, d: usize) -> Result<CosineRows, VendiError> {
+        assert_eq!(x.len(), n * d, "x must be n × d");
+        if n == 0 || d == 0 {
+            return Err(VendiError::Empty);
         }
-        if norm == 0.0 {
-            return Err(VendiError::ZeroNorm { row });
+        let mut inv_norm = Vec::with_capacity(n);
+        for (row, v) in x.chunks_exact(d).enumerate() {
+            let norm = sum_of_squares(v).sqrt();
+            if !norm.is_finite() {
+                let col = v.iter().position(|a| !a.is_finite()).unwrap_or(0);
+                return Err(VendiError::NonFinite { row, col, value: f64::from(v[col]) });
+            }
+            if norm == 0.0 {
+                return Err(VendiError::ZeroNorm { row });
+            }
+            inv_norm.push(1.0 / norm);
         }
-        data.extend(v.iter().map(|a| f64::from(*a) / norm));
+        Ok(CosineRows { n, d, x, inv_norm })
     }
-    Ok(Features { n, d, data })
+
+    /// `F[i][j]`, the one rule for a feature value: `f64(x_ij) · (1/‖x_i‖)`.
+    #[inline]
+    pub fn feature(&self, i: usize, j: usize) -> f64 {
+        f64::from(self.x[i * self.d + j]) * self.inv_norm[i]
+    }
+
+    /// Row `i` of `F` into `out` (length d).
+    pub fn feature_row(&self, i: usize, out: &mut [f64]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = self.feature(i, j);
+        }
+    }
+
+    /// The whole feature matrix in f64 (row-major n × d).
+    pub fn features(&self) -> Features {
+        let mut data = vec![0.0; self.n * self.d];
+        for (i, row) in data.chunks_exact_mut(self.d).enumerate() {
+            self.feature_row(i, row);
+        }
+        Features { n: self.n, d: self.d, data }
+    }
+
+    /// The rows `rows`, in that order.
+    pub fn select_rows(&self, rows: &[usize]) -> CosineRows {
+        let x = rows.iter().flat_map(|&i| self.x[i * self.d..(i + 1) * self.d].iter().copied()).collect();
+        let inv_norm = rows.iter().map(|&i| self.inv_norm[i]).collect();
+        CosineRows { n: rows.len(), d: self.d, x, inv_norm }
+    }
 }
 
 /// `Σ a²` in f64 over 8 independent partial sums, so the loop vectorises instead of waiting on

@@ -4,10 +4,11 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use faer::Accum;
-use faer::linalg::matmul::triangular::BlockStructure;
 
+use super::gram::{add_lower_gram, cosine_lower_gram};
 use super::{
-    Features, Precision, Route, VendiError, clip_eigenvalues, clip_tolerance, symmetric_eigenvalues,
+    CosineRows, Features, Precision, Route, VendiError, clip_eigenvalues, clip_tolerance,
+    symmetric_eigenvalues,
 };
 
 /// Width of the blocks of the symmetric product: [`product_tensor`] computes the block rows
@@ -53,20 +54,17 @@ pub fn host_product(features: &Features, route: Route) -> TensorData {
     };
     let s = a.ncols();
     let mut out = vec![0.0f64; s * s];
-    // The upper triangle of a column-major S × S matrix is the lower triangle of the same
-    // buffer read row-major, the layout `spectrum_from_product` reads.
-    faer::linalg::matmul::triangular::matmul(
-        faer::MatMut::from_column_major_slice_mut(&mut out, s, s),
-        BlockStructure::TriangularUpper,
-        Accum::Replace,
-        a.transpose(),
-        BlockStructure::Rectangular,
-        a,
-        BlockStructure::Rectangular,
-        1.0,
-        faer::get_global_parallelism(),
-    );
+    add_lower_gram(&mut out, a, Accum::Replace);
     TensorData::new(out, [s, s])
+}
+
+/// [`host_product`] of the dual route (`Fᵀ F`, D × D) for cosine features, without an N × D f64
+/// copy: the f64 rows of `F` are made from the f32 table while the rank-k update packs its
+/// operands, [`HOST_BLOCK_ROWS`](super::HOST_BLOCK_ROWS) rows at a time (`gram.rs`: AVX2 register
+/// tiles on x86-64, faer's triangular GEMM elsewhere). Equal to
+/// `host_product(&rows.features(), Route::Dual)` up to the order of summation.
+pub fn host_dual_product(rows: &CosineRows) -> TensorData {
+    TensorData::new(cosine_lower_gram(rows), [rows.d, rows.d])
 }
 
 /// The lower block triangle of `aᵀa` (upper blocks zero), block row by block row.
@@ -96,11 +94,15 @@ fn lower_gram(a: Tensor<2>, precision: Precision, device: &Device) -> Tensor<2> 
 /// eigenvalues of the product's lower triangle, divided by N, then [`clip_eigenvalues`] with
 /// size `max(N, D)` and the epsilon of `precision`.
 pub fn spectrum_from_product(product: TensorData, features: &Features, precision: Precision) -> Vec<f64> {
+    spectrum_of_product(product, features.n, features.d, precision)
+}
+
+/// [`spectrum_from_product`] for a product of `n` items with `d` features.
+pub fn spectrum_of_product(product: TensorData, n: usize, d: usize, precision: Precision) -> Vec<f64> {
     let size = product.shape()[0];
     let m: Vec<f64> = product.try_into_vec_as::<f64>().expect("the kernel product holds floats");
-    let n = features.n as f64;
-    let eig: Vec<f64> = symmetric_eigenvalues(&m, size).into_iter().map(|l| l / n).collect();
-    clip_eigenvalues(&eig, features.n.max(features.d), precision.epsilon())
+    let eig: Vec<f64> = symmetric_eigenvalues(&m, size).into_iter().map(|l| l / n as f64).collect();
+    clip_eigenvalues(&eig, n.max(d), precision.epsilon())
 }
 
 /// Clipped eigenvalues of `K/N` computed on `device` (synchronous read-back).

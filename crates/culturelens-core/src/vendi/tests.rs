@@ -1,6 +1,6 @@
 //! Hand-computed and cross-route tests of the Vendi family on the CPU (`flex`) backend.
 
-use burn::tensor::Device;
+use burn::tensor::{Device, TensorData};
 
 use super::*;
 use crate::rng::SplitMix64;
@@ -377,6 +377,55 @@ fn parity_with_vendi_score_package() {
             );
         }
     }
+}
+
+/// `got` and the lower triangle of `whole` (d × d, row-major) agree to 1e-12.
+fn lower_triangles_agree(got: &[f64], whole: &TensorData, d: usize, what: &str) {
+    let w = whole.clone().try_into_vec::<f64>().unwrap();
+    for i in 0..d {
+        for j in 0..=i {
+            let (a, c) = (got[i * d + j], w[i * d + j]);
+            assert!((a - c).abs() <= 1e-12 * c.abs().max(1.0), "{what} d={d} ({i}, {j}): {a} vs {c}");
+        }
+    }
+}
+
+/// The blocked dual product from the f32 rows (the AVX2 tiles where this CPU has them, and
+/// faer's fallback) equals the host product of the whole f64 feature matrix to round-off, over
+/// several blocks with a short last one, one short block, and widths off the tile sizes; and
+/// their scores agree to 1e-9.
+#[test]
+fn host_dual_product_equals_the_product_of_the_features() {
+    for (seed, n, d) in [(21, 2 * HOST_BLOCK_ROWS + 77, 45), (22, 9, 5), (23, 300, 70)] {
+        let mut rng = SplitMix64::new(seed);
+        let x: Vec<f32> = (0..n * d).map(|_| rng.normal() as f32 + 0.5).collect();
+        let rows = CosineRows::new(x, n, d).unwrap();
+        let features = rows.features();
+        let whole = host_product(&features, Route::Dual);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            lower_triangles_agree(&gram::avx2_lower_gram(&rows), &whole, d, "avx2");
+        }
+        lower_triangles_agree(&gram::faer_lower_gram(&rows), &whole, d, "faer");
+        let blocked = host_dual_product(&rows);
+        lower_triangles_agree(
+            &blocked.clone().try_into_vec::<f64>().unwrap(),
+            &whole,
+            d,
+            "host_dual_product",
+        );
+        let (eb, ew) = (
+            spectrum_of_product(blocked, n, d, Precision::F64),
+            spectrum_from_product(whole, &features, Precision::F64),
+        );
+        for q in ORDERS {
+            let (a, c) = (vendi_from_eigenvalues(&eb, q), vendi_from_eigenvalues(&ew, q));
+            assert!((a - c).abs() <= 1e-9 * c.abs(), "n={n} q={q}: {a} vs {c}");
+        }
+    }
+    // The selected rows of the f32 map are the selected rows of the f64 map.
+    let rows = CosineRows::new((0..12).map(|v| v as f32 + 1.0).collect(), 4, 3).unwrap();
+    assert_eq!(rows.select_rows(&[3, 1]).features(), rows.features().select_rows(&[3, 1]));
 }
 
 #[test]
