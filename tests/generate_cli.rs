@@ -458,33 +458,36 @@ fn alt_diffusion_matches_diffusers_and_reads_xlm_r_layers() {
     assert!(!tmp.path().join("bad").exists());
 }
 
-/// `--precision f16` on wgpu (lavapipe): the images stay within a measured bound of the f32
-/// run's, and are not the f32 run's (the run did compute in half precision).
+/// `--precision f16` on wgpu (lavapipe), on the SD-1 pipeline and on SD-2's (whose UNet has
+/// `upcast_attention`, so its attention runs in f32): the images stay within a measured bound of
+/// diffusers' f32 images (which the f32 runs match to 3e-6, `diffusion_parity`), and are not
+/// f32 images (the run did compute in half precision).
 #[cfg(feature = "wgpu")]
 #[test]
 fn f16_on_wgpu_is_close_to_f32_and_not_f32() {
     let tmp = tempfile::tempdir().unwrap();
-    let run = |precision: &str| {
-        let npy = tmp.path().join(format!("{precision}.npy"));
-        generate(&tmp.path().join(precision))
+    for variant in ["sd1", "sd2"] {
+        let npy = tmp.path().join(format!("{variant}.npy"));
+        Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--out", tmp.path().join(variant))
+            .opt("--steps", "4")
+            .opt("--height", "16")
+            .opt("--width", "16")
             .opt("--prompt", "a photo of the food in china")
             .opt("--negative-prompt", "a street")
             .opt("--device", "wgpu")
-            .opt("--precision", precision)
+            .opt("--precision", "f16")
             .opt("--out-npy", &npy)
             .run_ok();
-        read_npy(&npy).1
-    };
-    let (single, half) = (run("f32"), run("f16"));
-    let err32 = max_abs(&single, &reference("negative"));
-    let err16 = max_abs(&half, &single);
-    println!("wgpu f32: max abs {err32:.2e} from diffusers; f16: max abs {err16:.2e} from f32");
-    assert!(err32 <= 1e-5, "f32 on wgpu: {err32:.2e}");
-    assert!(err16 <= F16_BOUND, "f16 on wgpu: {err16:.2e} from f32");
-    assert!(err16 > 1e-4, "f16 equals f32 to {err16:.2e}: did the run compute in f16?");
+        let err = max_abs(&read_npy(&npy).1, &reference_in(variant, "negative"));
+        println!("{variant} f16 on wgpu: max abs {err:.2e} from diffusers' f32 images");
+        assert!(err <= F16_BOUND, "{variant} f16 on wgpu: {err:.2e}");
+        assert!(err > 1e-4, "{variant}: f16 equals f32 to {err:.2e}: did the run compute in f16?");
+    }
 }
 
-/// Bound on the f16 images' max abs difference from f32 on the tiny SD-1 pipeline (pixel values
-/// in [0, 1]; 4 steps with guidance 7.5): about twice the measured difference.
+/// Bound on the f16 images' max abs difference from f32 on the tiny pipelines (pixel values in
+/// [0, 1]; 4 steps with guidance 7.5): about twice the largest measured difference.
 #[cfg(feature = "wgpu")]
-const F16_BOUND: f32 = 1.2e-2;
+const F16_BOUND: f32 = 1.6e-2;

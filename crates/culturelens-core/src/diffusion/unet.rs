@@ -11,7 +11,7 @@
 //! unset (SD 2's `[5, 10, 20, 20]`), and each head is `channels / heads` wide.
 //!
 //! Attention runs through Burn's fused `attention` (`softmax(q kᵀ/√d) v`); `upcast_attention`
-//! (compute the scores in float32) is what every f32 run does anyway. [`AttentionSlice`] is
+//! computes it in float32 in an f16 run (what every f32 run does anyway). [`AttentionSlice`] is
 //! diffusers' `unet.set_attention_slice`: the `batch × heads` score matrices of each attention
 //! layer are computed a few at a time, which bounds the memory of a backend that materialises
 //! them (Burn's wgpu and CUDA backends in this build; see the README's generation section).
@@ -457,9 +457,10 @@ impl TransformerBlock {
         load_linear(&mut self.ff.out, vars.pp("ff.net.2"))
     }
 
-    fn forward(&self, x: Tensor<3>, context: &Tensor<3>, slice: Option<AttentionSlice>) -> Tensor<3> {
+    fn forward(&self, x: Tensor<3>, context: &Tensor<3>, run: Run) -> Tensor<3> {
         let how = |attn: &Attention| AttendOptions {
-            slice: slice.map(|s| s.rows(attn.num_heads)),
+            slice: run.slice.map(|s| s.rows(attn.num_heads)),
+            upcast: run.upcast,
             ..AttendOptions::default()
         };
         let h = self.norm1.forward(x.clone());
@@ -524,7 +525,7 @@ impl Transformer2D {
         Ok(())
     }
 
-    fn forward(&self, x: Tensor<4>, context: &Tensor<3>, slice: Option<AttentionSlice>) -> Tensor<4> {
+    fn forward(&self, x: Tensor<4>, context: &Tensor<3>, run: Run) -> Tensor<4> {
         let [b, c, h, w] = x.dims();
         let mut hidden = self.norm.forward(x.clone());
         if let Some(p) = &self.proj_in_conv {
@@ -535,7 +536,7 @@ impl Transformer2D {
             tokens = p.forward(tokens);
         }
         for block in &self.transformer_blocks {
-            tokens = block.forward(tokens, context, slice);
+            tokens = block.forward(tokens, context, run);
         }
         if let Some(p) = &self.proj_out_linear {
             tokens = p.forward(tokens);
@@ -576,17 +577,10 @@ impl Block {
     }
 
     /// Resnet `i` then, when present, transformer `i`.
-    fn layer(
-        &self,
-        i: usize,
-        x: Tensor<4>,
-        temb: &Tensor<2>,
-        context: &Tensor<3>,
-        slice: Option<AttentionSlice>,
-    ) -> Tensor<4> {
+    fn layer(&self, i: usize, x: Tensor<4>, temb: &Tensor<2>, context: &Tensor<3>, run: Run) -> Tensor<4> {
         let x = self.resnets[i].forward(x, Some(temb));
         match self.attentions.get(i) {
-            Some(attn) => attn.forward(x, context, slice),
+            Some(attn) => attn.forward(x, context, run),
             None => x,
         }
     }
@@ -609,6 +603,13 @@ pub struct UNet2DConditionModel {
     /// [`UNet2DConditionModel::set_attention_slice`].
     #[module(skip)]
     pub attention_slice: Option<AttentionSlice>,
+}
+
+/// How the attention layers of one UNet call run: slicing and `upcast_attention`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    slice: Option<AttentionSlice>,
+    upcast: bool,
 }
 
 /// diffusers' `set_attention_slice` argument: how many of an attention layer's `batch × heads`
@@ -718,11 +719,12 @@ impl UNet2DConditionModel {
         let te = &self.time_embedding;
         let temb = te.linear_2.forward(silu(te.linear_1.forward(emb)));
 
+        let run = Run { slice: self.attention_slice, upcast: self.config.upcast_attention };
         let mut x = self.conv_in.forward(sample);
         let mut skips = vec![x.clone()];
         for block in &self.down_blocks {
             for i in 0..block.resnets.len() {
-                x = block.layer(i, x, &temb, context, self.attention_slice);
+                x = block.layer(i, x, &temb, context, run);
                 skips.push(x.clone());
             }
             for down in &block.downsamplers {
@@ -732,12 +734,12 @@ impl UNet2DConditionModel {
         }
         let mid = &self.mid_block;
         x = mid.resnets[0].forward(x, Some(&temb));
-        x = mid.attentions[0].forward(x, context, self.attention_slice);
+        x = mid.attentions[0].forward(x, context, run);
         x = mid.resnets[1].forward(x, Some(&temb));
         for block in &self.up_blocks {
             for i in 0..block.resnets.len() {
                 let skip = skips.pop().expect("one skip connection per up resnet");
-                x = block.layer(i, Tensor::cat(vec![x, skip], 1), &temb, context, self.attention_slice);
+                x = block.layer(i, Tensor::cat(vec![x, skip], 1), &temb, context, run);
             }
             for up in &block.upsamplers {
                 let [_, _, h, w] = skips.last().expect("a skip below every upsampler").dims();

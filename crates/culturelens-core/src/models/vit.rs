@@ -8,7 +8,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Device, FloatDType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::weights::{Vars, WeightError, load_embedding, load_layer_norm, load_linear, load_linear_rows};
@@ -105,10 +105,16 @@ impl Attention {
         let mask = how
             .key_padding
             .map(|m| m.reshape([batch, 1, 1, n_kv]).expand([batch, self.num_heads, n_q, n_kv]));
+        let dtype = FloatDType::from(q.dtype());
+        let (q, k, v) = match how.upcast {
+            true => (q.cast(FloatDType::F32), k.cast(FloatDType::F32), v.cast(FloatDType::F32)),
+            false => (q, k, v),
+        };
         let out = match how.slice {
             Some(rows) if rows < batch * self.num_heads => sliced_attention(q, k, v, mask, options, rows),
             _ => attention(q, k, v, mask, None, options),
-        };
+        }
+        .cast(dtype);
         self.out_proj.forward(out.swap_dims(1, 2).reshape([batch, n_q, hidden]))
     }
 }
@@ -126,6 +132,9 @@ pub struct AttendOptions {
     /// either way, so the result does not depend on it; it bounds the memory of a backend that
     /// materialises the scores.
     pub slice: Option<usize>,
+    /// Compute the attention in f32 whatever the device's float type (diffusers'
+    /// `upcast_attention`); a no-op in f32.
+    pub upcast: bool,
 }
 
 /// Burn's `attention` over consecutive runs of `rows` (batch, head) pairs of `[batch, heads,
