@@ -19,6 +19,7 @@ mod embed_cli;
 mod embed_kill;
 mod figures_cli;
 mod generate_cli;
+mod generate_kill;
 mod hub_cli;
 mod merge_cli;
 mod prompts_cli;

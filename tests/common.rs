@@ -179,3 +179,121 @@ pub fn wgpu() -> burn::tensor::Device {
     })
     .clone()
 }
+
+/// One command under the kill loop of [`kill_loop`]: how to start an attempt, and what to check
+/// after each attempt and each finished run.
+pub trait Killable {
+    /// The command of one attempt of the run in `dir` (the same for every attempt of a run).
+    fn command(&self, dir: &Path) -> std::process::Command;
+    /// A fresh run starts in `dir`.
+    fn start(&mut self, dir: &Path);
+    /// An attempt of the run in `dir` ended: `status` when it exited by itself, `None` when it
+    /// was killed (then `kill` counts the kills so far); `stderr` is what it printed. Checks the
+    /// state it left and returns whether the run is finished.
+    fn attempt_ended(&mut self, dir: &Path, status: Option<ExitStatus>, stderr: &str, kill: usize) -> bool;
+    /// The run in `dir` finished: checks its outputs against the uninterrupted run's.
+    fn finished(&mut self, dir: &Path);
+}
+
+/// `kill -9` at random points, then resume, over and over (issue 17): fresh runs in folders of
+/// `tmp`, each attempt SIGKILLed at a uniform point of `whole` (an uninterrupted run's time:
+/// loading, work and the final writes alike) unless it finishes first, until at least
+/// `min_kills` kills are made and the last run has finished. The points come from a SplitMix64
+/// seeded `seed`. Returns (kills, runs).
+pub fn kill_loop(
+    tmp: &Path,
+    seed: u64,
+    min_kills: usize,
+    whole: std::time::Duration,
+    target: &mut impl Killable,
+) -> (usize, usize) {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let mut rng = culturelens_rng::SplitMix64::new(seed);
+    let (mut kills, mut runs) = (0, 0);
+    while kills < min_kills {
+        runs += 1;
+        let dir = tmp.join(format!("run{runs}"));
+        std::fs::create_dir(&dir).unwrap();
+        target.start(&dir);
+        let mut kills_this_run = 0;
+        loop {
+            let delay = whole.mul_f64(rng.next_f64());
+            let stderr_path = tmp.join(format!("run{runs}.stderr"));
+            let mut child = target
+                .command(&dir)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&stderr_path).unwrap())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + delay;
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if Instant::now() >= deadline {
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            if status.is_none() {
+                child.kill().unwrap(); // SIGKILL
+                child.wait().unwrap();
+                kills += 1;
+                kills_this_run += 1;
+                assert!(kills_this_run < 500, "run {runs} makes no progress under kills");
+            }
+            let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+            if let Some(status) = status {
+                assert!(status.success(), "run {runs} failed:\n{stderr}");
+            }
+            if target.attempt_ended(&dir, status, &stderr, kills) {
+                break;
+            }
+        }
+        target.finished(&dir);
+        println!("run {runs}: finished after {kills_this_run} kills");
+    }
+    println!("{kills} kills over {runs} runs (seed {seed}); every run resumed to the uninterrupted output");
+    (kills, runs)
+}
+
+/// The whole records of a resume log (`native/src/work/resume.rs`: header line, then `u32` LE
+/// key length, key, `width` f32 LE), in file order; a torn last record is left out, as the
+/// commands leave it out.
+pub fn resume_records(bytes: &[u8], width: usize) -> Vec<(String, Vec<f32>)> {
+    let Some(header) = bytes.iter().position(|&b| b == b'\n') else { return Vec::new() };
+    let mut rest = &bytes[header + 1..];
+    let mut records = Vec::new();
+    while rest.len() >= 4 {
+        let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+        let Some(record) = rest.get(4..4 + len + 4 * width) else { break };
+        let key = String::from_utf8(record[..len].to_vec()).unwrap();
+        let values =
+            record[len..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        records.push((key, values));
+        rest = &rest[4 + len + 4 * width..];
+    }
+    records
+}
+
+/// The whole records of the resume log at `path` (none when it does not exist), after checking
+/// the kill loop's rules: keys are distinct (nothing redone) and include every key of
+/// `finished` (nothing lost). Updates `finished` to the log's keys.
+pub fn checked_resume_records(
+    path: &Path,
+    width: usize,
+    finished: &mut std::collections::BTreeSet<String>,
+    kill: usize,
+) -> Vec<(String, Vec<f32>)> {
+    let records = match std::fs::read(path) {
+        Ok(bytes) => resume_records(&bytes, width),
+        Err(_) => Vec::new(),
+    };
+    let keys: std::collections::BTreeSet<String> = records.iter().map(|(k, _)| k.clone()).collect();
+    assert_eq!(keys.len(), records.len(), "kill {kill}: an item was logged twice (redone)");
+    assert!(keys.is_superset(finished), "kill {kill}: a finished item was lost");
+    *finished = keys;
+    records
+}

@@ -2,21 +2,22 @@
 //! item is kept exactly once, a half-written file is never taken as finished, and the table
 //! equals an uninterrupted run's, byte for byte.
 //!
-//! The kill points are drawn from a seeded SplitMix64 (the seed is printed), uniformly over the
-//! whole run, model loading and the final write included. After every kill the test reads the
+//! The loop is `common::kill_loop` (shared with `generate_kill.rs`): kill points drawn from a
+//! seeded SplitMix64 (the seed is printed), uniformly over the whole run, model loading and the
+//! final write included. After every kill the test reads the
 //! resume log in its documented format (`native/src/work/resume.rs`) and checks that its whole
 //! records are distinct items (nothing redone), include every item finished before (nothing
 //! lost) and hold exactly the uninterrupted run's values; and that an output table, if present,
 //! is the finished one (written atomically).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::time::Instant;
 
 use culturelens_rng::SplitMix64;
 
-use crate::common::{Cli, encoder_fixtures as fixtures};
+use crate::common::{Cli, Killable, checked_resume_records, encoder_fixtures as fixtures, kill_loop};
 
 /// Images in the test folder: enough that a run takes many kills to finish.
 const IMAGES: usize = 48;
@@ -38,35 +39,70 @@ fn write_images(dir: &Path) {
     }
 }
 
-fn embed(images: &Path, out: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_culturelens"));
-    cmd.arg("embed")
-        .arg("--images")
-        .arg(images)
-        .arg("--weights")
-        .arg(fixtures().join("clip"))
-        .arg("--out")
-        .arg(out)
-        .args(["--batch", "1"]);
-    cmd
+/// `embed` of the test images under the kill loop, checked against the uninterrupted table.
+struct Embed {
+    images: PathBuf,
+    reference: PathBuf,
+    /// The uninterrupted run's rows by resume key (the image path).
+    rows: BTreeMap<String, Vec<f32>>,
+    dim: usize,
+    /// The items the current run's log held after its last attempt.
+    finished: BTreeSet<String>,
 }
 
-/// The whole records of a resume log (header line, then `u32` LE key length, key, `dim` f32 LE),
-/// in file order; a torn last record is left out, as `embed` leaves it out.
-fn log_records(bytes: &[u8], dim: usize) -> Vec<(String, Vec<f32>)> {
-    let Some(header) = bytes.iter().position(|&b| b == b'\n') else { return Vec::new() };
-    let mut rest = &bytes[header + 1..];
-    let mut records = Vec::new();
-    while rest.len() >= 4 {
-        let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
-        let Some(record) = rest.get(4..4 + len + 4 * dim) else { break };
-        let key = String::from_utf8(record[..len].to_vec()).unwrap();
-        let values =
-            record[len..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
-        records.push((key, values));
-        rest = &rest[4 + len + 4 * dim..];
+impl Killable for Embed {
+    fn command(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_culturelens"));
+        cmd.arg("embed")
+            .arg("--images")
+            .arg(&self.images)
+            .arg("--weights")
+            .arg(fixtures().join("clip"))
+            .arg("--out")
+            .arg(dir.join("e.npy"))
+            .args(["--batch", "1"]);
+        cmd
     }
-    records
+
+    fn start(&mut self, _dir: &Path) {
+        self.finished.clear();
+    }
+
+    fn attempt_ended(&mut self, dir: &Path, status: Option<ExitStatus>, stderr: &str, kill: usize) -> bool {
+        let (out, log) = (dir.join("e.npy"), dir.join("e.npy.resume"));
+        // A resumed run reuses exactly the items finished before it (nothing redone).
+        if !self.finished.is_empty() && (status.is_some() || stderr.contains("resuming")) {
+            let resumed = format!("resuming: {} of {IMAGES} rows already embedded", self.finished.len());
+            assert!(stderr.contains(&resumed), "expected `{resumed}`:\n{stderr}");
+        }
+        // Exited by itself, or killed after the log's removal (the last step of a finished run):
+        // the (atomic) table is complete.
+        if status.is_some() || (out.exists() && !log.exists()) {
+            return true;
+        }
+        // The log's whole records: distinct, a superset of before, the reference values.
+        for (key, values) in checked_resume_records(&log, self.dim, &mut self.finished, kill) {
+            assert_eq!(
+                values, self.rows[&key],
+                "kill {kill}: {key} holds other values than the uninterrupted run"
+            );
+        }
+        // The table is written atomically: present means finished.
+        if out.exists() {
+            assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&self.reference).unwrap(), "kill {kill}");
+        }
+        false
+    }
+
+    fn finished(&mut self, dir: &Path) {
+        // The finished run equals the uninterrupted one, and left no log.
+        assert_eq!(std::fs::read(dir.join("e.npy")).unwrap(), std::fs::read(&self.reference).unwrap());
+        assert_eq!(
+            std::fs::read(dir.join("e.csv")).unwrap(),
+            std::fs::read(self.reference.with_extension("csv")).unwrap()
+        );
+        assert!(!dir.join("e.npy.resume").exists(), "the log is removed after success");
+    }
 }
 
 #[test]
@@ -86,7 +122,6 @@ fn embed_killed_at_random_points_resumes_to_the_uninterrupted_table() {
         .run_ok();
     let whole = started.elapsed();
     let table = culturelens_table::load_table(&reference, Some(&reference.with_extension("csv"))).unwrap();
-    let dim = table.dim();
     let rows: BTreeMap<String, Vec<f32>> = table
         .meta
         .column("image")
@@ -96,90 +131,7 @@ fn embed_killed_at_random_points_resumes_to_the_uninterrupted_table() {
         .map(|(r, name)| (images.join(name).to_string_lossy().into_owned(), table.embeddings.row(r).to_vec()))
         .collect();
     println!("seed {SEED}; an uninterrupted run takes {whole:.2?}");
-
-    let mut rng = SplitMix64::new(SEED);
-    let (mut kills, mut runs) = (0, 0);
-    while kills < MIN_KILLS {
-        // A fresh run, killed at random points until one finishes.
-        runs += 1;
-        let dir = tmp.path().join(format!("run{runs}"));
-        std::fs::create_dir(&dir).unwrap();
-        let out = dir.join("e.npy");
-        let log = dir.join("e.npy.resume");
-        let mut finished: BTreeSet<String> = BTreeSet::new();
-        let mut kills_this_run = 0;
-        loop {
-            // Each attempt is killed at a uniform point of an uninterrupted run's time (model
-            // loading, embedding or the final write), unless it finishes first.
-            let delay = whole.mul_f64(rng.next_f64());
-            let stderr_path = dir.join("stderr.txt");
-            let mut child = embed(&images, &out)
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&stderr_path).unwrap())
-                .spawn()
-                .unwrap();
-            let deadline = Instant::now() + delay;
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break Some(status);
-                }
-                if Instant::now() >= deadline {
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            };
-            let stderr = std::fs::read_to_string(&stderr_path).unwrap();
-            // A resumed run reuses exactly the items finished before it (nothing redone).
-            if !finished.is_empty() {
-                let resumed = format!("resuming: {} of {IMAGES} rows already embedded", finished.len());
-                if status.is_some() || stderr.contains("resuming") {
-                    assert!(stderr.contains(&resumed), "expected `{resumed}`:\n{stderr}");
-                }
-            }
-            if let Some(status) = status {
-                assert!(status.success(), "run {runs} failed:\n{stderr}");
-                break;
-            }
-            child.kill().unwrap(); // SIGKILL
-            child.wait().unwrap();
-            kills += 1;
-            kills_this_run += 1;
-            assert!(kills_this_run < 500, "run {runs} makes no progress under kills");
-
-            // Killed after the log's removal, the last step of a finished run: the (atomic) table
-            // is complete, and the run counts as finished.
-            if out.exists() && !log.exists() {
-                break;
-            }
-            // The log's whole records: distinct, a superset of before, the reference values.
-            let records = match std::fs::read(&log) {
-                Ok(bytes) => log_records(&bytes, dim),
-                Err(_) => Vec::new(),
-            };
-            let keys: BTreeSet<String> = records.iter().map(|(k, _)| k.clone()).collect();
-            assert_eq!(keys.len(), records.len(), "kill {kills}: an item was logged twice (redone)");
-            assert!(keys.is_superset(&finished), "kill {kills}: a finished item was lost");
-            for (key, values) in &records {
-                assert_eq!(
-                    values, &rows[key],
-                    "kill {kills}: {key} holds other values than the uninterrupted run"
-                );
-            }
-            finished = keys;
-            // The table is written atomically: present means finished.
-            if out.exists() {
-                assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "kill {kills}");
-            }
-        }
-        // The finished run equals the uninterrupted one, and left no log.
-        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "run {runs}");
-        assert_eq!(
-            std::fs::read(dir.join("e.csv")).unwrap(),
-            std::fs::read(reference.with_extension("csv")).unwrap(),
-            "run {runs}"
-        );
-        assert!(!log.exists(), "run {runs}: the log is removed after success");
-        println!("run {runs}: finished after {kills_this_run} kills");
-    }
-    println!("{kills} kills over {runs} runs; every run resumed to the uninterrupted table");
+    let mut embed = Embed { images, reference, rows, dim: table.dim(), finished: BTreeSet::new() };
+    let (kills, _) = kill_loop(tmp.path(), SEED, MIN_KILLS, whole, &mut embed);
+    assert!(kills >= MIN_KILLS);
 }

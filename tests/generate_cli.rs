@@ -1,7 +1,8 @@
-//! End-to-end tests of `culturelens generate` on the committed tiny SD-1-like pipeline
-//! (`scripts/fixtures/make_tiny_diffusion_sd.py`): images equal to diffusers' on the CPU, the
-//! manifest contract, resume after an interruption, bad pipeline folders, and the chain
-//! prompts export → generate → embed → sos.
+//! End-to-end tests of `culturelens generate` on the committed tiny SD-1-like and
+//! AltDiffusion-like pipelines (`scripts/fixtures/make_tiny_diffusion_sd.py`,
+//! `make_tiny_diffusion_alt.py`): images equal to diffusers' on the CPU, the manifest contract,
+//! DiffusionLens on XLM-R, f16 on wgpu, resume after an interruption, bad pipeline folders, and
+//! the chain prompts export → generate → embed → sos.
 
 use std::path::{Path, PathBuf};
 
@@ -13,9 +14,13 @@ fn diffusion_fixtures() -> PathBuf {
 
 /// diffusers' images of the case `name` of `tiny-sd1.json`.
 fn reference(name: &str) -> Vec<f32> {
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(diffusion_fixtures().join("tiny-sd1.json")).unwrap())
-            .unwrap();
+    reference_in("sd1", name)
+}
+
+/// diffusers' images of the case `name` of `tiny-{fixture}.json`.
+fn reference_in(fixture: &str, name: &str) -> Vec<f32> {
+    let path = diffusion_fixtures().join(format!("tiny-{fixture}.json"));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let case = json["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
     case["images"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
 }
@@ -263,6 +268,11 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
         (Box::new(|_: &Path| {}) as Edit, vec!["--scheduler", "heun"], vec!["unknown scheduler `heun`"]),
         (Box::new(|_: &Path| {}) as Edit, vec!["--height", "20"], vec!["multiples of 8", "20"]),
         (Box::new(|_: &Path| {}) as Edit, vec!["--text-layer", "4"], vec!["--text-layer 4", "1..=3"]),
+        (
+            Box::new(|_: &Path| {}) as Edit,
+            vec!["--attention-slice", "3"],
+            vec!["--attention-slice", "at most 2"],
+        ),
     ];
     for (edit, extra, wanted) in cases {
         let tmp = tempfile::tempdir().unwrap();
@@ -400,3 +410,84 @@ fn seed_per_image_draws_image_k_from_seed_s_plus_k() {
     let (_, rows) = read_csv(&tmp.path().join("pair/manifest.csv"));
     assert_eq!((rows[0][3].as_str(), rows[1][3].as_str()), ("42", "43"));
 }
+
+#[test]
+fn alt_diffusion_matches_diffusers_and_reads_xlm_r_layers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let alt = |out: &str| {
+        Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join("tiny-alt"))
+            .opt("--out", tmp.path().join(out))
+            .opt("--steps", "4")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--prompt", "日本の結婚式の写真")
+            .opt("--negative-prompt", "ein Haus")
+    };
+    let npy = tmp.path().join("plain.npy");
+    alt("plain").opt("--out-npy", &npy).run_ok();
+    let err = max_abs(&read_npy(&npy).1, &reference_in("alt", "japanese-negative"));
+    assert!(err <= 1e-3, "max abs {err:.2e} from diffusers");
+    // Attention sliced one score matrix at a time: the same images, bit for bit.
+    let sliced = tmp.path().join("sliced.npy");
+    alt("sliced").opt("--attention-slice", "max").opt("--out-npy", &sliced).run_ok();
+    assert_eq!(read_npy(&sliced), read_npy(&npy));
+    // XLM-R has 3 layers; the pipeline reads layer 2 (the second-to-last), the manifest says so.
+    let (header, rows) = read_csv(&tmp.path().join("plain/manifest.csv"));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(
+        (rows[0][col("layer")].as_str(), rows[0][col("scheduler")].as_str()),
+        ("2", "DPMSolverMultistepScheduler")
+    );
+
+    // DiffusionLens: layer 1 as diffusers computes it from hidden_states[1]; layer 2 of the sweep
+    // is the plain image; layer 3 feeds no projection the UNet was trained behind: refused.
+    let npy = tmp.path().join("lens.npy");
+    alt("lens").opt("--text-layers", "every:1").opt("--out-npy", &npy).run_ok();
+    let (shape, values) = read_npy(&npy);
+    assert_eq!(shape, [2, 16, 16, 3]);
+    let first = &values[..16 * 16 * 3];
+    let err = max_abs(first, &reference_in("alt-lens", "text-layer-1"));
+    assert!(err <= 1e-3, "layer 1: max abs {err:.2e} from diffusers");
+    assert_eq!(
+        png_bytes(&tmp.path().join("lens/000000_l02_00.png")),
+        png_bytes(&tmp.path().join("plain/000000_00.png"))
+    );
+    let err = alt("bad").opt("--text-layer", "3").run_fails().stderr;
+    assert!(err.contains("--text-layer 3") && err.contains("1..=2"), "{err}");
+    assert!(!tmp.path().join("bad").exists());
+}
+
+/// `--precision f16` on wgpu (lavapipe), on the SD-1 pipeline and on SD-2's (whose UNet has
+/// `upcast_attention`, so its attention runs in f32): the images stay within a measured bound of
+/// diffusers' f32 images (which the f32 runs match to 3e-6, `diffusion_parity`), and are not
+/// f32 images (the run did compute in half precision).
+#[cfg(feature = "wgpu")]
+#[test]
+fn f16_on_wgpu_is_close_to_f32_and_not_f32() {
+    let tmp = tempfile::tempdir().unwrap();
+    for variant in ["sd1", "sd2"] {
+        let npy = tmp.path().join(format!("{variant}.npy"));
+        Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--out", tmp.path().join(variant))
+            .opt("--steps", "4")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--prompt", "a photo of the food in china")
+            .opt("--negative-prompt", "a street")
+            .opt("--device", "wgpu")
+            .opt("--precision", "f16")
+            .opt("--out-npy", &npy)
+            .run_ok();
+        let err = max_abs(&read_npy(&npy).1, &reference_in(variant, "negative"));
+        println!("{variant} f16 on wgpu: max abs {err:.2e} from diffusers' f32 images");
+        assert!(err <= F16_BOUND, "{variant} f16 on wgpu: {err:.2e}");
+        assert!(err > 1e-4, "{variant}: f16 equals f32 to {err:.2e}: did the run compute in f16?");
+    }
+}
+
+/// Bound on the f16 images' max abs difference from f32 on the tiny pipelines (pixel values in
+/// [0, 1]; 4 steps with guidance 7.5): about twice the largest measured difference.
+#[cfg(feature = "wgpu")]
+const F16_BOUND: f32 = 1.6e-2;

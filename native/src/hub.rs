@@ -122,9 +122,14 @@ pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
             }
         }
     }
-    for file in
-        ["tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]
-    {
+    for file in [
+        "tokenizer.json",
+        "vocab.json",
+        "merges.txt",
+        "sentencepiece.bpe.model",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    ] {
         optional(&repo, model, &format!("tokenizer/{file}"))?;
     }
     index.parent().map(Path::to_path_buf).context("cached file without a folder")

@@ -1,7 +1,8 @@
 //! Native side of text-to-image generation: reads a diffusers pipeline folder
 //! (`model_index.json`, `text_encoder/`, `tokenizer/`, `unet/`, `vae/`, `scheduler/`, as
-//! `StableDiffusionPipeline.save_pretrained` writes it, safetensors weights only) and builds the
-//! core's [`StableDiffusion`] on a device, with the CLIP tokenizer diffusers uses.
+//! `save_pretrained` writes it, safetensors weights only) of a `StableDiffusionPipeline` or an
+//! `AltDiffusionPipeline` and builds the core's [`StableDiffusion`] on a device, with the
+//! tokenizer diffusers uses (CLIP's, or XLM-R's from [`crate::xlm_roberta_tokenizer`]).
 //!
 //! Every config is read key by key by the core; an unsupported pipeline or component class, a
 //! missing or pickled weights file, a tensor of the wrong shape or an unknown scheduler is an
@@ -17,22 +18,56 @@ use culturelens_core::diffusion::vae::VaeConfig;
 use culturelens_core::models::ModelError;
 use serde_json::{Value, json};
 
+use crate::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use crate::{LoadError, load_model, read_string, weight_files};
 
-/// The pipeline classes culturelens runs, and the component classes each must have.
-const PIPELINES: &[&str] = &["StableDiffusionPipeline"];
-const COMPONENTS: &[(&str, &[&str])] = &[
-    ("text_encoder", &["CLIPTextModel"]),
-    ("tokenizer", &["CLIPTokenizer", "CLIPTokenizerFast"]),
-    ("unet", &["UNet2DConditionModel"]),
-    ("vae", &["AutoencoderKL"]),
+/// The pipeline classes culturelens runs, the component classes each must have, and whether
+/// its text side is AltDiffusion's (XLM-R) rather than CLIP.
+const PIPELINES: &[(&str, Components, bool)] = &[
+    (
+        "StableDiffusionPipeline",
+        &[
+            ("text_encoder", &["CLIPTextModel"]),
+            ("tokenizer", &["CLIPTokenizer", "CLIPTokenizerFast"]),
+            ("unet", &["UNet2DConditionModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+        false,
+    ),
+    (
+        "AltDiffusionPipeline",
+        &[
+            ("text_encoder", &["RobertaSeriesModelWithTransformation"]),
+            ("tokenizer", &["XLMRobertaTokenizer", "XLMRobertaTokenizerFast"]),
+            ("unet", &["UNet2DConditionModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+        true,
+    ),
 ];
+type Components = &'static [(&'static str, &'static [&'static str])];
+
+/// A pipeline's tokenizer.
+pub enum PromptTokenizer {
+    Clip(Box<ClipTokenizer>),
+    XlmRoberta(XlmRobertaTokenizer),
+}
+
+impl PromptTokenizer {
+    /// The ids of `text`, padded and truncated to the tokenizer's length as diffusers calls it.
+    pub fn ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
+        match self {
+            Self::Clip(t) => t.ids(text),
+            Self::XlmRoberta(t) => t.ids(text),
+        }
+    }
+}
 
 /// A loaded pipeline folder.
 pub struct PipelineFolder {
     pub dir: PathBuf,
     pub model: StableDiffusion,
-    pub tokenizer: ClipTokenizer,
+    pub tokenizer: PromptTokenizer,
     /// `scheduler/scheduler_config.json`, already checked to build.
     pub scheduler_config: String,
     pub scheduler_path: PathBuf,
@@ -50,16 +85,17 @@ impl PipelineFolder {
         let index: Value = serde_json::from_str(&read_string(&index_path)?)
             .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;
         let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
-        if !PIPELINES.contains(&class) {
+        let Some(&(_, components, alt)) = PIPELINES.iter().find(|(name, _, _)| *name == class) else {
+            let names: Vec<&str> = PIPELINES.iter().map(|(name, _, _)| *name).collect();
             return Err(unsupported(
                 &index_path,
                 format!(
                     "`_class_name`: `{class}` is not a supported pipeline (supported: {})",
-                    PIPELINES.join(", ")
+                    names.join(", ")
                 ),
             ));
-        }
-        for (component, classes) in COMPONENTS {
+        };
+        for (component, classes) in components {
             let found = index.get(*component).and_then(|v| v.get(1)).and_then(Value::as_str).unwrap_or("");
             if !classes.contains(&found) {
                 return Err(unsupported(
@@ -86,15 +122,34 @@ impl PipelineFolder {
                 Ok((config_path, json, files))
             };
         let (text_cfg, text_json, text_files) = component("text_encoder", "model", "config.json")?;
-        let text_encoder =
-            load_model(&text_files, &text_cfg, device, |ck| TextEncoder::load(&text_json, ck.vars()))?;
+        let load_text = if alt { TextEncoder::load_roberta } else { TextEncoder::load_clip };
+        let text_encoder = load_model(&text_files, &text_cfg, device, |ck| load_text(&text_json, ck.vars()))?;
         let (unet_cfg, unet_json, unet_files) = component("unet", "diffusion_pytorch_model", "config.json")?;
         let unet = load_model(&unet_files, &unet_cfg, device, |ck| UNetConfig::load(&unet_json, ck.vars()))?;
         let (vae_cfg, vae_json, vae_files) = component("vae", "diffusion_pytorch_model", "config.json")?;
         let vae = load_model(&vae_files, &vae_cfg, device, |ck| VaeConfig::load(&vae_json, ck.vars()))?;
         let model = StableDiffusion::new(text_encoder, unet, vae)
             .map_err(|source| LoadError::Model { path: unet_cfg.clone(), source })?;
-        let tokenizer = ClipTokenizer::load(&dir.join("tokenizer"), model.text_encoder.max_len())?;
+        let tokenizer = match &model.text_encoder {
+            TextEncoder::Clip { config, .. } => {
+                let tokenizer = ClipTokenizer::load(&dir.join("tokenizer"), config.max_position_embeddings)?;
+                PromptTokenizer::Clip(Box::new(tokenizer))
+            }
+            TextEncoder::Roberta(encoder) => {
+                let max_len = model_max_length(&dir.join("tokenizer"))?;
+                let c = &encoder.config;
+                if max_len + c.pad_token_id as usize + 1 > c.max_position_embeddings {
+                    return Err(unsupported(
+                        &text_cfg,
+                        format!(
+                            "`max_position_embeddings` {} is too small for the tokenizer's `model_max_length` {max_len} (positions start after the padding index {})",
+                            c.max_position_embeddings, c.pad_token_id
+                        ),
+                    ));
+                }
+                PromptTokenizer::XlmRoberta(XlmRobertaTokenizer::load(&dir.join("tokenizer"), max_len)?)
+            }
+        };
         Ok(Self { dir: dir.to_owned(), model, tokenizer, scheduler_config, scheduler_path })
     }
 
@@ -103,6 +158,23 @@ impl PipelineFolder {
         Scheduler::from_config(&self.scheduler_config, kind)
             .map_err(|source| LoadError::Scheduler { path: self.scheduler_path.clone(), source })
     }
+}
+
+/// `model_max_length` of `dir/tokenizer_config.json`: the length diffusers pads and truncates
+/// XLM-R's ids to.
+fn model_max_length(dir: &Path) -> Result<usize, LoadError> {
+    let path = dir.join("tokenizer_config.json");
+    let config: Value = serde_json::from_str(&read_string(&path)?)
+        .map_err(|source| LoadError::Json { path: path.clone(), source })?;
+    config
+        .get("model_max_length")
+        .and_then(Value::as_u64)
+        .filter(|&n| n <= 1 << 20)
+        .map(|n| n as usize)
+        .ok_or_else(|| LoadError::Tokenizer {
+            path,
+            message: "`model_max_length` is missing or not a length".into(),
+        })
 }
 
 /// diffusers' `CLIPTokenizer`: byte-level BPE with `</w>` word ends, start and end tokens,

@@ -27,34 +27,55 @@ use crate::LoadError;
 
 /// The parts of SentencePiece's `ModelProto` used here (other fields are skipped).
 #[derive(Clone, PartialEq, Message)]
-struct ModelProto {
+pub(crate) struct ModelProto {
     #[prost(message, repeated, tag = "1")]
-    pieces: Vec<SentencePiece>,
+    pub pieces: Vec<SentencePiece>,
+    #[prost(message, optional, tag = "2")]
+    pub trainer_spec: Option<TrainerSpec>,
     #[prost(message, optional, tag = "3")]
-    normalizer_spec: Option<NormalizerSpec>,
+    pub normalizer_spec: Option<NormalizerSpec>,
 }
 
 #[derive(Clone, PartialEq, Message)]
-struct SentencePiece {
+pub(crate) struct SentencePiece {
     #[prost(string, optional, tag = "1")]
-    piece: Option<String>,
+    pub piece: Option<String>,
     #[prost(float, optional, tag = "2")]
-    score: Option<f32>,
+    pub score: Option<f32>,
     /// 1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte.
     #[prost(int32, optional, tag = "3")]
-    r#type: Option<i32>,
+    pub r#type: Option<i32>,
 }
 
 #[derive(Clone, PartialEq, Message)]
-struct NormalizerSpec {
-    #[prost(string, optional, tag = "1")]
-    name: Option<String>,
-    #[prost(bytes = "vec", optional, tag = "2")]
-    precompiled_charsmap: Option<Vec<u8>>,
+pub(crate) struct TrainerSpec {
+    /// 1 unigram (the default), 2 BPE, 3 word, 4 char.
+    #[prost(int32, optional, tag = "3")]
+    pub model_type: Option<i32>,
+    #[prost(bool, optional, tag = "24")]
+    pub treat_whitespace_as_suffix: Option<bool>,
 }
 
-const UNKNOWN: i32 = 2;
-const BYTE: i32 = 6;
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct NormalizerSpec {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub precompiled_charsmap: Option<Vec<u8>>,
+    /// Each defaults to true.
+    #[prost(bool, optional, tag = "3")]
+    pub add_dummy_prefix: Option<bool>,
+    #[prost(bool, optional, tag = "4")]
+    pub remove_extra_whitespaces: Option<bool>,
+    #[prost(bool, optional, tag = "5")]
+    pub escape_whitespaces: Option<bool>,
+}
+
+pub(crate) const NORMAL: i32 = 1;
+pub(crate) const UNKNOWN: i32 = 2;
+pub(crate) const CONTROL: i32 = 3;
+pub(crate) const USER_DEFINED: i32 = 4;
+pub(crate) const BYTE: i32 = 6;
 /// SigLIP's end-of-sequence token, appended to every text.
 const EOS: &str = "</s>";
 /// `string.punctuation`, as a regex character class.

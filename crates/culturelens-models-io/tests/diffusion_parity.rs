@@ -1,18 +1,24 @@
 //! Parity with diffusers 0.31 on the committed tiny random-weight pipelines
-//! (`scripts/fixtures/make_tiny_diffusion_sd.py`): an SD-1-like pipeline (quick-GELU CLIP, conv
-//! projections, PNDM) and an SD-2-like one (GELU tower, linear projections, per-block heads,
-//! v-prediction). Every case (each scheduler with and without guidance, negative prompt, two
-//! images per seed, a non-square size, DiffusionLens text layers, given latents) runs the whole
+//! (`scripts/fixtures/make_tiny_diffusion_sd.py`, `make_tiny_diffusion_alt.py`): an SD-1-like
+//! pipeline (quick-GELU CLIP, conv projections, PNDM), an SD-2-like one (GELU tower, linear
+//! projections, per-block heads, v-prediction) and an AltDiffusion-like one (XLM-R with
+//! `has_pre_transformation`, SentencePiece BPE tokenizer, DPM-Solver++). Every case (each
+//! scheduler with and without guidance, negative prompt, two images per seed, a non-square size,
+//! DiffusionLens text layers, given latents, Chinese and Japanese prompts) runs the whole
 //! pipeline from the folder (tokenizer, text encoder, UNet, scheduler, VAE) and compares the
-//! images with diffusers' `output_type="np"` output, on flex (CPU) and wgpu.
+//! images with diffusers' `output_type="np"` output, on flex (CPU) and wgpu. XLM-R's tokenizer
+//! is checked id for id against transformers' slow `XLMRobertaTokenizer`
+//! (`make_diffusion_alt_tokens.py`), and attention slicing against the unsliced pipeline.
 
 use std::path::PathBuf;
 
 use burn::tensor::Device;
 use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
 use culturelens_core::diffusion::scheduler::SchedulerKind;
+use culturelens_core::diffusion::unet::AttentionSlice;
 use culturelens_core::rng::TorchNormalPath;
 use culturelens_models_io::diffusion::PipelineFolder;
+use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -41,41 +47,62 @@ struct Case {
 /// The images' bound: about 3× the worst case measured on flex and wgpu (3.0e-6, SD-2 PNDM with
 /// guidance; every case is printed with `--nocapture`), well inside issue 13's 1e-3.
 const BOUND: f32 = 1e-5;
+/// The AltDiffusion pipeline's: about 3× its worst case (2.8e-5, DDIM with guidance; the others
+/// are below 3e-6). DDIM's first step divides the noise prediction by √ᾱ ≈ 0.07 and guidance
+/// scales its difference by 7.5, so float rounding in the text encoder is amplified most there.
+const ALT_BOUND: f32 = 1e-4;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/diffusion")
 }
 
+/// The cases of `tiny-{references}.json` and the pipeline folder they ran on (`tiny-alt-lens`:
+/// DiffusionLens references on `tiny-alt`).
+fn load(references: &str, device: &Device) -> (PipelineFolder, Vec<Case>) {
+    let folder = references.strip_suffix("-lens").unwrap_or(references);
+    let pipeline = PipelineFolder::load(&fixtures().join(format!("tiny-{folder}")), device, None).unwrap();
+    let json = std::fs::read_to_string(fixtures().join(format!("tiny-{references}.json"))).unwrap();
+    let fixture: Fixture = serde_json::from_str(&json).unwrap();
+    let expected = match references {
+        "alt" => 11,
+        "alt-lens" => 2,
+        _ => 15,
+    };
+    assert_eq!(fixture.cases.len(), expected, "{references}");
+    (pipeline, fixture.cases)
+}
+
+/// diffusers' images of `case` run by culturelens on `pipeline`'s device.
+fn generate(pipeline: &PipelineFolder, case: &Case, device: &Device) -> (Vec<f32>, [usize; 4]) {
+    let tok = &pipeline.tokenizer;
+    let prompt_ids = vec![tok.ids(&case.prompt).unwrap()];
+    let negative_ids = vec![tok.ids(case.negative_prompt.as_deref().unwrap_or("")).unwrap()];
+    let model = &pipeline.model;
+    let shape = model.latent_shape(case.images_per_prompt, case.height, case.width).unwrap();
+    let values = match (&case.latents, case.seed) {
+        (Some(latents), _) => latents.clone(),
+        (None, Some(seed)) => seed_latents(seed, shape, TorchNormalPath::Avx2),
+        (None, None) => panic!("{}: neither seed nor latents", case.name),
+    };
+    let request = Request {
+        prompt_ids: &prompt_ids,
+        negative_ids: &negative_ids,
+        steps: case.steps,
+        guidance: case.guidance,
+        layer: case.text_layer,
+        latents: latents_tensor(values, shape, device),
+    };
+    let mut scheduler = pipeline.scheduler(Some(SchedulerKind::parse(&case.scheduler).unwrap())).unwrap();
+    images_hwc(model.generate(&request, &mut scheduler).unwrap())
+}
+
 /// Runs the cases of `tiny-{variant}.json` named in `only` (all when empty) on `device`.
 fn check(variant: &str, device: &Device, only: &[&str]) {
-    let dir = fixtures().join(format!("tiny-{variant}"));
-    let pipeline = PipelineFolder::load(&dir, device, None).unwrap();
-    let json = std::fs::read_to_string(fixtures().join(format!("tiny-{variant}.json"))).unwrap();
-    let fixture: Fixture = serde_json::from_str(&json).unwrap();
-    assert_eq!(fixture.cases.len(), 15);
+    let (pipeline, cases) = load(variant, device);
     let mut worst = (0.0f32, String::new());
     let mut ran = 0;
-    for case in fixture.cases.iter().filter(|c| only.is_empty() || only.contains(&c.name.as_str())) {
-        let tok = &pipeline.tokenizer;
-        let prompt_ids = vec![tok.ids(&case.prompt).unwrap()];
-        let negative_ids = vec![tok.ids(case.negative_prompt.as_deref().unwrap_or("")).unwrap()];
-        let model = &pipeline.model;
-        let shape = model.latent_shape(case.images_per_prompt, case.height, case.width).unwrap();
-        let values = match (&case.latents, case.seed) {
-            (Some(latents), _) => latents.clone(),
-            (None, Some(seed)) => seed_latents(seed, shape, TorchNormalPath::Avx2),
-            (None, None) => panic!("{}: neither seed nor latents", case.name),
-        };
-        let request = Request {
-            prompt_ids: &prompt_ids,
-            negative_ids: &negative_ids,
-            steps: case.steps,
-            guidance: case.guidance,
-            layer: case.text_layer,
-            latents: latents_tensor(values, shape, device),
-        };
-        let mut scheduler = pipeline.scheduler(Some(SchedulerKind::parse(&case.scheduler).unwrap())).unwrap();
-        let (got, got_shape) = images_hwc(model.generate(&request, &mut scheduler).unwrap());
+    for case in cases.iter().filter(|c| only.is_empty() || only.contains(&c.name.as_str())) {
+        let (got, got_shape) = generate(&pipeline, case, device);
         assert_eq!(got_shape.to_vec(), case.image_shape, "{variant} {}", case.name);
         let err = got.iter().zip(&case.images).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
         println!("{variant} {}: max abs {err:.2e}", case.name);
@@ -84,8 +111,9 @@ fn check(variant: &str, device: &Device, only: &[&str]) {
             worst = (err, case.name.clone());
         }
     }
-    assert_eq!(ran, if only.is_empty() { fixture.cases.len() } else { only.len() }, "{variant}: cases run");
-    assert!(worst.0 <= BOUND, "{variant}: worst case {} differs by {:.2e}", worst.1, worst.0);
+    assert_eq!(ran, if only.is_empty() { cases.len() } else { only.len() }, "{variant}: cases run");
+    let bound = if variant.starts_with("alt") { ALT_BOUND } else { BOUND };
+    assert!(worst.0 <= bound, "{variant}: worst case {} differs by {:.2e}", worst.1, worst.0);
 }
 
 #[test]
@@ -111,4 +139,79 @@ fn sd1_matches_diffusers_on_wgpu() {
 #[test]
 fn sd2_matches_diffusers_on_wgpu() {
     check("sd2", &crate::wgpu(), &["ddim-g7.5", "dpm-g1.0"]);
+}
+
+/// Every AltDiffusion case, the two PNDM ones included: AltDiffusion's scheduler config
+/// (DPM-Solver++) has no `skip_prk_steps`, so PNDM built from it takes the class default `false`
+/// and runs the Runge–Kutta warm-up.
+#[test]
+fn alt_matches_diffusers_on_flex() {
+    check("alt", &Device::flex(), &[]);
+    check("alt-lens", &Device::flex(), &[]);
+}
+
+#[test]
+fn alt_matches_diffusers_on_wgpu() {
+    check("alt", &crate::wgpu(), &["japanese-negative"]);
+    check("alt-lens", &crate::wgpu(), &["text-layer-1-no-cfg"]);
+}
+
+/// Attention slicing (`auto`, `max`, a size) gives the unsliced images: each (image, head)
+/// score matrix is computed alone either way. SD-2's heads are 2 and 4 per block with guidance
+/// (a batch of 2), so every setting runs several slices; the alt case slices XLM-R's UNet with
+/// two images per prompt.
+fn check_slicing(variant: &str, name: &str, device: &Device, slices: &[AttentionSlice]) {
+    let (mut pipeline, cases) = load(variant, device);
+    let case = cases.iter().find(|c| c.name == name).unwrap();
+    let (whole, _) = generate(&pipeline, case, device);
+    for &slice in slices {
+        pipeline.model.set_attention_slice(Some(slice)).unwrap();
+        let (sliced, _) = generate(&pipeline, case, device);
+        let err = sliced.iter().zip(&whole).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        println!("{variant} {name} sliced {slice:?}: max abs {err:.2e} from unsliced");
+        assert!(err <= 1e-6, "{variant} {name} {slice:?}: {err:.2e}");
+    }
+    let err = pipeline.model.set_attention_slice(Some(AttentionSlice::Size(3))).unwrap_err().to_string();
+    assert!(err.contains("attention slice 3: has to be at most 2"), "{err}");
+}
+
+#[test]
+fn sliced_attention_equals_unsliced_on_flex() {
+    let all = [AttentionSlice::Auto, AttentionSlice::Max, AttentionSlice::Size(2)];
+    check_slicing("sd2", "ddim-g7.5", &Device::flex(), &all);
+    check_slicing("alt", "two-images", &Device::flex(), &all);
+}
+
+#[test]
+fn sliced_attention_equals_unsliced_on_wgpu() {
+    // One slice per score matrix: the most slices (about 15 s a run on lavapipe).
+    check_slicing("sd2", "ddim-g7.5", &crate::wgpu(), &[AttentionSlice::Max]);
+}
+
+#[derive(Deserialize)]
+struct TokenCase {
+    text: String,
+    ids: Vec<u32>,
+}
+
+/// XLM-R's tokenizer rebuilt from `sentencepiece.bpe.model` (the tiny-alt pipeline's BPE model
+/// with NFKC normalisation, and a Unigram model as XLM-R's own) gives transformers' slow
+/// `XLMRobertaTokenizer` ids: fairseq offsets, runs of spaces and unknown characters,
+/// compatibility forms, the empty prompt, truncation to 77 with `</s>` kept.
+#[test]
+fn xlm_roberta_tokenizer_matches_transformers() {
+    #[derive(Deserialize)]
+    struct Tokens {
+        bpe: Vec<TokenCase>,
+        unigram: Vec<TokenCase>,
+    }
+    let json = std::fs::read_to_string(fixtures().join("tiny-alt-tokens.json")).unwrap();
+    let tokens: Tokens = serde_json::from_str(&json).unwrap();
+    for (dir, cases) in [("tiny-alt/tokenizer", tokens.bpe), ("tiny-xlmr-unigram", tokens.unigram)] {
+        let tok = XlmRobertaTokenizer::load(&fixtures().join(dir), 77).unwrap();
+        assert_eq!(cases.len(), 11);
+        for case in cases {
+            assert_eq!(tok.ids(&case.text).unwrap(), case.ids, "{dir}: {:?}", case.text);
+        }
+    }
 }

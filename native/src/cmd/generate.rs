@@ -1,4 +1,4 @@
-//! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x pipeline in the
+//! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x or AltDiffusion pipeline in the
 //! diffusers folder layout, run by `culturelens-core`'s diffusion code on the chosen device
 //! (issue 13; SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
@@ -28,6 +28,7 @@ use burn::tensor::Device;
 use clap::ValueEnum;
 use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
 use culturelens_core::diffusion::scheduler::SchedulerKind;
+use culturelens_core::diffusion::unet::AttentionSlice;
 use culturelens_core::rng::TorchNormalPath;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
@@ -37,6 +38,7 @@ use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv,
 use crate::device::{DeviceChoice, Precision, select_device_with};
 use crate::input::read_prompts;
 use crate::prompt_sets::{load_set, parse_set};
+use crate::timing::Stages;
 use crate::work::progress::Progress;
 use crate::work::resume::ResumeLog;
 use crate::work::shard::Shard;
@@ -47,7 +49,7 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x or AltDiffusion pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, unet/, vae/,
@@ -130,6 +132,15 @@ pub struct GenerateArgs {
     /// Prompts per denoising batch.
     #[arg(long, default_value_t = 1)]
     pub batch: usize,
+    /// Attention slicing, diffusers' `enable_attention_slicing(N)`: each UNet attention layer
+    /// computes `auto` (half its heads), `max` (one) or N of its batch × heads score matrices at
+    /// a time, and the VAE's attention goes image by image. Same images, less memory where the
+    /// backend materialises the scores (wgpu, CUDA); the CPU backend never does.
+    #[arg(long, value_name = "auto|max|N", value_parser = AttentionSlice::parse)]
+    pub attention_slice: Option<AttentionSlice>,
+    /// Print `timing <stage> <seconds>` lines to stderr (stages: load, generate, write).
+    #[arg(long)]
+    pub timings: bool,
     /// Generate only shard K of N of the prompts (1-based, contiguous ranges).
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
@@ -235,14 +246,17 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         (None, None) => bail!("give --pipeline DIR or --model HF_ID"),
     };
     let started = Instant::now();
-    let pipeline = PipelineFolder::load(&dir, &device, kind)?;
+    let mut stages = Stages::new(args.timings);
+    let mut pipeline = PipelineFolder::load(&dir, &device, kind)?;
+    pipeline.model.set_attention_slice(args.attention_slice).context("--attention-slice")?;
     let model = &pipeline.model;
     eprintln!("loaded the pipeline {} in {:.1?}", dir.display(), started.elapsed());
+    stages.lap("load");
     let default = model.default_size();
     let (height, width) = (args.height.unwrap_or(default), args.width.unwrap_or(default));
     let k = args.images_per_prompt;
     let shape = model.latent_shape(k, height, width)?;
-    let layers = parse_layers(args, model.text_encoder.num_layers())?;
+    let layers = parse_layers(args, model.text_encoder.lens_layers())?;
     for &layer in &layers {
         model.check_layer(layer)?;
     }
@@ -345,6 +359,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         progress.inc(batch.len() * k);
     }
     let seconds = progress.finish().as_secs_f64();
+    stages.lap("generate");
     let generated = (todo.len() - failures.len()) * k;
     eprintln!("generated {generated} images in {seconds:.1} s ({:.2} images/s)", generated as f64 / seconds);
 
@@ -362,7 +377,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
                 (None, true) => (args.seed + i as u64).to_string(),
                 (None, false) => args.seed.to_string(),
             };
-            let layer = item.layer.unwrap_or(model.text_encoder.num_layers()).to_string();
+            let layer = item.layer.unwrap_or(model.text_encoder.lens_layers()).to_string();
             let cells = [
                 name,
                 model_name.clone(),
@@ -414,6 +429,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     provenance.device(args.device, &format!("{:?}", args.precision).to_lowercase());
     provenance.write_for_dir(&args.out)?;
     log.remove()?;
+    stages.lap("write");
     eprintln!("wrote {} images and {}", manifest.n_rows(), manifest_path.display());
     Ok(())
 }
@@ -470,9 +486,6 @@ impl Job<'_> {
     }
 }
 
-/// Writes `image` (`height × width × 3` floats in [0, 1]) as an 8-bit PNG, atomically: values
-/// are scaled by 255 and rounded half to even, as diffusers' `numpy_to_pil`
-/// (`(images * 255).round().astype("uint8")`).
 /// Writes `OUT/part.json` for shard `shard` of a run over `items` prompts that made `rows`
 /// images, so `culturelens merge OUT PART_DIR…` can join the shards (`work::part`).
 fn write_part(
@@ -499,6 +512,9 @@ fn write_part(
     part.write(&part_path)
 }
 
+/// Writes `image` (`height × width × 3` floats in [0, 1]) as an 8-bit PNG, atomically: values
+/// are scaled by 255 and rounded half to even, as diffusers' `numpy_to_pil`
+/// (`(images * 255).round().astype("uint8")`).
 fn write_png(path: &Path, image: &[f32], height: usize, width: usize) -> Result<()> {
     let bytes: Vec<u8> =
         image.iter().map(|v| (v * 255.0).round_ties_even().clamp(0.0, 255.0) as u8).collect();

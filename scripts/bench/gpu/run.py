@@ -24,8 +24,12 @@ faster), the agreement, and the H100 anchor of issue 15 (PyTorch 2.11). Workload
     `save_pretrained`): `culturelens embed --precision f16` images/s of its embedding loop
     (decode + preprocess + model) against transformers with SDPA attention on preprocessed
     tensors (model only); anchors 2,165 / 488 / 466 / 657 images/s.
-  * `unet-step`: placeholder until the generation issue lands `culturelens generate`: the line
-    says so (`"status": "pending"`) instead of a time.
+  * `unet-step`: seconds per denoising step of an SD-2.1-size random-weight UNet at 512 x 512 in
+    fp16 with classifier-free guidance, one image and eight per prompt: `culturelens generate
+    --precision f16 --timings` against diffusers' `StableDiffusionPipeline` in fp16 on the same
+    saved pipeline, each step's time by difference of two step counts
+    (scripts/bench/bench_generate_cpu.py, size `sd21`); anchors 36.2 ms (one image) and
+    49.3 ms (eight) of issue 13. The max abs difference of the images is reported.
 
 `--smoke` runs every workload at toy sizes with `--device cpu` and f32 and the peers on the CPU:
 the check that the script's own parts work on a machine without a GPU (the times mean nothing).
@@ -48,6 +52,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import sos_bench  # noqa: E402  (the paper-scale table and the numpy reference)
+import bench_generate_cpu  # noqa: E402  (the random-weight SD pipeline and the per-step timing)
 
 ANCHORS = {
     "sos": {"unit": "s", "h100_torch": 6.2e-3},
@@ -57,7 +62,7 @@ ANCHORS = {
     "embed-openclip-bigg14": {"unit": "images/s", "h100_torch": 488},
     "embed-siglip-so400m": {"unit": "images/s", "h100_torch": 466},
     "embed-dinov2-giant-reg": {"unit": "images/s", "h100_torch": 657},
-    "unet-step": {"unit": "s", "h100_torch": None},
+    "unet-step": {"unit": "s", "h100_torch": {"1": 36.2e-3, "8": 49.3e-3}},
 }
 
 
@@ -302,6 +307,25 @@ def bench_embed(bins, args, only):
                  peer_images_per_s=peer_ips, ratio=ours / peer_ips, anchor=ANCHORS[name])
 
 
+def bench_unet_step(bins, args):
+    import torch
+
+    dev = torch_device(args.smoke)
+    size = "toy" if args.smoke else "sd21"
+    pipeline = bench_generate_cpu.save_pipeline(os.path.join(args.work, f"pipeline-{size}"), size)
+    low, high = (2, 4) if args.smoke else (5, 25)
+    for device, binary in bins:
+        for images in (1, 8):
+            result = bench_generate_cpu.compare(
+                binary, pipeline, bench_generate_cpu.SIZES[size]["image"], images, device,
+                "f32" if args.smoke else "f16", dev.type, torch.float32 if args.smoke else torch.float16,
+                low, high, args.repeats, args.work)
+            if args.smoke and result["max_abs_image_difference"] > 1e-3:
+                sys.exit(f"unet-step: the images disagree: {result}")
+            emit(workload="unet-step", binary=device, **result,
+                 anchor={"unit": "s", "h100_torch": ANCHORS["unet-step"]["h100_torch"][str(images)]})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", action="append", default=[], metavar="DEVICE=PATH",
@@ -339,9 +363,7 @@ def main():
     if not only or any(w.startswith("embed-") for w in only):
         bench_embed(bins, args, {w for w in only if w.startswith("embed-")})
     if want("unet-step"):
-        emit(workload="unet-step", status="pending",
-             note="waits for `culturelens generate` (the generation issue); no time measured",
-             anchor=ANCHORS["unet-step"])
+        bench_unet_step(bins, args)
 
 
 if __name__ == "__main__":

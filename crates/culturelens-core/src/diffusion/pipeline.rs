@@ -1,16 +1,21 @@
 //! `StableDiffusionPipeline.__call__` of diffusers 0.31 (SoS §3 "Image Generation"), for SD 1.x
-//! and 2.x pipelines: CLIP text embeddings of the prompt and (with classifier-free guidance) of
-//! the negative prompt, initial latents, the scheduler's denoising loop with the UNet, and the
-//! VAE decoder. The caller tokenizes (padded to the text tower's length, as diffusers'
+//! and 2.x pipelines and AltDiffusion (`AltDiffusionPipeline`, the same loop with an XLM-R text
+//! encoder): text embeddings of the prompt and (with classifier-free guidance) of the negative
+//! prompt, initial latents, the scheduler's denoising loop with the UNet, and the VAE decoder.
+//! The caller tokenizes (padded to the tokenizer's length, as diffusers'
 //! `padding="max_length"`), draws or reads the initial latents ([`seed_latents`]), and reads the
 //! images back.
 //!
-//! - Text: `last_hidden_state` of `CLIPTextModel`, i.e. the final layer norm of the last layer's
-//!   output. SD 2.x checkpoints ship OpenCLIP ViT-H's tower already cut to its penultimate layer
-//!   (`num_hidden_layers: 23`), so "penultimate layer" is what their config says.
-//! - **DiffusionLens** (SoS §5.1): with `layer = Some(K)` the UNet is conditioned on
-//!   `final_layer_norm(hidden_states[K])`, the output of the first K encoder layers through the
-//!   encoder's final layer norm, for the prompt and the negative prompt alike.
+//! - Text (SD): `last_hidden_state` of `CLIPTextModel`, i.e. the final layer norm of the last
+//!   layer's output. SD 2.x checkpoints ship OpenCLIP ViT-H's tower already cut to its
+//!   penultimate layer (`num_hidden_layers: 23`), so "penultimate layer" is what their config
+//!   says. Text (AltDiffusion): `projection_state` of `RobertaSeriesModelWithTransformation`
+//!   ([`crate::models::xlm_roberta`]).
+//! - **DiffusionLens** (SoS §5.1): with `layer = Some(K)` the UNet is conditioned on layer K
+//!   read as the pipeline reads its own: CLIP's `final_layer_norm(hidden_states[K])`, the output
+//!   of the first K encoder layers through the encoder's final layer norm; XLM-R's
+//!   `transformation_pre(pre_LN(hidden_states[K]))`; for the prompt and the negative prompt
+//!   alike.
 //! - Guidance: with `guidance > 1` the UNet sees `[negative; prompt]` embeddings and the
 //!   prediction is `ε_u + g (ε_c − ε_u)`; `guidance ≤ 1` runs the prompt alone (no CFG).
 //! - Latents: `randn((K, 4, h/8, w/8), generator=torch.Generator().manual_seed(s))` for one
@@ -19,13 +24,14 @@
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::scheduler::{Scheduler, SchedulerError};
-use super::unet::UNet2DConditionModel;
+use super::unet::{AttentionSlice, UNet2DConditionModel};
 use super::vae::VaeDecoder;
 use crate::models::ModelError;
 use crate::models::clip::{ClipConfig, ClipTextConfig, ClipTextTransformer};
 use crate::models::config;
 use crate::models::vit::pad_ids;
 use crate::models::weights::Vars;
+use crate::models::xlm_roberta::{RobertaSeries, RobertaSeriesConfig};
 use crate::rng::{TorchGenerator, TorchNormalPath};
 
 /// Why a generation request cannot run.
@@ -33,7 +39,7 @@ use crate::rng::{TorchGenerator, TorchNormalPath};
 pub enum GenerateError {
     #[error("height and width must be multiples of 8 (diffusers' rule); got {height}×{width}")]
     Size { height: usize, width: usize },
-    #[error("--text-layer {layer}: the text encoder has layers 1..={layers}")]
+    #[error("--text-layer {layer}: DiffusionLens reads layers 1..={layers} of this text encoder")]
     Layer { layer: usize, layers: usize },
     #[error("initial latents have shape {found:?}, the pipeline expects {expected:?}")]
     Latents { expected: [usize; 4], found: [usize; 4] },
@@ -41,39 +47,60 @@ pub enum GenerateError {
     Scheduler(#[from] SchedulerError),
 }
 
-/// `text_encoder/` of an SD pipeline: transformers' `CLIPTextModel`.
+/// `text_encoder/` of a pipeline.
 #[derive(Debug)]
-pub struct TextEncoder {
-    pub model: ClipTextTransformer,
-    pub config: ClipTextConfig,
+pub enum TextEncoder {
+    /// transformers' `CLIPTextModel` (SD 1.x/2.x).
+    Clip { model: Box<ClipTextTransformer>, config: ClipTextConfig },
+    /// diffusers' `RobertaSeriesModelWithTransformation` (AltDiffusion).
+    Roberta(Box<RobertaSeries>),
 }
 
 impl TextEncoder {
-    /// Builds the tower of `text_encoder/config.json` (a flat `CLIPTextConfig`, read over
+    /// Builds the CLIP tower of `text_encoder/config.json` (a flat `CLIPTextConfig`, read over
     /// transformers' defaults) and loads `text_model.*` of its checkpoint.
-    pub fn load(json: &str, vars: Vars) -> Result<Self, ModelError> {
+    pub fn load_clip(json: &str, vars: Vars) -> Result<Self, ModelError> {
         let config: ClipTextConfig =
             config::from_json(json, &ClipConfig::vit_base_patch32().text_config, &[])?;
         let mut model = config.init(vars.device());
         model.load(vars.pp("text_model"))?;
-        Ok(Self { model, config })
+        Ok(Self::Clip { model: Box::new(model), config })
     }
 
-    pub fn num_layers(&self) -> usize {
-        self.config.encoder.num_hidden_layers
+    /// Builds AltDiffusion's XLM-R encoder and projection ([`crate::models::xlm_roberta`]).
+    pub fn load_roberta(json: &str, vars: Vars) -> Result<Self, ModelError> {
+        Ok(Self::Roberta(Box::new(RobertaSeriesConfig::load(json, vars)?)))
     }
 
-    /// The token length prompts are padded and truncated to (`max_position_embeddings`).
-    pub fn max_len(&self) -> usize {
-        self.config.max_position_embeddings
+    /// The layers DiffusionLens reads, `1..=lens_layers()`; the last of them is the pipeline's
+    /// own conditioning (CLIP: the tower's last layer; XLM-R: the second-to-last).
+    pub fn lens_layers(&self) -> usize {
+        match self {
+            Self::Clip { config, .. } => config.encoder.num_hidden_layers,
+            Self::Roberta(model) => model.conditioning_layer(),
+        }
     }
 
-    /// `[rows, len, hidden]`: `final_layer_norm(hidden_states[layer])` of token-id rows of
-    /// equal length (`layer = None`: the last layer, `last_hidden_state`).
+    /// The width of the embeddings the UNet attends to.
+    pub fn output_dim(&self) -> usize {
+        match self {
+            Self::Clip { config, .. } => config.encoder.hidden_size,
+            Self::Roberta(model) => model.config.project_dim,
+        }
+    }
+
+    /// `[rows, len, output_dim]` conditioning of token-id rows of equal length at DiffusionLens
+    /// layer `layer` (`None`: the pipeline's own). CLIP: `final_layer_norm(hidden_states[K])`;
+    /// XLM-R: `transformation_pre(pre_LN(hidden_states[K]))`.
     pub fn encode(&self, ids: &[Vec<u32>], layer: Option<usize>, device: &Device) -> Tensor<3> {
-        let x = self.model.embeddings.forward(pad_ids(ids, 0, device));
-        let x = self.model.encoder.forward_layers(x, true, layer.unwrap_or(self.num_layers()));
-        self.model.final_layer_norm.forward(x)
+        let layer = layer.unwrap_or(self.lens_layers());
+        match self {
+            Self::Clip { model, .. } => {
+                let x = model.embeddings.forward(pad_ids(ids, 0, device));
+                model.final_layer_norm.forward(model.encoder.forward_layers(x, true, layer))
+            }
+            Self::Roberta(model) => model.encode(ids, layer, device),
+        }
     }
 }
 
@@ -87,7 +114,7 @@ pub struct StableDiffusion {
 
 /// One batch of prompts: `latents.dims()[0] = P × K` images, the K of each prompt together.
 pub struct Request<'a> {
-    /// Each prompt's token ids, padded to [`TextEncoder::max_len`].
+    /// Each prompt's token ids, padded to the tokenizer's length.
     pub prompt_ids: &'a [Vec<u32>],
     /// Each prompt's negative prompt (`""` when none), padded likewise; unused without guidance.
     pub negative_ids: &'a [Vec<u32>],
@@ -112,10 +139,10 @@ impl StableDiffusion {
         unet: UNet2DConditionModel,
         vae: VaeDecoder,
     ) -> Result<Self, ModelError> {
-        let (hidden, cross) = (text_encoder.config.encoder.hidden_size, unet.config.cross_attention_dim);
+        let (hidden, cross) = (text_encoder.output_dim(), unet.config.cross_attention_dim);
         if hidden != cross {
             return Err(ModelError::Unsupported(format!(
-                "`cross_attention_dim` is {cross} but the text encoder's hidden_size is {hidden}"
+                "`cross_attention_dim` is {cross} but the text encoder's output width is {hidden}"
             )));
         }
         let (c_in, c_out) = (unet.config.in_channels, unet.config.out_channels);
@@ -126,6 +153,14 @@ impl StableDiffusion {
             )));
         }
         Ok(Self { text_encoder, unet, vae })
+    }
+
+    /// Attention slicing for the UNet (diffusers' `set_attention_slice`, refused by its rule) and
+    /// the VAE's mid-block attention (image by image); `None` turns it off.
+    pub fn set_attention_slice(&mut self, slice: Option<AttentionSlice>) -> Result<(), ModelError> {
+        self.unet.set_attention_slice(slice)?;
+        self.vae.sliced_attention = slice.is_some();
+        Ok(())
     }
 
     /// diffusers' default height and width: `unet.sample_size × vae_scale_factor`.
@@ -150,7 +185,7 @@ impl StableDiffusion {
 
     /// Checks a DiffusionLens layer against the text encoder.
     pub fn check_layer(&self, layer: Option<usize>) -> Result<(), GenerateError> {
-        let layers = self.text_encoder.num_layers();
+        let layers = self.text_encoder.lens_layers();
         match layer {
             Some(k) if k == 0 || k > layers => Err(GenerateError::Layer { layer: k, layers }),
             _ => Ok(()),

@@ -11,7 +11,10 @@
 //! unset (SD 2's `[5, 10, 20, 20]`), and each head is `channels / heads` wide.
 //!
 //! Attention runs through Burn's fused `attention` (`softmax(q kᵀ/√d) v`); `upcast_attention`
-//! (compute the scores in float32) is what every f32 run does anyway.
+//! computes it in float32 in an f16 run (what every f32 run does anyway). [`AttentionSlice`] is
+//! diffusers' `unet.set_attention_slice`: the `batch × heads` score matrices of each attention
+//! layer are computed a few at a time, which bounds the memory of a backend that materialises
+//! them (Burn's wgpu and CUDA backends in this build; see the README's generation section).
 
 use burn::module::Module;
 use burn::nn::conv::Conv2d;
@@ -23,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::blocks::{Downsample2D, ResnetBlock2D, Upsample2D, conv, group_norm};
 use crate::models::ModelError;
 use crate::models::config;
-use crate::models::vit::Attention;
+use crate::models::vit::{AttendOptions, Attention};
 use crate::models::weights::{Vars, WeightError, load_conv2d, load_group_norm, load_layer_norm, load_linear};
 
 /// An integer per block, or one for all (`attention_head_dim`, `transformer_layers_per_block`).
@@ -373,6 +376,7 @@ impl UNetConfig {
             conv_norm_out: group_norm(groups, c0, eps, device),
             conv_out: conv(c0, self.out_channels, self.conv_out_kernel, 1, device),
             config: self.clone(),
+            attention_slice: None,
         })
     }
 
@@ -461,11 +465,16 @@ impl TransformerBlock {
         load_linear(&mut self.ff.out, vars.pp("ff.net.2"))
     }
 
-    fn forward(&self, x: Tensor<3>, context: &Tensor<3>) -> Tensor<3> {
+    fn forward(&self, x: Tensor<3>, context: &Tensor<3>, run: Run) -> Tensor<3> {
+        let how = |attn: &Attention| AttendOptions {
+            slice: run.slice.map(|s| s.rows(attn.num_heads)),
+            upcast: run.upcast,
+            ..AttendOptions::default()
+        };
         let h = self.norm1.forward(x.clone());
-        let x = x + self.attn1.attend(self.attn1.q_proj.forward(h.clone()), h, false);
+        let x = x + self.attn1.attend_with(self.attn1.q_proj.forward(h.clone()), h, how(&self.attn1));
         let h = self.norm2.forward(x.clone());
-        let x = x + self.attn2.attend(self.attn2.q_proj.forward(h), context.clone(), false);
+        let x = x + self.attn2.attend_with(self.attn2.q_proj.forward(h), context.clone(), how(&self.attn2));
         x.clone() + self.ff.forward(self.norm3.forward(x))
     }
 }
@@ -524,7 +533,7 @@ impl Transformer2D {
         Ok(())
     }
 
-    fn forward(&self, x: Tensor<4>, context: &Tensor<3>) -> Tensor<4> {
+    fn forward(&self, x: Tensor<4>, context: &Tensor<3>, run: Run) -> Tensor<4> {
         let [b, c, h, w] = x.dims();
         let mut hidden = self.norm.forward(x.clone());
         if let Some(p) = &self.proj_in_conv {
@@ -535,7 +544,7 @@ impl Transformer2D {
             tokens = p.forward(tokens);
         }
         for block in &self.transformer_blocks {
-            tokens = block.forward(tokens, context);
+            tokens = block.forward(tokens, context, run);
         }
         if let Some(p) = &self.proj_out_linear {
             tokens = p.forward(tokens);
@@ -576,10 +585,10 @@ impl Block {
     }
 
     /// Resnet `i` then, when present, transformer `i`.
-    fn layer(&self, i: usize, x: Tensor<4>, temb: &Tensor<2>, context: &Tensor<3>) -> Tensor<4> {
+    fn layer(&self, i: usize, x: Tensor<4>, temb: &Tensor<2>, context: &Tensor<3>, run: Run) -> Tensor<4> {
         let x = self.resnets[i].forward(x, Some(temb));
         match self.attentions.get(i) {
-            Some(attn) => attn.forward(x, context),
+            Some(attn) => attn.forward(x, context, run),
             None => x,
         }
     }
@@ -598,6 +607,52 @@ pub struct UNet2DConditionModel {
     pub conv_out: Conv2d,
     #[module(skip)]
     pub config: UNetConfig,
+    /// Attention slicing (`None`: every layer's scores at once), set with
+    /// [`UNet2DConditionModel::set_attention_slice`].
+    #[module(skip)]
+    pub attention_slice: Option<AttentionSlice>,
+}
+
+/// How the attention layers of one UNet call run: slicing and `upcast_attention`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    slice: Option<AttentionSlice>,
+    upcast: bool,
+}
+
+/// diffusers' `set_attention_slice` argument: how many of an attention layer's `batch × heads`
+/// score matrices are computed at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionSlice {
+    /// Half the layer's heads (`heads // 2`, at least 1), diffusers' `"auto"`.
+    Auto,
+    /// One at a time, diffusers' `"max"`.
+    Max,
+    /// `N` at a time; at most the smallest head count of the model's attention layers.
+    Size(usize),
+}
+
+impl AttentionSlice {
+    /// `auto`, `max` or a positive integer.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(Self::Auto),
+            "max" => Ok(Self::Max),
+            n => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Self::Size(n)),
+                _ => Err(format!("`{text}` is not an attention slice (auto, max or a positive integer)")),
+            },
+        }
+    }
+
+    /// Score matrices per attention call in a layer of `heads` heads.
+    pub fn rows(self, heads: usize) -> usize {
+        match self {
+            Self::Auto => (heads / 2).max(1),
+            Self::Max => 1,
+            Self::Size(n) => n,
+        }
+    }
 }
 
 /// `get_timestep_embedding(t, dim, flip_sin_to_cos, downscale_freq_shift)` in float32 as torch
@@ -619,6 +674,32 @@ pub fn timestep_embedding(t: f32, dim: usize, flip_sin_to_cos: bool, shift: f64)
 }
 
 impl UNet2DConditionModel {
+    /// The head counts of every attention module (self- and cross-attention of each transformer
+    /// block), in module order.
+    fn attention_heads(&self) -> Vec<usize> {
+        let blocks = self.down_blocks.iter().chain([&self.mid_block]).chain(&self.up_blocks);
+        blocks
+            .flat_map(|b| &b.attentions)
+            .flat_map(|t| &t.transformer_blocks)
+            .flat_map(|tb| [tb.attn1.num_heads, tb.attn2.num_heads])
+            .collect()
+    }
+
+    /// Sets attention slicing, as diffusers' `set_attention_slice`: a size larger than the
+    /// smallest head count of the model's attention layers is refused.
+    pub fn set_attention_slice(&mut self, slice: Option<AttentionSlice>) -> Result<(), ModelError> {
+        if let Some(AttentionSlice::Size(n)) = slice {
+            let fewest = self.attention_heads().into_iter().min().unwrap_or(0);
+            if n > fewest {
+                return Err(ModelError::Unsupported(format!(
+                    "attention slice {n}: has to be at most {fewest}, the fewest heads of an attention layer of this UNet"
+                )));
+            }
+        }
+        self.attention_slice = slice;
+        Ok(())
+    }
+
     /// Loads every tensor of a diffusers `UNet2DConditionModel` state dict.
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         load_conv2d(&mut self.conv_in, vars.pp("conv_in"))?;
@@ -646,11 +727,12 @@ impl UNet2DConditionModel {
         let te = &self.time_embedding;
         let temb = te.linear_2.forward(silu(te.linear_1.forward(emb)));
 
+        let run = Run { slice: self.attention_slice, upcast: self.config.upcast_attention };
         let mut x = self.conv_in.forward(sample);
         let mut skips = vec![x.clone()];
         for block in &self.down_blocks {
             for i in 0..block.resnets.len() {
-                x = block.layer(i, x, &temb, context);
+                x = block.layer(i, x, &temb, context, run);
                 skips.push(x.clone());
             }
             for down in &block.downsamplers {
@@ -660,12 +742,12 @@ impl UNet2DConditionModel {
         }
         let mid = &self.mid_block;
         x = mid.resnets[0].forward(x, Some(&temb));
-        x = mid.attentions[0].forward(x, context);
+        x = mid.attentions[0].forward(x, context, run);
         x = mid.resnets[1].forward(x, Some(&temb));
         for block in &self.up_blocks {
             for i in 0..block.resnets.len() {
                 let skip = skips.pop().expect("one skip connection per up resnet");
-                x = block.layer(i, Tensor::cat(vec![x, skip], 1), &temb, context);
+                x = block.layer(i, Tensor::cat(vec![x, skip], 1), &temb, context, run);
             }
             for up in &block.upsamplers {
                 let [_, _, h, w] = skips.last().expect("a skip below every upsampler").dims();
@@ -694,6 +776,42 @@ mod tests {
         for (g, w) in e.iter().zip(want) {
             assert!((g - w).abs() < 1e-5, "{e:?}");
         }
+    }
+
+    /// Sliced attention (any slice size, with a key padding mask, on flex's naive and flash
+    /// paths) equals the unsliced attention: each (batch, head) pair is computed alone.
+    #[test]
+    fn sliced_attention_equals_unsliced() {
+        use burn::tensor::{Bool, Distribution};
+        let device = Device::flex();
+        // 70 tokens: flex's naive path; 600: its flash path (more than 256 K scores).
+        for (tokens, heads) in [(70, 4), (600, 2)] {
+            let attn = Attention::init(16, heads, true, &device);
+            let x = Tensor::<3>::random([2, tokens, 16], Distribution::Normal(0.0, 1.0), &device);
+            let padding: Vec<bool> = (0..2 * tokens).map(|i| i % tokens >= tokens - 5 + i / tokens).collect();
+            let mask = Tensor::<2, Bool>::from_data(TensorData::new(padding, [2, tokens]), &device);
+            let run = |slice: Option<usize>| {
+                let how =
+                    AttendOptions { key_padding: Some(mask.clone()), slice, ..AttendOptions::default() };
+                let q = attn.q_proj.forward(x.clone());
+                attn.attend_with(q, x.clone(), how)
+                    .into_data()
+                    .convert::<f32>()
+                    .try_into_vec::<f32>()
+                    .unwrap()
+            };
+            let whole = run(None);
+            for rows in [1, 3, 2 * heads - 1] {
+                let sliced = run(Some(rows));
+                let err = sliced.iter().zip(&whole).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                assert!(err <= 1e-6, "{tokens} tokens, {rows} rows per slice: {err:.2e}");
+            }
+        }
+        assert_eq!(AttentionSlice::Auto.rows(5), 2);
+        assert_eq!(AttentionSlice::Auto.rows(1), 1);
+        assert_eq!(AttentionSlice::parse("max"), Ok(AttentionSlice::Max));
+        assert_eq!(AttentionSlice::parse("3"), Ok(AttentionSlice::Size(3)));
+        assert!(AttentionSlice::parse("0").is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::blocks::{ResnetBlock2D, Upsample2D, conv, group_norm};
 use super::unet::ATTENTION_KEYS;
 use crate::models::ModelError;
 use crate::models::config;
-use crate::models::vit::Attention;
+use crate::models::vit::{AttendOptions, Attention};
 use crate::models::weights::{Vars, WeightError, load_conv2d, load_group_norm};
 
 /// `vae/config.json` of an `AutoencoderKL`.
@@ -148,6 +148,7 @@ impl VaeConfig {
             scaling_factor: self.scaling_factor,
             scale_factor: self.scale_factor(),
             latent_channels: latent,
+            sliced_attention: false,
         }
     }
 
@@ -192,6 +193,10 @@ pub struct VaeDecoder {
     pub scale_factor: usize,
     #[module(skip)]
     pub latent_channels: usize,
+    /// Attention slicing: the mid block's one-head attention is computed image by image
+    /// (diffusers slices only the UNet; its VAE attends over all images at once).
+    #[module(skip)]
+    pub sliced_attention: bool,
 }
 
 impl VaeDecoder {
@@ -235,7 +240,8 @@ impl VaeDecoder {
             let [b, c, h, w] = x.dims();
             let tokens = a.group_norm.forward(x.clone()).reshape([b, c, h * w]).swap_dims(1, 2);
             let q = a.attention.q_proj.forward(tokens.clone());
-            let out = a.attention.attend(q, tokens, false);
+            let how = AttendOptions { slice: self.sliced_attention.then_some(1), ..AttendOptions::default() };
+            let out = a.attention.attend_with(q, tokens, how);
             x = out.swap_dims(1, 2).reshape([b, c, h, w]) + x;
         }
         x = self.mid_resnets[1].forward(x, None);

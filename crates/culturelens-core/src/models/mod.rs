@@ -21,6 +21,7 @@ pub mod resample;
 pub mod siglip;
 pub mod vit;
 pub mod weights;
+pub mod xlm_roberta;
 
 use burn::tensor::{Device, Tensor};
 use serde::Deserialize;

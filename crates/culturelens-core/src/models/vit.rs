@@ -8,7 +8,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Device, FloatDType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::weights::{Vars, WeightError, load_embedding, load_layer_norm, load_linear, load_linear_rows};
@@ -85,15 +85,20 @@ impl Attention {
 
     /// Attention of the queries `q` (already projected) over the keys/values of `kv`.
     pub fn attend(&self, q: Tensor<3>, kv: Tensor<3>, causal: bool) -> Tensor<3> {
-        self.attend_plus(q, kv, causal, None)
+        self.attend_with(q, kv, AttendOptions { causal, ..AttendOptions::default() })
     }
 
-    /// [`Self::attend`] plus `residual` (added in the output projection's pass on the CPU).
+    /// [`Attention::attend`] with a key padding mask and attention slicing ([`AttendOptions`]).
+    pub fn attend_with(&self, q: Tensor<3>, kv: Tensor<3>, how: AttendOptions) -> Tensor<3> {
+        self.attend_plus(q, kv, how, None)
+    }
+
+    /// [`Self::attend_with`] plus `residual` (added in the output projection's pass on the CPU).
     fn attend_plus(
         &self,
         q: Tensor<3>,
         kv: Tensor<3>,
-        causal: bool,
+        how: AttendOptions,
         residual: Option<Tensor<3>>,
     ) -> Tensor<3> {
         let [batch, n_q, hidden] = q.dims();
@@ -106,9 +111,21 @@ impl Attention {
         let options = AttentionModuleOptions {
             scale: Some((head_dim as f64).powf(-0.5)),
             softcap: None,
-            is_causal: causal,
+            is_causal: how.causal,
         };
-        let out = attention(q, k, v, None, None, options);
+        let mask = how
+            .key_padding
+            .map(|m| m.reshape([batch, 1, 1, n_kv]).expand([batch, self.num_heads, n_q, n_kv]));
+        let dtype = FloatDType::from(q.dtype());
+        let (q, k, v) = match how.upcast {
+            true => (q.cast(FloatDType::F32), k.cast(FloatDType::F32), v.cast(FloatDType::F32)),
+            false => (q, k, v),
+        };
+        let out = match how.slice {
+            Some(rows) if rows < batch * self.num_heads => sliced_attention(q, k, v, mask, options, rows),
+            _ => attention(q, k, v, mask, None, options),
+        }
+        .cast(dtype);
         linear(&self.out_proj, out.swap_dims(1, 2).reshape([batch, n_q, hidden]), None, residual)
     }
 }
@@ -219,6 +236,57 @@ mod cpu {
             e / (1.0 + e)
         }
     }
+}
+
+/// How [`Attention::attend_with`] attends, beyond `softmax(q kᵀ / √d_head) v`.
+#[derive(Clone, Debug, Default)]
+pub struct AttendOptions {
+    /// Mask future tokens (CLIP's text tower).
+    pub causal: bool,
+    /// `[batch, n_kv]`, `true` where a key is padding and gets no weight (transformers'
+    /// `attention_mask == 0`).
+    pub key_padding: Option<Tensor<2, Bool>>,
+    /// diffusers' `attention_slice`: at most this many of the `batch × heads` score matrices
+    /// at a time, in order (`None`: all at once). Each (image, head) pair is computed alone
+    /// either way, so the result does not depend on it; it bounds the memory of a backend that
+    /// materialises the scores.
+    pub slice: Option<usize>,
+    /// Compute the attention in f32 whatever the device's float type (diffusers'
+    /// `upcast_attention`); a no-op in f32.
+    pub upcast: bool,
+}
+
+/// Burn's `attention` over consecutive runs of `rows` (batch, head) pairs of `[batch, heads,
+/// n, d]` tensors, as diffusers' `SlicedAttnProcessor` walks `batch × heads`.
+fn sliced_attention(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    mask: Option<Tensor<4, Bool>>,
+    options: AttentionModuleOptions,
+    rows: usize,
+) -> Tensor<4> {
+    let [batch, heads, n_q, d] = q.dims();
+    let (n_kv, d_v) = (k.dims()[2], v.dims()[3]);
+    let pairs = batch * heads;
+    let flat = |t: Tensor<4>, n: usize, w: usize| t.reshape([1, pairs, n, w]);
+    let (q, k, v) = (flat(q, n_q, d), flat(k, n_kv, d), flat(v, n_kv, d_v));
+    let mask = mask.map(|m| m.reshape([1, pairs, n_q, n_kv]));
+    let parts = (0..pairs)
+        .step_by(rows.max(1))
+        .map(|start| {
+            let r = start..(start + rows.max(1)).min(pairs);
+            attention(
+                q.clone().slice([0..1, r.clone()]),
+                k.clone().slice([0..1, r.clone()]),
+                v.clone().slice([0..1, r.clone()]),
+                mask.clone().map(|m| m.slice([0..1, r])),
+                None,
+                options,
+            )
+        })
+        .collect();
+    Tensor::cat(parts, 1).reshape([batch, heads, n_q, d_v])
 }
 
 /// `fc2(act(fc1(x)))` (`CLIPMLP`, `SiglipMLP`, `Dinov2MLP`).
@@ -333,7 +401,12 @@ impl Encoder {
         for layer in &self.layers[..n] {
             let h = layer.layer_norm1.forward(x.clone());
             let q = linear(&layer.self_attn.q_proj, h.clone(), None, None);
-            x = layer.self_attn.attend_plus(q, h, causal, Some(x));
+            x = layer.self_attn.attend_plus(
+                q,
+                h,
+                AttendOptions { causal, ..AttendOptions::default() },
+                Some(x),
+            );
             x = layer.mlp.forward_plus(layer.layer_norm2.forward(x.clone()), Some(x));
         }
         x

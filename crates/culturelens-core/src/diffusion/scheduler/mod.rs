@@ -9,7 +9,7 @@
 //! (`arange(n) * (T // n) + steps_offset`), `linspace` or `trailing`; the per-step coefficients
 //! are float32 scalars applied to float32 latents. Options diffusers offers that these
 //! re-implementations do not (Karras / exponential / beta sigmas, thresholding, zero-SNR
-//! rescaling, PNDM's Runge–Kutta warm-up, DPM-Solver's third order and SDE variants, …) are
+//! rescaling, DPM-Solver's third order and SDE variants, …) are
 //! refused with an error naming the key, never silently ignored.
 
 mod ddim;
@@ -405,7 +405,7 @@ impl Scheduler {
         }
         match self {
             Self::Ddim(s) => s.set_timesteps(n),
-            Self::Pndm(s) => s.set_timesteps(n),
+            Self::Pndm(s) => s.set_timesteps(n)?,
             Self::EulerDiscrete(s) => s.set_timesteps(n),
             Self::DpmSolverMultistep(s) => s.set_timesteps(n),
         }

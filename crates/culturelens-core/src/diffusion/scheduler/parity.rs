@@ -81,10 +81,17 @@ fn matches_diffusers_step_by_step() {
 }
 
 #[test]
-fn pndm_runge_kutta_warm_up_is_refused() {
-    // AltDiffusion's config has no `skip_prk_steps`; PNDM's class default (false) would need
-    // the Runge–Kutta warm-up, which is not implemented, so `--scheduler pndm` says so.
-    let config = r#"{"_class_name": "DPMSolverMultistepScheduler", "solver_order": 2}"#;
-    let e = Scheduler::from_config(config, Some(SchedulerKind::Pndm)).unwrap_err();
+fn pndm_runge_kutta_warm_up_timesteps_and_its_step_floor() {
+    // AltDiffusion's config has no `skip_prk_steps`; PNDM built from it takes the class default
+    // (false): the Runge–Kutta warm-up, whose images are checked against diffusers on the tiny
+    // AltDiffusion pipeline (culturelens-models-io's diffusion_parity). Its timesteps for 4 steps
+    // (r = 250, steps_offset 1), as diffusers lists them: 3 warm-up steps of 4 calls, then PLMS.
+    let config = r#"{"_class_name": "DPMSolverMultistepScheduler", "steps_offset": 1}"#;
+    let mut s = Scheduler::from_config(config, Some(SchedulerKind::Pndm)).unwrap();
+    s.set_timesteps(4).unwrap();
+    let want = [751, 626, 626, 501, 501, 376, 376, 251, 251, 126, 126, 1, 1];
+    assert_eq!(s.timesteps(), want.map(|t| t as f32));
+    // Fewer than 4 steps: diffusers' arrays do not broadcast; culturelens says why.
+    let e = s.set_timesteps(3).unwrap_err();
     assert!(e.to_string().contains("`skip_prk_steps`"), "{e}");
 }
