@@ -15,6 +15,8 @@ use culturelens_core::models::EncoderModel;
 use culturelens_core::models::gender_v1::GenderV1;
 use culturelens_core::models::preprocess::ImageProcessorConfig;
 use culturelens_core::models::weights::Checkpoint;
+use culturelens_core::models::xlm_roberta::RobertaSeriesConfig;
+use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use culturelens_table::{
     EmbeddingTable, Location, Matrix, Metadata, parse_npy, parse_parquet, read_metadata_csv_from,
     write_metadata_csv, write_npy, write_parquet,
@@ -376,6 +378,30 @@ pub fn targets() -> Vec<Target> {
                 scheduler.set_timesteps(50).map_err(err)?;
                 scheduler.timesteps();
                 Ok(())
+            }),
+        },
+        Target {
+            name: "xlm-roberta-config.json",
+            parser: "culturelens_core::models::xlm_roberta::RobertaSeriesConfig::from_json, then init (lazily initialised modules)",
+            seeds: vec![text(&diffusion().join("tiny-alt/text_encoder/config.json"))],
+            mutable: one.clone(),
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| {
+                    let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                    RobertaSeriesConfig::from_json(json).map_err(err)?.init(&device);
+                    Ok(())
+                })
+            },
+        },
+        Target {
+            name: "sentencepiece.bpe.model",
+            parser: "culturelens_models_io::XlmRobertaTokenizer::from_spm_bytes, then ids",
+            seeds: vec![text(&diffusion().join("tiny-alt/tokenizer/sentencepiece.bpe.model"))],
+            mutable: one.clone(),
+            parse: Box::new(|input| {
+                let path = Path::new("sentencepiece.bpe.model");
+                XlmRobertaTokenizer::from_spm_bytes(&input[0], path, 77).map_err(err)?.ids(TEXT).map(drop).map_err(err)
             }),
         },
         Target {

@@ -223,9 +223,7 @@ impl ClipTokenizer {
         let pad = token_string(&specials, "pad_token").unwrap_or_else(|| eos.clone());
         let json_path = dir.join("tokenizer.json");
         let (mut tokenizer, path) = if json_path.is_file() {
-            let tok = tokenizers::Tokenizer::from_file(&json_path)
-                .map_err(|e| LoadError::Tokenizer { path: json_path.clone(), message: e.to_string() })?;
-            (tok, json_path)
+            (crate::tokenizer_from_bytes(&crate::read(&json_path)?, &json_path)?, json_path)
         } else {
             let vocab_path = dir.join("vocab.json");
             if !vocab_path.is_file() {

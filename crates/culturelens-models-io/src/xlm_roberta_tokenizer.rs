@@ -80,8 +80,7 @@ impl XlmRobertaTokenizer {
         }
         let json = dir.join("tokenizer.json");
         if json.is_file() {
-            let mut tok = tokenizers::Tokenizer::from_file(&json)
-                .map_err(|e| LoadError::Tokenizer { path: json.clone(), message: e.to_string() })?;
+            let mut tok = crate::tokenizer_from_bytes(&crate::read(&json)?, &json)?;
             tok.with_padding(None);
             tok.with_truncation(Some(tokenizers::TruncationParams {
                 max_length: max_len,
@@ -99,10 +98,17 @@ impl XlmRobertaTokenizer {
                     .into(),
             });
         }
-        let bytes = std::fs::read(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
-        let model = SpmModel::from_bytes(&bytes)
-            .map_err(|message| LoadError::Tokenizer { path: path.clone(), message })?;
-        Ok(Self { kind: Kind::Spm(Box::new(model)), max_len, path })
+        Self::from_spm_bytes(&crate::read(&path)?, &path, max_len)
+    }
+
+    /// The slow `XLMRobertaTokenizer` of a `sentencepiece.bpe.model` file's `bytes` (`path`
+    /// names it in errors); `max_len` is `model_max_length` (at least 2, as [`Self::load`]
+    /// checks).
+    pub fn from_spm_bytes(bytes: &[u8], path: &Path, max_len: usize) -> Result<Self, LoadError> {
+        assert!(max_len >= 2, "model_max_length {max_len} leaves no room for <s> and </s>");
+        let model = SpmModel::from_bytes(bytes)
+            .map_err(|message| LoadError::Tokenizer { path: path.to_owned(), message })?;
+        Ok(Self { kind: Kind::Spm(Box::new(model)), max_len, path: path.to_owned() })
     }
 
     /// The `model_max_length` ids of `text`: `<s>`, its pieces (truncated), `</s>`, padding.

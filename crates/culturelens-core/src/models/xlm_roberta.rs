@@ -96,9 +96,8 @@ impl RobertaSeriesConfig {
                 "the projection reads the second-to-last layer, so at least 2",
             );
         }
-        if config.num_attention_heads == 0 || !config.hidden_size.is_multiple_of(config.num_attention_heads) {
-            return refuse("num_attention_heads", "must divide hidden_size");
-        }
+        config::check_layers("num_hidden_layers", config.num_hidden_layers)?;
+        config::check_tower("", config.hidden_size, config.num_attention_heads, None)?;
         if config.max_position_embeddings <= config.pad_token_id as usize + 1 {
             return refuse("max_position_embeddings", "leaves no position after the padding index");
         }
