@@ -74,6 +74,18 @@ fn three_shards_merge_into_the_bytes_of_one_run() {
         if ext == "npy" {
             assert_eq!(bytes(&tmp.path().join("merged.csv")), bytes(&tmp.path().join("one.csv")));
         }
+        // Its provenance manifest keeps each part's own manifest (model, weights' sha256), in
+        // shard order.
+        let manifest = json(&tmp.path().join(format!("merged.{ext}.provenance.json")));
+        assert_eq!(manifest["command"], "merge");
+        let parts_seen = manifest["parts"].as_array().expect("parts");
+        assert_eq!(parts_seen.len(), 3);
+        for (k, part) in parts_seen.iter().enumerate() {
+            assert!(part["manifest"].as_str().unwrap().ends_with(&format!("part{}.{ext}.provenance.json", k + 1)));
+            assert_eq!(part["provenance"]["command"], "embed");
+            assert!(!part["provenance"]["models"][0]["files"].as_array().unwrap().is_empty());
+        }
+        assert_eq!(manifest["inputs"].as_array().unwrap().len(), 3);
     }
 }
 
@@ -178,6 +190,12 @@ fn image_folder(dir: &Path, rows: std::ops::Range<usize>, shard: Option<&str>) {
 }
 
 /// Every file under `dir`, by relative path, with its bytes.
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&bytes(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every file under `dir` with its bytes, but the provenance manifest (its command and paths
+/// differ between a merge and a single run by design).
 fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -186,7 +204,7 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
             let path = e.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else {
+            } else if path.file_name() != Some("provenance.json".as_ref()) {
                 files.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes(&path)));
             }
         }
@@ -211,6 +229,8 @@ fn image_folders_merge_into_the_one_run_folder_and_embed_alike() {
     let stderr = merge(&merged, &[&parts[1], &parts[2], &parts[0]]).run_ok().stderr;
     assert!(stderr.contains("merged 3 shards (5 images)"), "{stderr}");
     assert_eq!(tree(&merged), tree(&one), "the merged folder is the one-run folder, file for file");
+    let manifest = json(&merged.join("provenance.json"));
+    assert_eq!((manifest["command"].as_str(), manifest["parts"].as_array().map(Vec::len)), (Some("merge"), Some(3)));
 
     // embed reads the merged manifest exactly as the one-run manifest.
     embed(&merged.join("manifest.csv"), "clip", &dir.join("merged.npy"), None);

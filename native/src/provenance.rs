@@ -4,7 +4,8 @@
 //! result: the culturelens version and git commit it was built from, the command line and the
 //! fully resolved arguments (defaults included), the sha256 of every input (a folder: of its
 //! sorted file list with each file's sha256), model ids with the sha256 of each file of their
-//! weights folder, seeds, prompt-set names, backend and precision. It holds no clock time, so
+//! weights folder, seeds, prompt-set names with the repository, commit, path and sha256 of each
+//! set's pinned upstream files, backend and precision. It holds no clock time, so
 //! the same run gives the same manifest. Written atomically, once per command, after the
 //! results.
 
@@ -12,6 +13,7 @@ use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use culturelens_prompts::PromptSet;
 use serde_json::{Map, Value, json};
 
 use crate::hash::{file_sha256, sha256_hex};
@@ -40,6 +42,7 @@ pub struct Provenance {
     seeds: Map<String, Value>,
     prompt_sets: Vec<String>,
     device: Map<String, Value>,
+    parts: Vec<Value>,
 }
 
 /// Every file under `dir` (recursively, symlinks followed), as paths relative to `dir` with `/`
@@ -75,6 +78,28 @@ fn hashed_files(dir: &Path) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// The pinned upstream files of each recorded name that is one of the papers' prompt sets
+/// (`culturelens_prompts`' registry: repository, commit, path, sha256): an object keyed by set
+/// name. CulText2I's prompts are typed in from the paper and have no upstream file (an empty
+/// list); names that are no prompt set (a `set` column of the user's own) are left out.
+fn prompt_set_files(names: &[String]) -> Value {
+    let sets = names.iter().filter_map(|name| PromptSet::parse(name).map(|set| (name, set)));
+    let files = sets.map(|(name, set)| {
+        let files: Vec<Value> = set
+            .info()
+            .files
+            .iter()
+            .map(|f| {
+                let u = f.upstream;
+                json!({"repository": format!("{}/{}", u.owner, u.repo), "commit": u.commit,
+                       "path": f.path, "sha256": f.sha256})
+            })
+            .collect();
+        (name.clone(), Value::Array(files))
+    });
+    Value::Object(files.collect())
+}
+
 impl Provenance {
     /// A manifest of `command` run with `args` (their `Debug` form is the resolved arguments).
     pub fn new(command: &str, args: &dyn Debug) -> Provenance {
@@ -86,6 +111,7 @@ impl Provenance {
             seeds: Map::new(),
             prompt_sets: Vec::new(),
             device: Map::new(),
+            parts: Vec::new(),
         }
     }
 
@@ -139,8 +165,21 @@ impl Provenance {
         self
     }
 
+    /// Records the manifest of one shard a `merge` joins (the part's own `provenance.json`, or
+    /// `null` when the shard wrote none), so the merged result keeps its models, seeds and inputs.
+    pub fn part(&mut self, manifest: &Path) -> Result<&mut Self> {
+        let value = if manifest.is_file() {
+            let bytes = std::fs::read(manifest).with_context(|| format!("cannot read {}", manifest.display()))?;
+            serde_json::from_slice(&bytes).with_context(|| format!("{}: not a JSON manifest", manifest.display()))?
+        } else {
+            Value::Null
+        };
+        self.parts.push(json!({"manifest": manifest.display().to_string(), "provenance": value}));
+        Ok(self)
+    }
+
     fn to_json(&self) -> Value {
-        json!({
+        let mut value = json!({
             "culturelens": {"version": env!("CARGO_PKG_VERSION"), "git_commit": GIT_COMMIT},
             "command": self.command,
             "argv": std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
@@ -149,9 +188,14 @@ impl Provenance {
             "models": self.models,
             "seeds": self.seeds,
             "prompt_sets": self.prompt_sets,
+            "prompt_set_files": prompt_set_files(&self.prompt_sets),
             "backend": self.device.get("backend").cloned().unwrap_or(Value::Null),
             "precision": self.device.get("precision").cloned().unwrap_or(Value::Null),
-        })
+        });
+        if !self.parts.is_empty() {
+            value["parts"] = Value::Array(self.parts.clone());
+        }
+        value
     }
 
     /// Writes the manifest of the result file `out` ([`beside`]).
@@ -210,6 +254,14 @@ mod tests {
         assert_eq!(json["models"][0]["files"][1]["file"], "sub/config.json");
         assert_eq!(json["seeds"], json!({"seed": 7}));
         assert_eq!(json["prompt_sets"], json!(["magbig", "sos"]));
+        // Each set's pinned upstream files, with the sha256 the fetcher checks.
+        let sos = &json["prompt_set_files"]["sos"][0];
+        assert_eq!(sos["repository"], "TAI-HAMBURG/Surface-Over-Semantics");
+        assert_eq!(sos["path"], "data/full_dataset.csv");
+        assert_eq!(sos["sha256"], "6cc0e2f50a69d5e3589877ae82cf9ee681b227f4bcf9de4d45638e3cca93a376");
+        let magbig = json["prompt_set_files"]["magbig"].as_array().unwrap();
+        assert_eq!(magbig.len(), PromptSet::Magbig.info().files.len());
+        assert!(magbig.iter().all(|f| f["sha256"].as_str().unwrap().len() == 64));
         assert_eq!((json["backend"].as_str(), json["precision"].as_str()), (Some("wgpu"), Some("f16")));
         assert_eq!(json["command"], "test");
         assert!(json["resolved_args"].as_str().unwrap().contains("seed: 7"));

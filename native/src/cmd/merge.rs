@@ -11,7 +11,10 @@
 //!   where the file system allows, else copied) under the same relative paths.
 //!
 //! Every part is read and checked before anything is written, and the output is written
-//! atomically (temp file or folder + rename), so a refused merge leaves no output.
+//! atomically (temp file or folder + rename), so a refused merge leaves no output. Like every
+//! command that writes results, merge then writes its provenance manifest beside them
+//! (`OUT.provenance.json`, or `DIR/provenance.json`, as the single run it stands for does),
+//! holding each part's digest and the part's own manifest.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -20,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, read_metadata_csv, save_table};
 
 use crate::output::meta_out_path;
+use crate::provenance::{self, Provenance};
 use crate::work::part::{DIR_PART, Part, order_parts};
 
 /// The manifest of an image folder.
@@ -63,7 +67,7 @@ pub fn run(args: &MergeArgs) -> Result<()> {
             if args.meta_out.is_some() {
                 bail!("--meta-out is for table outputs; an image folder's manifest is DIR/{MANIFEST}");
             }
-            merge_folders(&args.out, &args.parts)
+            merge_folders(args)
         }
         _ => bail!("give either tables or image folders to merge, not both"),
     }
@@ -124,6 +128,11 @@ fn merge_tables(args: &MergeArgs) -> Result<()> {
 
     // Write, atomically.
     save_table(&table, &args.out, meta_out_path(&args.out, args.meta_out.as_deref()).as_deref())?;
+    let mut manifest = Provenance::new("merge", args);
+    for (path, _, _) in &ordered {
+        manifest.input(path)?.part(&provenance::beside(path))?;
+    }
+    manifest.write_beside(&args.out)?;
     eprintln!("merged {} shards ({rows} rows) into {}", ordered.len(), args.out.display());
     Ok(())
 }
@@ -138,7 +147,8 @@ fn checked_image_path(value: &str, meta: &Metadata, row: usize) -> Result<PathBu
     Ok(path.to_path_buf())
 }
 
-fn merge_folders(out: &Path, dirs: &[PathBuf]) -> Result<()> {
+fn merge_folders(args: &MergeArgs) -> Result<()> {
+    let (out, dirs) = (args.out.as_path(), args.parts.as_slice());
     if out.exists() {
         bail!("{} already exists; merge into a new folder", out.display());
     }
@@ -230,6 +240,12 @@ fn merge_folders(out: &Path, dirs: &[PathBuf]) -> Result<()> {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e).with_context(|| format!("cannot create {}", out.display()));
     }
+    // The merge's own manifest: the parts (their files' digests and their own manifests).
+    let mut manifest = Provenance::new("merge", args);
+    for (dir, _, _) in &ordered {
+        manifest.input(dir)?.part(&dir.join(provenance::DIR_MANIFEST))?;
+    }
+    manifest.write_for_dir(out)?;
     eprintln!("merged {} shards ({} images) into {}", ordered.len(), meta.n_rows(), out.display());
     Ok(())
 }
