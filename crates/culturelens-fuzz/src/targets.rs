@@ -16,6 +16,7 @@ use culturelens_core::models::gender_v1::GenderV1;
 use culturelens_core::models::preprocess::ImageProcessorConfig;
 use culturelens_core::models::weights::Checkpoint;
 use culturelens_core::models::xlm_roberta::RobertaSeriesConfig;
+use culturelens_models_io::diffusion::ClipTokenizer;
 use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use culturelens_table::{
     EmbeddingTable, Location, Matrix, Metadata, parse_npy, parse_parquet, read_metadata_csv_from,
@@ -273,6 +274,25 @@ pub fn targets() -> Vec<Target> {
                     .map_err(err)?;
                 tok.encode(TEXT, true).map(drop).map_err(err)
             }),
+        },
+        Target {
+            name: "vocab.json+merges.txt",
+            parser: "culturelens_models_io::diffusion::ClipTokenizer::load (a diffusers tokenizer/ folder without tokenizer.json), then ids",
+            seeds: vec![["vocab.json", "merges.txt"]
+                .map(|f| read(&diffusion().join("tiny-sd1/tokenizer").join(f)))
+                .to_vec()],
+            mutable: vec![0, 1],
+            parse: {
+                // The loader reads a folder: each input's two files are written into one scratch
+                // folder (the special tokens come from the defaults).
+                let scratch = tempfile::tempdir().expect("scratch folder");
+                Box::new(move |input| {
+                    let dir = scratch.path();
+                    std::fs::write(dir.join("vocab.json"), &input[0]).map_err(err)?;
+                    std::fs::write(dir.join("merges.txt"), &input[1]).map_err(err)?;
+                    ClipTokenizer::load(dir, 77).map_err(err)?.ids(TEXT).map(drop).map_err(err)
+                })
+            },
         },
         Target {
             name: "spiece.model",

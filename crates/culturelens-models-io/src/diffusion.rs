@@ -276,10 +276,9 @@ impl ClipTokenizer {
                           "end_of_word_suffix": "</w>", "fuse_unk": false, "byte_fallback": false,
                           "ignore_merges": false, "vocab": vocab, "merges": merges},
             });
-            let tok: tokenizers::Tokenizer = spec.to_string().parse().map_err(|e: tokenizers::Error| {
-                LoadError::Tokenizer { path: merges_path.clone(), message: e.to_string() }
-            })?;
-            (tok, vocab_path)
+            // Through the one checked reader of tokenizer JSON: the vocabulary and merges are the
+            // user's bytes, and the tokenizers crate may panic on what it cannot build.
+            (crate::tokenizer_from_bytes(spec.to_string().as_bytes(), &merges_path)?, vocab_path)
         };
         let pad_id = tokenizer.token_to_id(&pad).ok_or_else(|| LoadError::Tokenizer {
             path: path.clone(),
