@@ -129,6 +129,34 @@ fn two_images_per_seed_a_text_layer_and_given_latents_match_diffusers() {
     assert_eq!((rows[0][3].as_str(), rows[0][7].as_str()), ("", "EulerDiscreteScheduler"));
 }
 
+/// `--scheduler` replaces the folder's PNDM with each of the four families, with and without
+/// classifier-free guidance, and each run equals diffusers' images of that scheduler.
+#[test]
+fn every_scheduler_given_on_the_command_line_matches_diffusers() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, class) in [
+        ("pndm", "PNDMScheduler"),
+        ("ddim", "DDIMScheduler"),
+        ("euler", "EulerDiscreteScheduler"),
+        ("dpm", "DPMSolverMultistepScheduler"),
+    ] {
+        for guidance in ["7.5", "1.0"] {
+            let out = tmp.path().join(format!("{name}-{guidance}"));
+            let npy = tmp.path().join(format!("{name}-{guidance}.npy"));
+            generate(&out)
+                .opt("--prompt", "a photo of the food in china")
+                .opt("--scheduler", name)
+                .opt("--guidance", guidance)
+                .opt("--out-npy", &npy)
+                .run_ok();
+            let err = max_abs(&read_npy(&npy).1, &reference(&format!("{name}-g{guidance}")));
+            assert!(err <= 1e-3, "--scheduler {name} --guidance {guidance}: max abs {err:.2e} from diffusers");
+            let (_, rows) = read_csv(&out.join("manifest.csv"));
+            assert_eq!(rows[0][7], class, "the manifest names the scheduler that ran");
+        }
+    }
+}
+
 #[test]
 fn an_interrupted_run_resumes_without_redoing_finished_images() {
     let tmp = tempfile::tempdir().unwrap();
@@ -265,6 +293,32 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
             vec![],
             vec!["unet/config.json", "class_embed_type"],
         ),
+        (
+            Box::new(|d: &Path| {
+                replace_in(&d.join("model_index.json"), "\"UNet2DConditionModel\"", "\"UNet2DModel\"")
+            }) as Edit,
+            vec![],
+            vec!["model_index.json", "`unet`: `UNet2DModel` is not supported"],
+        ),
+        (
+            // A pickled checkpoint in place of the safetensors file: refused, never unpickled.
+            Box::new(|d: &Path| {
+                let unet = d.join("unet");
+                std::fs::remove_file(unet.join("diffusion_pytorch_model.safetensors")).unwrap();
+                std::fs::write(unet.join("diffusion_pytorch_model.bin"), b"PK\x03\x04 not unpickled").unwrap();
+            }) as Edit,
+            vec![],
+            vec!["diffusion_pytorch_model.bin", "pickled checkpoint", "safe_serialization=True"],
+        ),
+        (
+            Box::new(|d: &Path| {
+                let mut bytes = Vec::new();
+                culturelens_table::write_npy_nd(&mut bytes, &[1, 4, 4, 4], &[0.0; 64]).unwrap();
+                std::fs::write(d.join("latents.npy"), bytes).unwrap();
+            }) as Edit,
+            vec!["--latents", "LATENTS"],
+            vec!["latents.npy: latents of shape [1, 4, 4, 4]", "need [1, 4, 8, 8]"],
+        ),
         (Box::new(|_: &Path| {}) as Edit, vec!["--scheduler", "heun"], vec!["unknown scheduler `heun`"]),
         (Box::new(|_: &Path| {}) as Edit, vec!["--height", "20"], vec!["multiples of 8", "20"]),
         (Box::new(|_: &Path| {}) as Edit, vec!["--text-layer", "4"], vec!["--text-layer 4", "1..=3"]),
@@ -284,7 +338,8 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
             .opt("--out", &out)
             .opt("--steps", "2");
         for a in extra {
-            cli = cli.arg(a);
+            // `LATENTS` stands for the file the edit wrote into the pipeline folder.
+            cli = if a == "LATENTS" { cli.arg(pipeline.join("latents.npy")) } else { cli.arg(a) };
         }
         let err = cli.run_fails().stderr;
         for w in wanted {
@@ -398,7 +453,8 @@ fn seed_per_image_draws_image_k_from_seed_s_plus_k() {
         let npy = tmp.path().join(format!("{name}.npy"));
         let mut cli = generate(&tmp.path().join(name)).opt("--prompt", prompt).opt("--out-npy", &npy);
         for a in extra {
-            cli = cli.arg(a);
+            // `LATENTS` stands for the file the edit wrote into the pipeline folder.
+            cli = if a == "LATENTS" { cli.arg(pipeline.join("latents.npy")) } else { cli.arg(a) };
         }
         cli.run_ok();
         read_npy(&npy).1

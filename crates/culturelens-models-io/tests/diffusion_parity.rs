@@ -133,12 +133,19 @@ fn sd2_matches_diffusers_on_flex() {
 
 #[test]
 fn sd1_matches_diffusers_on_wgpu() {
-    check("sd1", &crate::wgpu(), &["negative", "text-layer-1-no-cfg", "latents-euler"]);
+    // Every scheduler (Euler from given latents), with and without guidance, plus the negative
+    // prompt and a text layer (lavapipe takes about 15 s a case; every case runs on flex).
+    check(
+        "sd1",
+        &crate::wgpu(),
+        &["pndm-g1.0", "ddim-g7.5", "dpm-g7.5", "negative", "text-layer-1-no-cfg", "latents-euler"],
+    );
 }
 
 #[test]
 fn sd2_matches_diffusers_on_wgpu() {
-    check("sd2", &crate::wgpu(), &["ddim-g7.5", "dpm-g1.0"]);
+    // v-prediction under every scheduler.
+    check("sd2", &crate::wgpu(), &["pndm-g7.5", "ddim-g7.5", "euler-g1.0", "dpm-g1.0"]);
 }
 
 /// Every AltDiffusion case, the two PNDM ones included: AltDiffusion's scheduler config
