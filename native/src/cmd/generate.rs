@@ -336,7 +336,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         device,
     };
     for batch in batches {
-        let result = job.run(&batch);
+        let result = injected_failure(&batch).and_then(|()| job.run(&batch));
         match result {
             Ok(outputs) => {
                 for (item, images) in outputs {
@@ -431,6 +431,19 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     log.remove()?;
     stages.lap("write");
     eprintln!("wrote {} images and {}", manifest.n_rows(), manifest_path.display());
+    Ok(())
+}
+
+/// Test hook of debug builds: `CULTURELENS_TEST_FAIL_ROWS=1,3` makes the prompts of those rows
+/// of the prompt table fail as a model error would, so a test can check that a failing prompt is
+/// reported and the others go on. Release builds ignore it.
+fn injected_failure(batch: &[Item]) -> Result<()> {
+    if cfg!(debug_assertions)
+        && let Ok(rows) = std::env::var("CULTURELENS_TEST_FAIL_ROWS")
+        && let Some(it) = batch.iter().find(|it| rows.split(',').any(|r| r.trim() == it.row.to_string()))
+    {
+        bail!("injected failure for row {} (CULTURELENS_TEST_FAIL_ROWS)", it.row);
+    }
     Ok(())
 }
 
