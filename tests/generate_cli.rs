@@ -186,6 +186,43 @@ fn a_failing_prompt_is_reported_and_the_others_go_on() {
     }
 }
 
+/// Shards of a run with two images per prompt merge into the unsharded folder; a shard run with
+/// another seed is refused (its settings differ), leaving no output.
+#[test]
+fn shards_of_several_images_per_prompt_merge_and_other_settings_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("prompts.csv");
+    std::fs::write(&prompts, "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n")
+        .unwrap();
+    let run = |out: &str, shard: Option<&str>, seed: &str| {
+        let mut cli = generate(&tmp.path().join(out))
+            .opt("--prompts", &prompts)
+            .opt("--images-per-prompt", "2")
+            .opt("--seed", seed);
+        if let Some(shard) = shard {
+            cli = cli.opt("--shard", shard);
+        }
+        cli.run_ok();
+        tmp.path().join(out)
+    };
+    let one = run("one", None, "3");
+    let (first, second) = (run("s1", Some("1/2"), "3"), run("s2", Some("2/2"), "3"));
+    let merged = tmp.path().join("merged");
+    Cli::new("merge").opt("--out", &merged).arg(&second).arg(&first).run_ok();
+    assert_eq!(std::fs::read(merged.join("manifest.csv")).unwrap(), std::fs::read(one.join("manifest.csv")).unwrap());
+    let (_, rows) = read_csv(&one.join("manifest.csv"));
+    assert_eq!(rows.len(), 6, "3 prompts × 2 images");
+    for row in &rows {
+        let name = &row[2];
+        assert_eq!(std::fs::read(merged.join(name)).unwrap(), std::fs::read(one.join(name)).unwrap(), "{name}");
+    }
+    let other = run("s2-seed4", Some("2/2"), "4");
+    let out = tmp.path().join("refused");
+    let err = Cli::new("merge").opt("--out", &out).arg(&first).arg(&other).run_fails().stderr;
+    assert!(err.contains("mismatched shards") && err.contains("seed=3") && err.contains("seed=4"), "{err}");
+    assert!(!out.exists());
+}
+
 #[test]
 fn an_interrupted_run_resumes_without_redoing_finished_images() {
     let tmp = tempfile::tempdir().unwrap();

@@ -415,7 +415,12 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         );
     }
     if let Some(shard) = args.shard {
-        write_part(args, &meta, &model_name, shard, prompts.len(), &manifest_path, manifest.n_rows())?;
+        let settings = format!(
+            "scheduler={scheduler_name} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={layers:?}",
+            args.steps, args.guidance, args.seed, args.seed_per_image, args.negative_prompt, args.latents,
+        );
+        let rows_per_item = k * layers.len();
+        write_part(args, &meta, &model_name, shard, prompts.len(), &manifest_path, manifest.n_rows(), (rows_per_item, settings))?;
     }
     let mut provenance = Provenance::new("generate", args);
     provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), &dir)?;
@@ -509,6 +514,7 @@ fn write_part(
     items: usize,
     manifest: &Path,
     rows: usize,
+    (rows_per_item, settings): (usize, String),
 ) -> Result<()> {
     let mut table = Vec::new();
     write_metadata_csv(&mut table, prompts)?;
@@ -519,7 +525,8 @@ fn write_part(
     };
     let input = Input { name, sha256: sha256_hex(&table) };
     let precision = args.precision.to_possible_value().expect("a clap value").get_name().to_string();
-    let mut part = Part::new("generate", shard, items, rows, model.to_string(), &precision, input);
+    let mut part = Part::new("generate", shard, items, rows, model.to_string(), &precision, input)
+        .with_items_of(rows_per_item, settings);
     let part_path = args.out.join(DIR_PART);
     part.add_file(&part_path, "manifest", manifest)?;
     part.write(&part_path)

@@ -9,7 +9,12 @@
 //! - `format` ([`FORMAT`]), `command` (`embed`, `generate`), `shard` (`K/N`);
 //! - `items`, the number of items of the whole run, and `range`, the `[start, end)` of them
 //!   this shard owns (`crate::work::shard`), and `rows`, the rows it wrote (fewer than the range
-//!   only with `--skip-bad`);
+//!   only with `--skip-bad` or failed prompts); `rows_per_item` (written when not 1): the rows
+//!   one item makes (`generate`: images per prompt × text layers), so a shard holds at most
+//!   `range × rows_per_item` rows;
+//! - `settings` (written when not empty): every other setting that shapes the rows (`generate`:
+//!   scheduler, steps, guidance, size, seeds, images per prompt, negative prompt, latents, text
+//!   layers), compared as a whole, so shards run with another seed or step count are refused;
 //! - `model` and `precision`, and `input`: the input's name and the SHA-256 of its item list
 //!   (for `embed`, the image list's metadata as CSV; for `generate`, the prompt set), so shards
 //!   of another model, precision, prompt set or shard count are told apart;
@@ -48,11 +53,26 @@ pub struct Part {
     pub items: usize,
     pub range: [usize; 2],
     pub rows: usize,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub rows_per_item: usize,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub settings: String,
     pub model: String,
     pub precision: String,
     pub input: Input,
     pub files: BTreeMap<String, FileSum>,
 }
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+/// Most rows one item may make (a larger `rows_per_item` is not a part file's).
+const MAX_ROWS_PER_ITEM: usize = 1 << 20;
 
 /// The input a run read: its name as given and the SHA-256 of its item list.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -97,11 +117,21 @@ impl Part {
             items,
             range: [range.start, range.end],
             rows,
+            rows_per_item: 1,
+            settings: String::new(),
             model,
             precision: precision.to_string(),
             input,
             files: BTreeMap::new(),
         }
+    }
+
+    /// Each item makes `rows_per_item` rows (a folder of images per prompt, say), under
+    /// `settings` that every shard of the run must share.
+    pub fn with_items_of(mut self, rows_per_item: usize, settings: String) -> Self {
+        self.rows_per_item = rows_per_item;
+        self.settings = settings;
+        self
     }
 
     /// Records the output file `path` (already written) under `role`, for the part file at
@@ -143,8 +173,17 @@ impl Part {
                 part.items
             );
         }
-        if part.rows > range.len() {
-            bail!("{}: {} rows in a shard of {} items", path.display(), part.rows, range.len());
+        if part.rows_per_item == 0 || part.rows_per_item > MAX_ROWS_PER_ITEM {
+            bail!("{}: rows_per_item {} is not in 1..={MAX_ROWS_PER_ITEM}", path.display(), part.rows_per_item);
+        }
+        if part.rows > range.len() * part.rows_per_item {
+            bail!(
+                "{}: {} rows in a shard of {} items of {} row(s) each",
+                path.display(),
+                part.rows,
+                range.len(),
+                part.rows_per_item
+            );
         }
         Ok((part, shard))
     }
@@ -208,6 +247,7 @@ pub fn order_parts<T>(parts: Vec<(PathBuf, Part, Shard, T)>) -> Result<Vec<(Path
             ("model", &first.model, &part.model),
             ("precision", &first.precision, &part.precision),
             ("input", &first.input.sha256, &part.input.sha256),
+            ("settings", &first.settings, &part.settings),
         ];
         for (what, a, b) in fields {
             if a != b {
@@ -224,6 +264,15 @@ pub fn order_parts<T>(parts: Vec<(PathBuf, Part, Shard, T)>) -> Result<Vec<(Path
                     path.display()
                 );
             }
+        }
+        if part.rows_per_item != first.rows_per_item {
+            bail!(
+                "mismatched shards: {} (shard {first_shard}) makes {} row(s) per item but {} (shard {shard}) makes {}",
+                first_path.display(),
+                first.rows_per_item,
+                path.display(),
+                part.rows_per_item
+            );
         }
         if shard.count() != n || part.items != first.items {
             bail!(
@@ -280,6 +329,14 @@ mod tests {
             err,
             "mismatched shards: p1.npy.part.json (shard 1/2) has model m but p2.npy.part.json (shard 2/2) has model other"
         );
+        let (a, b) = (part("1/2", "m"), part("2/2", "m"));
+        let b = (b.0, b.1.with_items_of(1, "seed=1".into()), b.2, ());
+        let err = order_parts(vec![(a.0, a.1.with_items_of(1, "seed=0".into()), a.2, ()), b]).unwrap_err();
+        assert!(err.to_string().contains("has settings seed=0 but p2.npy.part.json (shard 2/2) has settings seed=1"), "{err}");
+        let (a, b) = (part("1/2", "m"), part("2/2", "m"));
+        let b = (b.0, b.1.with_items_of(2, String::new()), b.2, ());
+        let err = order_parts(vec![a, b]).unwrap_err().to_string();
+        assert!(err.contains("makes 1 row(s) per item but p2.npy.part.json (shard 2/2) makes 2"), "{err}");
         let err = order_parts(vec![part("1/2", "m"), part("2/3", "m")]).unwrap_err().to_string();
         assert!(err.contains("is shard 1/2 of 10 items but p2.npy.part.json is shard 2/3"), "{err}");
     }
@@ -299,6 +356,21 @@ mod tests {
         assert_eq!(err, "x: format `v0`, expected `culturelens-part-v1`");
         let err = Part::parse(b"{\"format\": 1", Path::new("x")).unwrap_err().to_string();
         assert_eq!(err, "x: not a culturelens part file");
+        // An embed part file has neither optional field; a generate part of 3 prompts × 2
+        // images may hold 6 rows, not 7.
+        let text = String::from_utf8(text).unwrap();
+        assert!(!text.contains("rows_per_item") && !text.contains("settings"), "{text}");
+        let mut images = p.clone().with_items_of(2, "steps=4".into());
+        images.rows = 6;
+        let round = Part::parse(&serde_json::to_vec(&images).unwrap(), Path::new("x")).unwrap().0;
+        assert_eq!((round.rows_per_item, round.settings.as_str()), (2, "steps=4"));
+        images.rows = 7;
+        let err = Part::parse(&serde_json::to_vec(&images).unwrap(), Path::new("x")).unwrap_err().to_string();
+        assert_eq!(err, "x: 7 rows in a shard of 3 items of 2 row(s) each");
+        let mut zero = p.clone();
+        zero.rows_per_item = 0;
+        let err = Part::parse(&serde_json::to_vec(&zero).unwrap(), Path::new("x")).unwrap_err().to_string();
+        assert!(err.contains("rows_per_item 0 is not in 1..="), "{err}");
     }
 
     #[test]
