@@ -4,7 +4,10 @@
 //! in the order given.
 
 use crate::palette::category;
-use crate::plot::{YAxis, legend, title, title_width};
+use crate::plot::{
+    Key, LABEL, LEGEND_ROW, XLabels, YAxis, bottom, left_margin, legend, legend_width, title, title_width,
+    x_title_baseline,
+};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// One bar: its height, an optional standard deviation (error bar from value − sd to value + sd)
@@ -43,59 +46,64 @@ pub fn bars(b: &Bars) -> String {
         .chain(all.iter().filter_map(|x| x.baseline))
         .fold(0.0, f64::max);
     let lo = all.iter().map(|x| x.value - x.sd.unwrap_or(0.0)).fold(0.0, f64::min);
-    let bar_w = 26.0;
-    let group_w = bar_w * b.series.len() as f64 + 18.0;
-    let left = 90.0;
-    let legend_w = if b.series.len() > 1 || b.baseline_label.is_some() {
-        b.series.iter().chain(&b.baseline_label).map(|s| s.chars().count()).max().unwrap_or(0) as f64
-            * FONT
-            * 0.55
-            + 50.0
-    } else {
-        0.0
-    };
-    let plot_w = (group_w * b.groups.len() as f64).max(240.0);
-    let label_h = b.groups.iter().map(|g| g.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.4 + 30.0;
-    let width = left + plot_w + 30.0 + legend_w;
+    let (n_groups, n_series) = (b.groups.len().max(1) as f64, b.series.len().max(1) as f64);
+    // Bars are 26 to 44 px wide with 18 px between groups; the plot is as wide as its groups
+    // need, or as the title needs (then the groups spread out and the bars widen).
+    let (min_bar, max_bar, group_gap) = (26.0, 44.0, 18.0);
     let axis = YAxis::fit(lo, hi, true, 60.0, 420.0);
-    let height = axis.bottom + label_h + 40.0;
-    let mut svg = Svg::new(width.max(title_width(&b.title)), height);
+    let margin = axis.margin();
+    let legend_names: Vec<String> = if b.series.len() > 1 { b.series.clone() } else { Vec::new() }
+        .into_iter()
+        .chain(b.baseline_label.clone())
+        .collect();
+    let right = if legend_names.is_empty() { 16.0 } else { legend_width(&legend_names, Key::Swatch) };
+    let natural = (min_bar * n_series + group_gap) * n_groups;
+    let plot_w = natural.max(title_width(&b.title) - margin - right).max(160.0);
+    let group_w = plot_w / n_groups;
+    let bar_w = ((group_w - group_gap) / n_series).clamp(min_bar, max_bar);
+    let labels = XLabels::plan(&b.groups, group_w);
+    let left = left_margin(margin, &labels, group_w);
+    let x_title = x_title_baseline(axis.bottom + labels.height);
+    let height = bottom(x_title);
+    let mut svg = Svg::new(left + plot_w + right, height);
     title(&mut svg, &b.title);
     axis.draw(&mut svg, left, left + plot_w, &b.y_label);
-    let x0 = left + (plot_w - group_w * b.groups.len() as f64) / 2.0;
     for (g, group) in b.groups.iter().enumerate() {
-        let gx = x0 + g as f64 * group_w + 9.0;
+        let cx = left + (g as f64 + 0.5) * group_w;
+        let gx = cx - bar_w * n_series / 2.0;
         for (s, bar) in b.bars[g].iter().enumerate() {
             let Some(bar) = bar else { continue };
             let x = gx + s as f64 * bar_w;
             let (y0, y1) = (axis.y(0.0), axis.y(bar.value));
             svg.rect(x + 2.0, y0.min(y1), bar_w - 4.0, (y0 - y1).abs(), category(s), Some("#333333"));
-            let cx = x + bar_w / 2.0;
+            let bx = x + bar_w / 2.0;
             if let Some(sd) = bar.sd {
                 let (ya, yb) = (axis.y(bar.value - sd), axis.y(bar.value + sd));
-                svg.line((cx, ya), (cx, yb), "#000000", 1.5, None);
-                svg.line((cx - 5.0, ya), (cx + 5.0, ya), "#000000", 1.5, None);
-                svg.line((cx - 5.0, yb), (cx + 5.0, yb), "#000000", 1.5, None);
+                svg.line((bx, ya), (bx, yb), "#000000", 1.5, None);
+                svg.line((bx - 5.0, ya), (bx + 5.0, ya), "#000000", 1.5, None);
+                svg.line((bx - 5.0, yb), (bx + 5.0, yb), "#000000", 1.5, None);
             }
             if let Some(base) = bar.baseline {
                 let y = axis.y(base);
-                svg.line((x, y), (x + bar_w, y), "#000000", 2.5, Some(4.0));
+                svg.line((x, y), (x + bar_w, y), "#000000", 2.5, Some("4"));
             }
         }
-        let cx = gx + bar_w * b.series.len() as f64 / 2.0;
-        svg.text((cx + FONT * 0.3, axis.bottom + 14.0), group, FONT * 0.85, Anchor::End, -45.0);
+        labels.draw(&mut svg, cx, axis.bottom, group);
     }
     svg.line((left, axis.bottom), (left + plot_w, axis.bottom), "#333333", 1.0, None);
-    svg.text((left + plot_w / 2.0, height - 12.0), &b.x_label, FONT, Anchor::Middle, 0.0);
-    if legend_w > 0.0 {
+    svg.text((left + plot_w / 2.0, x_title), &b.x_label, FONT, Anchor::Middle, 0.0);
+    if !legend_names.is_empty() {
         let lx = left + plot_w + 24.0;
+        let y = axis.top + 16.0;
         if b.series.len() > 1 {
-            legend(&mut svg, (lx, 76.0), &b.series, false);
+            legend(&mut svg, (lx, y), &b.series, Key::Swatch);
         }
         if let Some(label) = &b.baseline_label {
-            let y = 76.0 + b.series.len() as f64 * (FONT + 8.0) + 8.0;
-            svg.line((lx, y - 5.0), (lx + 14.0, y - 5.0), "#000000", 2.5, Some(4.0));
-            svg.text((lx + 20.0, y), label, FONT * 0.85, Anchor::Start, 0.0);
+            let n = if b.series.len() > 1 { b.series.len() } else { 0 };
+            let y = y + n as f64 * LEGEND_ROW + 6.0;
+            let mid = y - LABEL * 0.35;
+            svg.line((lx, mid), (lx + 14.0, mid), "#000000", 2.5, Some("4"));
+            svg.text((lx + 20.0, y), label, LABEL, Anchor::Start, 0.0);
         }
     }
     svg.finish()

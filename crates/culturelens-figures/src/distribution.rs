@@ -4,7 +4,10 @@
 //! summaries of `culturelens sos --report`, computed by `culturelens_core::stats`).
 
 use crate::palette::category;
-use crate::plot::{YAxis, title, title_width};
+use crate::plot::{
+    Key, LABEL, LEGEND_ROW, TICK, XLabels, YAxis, bottom, left_margin, legend_width, title, title_width,
+    x_title_baseline,
+};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// The five-number summary and mean of one group.
@@ -33,21 +36,25 @@ pub struct Distributions {
 pub fn distributions(d: &Distributions) -> String {
     let lo = d.groups.iter().map(|g| g.min).fold(0.0, f64::min);
     let hi = d.groups.iter().map(|g| g.max).fold(0.0, f64::max);
-    let left = 90.0;
-    let slot = 90.0;
-    let plot_w = (slot * d.groups.len() as f64).max(240.0);
-    let label_h =
-        d.groups.iter().map(|g| g.label.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.4 + 30.0;
-    let axis = YAxis::fit(lo, hi, true, 60.0, 420.0);
-    let width = left + plot_w + 150.0;
-    let height = axis.bottom + label_h + 40.0;
-    let mut svg = Svg::new(width.max(title_width(&d.title)), height);
+    let axis = YAxis::fit(lo, hi, true, 68.0, 420.0);
+    let margin = axis.margin();
+    let keys = ["median".to_string(), "mean".to_string()];
+    let right = legend_width(&keys, Key::Swatch) + 4.0;
+    let n = d.groups.len().max(1) as f64;
+    // 90 px per box, more when the title needs the width.
+    let plot_w = (90.0 * n).max(title_width(&d.title) - margin - right).max(160.0);
+    let slot = plot_w / n;
+    let labels: Vec<String> = d.groups.iter().map(|g| g.label.clone()).collect();
+    let xl = XLabels::plan(&labels, slot);
+    let left = left_margin(margin, &xl, slot);
+    let x_title = x_title_baseline(axis.bottom + xl.height);
+    let height = bottom(x_title);
+    let mut svg = Svg::new(left + plot_w + right, height);
     title(&mut svg, &d.title);
     axis.draw(&mut svg, left, left + plot_w, &d.y_label);
-    let x0 = left + (plot_w - slot * d.groups.len() as f64) / 2.0;
     for (i, g) in d.groups.iter().enumerate() {
-        let cx = x0 + (i as f64 + 0.5) * slot;
-        let half = slot * 0.3;
+        let cx = left + (i as f64 + 0.5) * slot;
+        let half = 27.0_f64.min(slot * 0.35);
         svg.line((cx, axis.y(g.min)), (cx, axis.y(g.q1)), "#333333", 1.5, None);
         svg.line((cx, axis.y(g.q3)), (cx, axis.y(g.max)), "#333333", 1.5, None);
         for v in [g.min, g.max] {
@@ -64,19 +71,22 @@ pub fn distributions(d: &Distributions) -> String {
         svg.line((cx - half, axis.y(g.median)), (cx + half, axis.y(g.median)), "#000000", 3.0, None);
         let (my, r) = (axis.y(g.mean), 7.0);
         svg.polygon(&[(cx, my - r), (cx + r, my), (cx, my + r), (cx - r, my)], "#ffffff", "#000000");
-        svg.text((cx + FONT * 0.3, axis.bottom + 14.0), &g.label, FONT * 0.85, Anchor::End, -45.0);
-        svg.text((cx, 56.0), &format!("n={}", g.n), FONT * 0.7, Anchor::Middle, 0.0);
+        xl.draw(&mut svg, cx, axis.bottom, &g.label);
+        svg.text((cx, axis.top - 8.0), &format!("n={}", g.n), TICK, Anchor::Middle, 0.0);
     }
     svg.line((left, axis.bottom), (left + plot_w, axis.bottom), "#333333", 1.0, None);
-    svg.text((left + plot_w / 2.0, height - 12.0), &d.x_label, FONT, Anchor::Middle, 0.0);
+    svg.text((left + plot_w / 2.0, x_title), &d.x_label, FONT, Anchor::Middle, 0.0);
     let lx = left + plot_w + 24.0;
-    svg.line((lx, 86.0), (lx + 18.0, 86.0), "#000000", 3.0, None);
-    svg.text((lx + 24.0, 91.0), "median", FONT * 0.85, Anchor::Start, 0.0);
+    let y = axis.top + 24.0;
+    let mid = y - LABEL * 0.35;
+    svg.line((lx, mid), (lx + 16.0, mid), "#000000", 3.0, None);
+    svg.text((lx + 20.0, y), &keys[0], LABEL, Anchor::Start, 0.0);
+    let mid = mid + LEGEND_ROW;
     svg.polygon(
-        &[(lx + 9.0, 106.0), (lx + 16.0, 113.0), (lx + 9.0, 120.0), (lx + 2.0, 113.0)],
+        &[(lx + 8.0, mid - 7.0), (lx + 15.0, mid), (lx + 8.0, mid + 7.0), (lx + 1.0, mid)],
         "#ffffff",
         "#000000",
     );
-    svg.text((lx + 24.0, 118.0), "mean", FONT * 0.85, Anchor::Start, 0.0);
+    svg.text((lx + 20.0, y + LEGEND_ROW), &keys[1], LABEL, Anchor::Start, 0.0);
     svg.finish()
 }

@@ -12,12 +12,17 @@
 //! - [`palettes`]: dominant-colour palettes per group (SoS App. F); the HSV value
 //!   distributions per language (App. F.3) are [`lines`] over the value bins.
 //!
-//! Conventions: colour-blind-safe palettes ([`palette`]: Okabe–Ito, viridis, PuOr; past eight
-//! categories the point markers change shape as well as colour); text at
-//! 16 px base size on figures about 500–1000 px wide, rendered to PNG at `scale` (2 by default
-//! in the CLI) so it stays readable on a projector; the SVG is written with fixed number
-//! formatting and the PNG with compiled-in fonts only ([`fonts`]), so the same input gives the
-//! same bytes on the same build.
+//! Conventions: colour-blind-safe palettes ([`palette`]: Okabe–Ito, viridis, PuOr), readable on
+//! white: a categorical colour with less than 2:1 contrast against white (of Okabe–Ito only
+//! yellow) is drawn over a dark casing as a line and with a dark outline as a point or swatch,
+//! and past eight categories the point markers change shape and the lines their dash pattern as
+//! well as colour; text at 16 px base size (ticks 0.85×, labels and legends 0.9×, titles
+//! 1.25×) on figures about 300–1000 px wide, rendered to PNG at `scale` (2 by default in the
+//! CLI) so it stays readable on a projector; margins, legends and label rotation are sized from
+//! the real text widths ([`fonts::text_width`]), never from a per-character guess, and a figure
+//! widened for its title spreads its plot (or centres its matrix) over the width rather than
+//! leaving it blank; the SVG is written with fixed number formatting and the PNG with
+//! compiled-in fonts only ([`fonts`]), so the same input gives the same bytes on the same build.
 
 mod bars;
 mod distribution;

@@ -3,6 +3,17 @@
 //! scales (non-negative values: NA shares, Pearson r in [-1, 1] is drawn diverging) and
 //! ColorBrewer's PuOr for diverging scales centred on 0 (SoS: orange = surface, purple =
 //! semantics). Colours are written as `#rrggbb`.
+//!
+//! Readable on white, the rule every figure follows for categorical colours:
+//! - a colour with less than [`MIN_CONTRAST`] (2:1) contrast against white (WCAG 2 relative
+//!   luminance; of Okabe–Ito only yellow `#F0E442`, 1.3:1, while the next lowest, orange and
+//!   sky blue, have 2.3:1) keeps its hue but never stands alone on white: a line is drawn over a
+//!   dark casing ([`CASING`], 2 px wider), a point or legend swatch gets a dark outline
+//!   ([`low_contrast`]). The palette itself is unchanged, so Okabe & Ito's separation for
+//!   colour-blind readers holds;
+//! - past eight categories the colours repeat, so the 9th to 16th category also changes its
+//!   point marker ([`shape`]: squares) and, on line charts, its dash pattern ([`dash`]), and so
+//!   on for each further eight: no two of up to 32 series look the same.
 
 /// Okabe–Ito, black last (used for the ninth and later categories: they repeat from the start).
 pub const OKABE_ITO: [&str; 8] =
@@ -11,6 +22,43 @@ pub const OKABE_ITO: [&str; 8] =
 /// Colour of category `i` (cycling after eight).
 pub fn category(i: usize) -> &'static str {
     OKABE_ITO[i % OKABE_ITO.len()]
+}
+
+/// The least contrast against white (WCAG 2 ratio) a categorical colour may have to be drawn
+/// alone on white; below it, a casing or outline ([`low_contrast`]).
+pub const MIN_CONTRAST: f64 = 2.0;
+
+/// The dark casing drawn under a low-contrast line and around a low-contrast point.
+pub const CASING: &str = "#333333";
+
+/// WCAG 2 relative luminance of `#rrggbb`; 0.5 for anything else.
+pub fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let c = f64::from(u8::from_str_radix(hex.get(i..i + 2).unwrap_or("80"), 16).unwrap_or(128)) / 255.0;
+        if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+    };
+    if hex.len() != 7 || !hex.starts_with('#') {
+        return 0.5;
+    }
+    0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
+}
+
+/// WCAG 2 contrast ratio of `#rrggbb` against white (1 to 21).
+pub fn contrast_on_white(hex: &str) -> f64 {
+    1.05 / (luminance(hex) + 0.05)
+}
+
+/// Whether category `i`'s colour is below [`MIN_CONTRAST`] on white and so is drawn with a
+/// dark casing (lines) or outline (points, swatches).
+pub fn low_contrast(i: usize) -> bool {
+    contrast_on_white(category(i)) < MIN_CONTRAST
+}
+
+/// The `stroke-dasharray` of category `i`'s line: solid for the first eight categories, then
+/// dashed, dotted and dash-dotted for each further eight (with [`shape`], so that repeated
+/// colours stay apart on line charts).
+pub fn dash(i: usize) -> Option<&'static str> {
+    [None, Some("8 4"), Some("2 3"), Some("8 3 2 3")][(i / OKABE_ITO.len()) % 4]
 }
 
 /// A point marker's shape.
@@ -119,5 +167,15 @@ mod tests {
         assert_eq!(s.color(0.0), "#440154");
         assert_eq!(s.color(1.0), "#fde725");
         assert_eq!(s.color(0.5), "#21908d");
+    }
+
+    #[test]
+    fn only_yellow_needs_a_casing_on_white() {
+        let low: Vec<usize> = (0..8).filter(|i| low_contrast(*i)).collect();
+        assert_eq!(low, vec![3]);
+        assert!((contrast_on_white("#F0E442") - 1.32).abs() < 0.01);
+        assert!((contrast_on_white("#000000") - 21.0).abs() < 1e-9);
+        assert!(low_contrast(11) && !low_contrast(8));
+        assert_eq!((dash(0), dash(7), dash(8), dash(16)), (None, None, Some("8 4"), Some("2 3")));
     }
 }

@@ -3,7 +3,9 @@
 //! first), each as wide as its share of the group's pixels, with the share printed on swatches
 //! wide enough to hold it (black or white, whichever contrasts more).
 
-use crate::plot::{title, title_width};
+use crate::fonts::max_text_width;
+use crate::palette::luminance;
+use crate::plot::{LABEL, TICK, bottom, title, title_width, x_title_baseline};
 use crate::svg::{Anchor, FONT, Svg};
 
 /// One palette: its label and (colour `#rrggbb`, share) pairs.
@@ -23,26 +25,21 @@ pub struct Palettes {
 const STRIP_W: f64 = 520.0;
 const STRIP_H: f64 = 30.0;
 
-/// Relative luminance (WCAG) of `#rrggbb`; 0.5 for anything else.
-fn luminance(hex: &str) -> f64 {
-    let channel = |i: usize| {
-        let c = f64::from(u8::from_str_radix(hex.get(i..i + 2).unwrap_or("80"), 16).unwrap_or(128)) / 255.0;
-        if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
-    };
-    0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
-}
-
 /// The SVG of `p`.
 pub fn palettes(p: &Palettes) -> String {
-    let label_w =
-        p.rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(1) as f64 * FONT * 0.5 + 24.0;
-    let (left, top, gap) = (label_w + 16.0, 60.0, 10.0);
-    let height = top + p.rows.len() as f64 * (STRIP_H + gap) + 50.0;
-    let mut svg = Svg::new((left + STRIP_W + 30.0).max(480.0).max(title_width(&p.title)), height);
+    let labels: Vec<String> = p.rows.iter().map(|r| r.label.clone()).collect();
+    let content = 16.0 + max_text_width(&labels, LABEL) + 10.0 + STRIP_W + 16.0;
+    let width = content.max(title_width(&p.title));
+    // The labels and strips are centred under the title.
+    let left = (width - content) / 2.0 + 16.0 + max_text_width(&labels, LABEL) + 10.0;
+    let (top, gap) = (60.0, 10.0);
+    let x_title = x_title_baseline(top + p.rows.len() as f64 * (STRIP_H + gap) - gap);
+    let height = bottom(x_title);
+    let mut svg = Svg::new(width, height);
     title(&mut svg, &p.title);
     for (r, row) in p.rows.iter().enumerate() {
         let y = top + r as f64 * (STRIP_H + gap);
-        svg.text((left - 10.0, y + STRIP_H / 2.0 + FONT * 0.3), &row.label, FONT * 0.8, Anchor::End, 0.0);
+        svg.text((left - 10.0, y + STRIP_H / 2.0 + LABEL * 0.35), &row.label, LABEL, Anchor::End, 0.0);
         let total: f64 = row.colours.iter().map(|c| c.1.max(0.0)).sum();
         let mut x = left;
         for (hex, share) in &row.colours {
@@ -51,13 +48,13 @@ pub fn palettes(p: &Palettes) -> String {
             if w >= 42.0 {
                 let ink = if luminance(hex) > 0.18 { "#000000" } else { "#ffffff" };
                 let text = format!("{:.0}%", 100.0 * share);
-                svg.text_coloured((x + w / 2.0, y + STRIP_H / 2.0 + FONT * 0.3), &text, FONT * 0.7, ink);
+                svg.text_coloured((x + w / 2.0, y + STRIP_H / 2.0 + TICK * 0.35), &text, TICK, ink);
             }
             x += w;
         }
         svg.rect(left, y, STRIP_W, STRIP_H, "none", Some("#333333"));
     }
-    svg.text((left + STRIP_W / 2.0, height - 18.0), "share of pixels", FONT, Anchor::Middle, 0.0);
+    svg.text((left + STRIP_W / 2.0, x_title), "share of pixels", FONT, Anchor::Middle, 0.0);
     svg.finish()
 }
 

@@ -93,16 +93,16 @@ impl Svg {
         );
     }
 
-    /// A straight line of `width` px, dashed when `dash` is given (dash length in px).
+    /// A straight line of `width` px, dashed by `dash` (a `stroke-dasharray`) when given.
     pub fn line(
         &mut self,
         (x1, y1): (f64, f64),
         (x2, y2): (f64, f64),
         stroke: &str,
         width: f64,
-        dash: Option<f64>,
+        dash: Option<&str>,
     ) {
-        let dash = dash.map(|d| format!(" stroke-dasharray=\"{}\"", num(d))).unwrap_or_default();
+        let dash = dash.map(|d| format!(" stroke-dasharray=\"{d}\"")).unwrap_or_default();
         let _ = writeln!(
             self.body,
             "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{stroke}\" stroke-width=\"{}\"{dash}/>",
@@ -151,15 +151,18 @@ impl Svg {
         let _ = writeln!(self.body, "<polygon points=\"{}\" fill=\"{fill}\"{stroke}/>", pts.join(" "));
     }
 
-    /// An open polyline of `width` px.
-    pub fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, width: f64) {
+    /// An open polyline of `width` px with round joins, dashed by `dash` (a `stroke-dasharray`)
+    /// when given.
+    pub fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, width: f64, dash: Option<&str>) {
         if points.len() < 2 {
             return;
         }
         let pts: Vec<String> = points.iter().map(|(x, y)| format!("{},{}", num(*x), num(*y))).collect();
+        let dash = dash.map(|d| format!(" stroke-dasharray=\"{d}\"")).unwrap_or_default();
         let _ = writeln!(
             self.body,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{}\"/>",
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{}\" \
+stroke-linejoin=\"round\"{dash}/>",
             pts.join(" "),
             num(width)
         );

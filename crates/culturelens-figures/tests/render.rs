@@ -321,9 +321,17 @@ fn value_histogram_with_more_than_eight_languages() {
             .collect(),
     };
     let svg = lines(&l);
-    assert_eq!(count(&svg, "<polyline"), 10);
+    // 10 lines, and the dark casing under en's yellow line (too light alone on white).
+    assert_eq!(count(&svg, "<polyline"), 10 + 1);
+    let en = svg.lines().filter(|l| l.starts_with("<polyline")).nth(3).unwrap();
+    assert!(en.contains("stroke=\"#333333\""), "casing first: {en}");
+    assert!(svg.contains(&format!("stroke=\"{}\" stroke-width=\"2.5\"", OKABE_ITO[3])));
+    // Languages 9 and 10 repeat colours, so their lines are dashed (and the legend's samples).
+    assert_eq!(count(&svg, "stroke-dasharray=\"8 4\""), 2 + 2);
     // Languages 9 and 10 reuse the first two colours, as squares: 2 × (5 points + 1 legend).
     assert_eq!(count(&svg, "<circle"), 8 * 6);
+    // Every marker is outlined, so light colours stay visible on white.
+    assert!(svg.lines().filter(|l| l.starts_with("<circle")).all(|l| l.contains("stroke=\"#333333\"")));
     assert_eq!(count(&svg, "height=\"8.1\""), 2 * 5);
     assert_eq!(count(&svg, "height=\"10.8\""), 2);
     assert!(svg.contains(">0.0–0.2<") && svg.contains(">zh<"));
