@@ -2,7 +2,7 @@
 # The Slurm test: a real single-node Slurm (Debian's slurmctld, slurmd and munge), configured on
 # loopback only and started by this script, runs the whole pipeline `culturelens slurm
 # --generate-args` writes with the culturelens binary: generate as an array job (3 tasks, the
-# tiny committed SD-1-like pipeline, 18 prompts, one 16×16 image each in 4 steps) → merge-images →
+# tiny committed SD-1-like pipeline, 18 prompts, two 16×16 images each in 4 steps) → merge-images →
 # embed as an array job (the tiny CLIP fixture, on the merged folder's manifest) → merge → sos,
 # and checks:
 #   1. the merged image folder (manifest.csv and every PNG) equals a single-machine `culturelens
@@ -138,7 +138,7 @@ for culture in china india nigeria; do
     done
   done
 done
-per_prompt=1
+per_prompt=2   # two images per prompt: the merge checks rows per prompt (part.json rows_per_item)
 tasks=3
 gen_args="--pipeline $pipeline --prompts $work/data/prompts.csv --steps 4 --height 16 --width 16 --images-per-prompt $per_prompt"
 
