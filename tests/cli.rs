@@ -17,6 +17,7 @@ mod cultext2i_cli;
 mod embed_backends;
 mod embed_cli;
 mod embed_kill;
+mod faces_cli;
 mod figures_cli;
 mod generate_cli;
 mod generate_kill;

