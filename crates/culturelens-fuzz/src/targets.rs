@@ -12,6 +12,7 @@ use culturelens_core::diffusion::scheduler::Scheduler;
 use culturelens_core::diffusion::unet::UNetConfig;
 use culturelens_core::diffusion::vae::VaeConfig;
 use culturelens_core::models::EncoderModel;
+use culturelens_core::models::face_align::{FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details};
 use culturelens_core::models::gender_v1::GenderV1;
 use culturelens_core::models::preprocess::ImageProcessorConfig;
 use culturelens_core::models::weights::Checkpoint;
@@ -422,6 +423,23 @@ pub fn targets() -> Vec<Target> {
             parse: Box::new(|input| {
                 let path = Path::new("sentencepiece.bpe.model");
                 XlmRobertaTokenizer::from_spm_bytes(&input[0], path, 77).map_err(err)?.ids(TEXT).map(drop).map_err(err)
+            }),
+        },
+        Target {
+            name: "shape_predictor.dat",
+            parser: "culturelens_core::models::face_align::ShapePredictor::from_bytes, then predict and align a face",
+            seeds: vec![text(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces/tiny_shape_predictor.dat"))],
+            mutable: one.clone(),
+            parse: Box::new(|input| {
+                let predictor = ShapePredictor::from_bytes(&input[0]).map_err(err)?;
+                let pixels: Vec<u8> = (0..24 * 16 * 3).map(|i| (i * 37 % 251) as u8).collect();
+                let image = RgbImage::new(24, 16, &pixels).map_err(err)?;
+                let parts = predictor.predict(&image, FaceBox::new(-3, 2, 20, 14).map_err(err)?);
+                if parts.len() == 5 {
+                    let details = face_chip_details(&parts, 32, 0.2).map_err(err)?;
+                    extract_image_chip(&image, &details);
+                }
+                Ok(())
             }),
         },
         Target {
