@@ -44,7 +44,11 @@ impl Scheme {
                 _ => false,
             }
         }
-        if byte_level(decoder) || byte_level(pre_tokenizer) { Scheme::ByteLevel } else { Scheme::SentencePiece }
+        if byte_level(decoder) || byte_level(pre_tokenizer) {
+            Scheme::ByteLevel
+        } else {
+            Scheme::SentencePiece
+        }
     }
 }
 
@@ -315,7 +319,8 @@ mod tests {
         let decoders = json!({"type": "Sequence", "decoders": [{"type": "Fuse"}, byte_level]});
         assert_eq!(Scheme::of_tokenizer(&decoders, &Value::Null), Scheme::ByteLevel);
         // XLM-R: Metaspace both ways; no decoder at all reads as SentencePiece too.
-        let xlmr_pre = json!({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, metaspace.clone()]});
+        let xlmr_pre =
+            json!({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, metaspace.clone()]});
         assert_eq!(Scheme::of_tokenizer(&metaspace, &xlmr_pre), Scheme::SentencePiece);
         assert_eq!(Scheme::of_tokenizer(&Value::Null, &Value::Null), Scheme::SentencePiece);
     }
@@ -348,7 +353,10 @@ mod tests {
         let v = lens(encoded, |id| Some(pieces[id as usize - 7].clone()), Some(&bl), None::<()>);
         assert_eq!((v[0].text.as_str(), v[1].text.as_str(), v[1].word_end), (" j", "ur", true));
         let json = serde_json::to_value(&v[1]).unwrap();
-        assert_eq!(json, serde_json::json!({"id": 8, "piece": "ur</w>", "text": "ur", "kind": "text", "word_end": true}));
+        assert_eq!(
+            json,
+            serde_json::json!({"id": 8, "piece": "ur</w>", "text": "ur", "kind": "text", "word_end": true})
+        );
     }
 
     #[test]

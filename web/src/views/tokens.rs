@@ -137,10 +137,8 @@ fn set_open(open: bool) {
 fn on_toggle(_: &Event) -> Update {
     let open = dom::by_id("view-tokens").has_attribute("hidden");
     set_open(open);
-    if open {
-        if let Ok(t) = dom::by_id("tokens-text").dyn_into::<web_sys::HtmlElement>() {
-            t.focus().ok();
-        }
+    if open && let Ok(t) = dom::by_id("tokens-text").dyn_into::<web_sys::HtmlElement>() {
+        t.focus().ok();
     }
     Update::Nothing
 }
