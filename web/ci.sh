@@ -50,7 +50,7 @@ step "browser tests (headless Chromium)"
 (cd tests/web && { [ -d node_modules/playwright-core ] && [ -d node_modules/axe-core ] || npm ci --no-audit --no-fund; })
 report="${WEB_TEST_REPORT:-$repo/target/web-test-report.json}"
 (cd tests/web && CULTURELENS_BIN="$bin" WEB_DIST="$repo/web/dist" WEB_TEST_REPORT="$report" \
-  node --test --test-concurrency=1 app.test.mjs report.test.mjs)
+  node --test --test-concurrency=1 app.test.mjs report.test.mjs tokens.test.mjs)
 if grep -q '"skipped"' "$report"; then
   printf '\n%s\n!! web/ci.sh: part of the browser tests was SKIPPED (see %s):\n%s\n%s\n' \
     "$(printf '!%.0s' {1..78})" "$report" "$(grep '"skipped"' "$report")" "$(printf '!%.0s' {1..78})" >&2

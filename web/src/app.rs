@@ -52,6 +52,7 @@ fn wire_views() {
 pub async fn start() {
     wire_loader();
     wire_views();
+    views::tokens::start();
     register_offline_cache();
     dom::set_body_attr("data-loader", "ready");
     let p = params();

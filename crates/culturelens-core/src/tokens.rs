@@ -11,12 +11,87 @@
 //!   fragment of a character the vocabulary lacks) is shown as its bytes in hex together with the
 //!   text of the run of such pieces it completes: `<E1 88> of "ሀ"`; the unknown token shows the
 //!   text it stands for: `<unk> of "ሀ"`.
+//! - [`lens`] is the one reading of a `tokenizers` encoding that the CLI and the browser share:
+//!   ids, pieces and the special-token mask as the encoding gives them; a token whose vocabulary
+//!   piece differs from the piece it covers is the unknown token; the scheme comes from the
+//!   tokenizer's decoder and pre-tokenizer ([`Scheme::of_tokenizer`]).
+
+use serde::Serialize;
+use serde_json::Value;
 
 /// How a tokenizer's pieces encode text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Scheme {
     ByteLevel,
     SentencePiece,
+}
+
+impl Scheme {
+    /// The scheme of a tokenizer, from its `decoder` and `pre_tokenizer` as `tokenizer.json`
+    /// writes them (`Value::Null` for none): byte-level BPE when either is `ByteLevel`, alone or
+    /// inside a `Sequence` (CLIP, GPT-2, RoBERTa); every other tokenizer (`Metaspace`, T5, XLM-R,
+    /// SigLIP) is read as SentencePiece pieces.
+    pub fn of_tokenizer(decoder: &Value, pre_tokenizer: &Value) -> Scheme {
+        fn byte_level(v: &Value) -> bool {
+            match v.get("type").and_then(Value::as_str) {
+                Some("ByteLevel") => true,
+                Some("Sequence") => ["decoders", "pretokenizers"]
+                    .iter()
+                    .filter_map(|k| v.get(*k).and_then(Value::as_array))
+                    .flatten()
+                    .any(byte_level),
+                _ => false,
+            }
+        }
+        if byte_level(decoder) || byte_level(pre_tokenizer) {
+            Scheme::ByteLevel
+        } else {
+            Scheme::SentencePiece
+        }
+    }
+}
+
+/// One `tokenizers` encoding, as its getters return it.
+#[derive(Debug, Clone, Copy)]
+pub struct Encoded<'a> {
+    /// `Encoding::get_ids`.
+    pub ids: &'a [u32],
+    /// `Encoding::get_tokens`: the piece each token covers (for the unknown token, the text).
+    pub pieces: &'a [String],
+    /// `Encoding::get_special_tokens_mask`: 1 for a special token.
+    pub special_mask: &'a [u32],
+}
+
+/// The tokenizer lens of one encoding (module conventions): `vocab_piece` is the tokenizer's
+/// `id_to_token`; a token whose vocabulary piece differs from the piece it covers is the unknown
+/// token. `decoder` and `pre_tokenizer` (the tokenizer's `get_decoder()` and
+/// `get_pre_tokenizer()`, serialised as in `tokenizer.json`; `None` for none) give the [`Scheme`]
+/// ([`Scheme::of_tokenizer`]). The CLI (`culturelens tokens`) and the browser's Tokens view both
+/// call this.
+pub fn lens(
+    encoded: Encoded<'_>,
+    vocab_piece: impl Fn(u32) -> Option<String>,
+    decoder: impl Serialize,
+    pre_tokenizer: impl Serialize,
+) -> Vec<TokenView> {
+    let scheme = Scheme::of_tokenizer(
+        &serde_json::to_value(decoder).unwrap_or(Value::Null),
+        &serde_json::to_value(pre_tokenizer).unwrap_or(Value::Null),
+    );
+    let raw: Vec<RawToken> = encoded
+        .ids
+        .iter()
+        .zip(encoded.pieces)
+        .zip(encoded.special_mask)
+        .map(|((&id, piece), &special)| RawToken {
+            id,
+            piece: piece.clone(),
+            special: special == 1,
+            unknown: vocab_piece(id).is_some_and(|vocab| vocab != *piece),
+        })
+        .collect();
+    token_views(&raw, scheme)
 }
 
 /// One token as the tokenizer returns it.
@@ -31,7 +106,8 @@ pub struct RawToken {
 }
 
 /// What a token holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TokenKind {
     /// Whole characters.
     Text,
@@ -42,8 +118,8 @@ pub enum TokenKind {
     Unknown,
 }
 
-/// A token made readable.
-#[derive(Debug, Clone, PartialEq)]
+/// A token made readable (serialised as `culturelens tokens --json` writes it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenView {
     pub id: u32,
     pub piece: String,
@@ -229,6 +305,58 @@ mod tests {
         let v = token_views(&raw(&["ä¸", "Ń</w>"]), Scheme::ByteLevel);
         assert_eq!(v[0].text, "<E4 B8> of \"中\"");
         assert_eq!(v[1].text, "<AD> of \"中\"");
+    }
+
+    #[test]
+    fn the_scheme_comes_from_the_decoder_or_the_pre_tokenizer() {
+        use serde_json::json;
+        let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false});
+        let metaspace = json!({"type": "Metaspace", "replacement": "▁"});
+        // CLIP: a ByteLevel decoder, a Sequence [Split, ByteLevel] pre-tokenizer.
+        let clip_pre = json!({"type": "Sequence", "pretokenizers": [{"type": "Split"}, byte_level.clone()]});
+        assert_eq!(Scheme::of_tokenizer(&byte_level, &clip_pre), Scheme::ByteLevel);
+        assert_eq!(Scheme::of_tokenizer(&Value::Null, &clip_pre), Scheme::ByteLevel);
+        let decoders = json!({"type": "Sequence", "decoders": [{"type": "Fuse"}, byte_level]});
+        assert_eq!(Scheme::of_tokenizer(&decoders, &Value::Null), Scheme::ByteLevel);
+        // XLM-R: Metaspace both ways; no decoder at all reads as SentencePiece too.
+        let xlmr_pre =
+            json!({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, metaspace.clone()]});
+        assert_eq!(Scheme::of_tokenizer(&metaspace, &xlmr_pre), Scheme::SentencePiece);
+        assert_eq!(Scheme::of_tokenizer(&Value::Null, &Value::Null), Scheme::SentencePiece);
+    }
+
+    #[test]
+    fn an_encoding_reads_special_and_unknown_tokens() {
+        // XLM-R style: <s>, "▁", the unknown token standing for "J", "ur", </s>; the vocabulary
+        // has "<unk>" at id 3.
+        let vocab = ["<s>", "<pad>", "</s>", "<unk>", "▁", "ur"];
+        let pieces: Vec<String> = ["<s>", "▁", "J", "ur", "</s>"].map(String::from).to_vec();
+        let encoded = Encoded { ids: &[0, 4, 3, 5, 2], pieces: &pieces, special_mask: &[1, 0, 0, 0, 1] };
+        let metaspace = serde_json::json!({"type": "Metaspace"});
+        let v = lens(encoded, |id| vocab.get(id as usize).map(|p| p.to_string()), &metaspace, None::<()>);
+        let got: Vec<(&str, TokenKind)> = v.iter().map(|t| (t.text.as_str(), t.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                ("<s>", TokenKind::Special),
+                (" ", TokenKind::Text),
+                ("<unk> of \"J\"", TokenKind::Unknown),
+                ("ur", TokenKind::Text),
+                ("</s>", TokenKind::Special)
+            ]
+        );
+        assert_eq!(v.iter().map(|t| t.id).collect::<Vec<_>>(), [0, 4, 3, 5, 2]);
+        // The same pieces under a ByteLevel decoder: "Ġ" is a space, "</w>" ends a word.
+        let pieces: Vec<String> = ["Ġj", "ur</w>"].map(String::from).to_vec();
+        let encoded = Encoded { ids: &[7, 8], pieces: &pieces, special_mask: &[0, 0] };
+        let bl = serde_json::json!({"type": "ByteLevel"});
+        let v = lens(encoded, |id| Some(pieces[id as usize - 7].clone()), Some(&bl), None::<()>);
+        assert_eq!((v[0].text.as_str(), v[1].text.as_str(), v[1].word_end), (" j", "ur", true));
+        let json = serde_json::to_value(&v[1]).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"id": 8, "piece": "ur</w>", "text": "ur", "kind": "text", "word_end": true})
+        );
     }
 
     #[test]

@@ -343,8 +343,9 @@ pub fn tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<tokenizers::Tok
 /// The tokenizer lens ([`culturelens_core::tokens`]): `text` as the tokenizer of the weights
 /// folder `dir` splits it, special tokens included, no truncation; OpenCLIP folders get open_clip's
 /// cleaning first, as when embedding. A token whose vocabulary piece differs from the text it
-/// covers is the unknown token (SentencePiece's `<unk>`). Byte-level BPE (a `ByteLevel` decoder, as CLIP's) is read
-/// as such, every other tokenizer as SentencePiece pieces.
+/// covers is the unknown token (SentencePiece's `<unk>`). Byte-level BPE (a `ByteLevel` decoder
+/// or pre-tokenizer, as CLIP's) is read as such, every other tokenizer as SentencePiece pieces
+/// ([`tokens::lens`]).
 pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, LoadError> {
     let open_clip = !dir.join("config.json").is_file() && dir.join("open_clip_config.json").is_file();
     let (mut tok, path) = read_tokenizer(dir, true)?.ok_or_else(|| LoadError::Missing {
@@ -359,23 +360,13 @@ pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, 
     let encoding = tok
         .encode(text, true)
         .map_err(|e| LoadError::Tokenizer { path: path.clone(), message: e.to_string() })?;
-    let raw: Vec<tokens::RawToken> = encoding
-        .get_ids()
-        .iter()
-        .zip(encoding.get_tokens())
-        .zip(encoding.get_special_tokens_mask())
-        .map(|((&id, piece), &special)| tokens::RawToken {
-            id,
-            piece: piece.clone(),
-            special: special == 1,
-            unknown: tok.id_to_token(id).is_some_and(|vocab| vocab != *piece),
-        })
-        .collect();
-    let scheme = match tok.get_decoder() {
-        Some(tokenizers::DecoderWrapper::ByteLevel(_)) => tokens::Scheme::ByteLevel,
-        _ => tokens::Scheme::SentencePiece,
+    // The one reading of an encoding, shared with the browser's Tokens view.
+    let encoded = tokens::Encoded {
+        ids: encoding.get_ids(),
+        pieces: encoding.get_tokens(),
+        special_mask: encoding.get_special_tokens_mask(),
     };
-    Ok(tokens::token_views(&raw, scheme))
+    Ok(tokens::lens(encoded, |id| tok.id_to_token(id), tok.get_decoder(), tok.get_pre_tokenizer()))
 }
 
 /// Reads and decodes the image file at `path` and preprocesses it with `processor` (thread-safe:

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_core::tokens::side_by_side;
+use culturelens_core::tokens::{TokenView, side_by_side};
 use culturelens_models_io::tokenizer_lens;
 
 const CONVENTIONS: &str = "\
@@ -16,7 +16,10 @@ OpenCLIP folders get open_clip's text cleaning first, as when embedding. Special
 included, no truncation. One column per folder, one row per token position; a cell is the
 token's text in quotes (a leading space marks a word start, a '·' after it a word end) and [id];
 a byte-fallback piece or byte-level fragment shows its bytes in hex and the character its run
-spells, e.g. <E1 88> of \"ሀ\"; the unknown token shows the text it covers: <unk> of \"ሀ\".";
+spells, e.g. <E1 88> of \"ሀ\"; the unknown token shows the text it covers: <unk> of \"ሀ\".
+--json prints the same tokens as JSON instead: [{\"name\": DIR, \"tokens\": [{\"id\", \"piece\",
+\"text\", \"kind\" (text, bytes, special or unknown), \"word_end\"}]}], one object per folder (the
+browser's Tokens view shows these tokens for a tokenizer.json).";
 
 /// Arguments of `culturelens tokens`.
 #[derive(clap::Args, Debug)]
@@ -28,6 +31,16 @@ pub struct TokensArgs {
     /// The prompt.
     #[arg(long)]
     pub text: String,
+    /// Print the tokens as JSON (one object per folder) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One folder's tokens, as `--json` prints them.
+#[derive(serde::Serialize)]
+struct Column<'a> {
+    name: &'a str,
+    tokens: &'a [TokenView],
 }
 
 pub fn run(args: &TokensArgs) -> Result<()> {
@@ -39,6 +52,11 @@ pub fn run(args: &TokensArgs) -> Result<()> {
         .iter()
         .map(|dir| Ok((dir.display().to_string(), tokenizer_lens(dir, &args.text)?)))
         .collect::<Result<Vec<_>>>()?;
-    print!("{}", side_by_side(&columns));
+    if args.json {
+        let json: Vec<Column> = columns.iter().map(|(name, tokens)| Column { name, tokens }).collect();
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print!("{}", side_by_side(&columns));
+    }
     Ok(())
 }

@@ -13,6 +13,7 @@ mod heatmap;
 mod magbig;
 mod scatter;
 mod scatter_gpu;
+pub mod tokens;
 mod vendi;
 
 use wasm_bindgen::JsCast;
@@ -68,6 +69,8 @@ pub fn handlers() -> Vec<Handler> {
     all.extend(scatter::handlers());
     all.extend(vendi::handlers());
     all.extend(educator::handlers());
+    all.extend(tokens::handlers());
+    all.extend(tip_handlers("view-tokens"));
     for view in ["view-magbig", "view-cultext2i"] {
         all.extend(tip_handlers(view));
         all.push(Handler { on: Listen::Id(view), event: "change", run: on_results_model });
