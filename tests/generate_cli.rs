@@ -150,7 +150,10 @@ fn every_scheduler_given_on_the_command_line_matches_diffusers() {
                 .opt("--out-npy", &npy)
                 .run_ok();
             let err = max_abs(&read_npy(&npy).1, &reference(&format!("{name}-g{guidance}")));
-            assert!(err <= 1e-3, "--scheduler {name} --guidance {guidance}: max abs {err:.2e} from diffusers");
+            assert!(
+                err <= 1e-3,
+                "--scheduler {name} --guidance {guidance}: max abs {err:.2e} from diffusers"
+            );
             let (_, rows) = read_csv(&out.join("manifest.csv"));
             assert_eq!(rows[0][7], class, "the manifest names the scheduler that ran");
         }
@@ -164,13 +167,21 @@ fn every_scheduler_given_on_the_command_line_matches_diffusers() {
 fn a_failing_prompt_is_reported_and_the_others_go_on() {
     let tmp = tempfile::tempdir().unwrap();
     let prompts = tmp.path().join("prompts.csv");
-    std::fs::write(&prompts, "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n")
-        .unwrap();
+    std::fs::write(
+        &prompts,
+        "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n",
+    )
+    .unwrap();
     let clean = tmp.path().join("clean");
     generate(&clean).opt("--prompts", &prompts).run_ok();
     let out = tmp.path().join("run");
     let failed = generate(&out).opt("--prompts", &prompts).env("CULTURELENS_TEST_FAIL_ROWS", "1").run_fails();
-    for wanted in ["1 prompt(s) failed", "row 1 (\"a street in japan\")", "injected failure for row 1", "lists the 2 images made"] {
+    for wanted in [
+        "1 prompt(s) failed",
+        "row 1 (\"a street in japan\")",
+        "injected failure for row 1",
+        "lists the 2 images made",
+    ] {
         assert!(failed.stderr.contains(wanted), "{wanted:?} not in:\n{}", failed.stderr);
     }
     let (_, rows) = read_csv(&out.join("manifest.csv"));
@@ -192,8 +203,11 @@ fn a_failing_prompt_is_reported_and_the_others_go_on() {
 fn shards_of_several_images_per_prompt_merge_and_other_settings_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let prompts = tmp.path().join("prompts.csv");
-    std::fs::write(&prompts, "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n")
-        .unwrap();
+    std::fs::write(
+        &prompts,
+        "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n",
+    )
+    .unwrap();
     let run = |out: &str, shard: Option<&str>, seed: &str| {
         let mut cli = generate(&tmp.path().join(out))
             .opt("--prompts", &prompts)
@@ -209,12 +223,19 @@ fn shards_of_several_images_per_prompt_merge_and_other_settings_are_refused() {
     let (first, second) = (run("s1", Some("1/2"), "3"), run("s2", Some("2/2"), "3"));
     let merged = tmp.path().join("merged");
     Cli::new("merge").opt("--out", &merged).arg(&second).arg(&first).run_ok();
-    assert_eq!(std::fs::read(merged.join("manifest.csv")).unwrap(), std::fs::read(one.join("manifest.csv")).unwrap());
+    assert_eq!(
+        std::fs::read(merged.join("manifest.csv")).unwrap(),
+        std::fs::read(one.join("manifest.csv")).unwrap()
+    );
     let (_, rows) = read_csv(&one.join("manifest.csv"));
     assert_eq!(rows.len(), 6, "3 prompts × 2 images");
     for row in &rows {
         let name = &row[2];
-        assert_eq!(std::fs::read(merged.join(name)).unwrap(), std::fs::read(one.join(name)).unwrap(), "{name}");
+        assert_eq!(
+            std::fs::read(merged.join(name)).unwrap(),
+            std::fs::read(one.join(name)).unwrap(),
+            "{name}"
+        );
     }
     let other = run("s2-seed4", Some("2/2"), "4");
     let out = tmp.path().join("refused");
@@ -371,7 +392,8 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
             Box::new(|d: &Path| {
                 let unet = d.join("unet");
                 std::fs::remove_file(unet.join("diffusion_pytorch_model.safetensors")).unwrap();
-                std::fs::write(unet.join("diffusion_pytorch_model.bin"), b"PK\x03\x04 not unpickled").unwrap();
+                std::fs::write(unet.join("diffusion_pytorch_model.bin"), b"PK\x03\x04 not unpickled")
+                    .unwrap();
             }) as Edit,
             vec![],
             vec!["diffusion_pytorch_model.bin", "pickled checkpoint", "safe_serialization=True"],

@@ -81,7 +81,9 @@ fn three_shards_merge_into_the_bytes_of_one_run() {
         let parts_seen = manifest["parts"].as_array().expect("parts");
         assert_eq!(parts_seen.len(), 3);
         for (k, part) in parts_seen.iter().enumerate() {
-            assert!(part["manifest"].as_str().unwrap().ends_with(&format!("part{}.{ext}.provenance.json", k + 1)));
+            assert!(
+                part["manifest"].as_str().unwrap().ends_with(&format!("part{}.{ext}.provenance.json", k + 1))
+            );
             assert_eq!(part["provenance"]["command"], "embed");
             assert!(!part["provenance"]["models"][0]["files"].as_array().unwrap().is_empty());
         }
@@ -230,7 +232,10 @@ fn image_folders_merge_into_the_one_run_folder_and_embed_alike() {
     assert!(stderr.contains("merged 3 shards (5 images)"), "{stderr}");
     assert_eq!(tree(&merged), tree(&one), "the merged folder is the one-run folder, file for file");
     let manifest = json(&merged.join("provenance.json"));
-    assert_eq!((manifest["command"].as_str(), manifest["parts"].as_array().map(Vec::len)), (Some("merge"), Some(3)));
+    assert_eq!(
+        (manifest["command"].as_str(), manifest["parts"].as_array().map(Vec::len)),
+        (Some("merge"), Some(3))
+    );
 
     // embed reads the merged manifest exactly as the one-run manifest.
     embed(&merged.join("manifest.csv"), "clip", &dir.join("merged.npy"), None);

@@ -169,8 +169,10 @@ impl Provenance {
     /// `null` when the shard wrote none), so the merged result keeps its models, seeds and inputs.
     pub fn part(&mut self, manifest: &Path) -> Result<&mut Self> {
         let value = if manifest.is_file() {
-            let bytes = std::fs::read(manifest).with_context(|| format!("cannot read {}", manifest.display()))?;
-            serde_json::from_slice(&bytes).with_context(|| format!("{}: not a JSON manifest", manifest.display()))?
+            let bytes =
+                std::fs::read(manifest).with_context(|| format!("cannot read {}", manifest.display()))?;
+            serde_json::from_slice(&bytes)
+                .with_context(|| format!("{}: not a JSON manifest", manifest.display()))?
         } else {
             Value::Null
         };

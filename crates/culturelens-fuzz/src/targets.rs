@@ -12,7 +12,9 @@ use culturelens_core::diffusion::scheduler::Scheduler;
 use culturelens_core::diffusion::unet::UNetConfig;
 use culturelens_core::diffusion::vae::VaeConfig;
 use culturelens_core::models::EncoderModel;
-use culturelens_core::models::face_align::{FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details};
+use culturelens_core::models::face_align::{
+    FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details,
+};
 use culturelens_core::models::gender_v1::GenderV1;
 use culturelens_core::models::preprocess::ImageProcessorConfig;
 use culturelens_core::models::weights::Checkpoint;

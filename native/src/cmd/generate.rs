@@ -420,7 +420,16 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             args.steps, args.guidance, args.seed, args.seed_per_image, args.negative_prompt, args.latents,
         );
         let rows_per_item = k * layers.len();
-        write_part(args, &meta, &model_name, shard, prompts.len(), &manifest_path, manifest.n_rows(), (rows_per_item, settings))?;
+        write_part(
+            args,
+            &meta,
+            &model_name,
+            shard,
+            prompts.len(),
+            &manifest_path,
+            manifest.n_rows(),
+            (rows_per_item, settings),
+        )?;
     }
     let mut provenance = Provenance::new("generate", args);
     provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), &dir)?;

@@ -174,7 +174,11 @@ impl Part {
             );
         }
         if part.rows_per_item == 0 || part.rows_per_item > MAX_ROWS_PER_ITEM {
-            bail!("{}: rows_per_item {} is not in 1..={MAX_ROWS_PER_ITEM}", path.display(), part.rows_per_item);
+            bail!(
+                "{}: rows_per_item {} is not in 1..={MAX_ROWS_PER_ITEM}",
+                path.display(),
+                part.rows_per_item
+            );
         }
         if part.rows > range.len() * part.rows_per_item {
             bail!(
@@ -332,7 +336,11 @@ mod tests {
         let (a, b) = (part("1/2", "m"), part("2/2", "m"));
         let b = (b.0, b.1.with_items_of(1, "seed=1".into()), b.2, ());
         let err = order_parts(vec![(a.0, a.1.with_items_of(1, "seed=0".into()), a.2, ()), b]).unwrap_err();
-        assert!(err.to_string().contains("has settings seed=0 but p2.npy.part.json (shard 2/2) has settings seed=1"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("has settings seed=0 but p2.npy.part.json (shard 2/2) has settings seed=1"),
+            "{err}"
+        );
         let (a, b) = (part("1/2", "m"), part("2/2", "m"));
         let b = (b.0, b.1.with_items_of(2, String::new()), b.2, ());
         let err = order_parts(vec![a, b]).unwrap_err().to_string();

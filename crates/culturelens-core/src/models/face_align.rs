@@ -941,7 +941,8 @@ mod tests {
     #[test]
     fn face_align_reads_a_hand_made_predictor() {
         // The same bytes are the fuzz harness' seed (`tests/fixtures/faces/tiny_shape_predictor.dat`).
-        let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces/tiny_shape_predictor.dat");
+        let seed =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces/tiny_shape_predictor.dat");
         assert_eq!(std::fs::read(&seed).unwrap(), TINY, "{}", seed.display());
         let p = ShapePredictor::from_bytes(TINY).unwrap();
         assert_eq!(p.initial_shape, [0.25, 0.5, 0.75, 0.5]);
