@@ -420,16 +420,8 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             args.steps, args.guidance, args.seed, args.seed_per_image, args.negative_prompt, args.latents,
         );
         let rows_per_item = k * layers.len();
-        write_part(
-            args,
-            &meta,
-            &model_name,
-            shard,
-            prompts.len(),
-            &manifest_path,
-            manifest.n_rows(),
-            (rows_per_item, settings),
-        )?;
+        let rows = ShardRows { items: prompts.len(), rows: manifest.n_rows(), rows_per_item, settings };
+        write_part(args, &meta, &model_name, shard, &manifest_path, rows)?;
     }
     let mut provenance = Provenance::new("generate", args);
     provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), &dir)?;
@@ -515,15 +507,22 @@ impl Job<'_> {
 
 /// Writes `OUT/part.json` for shard `shard` of a run over `items` prompts that made `rows`
 /// images, so `culturelens merge OUT PART_DIR…` can join the shards (`work::part`).
+/// What a shard of a `generate` run holds: `rows` images of its share of `items` prompts, each
+/// prompt making `rows_per_item` images under `settings` (`work::part`).
+struct ShardRows {
+    items: usize,
+    rows: usize,
+    rows_per_item: usize,
+    settings: String,
+}
+
 fn write_part(
     args: &GenerateArgs,
     prompts: &Metadata,
     model: &str,
     shard: Shard,
-    items: usize,
     manifest: &Path,
-    rows: usize,
-    (rows_per_item, settings): (usize, String),
+    ShardRows { items, rows, rows_per_item, settings }: ShardRows,
 ) -> Result<()> {
     let mut table = Vec::new();
     write_metadata_csv(&mut table, prompts)?;
