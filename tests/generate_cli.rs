@@ -160,18 +160,21 @@ fn every_scheduler_given_on_the_command_line_matches_diffusers() {
     }
 }
 
+/// A prompt table of three prompts (`id,prompt`) in `dir`.
+fn three_prompts(dir: &Path) -> PathBuf {
+    let prompts = dir.join("prompts.csv");
+    let table = "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n";
+    std::fs::write(&prompts, table).unwrap();
+    prompts
+}
+
 /// A prompt that fails (forced through the debug build's test hook) is reported with its row, the
 /// other prompts are generated and listed, the run exits non-zero, and a rerun makes only the
 /// failed prompt's image: the folder then equals an uninterrupted run's.
 #[test]
 fn a_failing_prompt_is_reported_and_the_others_go_on() {
     let tmp = tempfile::tempdir().unwrap();
-    let prompts = tmp.path().join("prompts.csv");
-    std::fs::write(
-        &prompts,
-        "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n",
-    )
-    .unwrap();
+    let prompts = three_prompts(tmp.path());
     let clean = tmp.path().join("clean");
     generate(&clean).opt("--prompts", &prompts).run_ok();
     let out = tmp.path().join("run");
@@ -202,12 +205,7 @@ fn a_failing_prompt_is_reported_and_the_others_go_on() {
 #[test]
 fn shards_of_several_images_per_prompt_merge_and_other_settings_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let prompts = tmp.path().join("prompts.csv");
-    std::fs::write(
-        &prompts,
-        "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n",
-    )
-    .unwrap();
+    let prompts = three_prompts(tmp.path());
     let run = |out: &str, shard: Option<&str>, seed: &str| {
         let mut cli = generate(&tmp.path().join(out))
             .opt("--prompts", &prompts)
