@@ -203,7 +203,17 @@ impl SpmModel {
     fn normalize(&self, text: &str) -> Result<String, String> {
         let mut n = NormalizedString::from(text);
         if let Some(map) = &self.charsmap {
-            map.normalize(&mut n).map_err(|e| e.to_string())?;
+            // The map's offsets are the file's bytes, and the tokenizers crate indexes its string
+            // blob with them unchecked: one past the end panics (fuzz harness,
+            // `sentencepiece.bpe.model`, seed 1, input 190,373). It is an error here.
+            let normalized = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| map.normalize(&mut n)));
+            match normalized {
+                Ok(result) => result.map_err(|e| e.to_string())?,
+                Err(_) => {
+                    return Err("precompiled_charsmap: an entry points outside its normalised strings (a corrupt model)"
+                        .to_string());
+                }
+            }
         }
         let mapped = n.get();
         let mut out = if self.remove_extra_whitespaces {
@@ -290,6 +300,18 @@ fn bpe<'t>(text: &'t str, pieces: &HashMap<String, (u32, f32)>, user_defined: &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model whose character map points past its strings (found by the fuzz harness) is an
+    /// error when a text reaches that entry, never a panic.
+    #[test]
+    fn a_charsmap_offset_past_its_strings_is_an_error() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/fuzz/charsmap_offset_past_the_end.bpe.model");
+        let bytes = std::fs::read(&path).unwrap();
+        let tokenizer = XlmRobertaTokenizer::from_spm_bytes(&bytes, &path, 77).unwrap();
+        let err = tokenizer.ids("A photo of a Zimbabwean person, 日本の猫").unwrap_err().to_string();
+        assert!(err.contains("precompiled_charsmap: an entry points outside"), "{err}");
+    }
 
     #[test]
     fn bpe_merges_the_highest_scoring_pair_first_and_the_leftmost_on_ties() {
