@@ -11,11 +11,7 @@ use std::sync::{Arc, OnceLock};
 use resvg::usvg::fontdb::{Database, Source};
 use resvg::usvg::{self, Node};
 
-use crate::svg::{escape, num};
-
-/// The `font-family` list written into every SVG (browsers use what they have of it).
-pub const FONT_FAMILY: &str = "Noto Sans, Noto Sans Arabic, Noto Sans Hebrew, Noto Sans Devanagari, \
-Noto Sans Ethiopic, Noto Sans CJK SC, sans-serif";
+use crate::svg::{FONT_FAMILY, escape, num};
 
 const BUNDLED: [&[u8]; 6] = [
     include_bytes!("../fonts/NotoSans-Regular.ttf"),

@@ -4,7 +4,6 @@
 
 use std::fmt::Write;
 
-use crate::fonts::FONT_FAMILY;
 use crate::palette::Shape;
 
 /// Base font size in pixels (projector-readable at the default 2x PNG scale).
@@ -27,6 +26,11 @@ impl Anchor {
         }
     }
 }
+
+/// The `font-family` list written into every SVG (browsers use what they have of it; `fonts`
+/// bundles these fonts for the PNG and for measuring text).
+pub const FONT_FAMILY: &str = "Noto Sans, Noto Sans Arabic, Noto Sans Hebrew, Noto Sans Devanagari, \
+Noto Sans Ethiopic, Noto Sans CJK SC, sans-serif";
 
 /// A number with at most two decimals and no trailing zeros (`-0` written as `0`).
 pub fn num(x: f64) -> String {
