@@ -130,6 +130,13 @@ impl Provenance {
         Ok(self)
     }
 
+    /// Records an input file whose sha256 the command has already computed and checked (a
+    /// merged shard's table, whose part file lists it), instead of reading it again.
+    pub fn input_hashed(&mut self, path: &Path, sha256: &str) -> &mut Self {
+        self.inputs.push(json!({"path": path.display().to_string(), "sha256": sha256}));
+        self
+    }
+
     /// Records a model: its id (a hub id, or the folder given) and the sha256 of every file of
     /// its weights folder `dir` (or of the file `dir`).
     pub fn model(&mut self, id: &str, dir: &Path) -> Result<&mut Self> {

@@ -129,8 +129,9 @@ fn merge_tables(args: &MergeArgs) -> Result<()> {
     // Write, atomically.
     save_table(&table, &args.out, meta_out_path(&args.out, args.meta_out.as_deref()).as_deref())?;
     let mut manifest = Provenance::new("merge", args);
-    for (path, _, _) in &ordered {
-        manifest.input(path)?.part(&provenance::beside(path))?;
+    for (path, part, _) in &ordered {
+        // The table's sha256 was computed and checked against its part file above.
+        manifest.input_hashed(path, &part.files["table"].sha256).part(&provenance::beside(path))?;
     }
     manifest.write_beside(&args.out)?;
     eprintln!("merged {} shards ({rows} rows) into {}", ordered.len(), args.out.display());
