@@ -1,55 +1,111 @@
 //! The dual product `Fᵀ F` of the cosine features on the host, straight from the f32 table: a
-//! symmetric rank-k update (the lower triangle only) whose operands are packed block by block,
-//! each f64 value `f64(x_ij) · (1/‖x_i‖)` made while packing, so no N × D f64 copy exists.
+//! symmetric rank-k update whose operands are packed block by block, each f64 value
+//! `f64(x_ij) · (1/‖x_i‖)` made while packing, so no N × D f64 copy exists.
 //!
-//! Goto's scheme: the rows of the table in blocks of [`KC`]; each block packed twice, into
-//! column panels [`MR`] wide (the rows of a tile of `C`) and [`NR`] wide (its columns); an
-//! `MR × NR` register tile of `C` accumulates over the block with fused multiply-adds; row
-//! panels of `C` are spread over the cores. On x86-64 with AVX2 and FMA the tile is written with
-//! intrinsics; elsewhere faer's triangular GEMM computes each block's product.
+//! Goto's scheme: the rows of the table in blocks of `KC`; each block packed twice, into column
+//! panels `MR` wide (the left operand) and `NR` wide (the right one). The cores share out the
+//! right panels; for its panel `j`, a core keeps the `KC × NR` sliver in L1 and streams the left
+//! panels `i ≥ j` from L2 (the block's `KC × D` f64), each `MR × NR` register tile accumulating
+//! over the block with fused multiply-adds. A tile of `Σ f_i f_jᵀ` (rows `i`, columns `j`) is
+//! added, by symmetry, into rows `j` of `C` as the vectors it was computed in, so the update
+//! lands in `C`'s upper triangle with vector adds; the lower triangle is mirrored from it once
+//! at the end. On x86-64 the tiles are written with intrinsics: AVX-512 (16 × 12, 24 of the 32
+//! vector registers) where the CPU has it, else AVX2 and FMA (8 × 6); elsewhere faer's
+//! triangular GEMM computes each block's product.
 
 use super::CosineRows;
 use faer::Accum;
 use faer::linalg::matmul::triangular::BlockStructure;
 
-/// Rows of the table per block ([`HOST_BLOCK_ROWS`]): a left panel (`KC × MR` f64, 16 KiB)
-/// stays in L1 while the right panels stream from L2.
-const KC: usize = HOST_BLOCK_ROWS;
-/// Rows of a register tile of `C` (two 4-lane vectors).
-#[cfg(target_arch = "x86_64")]
-const MR: usize = 8;
-/// Columns of a register tile of `C`.
-#[cfg(target_arch = "x86_64")]
-const NR: usize = 6;
-
-/// Rows of the table per block of the host dual product.
+/// Rows of the table per block of the host dual product (the AVX2 kernel and faer's fallback).
 pub const HOST_BLOCK_ROWS: usize = 256;
+/// Rows per block of the AVX-512 kernel: a block's left panels (128 × 1280 f64 = 1.3 MB at
+/// D = 1280) stay in a 2 MB L2.
+#[cfg(target_arch = "x86_64")]
+const KC_AVX512: usize = 128;
 
 /// The lower triangle (row-major, `d × d`; entries above the diagonal are unspecified) of
-/// `Σ_i f_i f_iᵀ` over the feature rows `f_i` of `rows`: the AVX2 kernel where the CPU has it,
-/// faer's triangular GEMM elsewhere.
+/// `Σ_i f_i f_iᵀ` over the feature rows `f_i` of `rows`: the AVX-512 or AVX2 kernel where the
+/// CPU has it, faer's triangular GEMM elsewhere.
 pub(crate) fn cosine_lower_gram(rows: &CosineRows) -> Vec<f64> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        return avx2_lower_gram(rows);
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return avx512_lower_gram(rows);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            return avx2_lower_gram(rows);
+        }
     }
     faer_lower_gram(rows)
 }
 
-/// [`cosine_lower_gram`] with the AVX2 register tiles (the caller checked AVX2 and FMA).
+/// [`cosine_lower_gram`] with the AVX-512 register tiles. Panics without AVX-512F.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512_lower_gram(rows: &CosineRows) -> Vec<f64> {
+    assert!(std::arch::is_x86_feature_detected!("avx512f"));
+    simd_lower_gram::<16, 12>(rows, KC_AVX512, tile_avx512)
+}
+
+/// [`cosine_lower_gram`] with the AVX2 register tiles. Panics without AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn avx2_lower_gram(rows: &CosineRows) -> Vec<f64> {
+    assert!(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"));
+    simd_lower_gram::<8, 6>(rows, HOST_BLOCK_ROWS, tile_avx2)
+}
+
+/// A register-tile kernel: `Σ_p l[p · MR + a] · r[p · NR + b]` over `p < k`, added to
+/// `c[b · ldc + a]` for `a < MR`, `b < NR`. Its CPU features must have been checked.
+#[cfg(target_arch = "x86_64")]
+type TileFn = unsafe fn(k: usize, l: &[f64], r: &[f64], c: &mut [f64], ldc: usize);
+
+/// The blocked rank-k update with `MR × NR` register tiles and blocks of `kc` rows.
+#[cfg(target_arch = "x86_64")]
+fn simd_lower_gram<const MR: usize, const NR: usize>(rows: &CosineRows, kc: usize, tile: TileFn) -> Vec<f64> {
     let d = rows.d;
+    // `C` with room for whole tiles: `dr` rows (a multiple of NR), `dc` columns (of MR).
+    let (dr, dc) = (d.next_multiple_of(NR), d.next_multiple_of(MR));
+    let mut c = vec![0.0f64; dr * dc];
+    let mut left = AlignedBuf::new(kc * dc);
+    let mut right = AlignedBuf::new(kc * dr);
+    for start in (0..rows.n).step_by(kc) {
+        let k = kc.min(rows.n - start);
+        pack(rows, start, k, MR, left.as_mut());
+        pack(rows, start, k, NR, right.as_mut());
+        add_block::<MR, NR>(&mut c, dc, k, left.as_mut(), right.as_mut(), tile);
+    }
+    // Rows j of `c` hold `C[j][i]` for every tile that meets `i ≥ j`: the upper triangle,
+    // read into the lower one of the d × d result.
     let mut out = vec![0.0f64; d * d];
-    let mut left = vec![0.0f64; KC * d.next_multiple_of(MR)];
-    let mut right = vec![0.0f64; KC * d.next_multiple_of(NR)];
-    for start in (0..rows.n).step_by(KC) {
-        let k = KC.min(rows.n - start);
-        pack(rows, start, k, MR, &mut left);
-        pack(rows, start, k, NR, &mut right);
-        add_block(&mut out, d, k, &left, &right);
+    for (i, out_row) in out.chunks_exact_mut(d).enumerate() {
+        for (j, v) in out_row[..=i].iter_mut().enumerate() {
+            *v = c[j * dc + i];
+        }
     }
     out
+}
+
+/// A zeroed f64 buffer whose usable part starts on a 64-byte boundary, so the packed panels'
+/// vector loads never straddle two cache lines (a large `Vec` from the system allocator is only
+/// 16-byte aligned).
+#[cfg(target_arch = "x86_64")]
+struct AlignedBuf {
+    data: Vec<f64>,
+    offset: usize,
+    len: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl AlignedBuf {
+    fn new(len: usize) -> Self {
+        let data = vec![0.0f64; len + 8];
+        let offset = data.as_ptr().align_offset(64);
+        Self { data, offset, len }
+    }
+
+    fn as_mut(&mut self) -> &mut [f64] {
+        &mut self.data[self.offset..self.offset + self.len]
+    }
 }
 
 /// Packs rows `start..start + k` of the features into column panels `width` wide: panel `p`
@@ -60,11 +116,10 @@ fn pack(rows: &CosineRows, start: usize, k: usize, width: usize, into: &mut [f64
     let panel_len = k * width;
     let fill = |(panel, chunk): (usize, &mut [f64])| {
         let first = panel * width;
+        let valid = width.min(d - first);
         for (r, dst) in chunk.chunks_exact_mut(width).enumerate() {
-            for (c, v) in dst.iter_mut().enumerate() {
-                let j = first + c;
-                *v = if j < d { rows.feature(start + r, j) } else { 0.0 };
-            }
+            rows.feature_span(start + r, first, &mut dst[..valid]);
+            dst[valid..].fill(0.0);
         }
     };
     let panels = &mut into[..d.div_ceil(width) * panel_len];
@@ -77,45 +132,48 @@ fn pack(rows: &CosineRows, start: usize, k: usize, width: usize, into: &mut [f64
     panels.chunks_mut(panel_len).enumerate().for_each(fill);
 }
 
-/// `C += Bᵀ B` on the tiles that meet the lower triangle, for one packed block of `k` rows.
+/// Adds one packed block of `k` rows: for each right panel `j` (NR rows of `c`, `ldc` wide), the
+/// tiles of the left panels `i` that meet `i ≥ j`.
 #[cfg(target_arch = "x86_64")]
-fn add_block(out: &mut [f64], d: usize, k: usize, left: &[f64], right: &[f64]) {
-    let tile_rows = |(panel, c_rows): (usize, &mut [f64])| {
-        let i0 = panel * MR;
-        let l = &left[panel * k * MR..(panel + 1) * k * MR];
-        // Column panels up to the diagonal of this row panel.
-        for jp in 0..=((i0 + MR - 1).min(d - 1) / NR) {
-            let r = &right[jp * k * NR..(jp + 1) * k * NR];
-            // SAFETY: AVX2 and FMA were detected by the caller; `l` holds k × MR and `r` k × NR
-            // values.
-            let tile = unsafe { tile_avx2(k, l, r) };
-            let j0 = jp * NR;
-            for (row, c_row) in c_rows.chunks_exact_mut(d).enumerate() {
-                for (col, acc) in tile.iter().enumerate().take(d.saturating_sub(j0).min(NR)) {
-                    c_row[j0 + col] += acc[row];
-                }
-            }
+fn add_block<const MR: usize, const NR: usize>(
+    c: &mut [f64],
+    ldc: usize,
+    k: usize,
+    left: &[f64],
+    right: &[f64],
+    tile: TileFn,
+) {
+    let left_panels = ldc / MR;
+    let c_rows = |(jp, c_rows): (usize, &mut [f64])| {
+        let r = &right[jp * k * NR..(jp + 1) * k * NR];
+        for ip in (jp * NR / MR)..left_panels {
+            let l = &left[ip * k * MR..(ip + 1) * k * MR];
+            // SAFETY: `*_lower_gram` checked the tile's CPU features; `l` holds k × MR and `r`
+            // k × NR values, and `c_rows` NR rows of `ldc ≥ (ip + 1) · MR` values.
+            unsafe { tile(k, l, r, &mut c_rows[ip * MR..], ldc) };
         }
     };
     #[cfg(feature = "rayon")]
     {
         use rayon::prelude::*;
-        out.par_chunks_mut(MR * d).enumerate().for_each(tile_rows);
+        c.par_chunks_mut(NR * ldc).enumerate().for_each(c_rows);
     }
     #[cfg(not(feature = "rayon"))]
-    out.chunks_mut(MR * d).enumerate().for_each(tile_rows);
+    c.chunks_mut(NR * ldc).enumerate().for_each(c_rows);
 }
 
-/// `tile[c][r] = Σ_p l[p · MR + r] · r[p · NR + c]`: one `MR × NR` tile in twelve AVX2
-/// accumulators.
+/// One 8 × 6 tile in twelve AVX2 accumulators.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA; `l` must hold `k · MR` and `r` `k · NR` values.
+/// The CPU must support AVX2 and FMA; `l` must hold `k · 8` and `r` `k · 6` values, and `c`
+/// `5 · ldc + 8`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2(k: usize, l: &[f64], r: &[f64]) -> [[f64; MR]; NR] {
+unsafe fn tile_avx2(k: usize, l: &[f64], r: &[f64], c: &mut [f64], ldc: usize) {
     use std::arch::x86_64::*;
-    assert!(l.len() >= k * MR && r.len() >= k * NR);
+    const MR: usize = 8;
+    const NR: usize = 6;
+    assert!(l.len() >= k * MR && r.len() >= k * NR && c.len() >= (NR - 1) * ldc + MR);
     let mut lo = [_mm256_setzero_pd(); NR];
     let mut hi = [_mm256_setzero_pd(); NR];
     for p in 0..k {
@@ -123,31 +181,66 @@ unsafe fn tile_avx2(k: usize, l: &[f64], r: &[f64]) -> [[f64; MR]; NR] {
         unsafe {
             let a0 = _mm256_loadu_pd(l.as_ptr().add(p * MR));
             let a1 = _mm256_loadu_pd(l.as_ptr().add(p * MR + 4));
-            for c in 0..NR {
-                let b = _mm256_broadcast_sd(&*r.as_ptr().add(p * NR + c));
-                lo[c] = _mm256_fmadd_pd(a0, b, lo[c]);
-                hi[c] = _mm256_fmadd_pd(a1, b, hi[c]);
+            for b in 0..NR {
+                let x = _mm256_broadcast_sd(&*r.as_ptr().add(p * NR + b));
+                lo[b] = _mm256_fmadd_pd(a0, x, lo[b]);
+                hi[b] = _mm256_fmadd_pd(a1, x, hi[b]);
             }
         }
     }
-    let mut tile = [[0.0; MR]; NR];
-    for c in 0..NR {
-        // SAFETY: each row of `tile` holds MR = 8 values: 4 at offset 0 and 4 at offset 4.
+    for b in 0..NR {
+        // SAFETY: row b of the tile is c[b · ldc .. b · ldc + 8], inside the asserted length.
         unsafe {
-            _mm256_storeu_pd(tile[c].as_mut_ptr(), lo[c]);
-            _mm256_storeu_pd(tile[c].as_mut_ptr().add(4), hi[c]);
+            let row = c.as_mut_ptr().add(b * ldc);
+            _mm256_storeu_pd(row, _mm256_add_pd(_mm256_loadu_pd(row), lo[b]));
+            _mm256_storeu_pd(row.add(4), _mm256_add_pd(_mm256_loadu_pd(row.add(4)), hi[b]));
         }
     }
-    tile
+}
+
+/// One 16 × 12 tile in 24 AVX-512 accumulators.
+///
+/// # Safety
+/// The CPU must support AVX-512F; `l` must hold `k · 16` and `r` `k · 12` values, and `c`
+/// `11 · ldc + 16`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_avx512(k: usize, l: &[f64], r: &[f64], c: &mut [f64], ldc: usize) {
+    use std::arch::x86_64::*;
+    const MR: usize = 16;
+    const NR: usize = 12;
+    assert!(l.len() >= k * MR && r.len() >= k * NR && c.len() >= (NR - 1) * ldc + MR);
+    let mut lo = [_mm512_setzero_pd(); NR];
+    let mut hi = [_mm512_setzero_pd(); NR];
+    for p in 0..k {
+        // SAFETY: p < k, so both loads and every broadcast stay inside the asserted lengths.
+        unsafe {
+            let a0 = _mm512_loadu_pd(l.as_ptr().add(p * MR));
+            let a1 = _mm512_loadu_pd(l.as_ptr().add(p * MR + 8));
+            for b in 0..NR {
+                let x = _mm512_set1_pd(*r.as_ptr().add(p * NR + b));
+                lo[b] = _mm512_fmadd_pd(a0, x, lo[b]);
+                hi[b] = _mm512_fmadd_pd(a1, x, hi[b]);
+            }
+        }
+    }
+    for b in 0..NR {
+        // SAFETY: row b of the tile is c[b · ldc .. b · ldc + 16], inside the asserted length.
+        unsafe {
+            let row = c.as_mut_ptr().add(b * ldc);
+            _mm512_storeu_pd(row, _mm512_add_pd(_mm512_loadu_pd(row), lo[b]));
+            _mm512_storeu_pd(row.add(8), _mm512_add_pd(_mm512_loadu_pd(row.add(8)), hi[b]));
+        }
+    }
 }
 
 /// [`cosine_lower_gram`] with faer's triangular GEMM on f64 blocks built from the table.
 pub(crate) fn faer_lower_gram(rows: &CosineRows) -> Vec<f64> {
     let d = rows.d;
     let mut out = vec![0.0f64; d * d];
-    let mut block = vec![0.0f64; KC.min(rows.n) * d];
-    for start in (0..rows.n).step_by(KC) {
-        let k = KC.min(rows.n - start);
+    let mut block = vec![0.0f64; HOST_BLOCK_ROWS.min(rows.n) * d];
+    for start in (0..rows.n).step_by(HOST_BLOCK_ROWS) {
+        let k = HOST_BLOCK_ROWS.min(rows.n - start);
         for (i, row) in block[..k * d].chunks_exact_mut(d).enumerate() {
             rows.feature_row(start + i, row);
         }

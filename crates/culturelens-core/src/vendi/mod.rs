@@ -216,8 +216,17 @@ impl CosineRows {
 
     /// Row `i` of `F` into `out` (length d).
     pub fn feature_row(&self, i: usize, out: &mut [f64]) {
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = self.feature(i, j);
+        self.feature_span(i, 0, out);
+    }
+
+    /// `F[i][j0 ..j0 + out.len()]` into `out` by the rule of [`feature`](Self::feature), as one
+    /// pass over a slice of the row (vectorised).
+    #[inline]
+    pub fn feature_span(&self, i: usize, j0: usize, out: &mut [f64]) {
+        let s = self.inv_norm[i];
+        let (at, len) = (i * self.d + j0, out.len());
+        for (o, x) in out.iter_mut().zip(&self.x[at..at + len]) {
+            *o = f64::from(*x) * s;
         }
     }
 

@@ -390,7 +390,7 @@ fn lower_triangles_agree(got: &[f64], whole: &TensorData, d: usize, what: &str) 
     }
 }
 
-/// The blocked dual product from the f32 rows (the AVX2 tiles where this CPU has them, and
+/// The blocked dual product from the f32 rows (the AVX-512 and AVX2 tiles where this CPU has them, and
 /// faer's fallback) equals the host product of the whole f64 feature matrix to round-off, over
 /// several blocks with a short last one, one short block, and widths off the tile sizes; and
 /// their scores agree to 1e-9.
@@ -403,8 +403,13 @@ fn host_dual_product_equals_the_product_of_the_features() {
         let features = rows.features();
         let whole = host_product(&features, Route::Dual);
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            lower_triangles_agree(&gram::avx2_lower_gram(&rows), &whole, d, "avx2");
+        {
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                lower_triangles_agree(&gram::avx2_lower_gram(&rows), &whole, d, "avx2");
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                lower_triangles_agree(&gram::avx512_lower_gram(&rows), &whole, d, "avx512");
+            }
         }
         lower_triangles_agree(&gram::faer_lower_gram(&rows), &whole, d, "faer");
         let blocked = host_dual_product(&rows);
