@@ -1,6 +1,7 @@
 //! `culturelens`: the command-line front end. Parses arguments, picks the Burn device and hands
 //! each subcommand to its module in `cmd/`. All metric code lives in `culturelens-core`.
 
+mod alloc;
 mod cmd;
 mod device;
 mod embeddings;
@@ -16,6 +17,9 @@ mod timing;
 mod work;
 
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static ALLOCATOR: alloc::HugePageHint = alloc::HugePageHint;
 
 /// Measure how the language of a prompt, rather than its meaning, shapes text-to-image outputs.
 #[derive(Parser)]
