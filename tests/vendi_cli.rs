@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::common::Cli;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
 use serde_json::Value;
+use sha2::Digest;
 
 fn json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -180,6 +181,17 @@ fn cosine_scores_match_the_vendi_score_readme() {
     assert!((vs - vs_of_spectrum(&README_SPECTRUM, "1")).abs() <= README, "{vs}");
     assert!((f64_of(g, "qvs") - vs).abs() < 1e-12);
     assert!((f64_of(g, "qvs_norm") - vs / 3.0).abs() < 1e-12);
+    // The provenance lists both inputs, in argument order, with their sha256 (hashed on a thread
+    // of their own while the command loads them).
+    let manifest = json(&dir.path().join("v.json.provenance.json"));
+    let inputs = manifest["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2, "{manifest}");
+    for (input, path) in inputs.iter().zip([&npy, &csv]) {
+        assert_eq!(input["path"], path.to_str().unwrap());
+        let want: String =
+            sha2::Sha256::digest(std::fs::read(path).unwrap()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(input["sha256"], want.as_str(), "{}", path.display());
+    }
 }
 
 #[test]

@@ -67,6 +67,48 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The provenance record of one input: a file's sha256, or a folder's (the sha256 of its
+/// `sha256  path` lines, sorted by path) and its file count.
+fn input_record(path: &Path) -> Result<Value> {
+    Ok(if path.is_dir() {
+        let files = hashed_files(path)?;
+        let listing: String = files.iter().map(|(f, h)| format!("{h}  {f}\n")).collect();
+        json!({"path": path.display().to_string(), "files": files.len(),
+               "sha256": sha256_hex(listing.as_bytes())})
+    } else {
+        json!({"path": path.display().to_string(), "sha256": file_sha256(path)?.1})
+    })
+}
+
+/// Input records ([`Provenance::input`]) computed on a thread of their own while the command
+/// works: started before the inputs are loaded, the hashing of a large table runs beside the
+/// single-threaded read instead of after the computation (a 512 MB table takes about 0.4 s to
+/// hash).
+pub struct InputHashes(Vec<std::thread::JoinHandle<Result<Value>>>);
+
+impl InputHashes {
+    pub fn start<'a>(paths: impl IntoIterator<Item = &'a Path>) -> InputHashes {
+        InputHashes(
+            paths
+                .into_iter()
+                .map(|path| {
+                    let path = path.to_path_buf();
+                    std::thread::spawn(move || input_record(&path))
+                })
+                .collect(),
+        )
+    }
+
+    /// Waits for the records and adds them to `provenance`, in the order the paths were given.
+    pub fn record(self, provenance: &mut Provenance) -> Result<()> {
+        for handle in self.0 {
+            let value = handle.join().map_err(|_| anyhow::anyhow!("the input-hashing thread panicked"))??;
+            provenance.inputs.push(value);
+        }
+        Ok(())
+    }
+}
+
 /// Each file of `dir` with its sha256.
 fn hashed_files(dir: &Path) -> Result<Vec<(String, String)>> {
     files_under(dir)?
@@ -118,15 +160,7 @@ impl Provenance {
     /// Records an input file (its sha256) or folder (the sha256 of its `sha256  path` lines,
     /// sorted by path, and its file count).
     pub fn input(&mut self, path: &Path) -> Result<&mut Self> {
-        let value = if path.is_dir() {
-            let files = hashed_files(path)?;
-            let listing: String = files.iter().map(|(f, h)| format!("{h}  {f}\n")).collect();
-            json!({"path": path.display().to_string(), "files": files.len(),
-                   "sha256": sha256_hex(listing.as_bytes())})
-        } else {
-            json!({"path": path.display().to_string(), "sha256": file_sha256(path)?.1})
-        };
-        self.inputs.push(value);
+        self.inputs.push(input_record(path)?);
         Ok(self)
     }
 

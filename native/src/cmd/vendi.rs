@@ -17,7 +17,7 @@ use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write
 use serde_json::{Map, Value, json};
 
 use crate::device::{DeviceChoice, select_device};
-use crate::provenance::Provenance;
+use crate::provenance::{InputHashes, Provenance};
 use crate::timing::Stages;
 
 const CONVENTIONS: &str = "\
@@ -187,6 +187,8 @@ pub fn run(args: &VendiArgs) -> Result<()> {
         KernelArg::Categorical
     });
     check_flags(args, kernel)?;
+    let inputs =
+        InputHashes::start([&args.embeddings, &args.meta].into_iter().flatten().map(PathBuf::as_path));
     let (items, meta) = load_items(args, kernel)?;
     let quality = args.quality_col.as_deref().map(|col| quality_column(&meta, col)).transpose()?;
     let groups = groups(&meta, args.group_by.as_deref(), items.n())?;
@@ -265,9 +267,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     let text = serde_json::to_vec_pretty(&out)?;
     write_atomic(&args.out, |w| w.write_all(&text))?;
     let mut provenance = Provenance::new("vendi", args);
-    for path in [&args.embeddings, &args.meta].into_iter().flatten() {
-        provenance.input(path)?;
-    }
+    inputs.record(&mut provenance)?;
     if args.batch_size.is_some() {
         provenance.seed("seed", args.seed);
     }
