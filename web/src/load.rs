@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 use culturelens_bundle::{
     BundleError, Cultext2iReport, Cultext2iRow, MANIFEST, MagbigRow, Manifest, build_bundle, check_digest,
-    check_size, decode_embeddings, demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report,
-    parse_magbig, parse_metadata, read_bundle, sha256_hex,
+    check_size, decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i,
+    parse_cultext2i_report, parse_magbig, parse_metadata, read_bundle, sha256_hex,
 };
 use culturelens_core::magbig::Gender;
 use js_sys::{Reflect, Uint8Array};
@@ -174,7 +174,7 @@ async fn load_url(address: &str) -> Result<Loaded, String> {
     let response = fetch(&manifest_url).await?;
     let manifest_bytes =
         read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
-    let manifest = Manifest::parse(&manifest_bytes).map_err(|e| e.to_string())?;
+    let manifest = Manifest::parse(manifest_bytes.bytes()).map_err(|e| e.to_string())?;
     let (paths, total) = downloads(&manifest)?;
     let mut done = 0u64;
     let mut files = Vec::new();
@@ -215,7 +215,7 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
     }
     let manifest_bytes =
         read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
-    let manifest = Manifest::parse(&manifest_bytes).map_err(|e| e.to_string())?;
+    let manifest = Manifest::parse(manifest_bytes.bytes()).map_err(|e| e.to_string())?;
     let (paths, total) = downloads(&manifest)?;
     let mut done = 0u64;
     let mut loaded = Vec::new();
@@ -245,32 +245,39 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
 /// used before every digest has matched.
 async fn finish(
     manifest: Manifest,
-    files: Vec<(String, Vec<u8>)>,
+    mut files: Vec<(String, Download)>,
     thumbs: Thumbs,
     source_label: String,
 ) -> Result<Loaded, String> {
-    let get = |p: &str| files.iter().find(|(q, _)| q == p).map(|(_, b)| b.as_slice());
     dom::status("verifying checksums…");
     let t0 = dom::now_ms();
     let subtle = subtle_crypto();
     dom::set_body_attr("data-digest", if subtle.is_some() { "webcrypto" } else { "wasm" });
     let mut digests = Vec::with_capacity(files.len());
-    for (path, bytes) in &files {
+    for (path, download) in &files {
+        let bytes = download.bytes();
         check_size(&manifest, path, bytes.len() as u64).map_err(|e| e.to_string())?;
-        digests.push(match &subtle {
-            Some(subtle) => Digest::Pending(start_webcrypto_sha256(subtle, bytes).map_err(|e| format!("{path}: {e}"))?),
+        let digest = match &subtle {
+            Some(subtle) => {
+                Digest::Pending(start_webcrypto_sha256(subtle, bytes).map_err(|e| format!("{path}: {e}"))?)
+            }
             None => Digest::Done(sha256_hex(bytes)),
-        });
+        };
+        digests.push((path.clone(), digest));
     }
     let t1 = dom::now_ms();
-    let decoded = decode(&manifest, get);
+    // The table leaves `files` to be decoded in place; WebCrypto has copied its bytes already.
+    let at = files.iter().position(|(p, _)| *p == manifest.embeddings).expect("fetched above");
+    let table = files.swap_remove(at).1;
+    let get = |p: &str| files.iter().find(|(q, _)| q == p).map(|(_, b)| b.bytes());
+    let decoded = decode(&manifest, table, get);
     let t2 = dom::now_ms();
-    for ((path, _), digest) in files.iter().zip(digests) {
+    for (path, digest) in digests {
         let digest = match digest {
             Digest::Pending(promise) => webcrypto_hex(promise).await.map_err(|e| format!("{path}: {e}"))?,
             Digest::Done(hex) => hex,
         };
-        check_digest(&manifest, path, &digest).map_err(|e| e.to_string())?;
+        check_digest(&manifest, &path, &digest).map_err(|e| e.to_string())?;
     }
     let t3 = dom::now_ms();
     let (columns, embeddings, results) = decoded?;
@@ -299,11 +306,14 @@ enum Digest {
 /// The metadata columns, the decoded table and the result tables of fetched bundle files.
 type Decoded = (Vec<(String, Vec<String>)>, Vec<f32>, Results);
 
-fn decode<'a>(manifest: &Manifest, get: impl Fn(&str) -> Option<&'a [u8]>) -> Result<Decoded, String> {
+fn decode<'a>(
+    manifest: &Manifest,
+    table: Download,
+    get: impl Fn(&str) -> Option<&'a [u8]>,
+) -> Result<Decoded, String> {
     let metadata = get(&manifest.metadata).expect("fetched above");
     let columns = parse_metadata(manifest, metadata).map_err(|e| e.to_string())?;
-    let embeddings = get(&manifest.embeddings).expect("fetched above");
-    let embeddings = decode_embeddings(manifest, embeddings).map_err(|e| e.to_string())?;
+    let embeddings = decode_embeddings_words(manifest, table.words, table.len).map_err(|e| e.to_string())?;
     let results = read_results(manifest, get).map_err(|e| e.to_string())?;
     Ok((columns, embeddings, results))
 }
@@ -382,6 +392,20 @@ fn body(response: &Response, url: &str) -> Result<ReadableStream, String> {
     response.body().ok_or_else(|| format!("{url}: empty response"))
 }
 
+/// A file read into memory: its bytes in 4-byte words (memory order, the last word zero-padded),
+/// so that an f32 table can become the decoded table in place
+/// ([`decode_embeddings_words`]) instead of being copied a second time.
+pub struct Download {
+    words: Vec<u32>,
+    len: usize,
+}
+
+impl Download {
+    pub fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+}
+
 /// Reads a stream into memory, failing as soon as it exceeds `limit` bytes; `exact` (when given)
 /// must match the final size. Calls `progress(bytes so far)` about every 1% of `limit`.
 async fn read_stream(
@@ -390,13 +414,15 @@ async fn read_stream(
     exact: Option<u64>,
     file: &str,
     progress: &mut dyn FnMut(u64),
-) -> Result<Vec<u8>, String> {
+) -> Result<Download, String> {
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     // Reserve what the manifest lists only up to PREALLOCATE_BYTES: a manifest that lies about a
     // size must not make the tab reserve memory for bytes that never arrive. Once that much has
     // arrived, the rest of the listed size is reserved in one step, so a large file moves at most
     // once instead of at every doubling of the buffer.
-    let mut buf: Vec<u8> = Vec::with_capacity(exact.unwrap_or(0).min(PREALLOCATE_BYTES) as usize);
+    let words_for = |bytes: u64| bytes.div_ceil(4) as usize;
+    let mut words: Vec<u32> = Vec::with_capacity(words_for(exact.unwrap_or(0).min(PREALLOCATE_BYTES)));
+    let mut len = 0usize;
     let step = (limit / 100).max(1 << 16);
     let mut next_report = 0u64;
     loop {
@@ -409,9 +435,9 @@ async fn read_stream(
         let value: Uint8Array = Reflect::get(&chunk, &"value".into())
             .map_err(|_| format!("{file}: bad stream chunk"))?
             .unchecked_into();
-        let start = buf.len();
-        let len = value.length() as usize;
-        if (start + len) as u64 > limit {
+        let start = len;
+        let got = value.length() as usize;
+        if (start + got) as u64 > limit {
             let _ = reader.cancel();
             return Err(match exact {
                 Some(n) => format!(
@@ -421,20 +447,21 @@ async fn read_stream(
             });
         }
         if let Some(n) = exact
-            && buf.capacity() < start + len
+            && words.capacity() < words_for((start + got) as u64)
             && start as u64 >= PREALLOCATE_BYTES
         {
-            buf.reserve_exact(n as usize - start);
+            words.reserve_exact(words_for(n).saturating_sub(words.len()));
         }
-        buf.resize(start + len, 0);
-        value.copy_to(&mut buf[start..]);
-        if buf.len() as u64 >= next_report {
-            progress(buf.len() as u64);
-            next_report = buf.len() as u64 + step;
+        len = start + got;
+        words.resize(words_for(len as u64), 0);
+        value.copy_to(&mut bytemuck::cast_slice_mut(&mut words)[start..len]);
+        if len as u64 >= next_report {
+            progress(len as u64);
+            next_report = len as u64 + step;
         }
     }
-    progress(buf.len() as u64);
-    Ok(buf)
+    progress(len as u64);
+    Ok(Download { words, len })
 }
 
 pub fn js_error(e: &JsValue) -> String {

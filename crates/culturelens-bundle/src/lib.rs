@@ -23,7 +23,8 @@ pub use manifest::{
     Results, THUMBNAIL_COLUMN, sha256_hex,
 };
 pub use read::{
-    Bundle, check_digest, check_file, check_size, decode_embeddings, parse_metadata, read_bundle,
+    Bundle, check_digest, check_file, check_size, decode_embeddings, decode_embeddings_words, parse_metadata,
+    read_bundle,
 };
 pub use results::{
     ATTRIBUTE_COLUMNS, CULTEXT2I_HEADER, Confusion, Cultext2iReport, Cultext2iRow, MAGBIG_HEADER, MagbigRow,

@@ -58,16 +58,56 @@ pub fn check_digest(manifest: &Manifest, path: &str, actual: &str) -> Result<(),
 
 /// Decodes the embeddings file to row-major f32 and checks every row: finite values, non-zero norm.
 pub fn decode_embeddings(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<f32>, BundleError> {
-    let path = manifest.embeddings.as_str();
-    let (rows, dim) = (manifest.rows, manifest.dim);
-    if bytes.len() != rows * dim * manifest.dtype.size() {
-        return Err(BundleError::new(path, format!("expected {rows} × {dim} {:?} values", manifest.dtype)));
-    }
+    check_embedding_bytes(manifest, bytes.len())?;
     let values: Vec<f32> = match manifest.dtype {
         DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
         DType::F16 => bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
     };
-    for (row, v) in values.chunks_exact(dim).enumerate() {
+    check_embedding_rows(manifest, values)
+}
+
+/// [`decode_embeddings`] of a file held in 4-byte words, as the browser app reads it: the first
+/// `len` bytes of `words` in memory order are the file's bytes. An f32 table becomes the result
+/// in place (no second copy of a 772 MB table, and no second 772 MB of memory in the tab).
+pub fn decode_embeddings_words(
+    manifest: &Manifest,
+    words: Vec<u32>,
+    len: usize,
+) -> Result<Vec<f32>, BundleError> {
+    check_embedding_bytes(manifest, len)?;
+    match manifest.dtype {
+        DType::F32 => {
+            let mut words = words;
+            words.truncate(len / 4);
+            // Each word holds four file bytes in memory order; `u32::from_le` of it is the
+            // little-endian value (the identity on little-endian targets, so the collect
+            // reuses the buffer and the loop folds away).
+            let values = words.into_iter().map(|w| f32::from_bits(u32::from_le(w))).collect();
+            check_embedding_rows(manifest, values)
+        }
+        DType::F16 => {
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).take(len).collect();
+            decode_embeddings(manifest, &bytes)
+        }
+    }
+}
+
+/// The embedding file holds exactly `rows × dim` values of the manifest's dtype.
+fn check_embedding_bytes(manifest: &Manifest, len: usize) -> Result<(), BundleError> {
+    let (rows, dim) = (manifest.rows, manifest.dim);
+    if len != rows * dim * manifest.dtype.size() {
+        return Err(BundleError::new(
+            manifest.embeddings.as_str(),
+            format!("expected {rows} × {dim} {:?} values", manifest.dtype),
+        ));
+    }
+    Ok(())
+}
+
+/// Every value finite and no row all zeros; returns `values`.
+fn check_embedding_rows(manifest: &Manifest, values: Vec<f32>) -> Result<Vec<f32>, BundleError> {
+    let path = manifest.embeddings.as_str();
+    for (row, v) in values.chunks_exact(manifest.dim).enumerate() {
         if let Some(k) = v.iter().position(|x| !x.is_finite()) {
             return Err(BundleError::new(path, format!("non-finite value {}", v[k]))
                 .row(row)

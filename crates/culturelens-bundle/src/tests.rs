@@ -123,6 +123,36 @@ fn metadata_errors_name_row_and_column() {
     );
 }
 
+/// The words the browser app reads a file into: its bytes in memory order, zero-padded to a
+/// whole word.
+fn words_of(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks(4)
+        .map(|c| u32::from_ne_bytes(std::array::from_fn(|i| c.get(i).copied().unwrap_or(0))))
+        .collect()
+}
+
+#[test]
+fn decoding_from_words_equals_decoding_from_bytes() {
+    for dtype in [DType::F32, DType::F16] {
+        let f = files(dtype);
+        let manifest = read(&f).unwrap().manifest;
+        let bytes = &f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1;
+        let words = decode_embeddings_words(&manifest, words_of(bytes), bytes.len()).unwrap();
+        assert_eq!(words, decode_embeddings(&manifest, bytes).unwrap(), "{dtype:?}");
+        assert_eq!(words, EMB);
+        // A short file is refused by size, and a NaN is named by row and column, as from bytes.
+        let short = decode_embeddings_words(&manifest, words_of(&bytes[..bytes.len() - 2]), bytes.len() - 2);
+        assert!(short.unwrap_err().to_string().contains("expected 3 × 2"), "{dtype:?}");
+    }
+    let f = files(DType::F32);
+    let manifest = read(&f).unwrap().manifest;
+    let mut bytes = f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1.clone();
+    bytes[12..16].copy_from_slice(&f32::NAN.to_le_bytes());
+    let nan = decode_embeddings_words(&manifest, words_of(&bytes), bytes.len()).unwrap_err().to_string();
+    assert_eq!(nan, "bundle file embeddings.f32, row 1, column dim 1: non-finite value NaN");
+}
+
 #[test]
 fn bad_embeddings_are_rejected() {
     let nan = build_bundle(&spec(DType::F32), &[1.0, 0.0, f32::NAN, 1.0, 1.0, 1.0], 2, &columns(), vec![]);
