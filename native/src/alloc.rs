@@ -74,7 +74,7 @@ mod tests {
             // freed with the layout it was allocated with.
             unsafe {
                 let p = a.alloc_zeroed(layout);
-                assert!(!p.is_null() && (p as usize) % 64 == 0);
+                assert!(!p.is_null() && (p as usize).is_multiple_of(64));
                 let block = std::slice::from_raw_parts_mut(p, size);
                 assert!(block.iter().all(|&b| b == 0), "zeroed at {size}");
                 block.iter_mut().enumerate().for_each(|(i, b)| *b = (i % 251) as u8);
