@@ -74,15 +74,27 @@ fn simd_lower_gram<const MR: usize, const NR: usize>(rows: &CosineRows, kc: usiz
         pack(rows, start, k, NR, right.as_mut());
         add_block::<MR, NR>(&mut c, dc, k, left.as_mut(), right.as_mut(), tile);
     }
-    // Rows j of `c` hold `C[j][i]` for every tile that meets `i ≥ j`: the upper triangle,
-    // read into the lower one of the d × d result.
-    let mut out = vec![0.0f64; d * d];
-    for (i, out_row) in out.chunks_exact_mut(d).enumerate() {
-        for (j, v) in out_row[..=i].iter_mut().enumerate() {
-            *v = c[j * dc + i];
+    // Rows j of `c` hold `C[j][i]` for every tile that meets `i ≥ j`: the upper triangle. It is
+    // copied into the lower one in place, in 32 × 32 blocks (reads of a column stay in cache),
+    // then the rows are moved left to the result's width d (`dc ≥ d`; row i moves to i · d ≤
+    // i · dc, so no row is overwritten before it is moved) and `c` is cut to d × d.
+    const B: usize = 32;
+    for i0 in (0..d).step_by(B) {
+        for j0 in (0..=i0).step_by(B) {
+            for i in i0..(i0 + B).min(d) {
+                for j in j0..(j0 + B).min(i) {
+                    c[i * dc + j] = c[j * dc + i];
+                }
+            }
         }
     }
-    out
+    if dc != d {
+        for i in 1..d {
+            c.copy_within(i * dc..i * dc + d, i * d);
+        }
+    }
+    c.truncate(d * d);
+    c
 }
 
 /// A zeroed f64 buffer whose usable part starts on a 64-byte boundary, so the packed panels'
