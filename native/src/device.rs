@@ -99,7 +99,40 @@ fn vulkan_device() -> Result<Device> {
 
 #[cfg(feature = "cuda")]
 fn cuda_device() -> Result<Device> {
+    cuda_driver_present()?;
     Ok(Device::cuda(0))
+}
+
+/// The CUDA backend opens the NVIDIA driver library only at its first kernel, and panics with a
+/// backtrace when it is missing; this checks for it first, so `--device cuda` on a machine
+/// without the driver is a one-line error instead.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn cuda_driver_present() -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::{CStr, c_char};
+        const DRIVER: &CStr = c"libcuda.so.1";
+        // SAFETY: dlopen with a NUL-terminated name; the handle is closed at once, and dlerror's
+        // string is copied before any other dl* call.
+        unsafe {
+            let handle = libc::dlopen(DRIVER.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+            if handle.is_null() {
+                let why = libc::dlerror();
+                let why = if why.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(why as *const c_char).to_string_lossy().into_owned()
+                };
+                bail!(
+                    "--device cuda: the NVIDIA driver library {} could not be loaded ({why}); install the \
+                     NVIDIA driver, or use --device wgpu or --device cpu",
+                    DRIVER.to_string_lossy()
+                );
+            }
+            libc::dlclose(handle);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -107,4 +140,23 @@ fn cuda_device() -> Result<Device> {
     bail!(
         "this culturelens binary was built without the `cuda` feature (cargo build --release --features cuda)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    /// Where the driver is missing (every CI machine), the check fails with a message that names
+    /// the library and the way out; where it is installed, it passes.
+    #[test]
+    fn a_missing_cuda_driver_is_a_plain_error() {
+        let present = std::path::Path::new("/proc/driver/nvidia/version").exists();
+        match super::cuda_driver_present() {
+            Ok(()) => {
+                assert!(present || !cfg!(target_os = "linux"), "no NVIDIA driver here, yet the check passed")
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("libcuda.so.1") && e.contains("--device wgpu"), "{e}");
+            }
+        }
+    }
 }
