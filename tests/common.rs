@@ -308,3 +308,9 @@ pub fn checked_resume_records(
     *finished = keys;
     records
 }
+
+/// Lower-case hex SHA-256 of `bytes`, as provenance manifests and part files record it.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -5,9 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
-use crate::common::{Cli, encoder_fixtures as fixtures};
+use crate::common::{Cli, encoder_fixtures as fixtures, sha256};
 
 /// The fixture images in file-name order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
@@ -156,10 +154,6 @@ fn incomplete_duplicated_mismatched_or_changed_shards_are_refused() {
     // Once whole again, the same parts merge.
     merge(&out, &[p1, p2, p3]).run_ok();
     assert_eq!(bytes(&out), bytes(&one));
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes an image folder `dir` holding the fixture images of `rows` under `img/` and their

@@ -2,10 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::Cli;
+use crate::common::{Cli, sha256};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
 use serde_json::Value;
-use sha2::Digest;
 
 fn json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -188,9 +187,7 @@ fn cosine_scores_match_the_vendi_score_readme() {
     assert_eq!(inputs.len(), 2, "{manifest}");
     for (input, path) in inputs.iter().zip([&npy, &csv]) {
         assert_eq!(input["path"], path.to_str().unwrap());
-        let want: String =
-            sha2::Sha256::digest(std::fs::read(path).unwrap()).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(input["sha256"], want.as_str(), "{}", path.display());
+        assert_eq!(input["sha256"], sha256(&std::fs::read(path).unwrap()).as_str(), "{}", path.display());
     }
 }
 
