@@ -29,29 +29,24 @@ const KC_AVX512: usize = 128;
 /// CPU has it, faer's triangular GEMM elsewhere.
 pub(crate) fn cosine_lower_gram(rows: &CosineRows) -> Vec<f64> {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return avx512_lower_gram(rows);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return avx2_lower_gram(rows);
-        }
+    if let Some(gram) = avx512_lower_gram(rows).or_else(|| avx2_lower_gram(rows)) {
+        return gram;
     }
     faer_lower_gram(rows)
 }
 
-/// [`cosine_lower_gram`] with the AVX-512 register tiles. Panics without AVX-512F.
+/// [`cosine_lower_gram`] with the AVX-512 register tiles; `None` where the CPU lacks AVX-512F.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn avx512_lower_gram(rows: &CosineRows) -> Vec<f64> {
-    assert!(std::arch::is_x86_feature_detected!("avx512f"));
-    simd_lower_gram::<16, 12>(rows, KC_AVX512, tile_avx512)
+pub(crate) fn avx512_lower_gram(rows: &CosineRows) -> Option<Vec<f64>> {
+    std::arch::is_x86_feature_detected!("avx512f")
+        .then(|| simd_lower_gram::<16, 12>(rows, KC_AVX512, tile_avx512))
 }
 
-/// [`cosine_lower_gram`] with the AVX2 register tiles. Panics without AVX2 and FMA.
+/// [`cosine_lower_gram`] with the AVX2 register tiles; `None` where the CPU lacks AVX2 or FMA.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn avx2_lower_gram(rows: &CosineRows) -> Vec<f64> {
-    assert!(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"));
-    simd_lower_gram::<8, 6>(rows, HOST_BLOCK_ROWS, tile_avx2)
+pub(crate) fn avx2_lower_gram(rows: &CosineRows) -> Option<Vec<f64>> {
+    (std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"))
+        .then(|| simd_lower_gram::<8, 6>(rows, HOST_BLOCK_ROWS, tile_avx2))
 }
 
 /// A register-tile kernel: `Σ_p l[p · MR + a] · r[p · NR + b]` over `p < k`, added to
