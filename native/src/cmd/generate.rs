@@ -505,8 +505,6 @@ impl Job<'_> {
     }
 }
 
-/// Writes `OUT/part.json` for shard `shard` of a run over `items` prompts that made `rows`
-/// images, so `culturelens merge OUT PART_DIR…` can join the shards (`work::part`).
 /// What a shard of a `generate` run holds: `rows` images of its share of `items` prompts, each
 /// prompt making `rows_per_item` images under `settings` (`work::part`).
 struct ShardRows {
@@ -516,6 +514,8 @@ struct ShardRows {
     settings: String,
 }
 
+/// Writes `OUT/part.json` for shard `shard` of a run over `items` prompts that made `rows`
+/// images, so `culturelens merge OUT PART_DIR…` can join the shards (`work::part`).
 fn write_part(
     args: &GenerateArgs,
     prompts: &Metadata,
