@@ -52,6 +52,7 @@
 //!   its `q < 1` scores of rank-deficient kernels include round-off terms (about 1e-8 relative);
 //!   here those eigenvalues are zeroed first, so `q = 0` is the rank and every route agrees.
 
+mod eigen;
 mod gram;
 mod product;
 mod protocol;
