@@ -68,6 +68,12 @@ impl EmbeddingTable {
         }
         for row in 0..self.len() {
             let v = self.embeddings.row(row);
+            // One branch-free (vectorised) pass per row; the positions only on failure.
+            let (finite, nonzero) =
+                v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
+            if finite && nonzero {
+                continue;
+            }
             if let Some(col) = v.iter().position(|x| !x.is_finite()) {
                 return Err(TableError::invalid(
                     at.clone().row(row).column(format!("dim {col}")),

@@ -35,11 +35,15 @@ pub fn two_stage_eigenvalues(matrix: &[f64], n: usize, band: usize) -> Vec<f64> 
     if n == 0 {
         return Vec::new();
     }
-    // Column-major working copy of the lower triangle.
+    // Column-major working copy of the lower triangle (a transpose, in 32 × 32 tiles).
     let mut a = vec![0.0; n * n];
-    for (j, col) in a.chunks_exact_mut(n).enumerate() {
-        for (i, x) in col.iter_mut().enumerate().skip(j) {
-            *x = matrix[i * n + j];
+    for i0 in (0..n).step_by(32) {
+        for j0 in (0..=i0).step_by(32) {
+            for j in j0..(j0 + 32).min(n) {
+                for i in i0.max(j)..(i0 + 32).min(n) {
+                    a[j * n + i] = matrix[i * n + j];
+                }
+            }
         }
     }
     let band = band.min(n.saturating_sub(1)).max(1);
@@ -73,6 +77,9 @@ fn householder(x: &mut [f64]) -> (f64, f64) {
 /// update of its reflectors ([`two_sided_update`]).
 pub fn reduce_to_band(mut a: MatMut<'_, f64>, band: usize, par: Par) {
     let n = a.nrows();
+    // Work space of the updates, sized for the first panel and reused: [Y V] and [V Y].
+    let mut left = Mat::<f64>::zeros(n, 2 * band);
+    let mut right = Mat::<f64>::zeros(n, 2 * band);
     let mut k = 0;
     // Panel: columns k..k + band, rows k + band..n; the reduction is done once it has ≤ 1 row.
     while k + band + 1 < n {
@@ -81,7 +88,9 @@ pub fn reduce_to_band(mut a: MatMut<'_, f64>, band: usize, par: Par) {
         let (mut v, t) = simd::dispatch(|| panel_qr(a.rb_mut().submatrix_mut(k + band, k, m, band)));
         let v = v.as_mut().subcols_mut(0, width);
         let a22 = a.rb_mut().submatrix_mut(k + band, k + band, m, m);
-        two_sided_update(a22, v.rb(), t.as_ref(), par);
+        let left = left.as_mut().submatrix_mut(0, 0, m, 2 * width);
+        let right = right.as_mut().submatrix_mut(0, 0, m, 2 * width);
+        two_sided_update(a22, v.rb(), t.as_ref(), left, right, par);
         k += band;
     }
 }
@@ -143,14 +152,23 @@ fn column<'a>(m: MatMut<'a, f64>, j: usize, start: usize, len: usize) -> &'a mut
 
 /// `A ← Qᵀ A Q` for `Q = I − V T Vᵀ` and symmetric `A`, of which only the lower triangle is read
 /// and written, as one symmetric rank-`2w` update: `W = A V T`, `Y = W − ½ V (Tᵀ Vᵀ W)`,
-/// `A ← A − Y Vᵀ − V Yᵀ` (`A V` as `tril(A) V + stril(A)ᵀ V`).
-fn two_sided_update(mut a: MatMut<'_, f64>, v: MatRef<'_, f64>, t: MatRef<'_, f64>, par: Par) {
+/// `A ← A − Y Vᵀ − V Yᵀ` (`A V` as `tril(A) V + stril(A)ᵀ V`). `left` and `right` (`m × 2w`)
+/// are work space: they end as `[Y V]` and `[V Y]`.
+fn two_sided_update(
+    mut a: MatMut<'_, f64>,
+    v: MatRef<'_, f64>,
+    t: MatRef<'_, f64>,
+    mut left: MatMut<'_, f64>,
+    mut right: MatMut<'_, f64>,
+    par: Par,
+) {
     use faer::linalg::matmul::triangular::{BlockStructure::*, matmul as tri};
-    let (m, w) = (v.nrows(), v.ncols());
-    let mut av = Mat::<f64>::zeros(m, w);
-    tri(av.as_mut(), Rectangular, Accum::Replace, a.rb(), TriangularLower, v, Rectangular, 1.0, par);
+    let w = v.ncols();
+    // A V into the right half of `right` (free until the end).
+    let mut av = right.rb_mut().subcols_mut(w, w);
+    tri(av.rb_mut(), Rectangular, Accum::Replace, a.rb(), TriangularLower, v, Rectangular, 1.0, par);
     tri(
-        av.as_mut(),
+        av.rb_mut(),
         Rectangular,
         Accum::Add,
         a.rb().transpose(),
@@ -160,27 +178,24 @@ fn two_sided_update(mut a: MatMut<'_, f64>, v: MatRef<'_, f64>, t: MatRef<'_, f6
         1.0,
         par,
     );
-    let mut y = Mat::<f64>::zeros(m, w);
-    matmul(y.as_mut(), Accum::Replace, av.as_ref(), t, 1.0, Par::Seq);
+    let (mut y, mut v_copy) = left.rb_mut().split_at_col_mut(w);
+    matmul(y.rb_mut(), Accum::Replace, av.rb(), t, 1.0, Par::Seq);
     let mut vtw = Mat::<f64>::zeros(w, w);
-    matmul(vtw.as_mut(), Accum::Replace, v.transpose(), y.as_ref(), 1.0, Par::Seq);
+    matmul(vtw.as_mut(), Accum::Replace, v.transpose(), y.rb(), 1.0, Par::Seq);
     let mut half = Mat::<f64>::zeros(w, w);
     matmul(half.as_mut(), Accum::Replace, t.transpose(), vtw.as_ref(), 0.5, Par::Seq);
-    matmul(y.as_mut(), Accum::Add, v, half.as_ref(), -1.0, Par::Seq);
+    matmul(y.rb_mut(), Accum::Add, v, half.as_ref(), -1.0, Par::Seq);
+    v_copy.copy_from(v);
+    right.rb_mut().subcols_mut(0, w).copy_from(v);
+    right.rb_mut().subcols_mut(w, w).copy_from(y.rb());
     // [Y V] [V Y]ᵀ in one product of inner size 2w, lower triangle only.
-    let mut left = Mat::<f64>::zeros(m, 2 * w);
-    let mut right = Mat::<f64>::zeros(m, 2 * w);
-    left.as_mut().subcols_mut(0, w).copy_from(y.as_ref());
-    left.as_mut().subcols_mut(w, w).copy_from(v);
-    right.as_mut().subcols_mut(0, w).copy_from(v);
-    right.as_mut().subcols_mut(w, w).copy_from(y.as_ref());
     tri(
         a.rb_mut(),
         TriangularLower,
         Accum::Add,
-        left.as_ref(),
+        left.rb(),
         Rectangular,
-        right.as_ref().transpose(),
+        right.rb().transpose(),
         Rectangular,
         -1.0,
         par,

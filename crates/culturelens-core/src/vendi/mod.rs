@@ -194,9 +194,17 @@ impl CosineRows {
         if n == 0 || d == 0 {
             return Err(VendiError::Empty);
         }
+        // The norms on every core (one pass over the table); the checks then read only them.
+        let norm = |v: &[f32]| sum_of_squares(v).sqrt();
+        #[cfg(feature = "rayon")]
+        let norms: Vec<f64> = {
+            use rayon::prelude::*;
+            x.par_chunks_exact(d).map(norm).collect()
+        };
+        #[cfg(not(feature = "rayon"))]
+        let norms: Vec<f64> = x.chunks_exact(d).map(norm).collect();
         let mut inv_norm = Vec::with_capacity(n);
-        for (row, v) in x.chunks_exact(d).enumerate() {
-            let norm = sum_of_squares(v).sqrt();
+        for (row, (v, &norm)) in x.chunks_exact(d).zip(&norms).enumerate() {
             if !norm.is_finite() {
                 let col = v.iter().position(|a| !a.is_finite()).unwrap_or(0);
                 return Err(VendiError::NonFinite { row, col, value: f64::from(v[col]) });
