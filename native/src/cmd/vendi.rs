@@ -44,7 +44,8 @@ of F^T F / N (D x D), for the feature map F of the kernel (D = embedding dimensi
 categories); auto (default) takes the smaller. Both give the same scores. The product runs on
 --device, accumulated in f64 where the device computes in f64 (cpu, cuda, wgpu adapters with
 SHADER_F64 such as lavapipe) and in f32 where it cannot (other wgpu adapters, WebGPU in the
-browser: scores agree to about 1e-6); eigenvalues are computed in f64 (faer).
+browser: scores agree to about 1e-6); eigenvalues are computed in f64 (faer's solver below
+order 512, a two-stage reduction of culturelens's own from 512 on).
 
 Differences from the vendi-score package (0.0.3): its score_X ignores q and always returns the
 q = 1 score, and its score_K returns NaN for q = inf. Here every route honours --q (Def. 5.1

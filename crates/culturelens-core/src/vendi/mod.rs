@@ -35,8 +35,10 @@
 //! device that computes in f64 (CPU, CUDA, wgpu adapters with `SHADER_F64`) it is accumulated in
 //! f64 ([`Precision::F64`]). WebGPU in the browser has no f64: with [`Precision::F32`] the product
 //! is accumulated in f32 and the clipping tolerance uses f32's epsilon, so scores agree with the
-//! f64 ones to about 1e-6 rather than 1e-12. The eigenvalues are always computed in f64 on the host with faer's
-//! pure-Rust self-adjoint eigensolver (multi-threaded with the crate feature `rayon`). The one
+//! f64 ones to about 1e-6 rather than 1e-12. The eigenvalues are always computed in f64 on the host
+//! ([`symmetric_eigenvalues`]): from order 512 on by a two-stage reduction of our own (`eigen.rs`:
+//! full → band on faer's GEMM, bulge chasing, root-free QL), below it by faer's one-stage
+//! self-adjoint eigensolver (both multi-threaded with the crate feature `rayon`). The one
 //! read-back sits between [`product_tensor`] and [`spectrum_from_product`], so the browser can
 //! await `into_data_async` there; [`spectrum`] does both synchronously.
 //!
