@@ -213,24 +213,22 @@ fn two_sided_update(
 /// on to the bottom. What remains of each bulge lies where the next sweeps annihilate it.
 pub fn band_to_tridiagonal(data: &mut [f64], n: usize, band: usize) -> (Vec<f64>, Vec<f64>) {
     assert_eq!(data.len(), n * n, "a column-major n × n matrix");
-    let ld = n;
-    let mut band_matrix = Band { data, ld, n };
+    let mut band_matrix = Band { data, n };
     let (mut v, mut w) = (vec![0.0; band], vec![0.0; band]);
     simd::dispatch(|| {
         for j in 0..n.saturating_sub(2) {
             sweep(&mut band_matrix, j, band, &mut v, &mut w);
         }
     });
-    let at = |i: usize, j: usize| band_matrix.data[j * ld + i];
+    let at = |i: usize, j: usize| band_matrix.data[j * n + i];
     let diag = (0..n).map(|i| at(i, i)).collect();
     let sub = (0..n.saturating_sub(1)).map(|i| at(i + 1, i)).collect();
     (diag, sub)
 }
 
-/// The column-major `n × n` matrix being chased (column stride `ld`).
+/// The column-major `n × n` matrix being chased.
 struct Band<'a> {
     data: &'a mut [f64],
-    ld: usize,
     n: usize,
 }
 
@@ -238,7 +236,7 @@ impl Band<'_> {
     /// Rows `row..row + len` of column `col`.
     #[inline(always)]
     fn segment(&mut self, col: usize, row: usize, len: usize) -> &mut [f64] {
-        &mut self.data[col * self.ld + row..col * self.ld + row + len]
+        &mut self.data[col * self.n + row..col * self.n + row + len]
     }
 }
 

@@ -197,14 +197,14 @@ impl CosineRows {
             return Err(VendiError::Empty);
         }
         // The norms on every core (one pass over the table); the checks then read only them.
-        let norm = |v: &[f32]| sum_of_squares(v).sqrt();
+        let row_norm = |v: &[f32]| sum_of_squares(v).sqrt();
         #[cfg(feature = "rayon")]
         let norms: Vec<f64> = {
             use rayon::prelude::*;
-            x.par_chunks_exact(d).map(norm).collect()
+            x.par_chunks_exact(d).map(row_norm).collect()
         };
         #[cfg(not(feature = "rayon"))]
-        let norms: Vec<f64> = x.chunks_exact(d).map(norm).collect();
+        let norms: Vec<f64> = x.chunks_exact(d).map(row_norm).collect();
         let mut inv_norm = Vec::with_capacity(n);
         for (row, (v, &norm)) in x.chunks_exact(d).zip(&norms).enumerate() {
             if !norm.is_finite() {
