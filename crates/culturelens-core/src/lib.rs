@@ -14,6 +14,7 @@ pub mod diffusion;
 pub mod magbig;
 pub mod models;
 pub mod rng;
+mod simd;
 pub mod sos;
 pub mod stats;
 pub mod tokens;

@@ -85,7 +85,7 @@ pub fn reduce_to_band(mut a: MatMut<'_, f64>, band: usize, par: Par) {
     while k + band + 1 < n {
         let m = n - k - band;
         let width = band.min(m);
-        let (mut v, t) = simd::dispatch(|| panel_qr(a.rb_mut().submatrix_mut(k + band, k, m, band)));
+        let (mut v, t) = crate::simd::dispatch(|| panel_qr(a.rb_mut().submatrix_mut(k + band, k, m, band)));
         let v = v.as_mut().subcols_mut(0, width);
         let a22 = a.rb_mut().submatrix_mut(k + band, k + band, m, m);
         let left = left.as_mut().submatrix_mut(0, 0, m, 2 * width);
@@ -215,7 +215,7 @@ pub fn band_to_tridiagonal(data: &mut [f64], n: usize, band: usize) -> (Vec<f64>
     assert_eq!(data.len(), n * n, "a column-major n × n matrix");
     let mut band_matrix = Band { data, n };
     let (mut v, mut w) = (vec![0.0; band], vec![0.0; band]);
-    simd::dispatch(|| {
+    crate::simd::dispatch(|| {
         for j in 0..n.saturating_sub(2) {
             sweep(&mut band_matrix, j, band, &mut v, &mut w);
         }
@@ -348,39 +348,6 @@ fn dot(x: &[f64], y: &[f64]) -> f64 {
         acc[l] += a * b;
     }
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))
-}
-
-/// Runs a closure compiled for the widest vector instructions the CPU has (x86-64: AVX-512F
-/// or AVX2, chosen at run time), so the loops above vectorise; plain code elsewhere. The
-/// arithmetic is the same on every path (no fused multiply-adds are introduced).
-mod simd {
-    #[inline(always)]
-    pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has AVX-512F.
-                return unsafe { avx512(f) };
-            }
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2.
-                return unsafe { avx2(f) };
-            }
-        }
-        f()
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
-        f()
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
-        f()
-    }
 }
 
 /// Ascending eigenvalues of the symmetric tridiagonal matrix with diagonal `diag` and
