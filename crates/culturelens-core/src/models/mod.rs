@@ -11,6 +11,8 @@
 
 pub mod clip;
 pub mod config;
+#[cfg(feature = "flex-fused")]
+mod cpu;
 pub mod dinov2;
 pub mod efficientnet;
 pub mod face_align;
