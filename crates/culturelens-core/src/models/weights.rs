@@ -137,6 +137,24 @@ impl<'c, 'a> Vars<'c, 'a> {
         Ok(Tensor::from_data(self.data(name, &shape)?, self.device()))
     }
 
+    /// Rows `rows` of the matrix `name` (of shape `shape`), transposed and stored contiguously:
+    /// the `[d_in, d_out]` weight of a Linear from PyTorch's `[d_out, d_in]`.
+    ///
+    /// The transpose is materialised on the host rather than left as a strided view: the CPU
+    /// backend's GEMM packs a strided weight one element at a time at every call, which took
+    /// a quarter of `culturelens embed`'s CPU time (BENCHMARKS.md).
+    pub fn transposed(
+        &self,
+        name: &str,
+        shape: [usize; 2],
+        rows: std::ops::Range<usize>,
+    ) -> Result<Tensor<2>, WeightError> {
+        let data = self.data(name, &shape)?.try_into_vec::<f32>().expect("f32 weights");
+        let cols = shape[1];
+        let values = transpose(&data[rows.start * cols..rows.end * cols], rows.len(), cols);
+        Ok(Tensor::from_data(TensorData::new(values, [cols, rows.len()]), self.device()))
+    }
+
     /// The scalar `name` (shape `[]` or `[1]`, as transformers and OpenCLIP store `logit_scale`),
     /// or `None` when the checkpoint lacks it (a checkpoint of one tower only).
     pub fn optional_scalar(&self, name: &str) -> Result<Option<f32>, WeightError> {
@@ -162,7 +180,7 @@ impl<'c, 'a> Vars<'c, 'a> {
 /// Loads an `nn.Linear` (`weight` `[d_out, d_in]`, `bias`) from the scope `vars`.
 pub fn load_linear(linear: &mut Linear, vars: Vars) -> Result<(), WeightError> {
     let [d_in, d_out] = linear.weight.lazy_shape().dims();
-    linear.weight = Param::from_tensor(vars.tensor("weight", [d_out, d_in])?.transpose());
+    linear.weight = Param::from_tensor(vars.transposed("weight", [d_out, d_in], 0..d_out)?);
     if linear.bias.is_some() {
         linear.bias = Some(vars.tensor("bias", [d_out]).map(Param::from_tensor)?);
     }
@@ -182,12 +200,27 @@ pub fn load_linear_rows(
     let [d_in, d_out] = linear.weight.lazy_shape().dims();
     let rows = d_out * parts;
     let range = part * d_out..(part + 1) * d_out;
-    let w = vars.tensor(weight, [rows, d_in])?.slice([range.clone(), 0..d_in]);
-    linear.weight = Param::from_tensor(w.transpose());
+    linear.weight = Param::from_tensor(vars.transposed(weight, [rows, d_in], range.clone())?);
     if linear.bias.is_some() {
         linear.bias = Some(Param::from_tensor(vars.tensor(bias, [rows])?.slice([range])));
     }
     Ok(())
+}
+
+/// The `cols × rows` transpose of the row-major `rows × cols` matrix `m`, in 32 × 32 tiles.
+fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    const TILE: usize = 32;
+    let mut t = vec![0f32; m.len()];
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            for r in r0..(r0 + TILE).min(rows) {
+                for c in c0..(c0 + TILE).min(cols) {
+                    t[c * rows + r] = m[r * cols + c];
+                }
+            }
+        }
+    }
+    t
 }
 
 /// Loads an `nn.LayerNorm` (`weight` → gamma, `bias` → beta) from the scope `vars`.
@@ -224,4 +257,23 @@ pub fn load_group_norm(norm: &mut GroupNorm, vars: Vars) -> Result<(), WeightErr
         norm.beta = Some(vars.param("bias", beta)?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Element (r, c) lands at (c, r), across partial tiles on both edges.
+    #[test]
+    fn transpose_moves_every_element_across_tile_edges() {
+        for (rows, cols) in [(1, 1), (3, 70), (33, 32), (65, 31)] {
+            let m: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let t = transpose(&m, rows, cols);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(t[c * rows + r], m[r * cols + c], "{rows} x {cols} at ({r}, {c})");
+                }
+            }
+        }
+    }
 }
