@@ -9,6 +9,39 @@
 //! numpy's policy for its own arrays. The advice is a hint: where transparent huge pages are off
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` = `never`) or the call fails, nothing changes.
 //! Memory is allocated, laid out and freed exactly as by [`System`].
+//!
+//! [`keep_freed_blocks`] (called first thing in `main`) sets glibc malloc's thresholds so that
+//! the blocks of a model's forward pass are reused rather than mapped afresh for every op.
+
+/// Blocks up to this size come from malloc's heap and are reused after `free` (glibc's
+/// largest allowed `M_MMAP_THRESHOLD`); larger ones are mapped and unmapped as before.
+pub const HEAP_BLOCK_MAX_BYTES: usize = 32 << 20;
+
+/// Free memory at the top of a heap that malloc keeps rather than returns to the system.
+pub const KEEP_FREE_BYTES: usize = 1 << 30;
+
+/// Makes glibc malloc serve blocks below [`HEAP_BLOCK_MAX_BYTES`] from its heap and keep up to
+/// [`KEEP_FREE_BYTES`] of freed memory; returns whether both settings took.
+///
+/// By default glibc maps every block above a threshold that starts at 128 KiB with `mmap` and
+/// unmaps it on `free`. An encoder's activations (2–10 MB at batch 16) are freed and
+/// reallocated at every op, so each op touched fresh pages: a page fault per page and the
+/// kernel zeroing them, 20 % of the CPU samples of `culturelens embed` in `perf`
+/// (BENCHMARKS.md). Kept in the heap, they are reused as PyTorch's tensors are. Elsewhere than
+/// glibc this does nothing (and returns `false`).
+pub fn keep_freed_blocks() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt only changes malloc's tuning parameters; both values are in range.
+        unsafe {
+            let mmap = libc::mallopt(libc::M_MMAP_THRESHOLD, HEAP_BLOCK_MAX_BYTES as libc::c_int);
+            let trim = libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP_FREE_BYTES as libc::c_int);
+            mmap == 1 && trim == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    false
+}
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -62,6 +95,24 @@ fn advise(ptr: *mut u8, size: usize) -> *mut u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After [`keep_freed_blocks`], a 16 MiB block comes from the heap (malloc's mapped bytes
+    /// do not grow) and, once freed, stays in the process (the heap's free bytes grow by its size and the heap does not shrink).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn freed_activation_sized_blocks_stay_in_the_heap() {
+        assert!(keep_freed_blocks());
+        // SAFETY: mallinfo2 only reads malloc's statistics.
+        let info = || unsafe { libc::mallinfo2() };
+        let before = info();
+        let block = vec![1u8; 16 << 20];
+        let during = info();
+        assert_eq!(during.hblkhd, before.hblkhd, "the block was mapped, not taken from the heap");
+        drop(std::hint::black_box(block));
+        let after = info();
+        assert!(after.fordblks >= during.fordblks + (16 << 20), "the freed block left the heap");
+        assert!(after.arena >= during.arena, "the heap shrank");
+    }
 
     /// Blocks above and below the threshold come back usable: zeroed when asked, their contents
     /// kept across a reallocation that crosses the threshold, and freed without error.

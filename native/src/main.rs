@@ -57,6 +57,7 @@ enum Command {
 }
 
 fn main() {
+    alloc::keep_freed_blocks();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),
