@@ -13,6 +13,8 @@
 //! [`keep_freed_blocks`] (called first thing in `main`) sets glibc malloc's thresholds so that
 //! the blocks of a model's forward pass are reused rather than mapped afresh for every op.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+
 /// Blocks up to this size come from malloc's heap and are reused after `free` (glibc's
 /// largest allowed `M_MMAP_THRESHOLD`); larger ones are mapped and unmapped as before.
 pub const HEAP_BLOCK_MAX_BYTES: usize = 32 << 20;
@@ -42,8 +44,6 @@ pub fn keep_freed_blocks() -> bool {
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     false
 }
-
-use std::alloc::{GlobalAlloc, Layout, System};
 
 /// Smallest block advised for huge pages (numpy uses the same threshold).
 pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
@@ -97,7 +97,8 @@ mod tests {
     use super::*;
 
     /// After [`keep_freed_blocks`], a 16 MiB block comes from the heap (malloc's mapped bytes
-    /// do not grow) and, once freed, stays in the process (the heap's free bytes grow by its size and the heap does not shrink).
+    /// do not grow) and, once freed, stays in the process (the heap's free bytes grow by its
+    /// size and the heap does not shrink).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn freed_activation_sized_blocks_stay_in_the_heap() {

@@ -220,7 +220,7 @@ fn sigmoid(x: f32) -> f32 {
 /// exact steps so subnormal results round once). Within 2 ulp of the correctly rounded value
 /// (tested over the whole range); `0` below `-104`, `inf` above `89`, NaN for NaN.
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     // ln 2 split so that `n · LN2_HI` is exact for |n| ≤ 150.
     const LN2_HI: f32 = 0.693_359_4;

@@ -11,6 +11,8 @@ use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, FloatDType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "flex-fused")]
+use super::cpu;
 use super::weights::{Vars, WeightError, load_embedding, load_layer_norm, load_linear, load_linear_rows};
 
 /// The `hidden_act` of a transformers config.
@@ -107,12 +109,12 @@ impl Attention {
         residual: Option<Tensor<3>>,
     ) -> Tensor<3> {
         #[cfg(feature = "flex-fused")]
-        if super::cpu::fused(&q) {
+        if cpu::fused(&q) {
             let k = linear(&self.k_proj, kv.clone(), None, None);
             let v = linear(&self.v_proj, kv, None, None);
             let padding = how.key_padding.map(|m| m.into_data().try_into_vec::<bool>().expect("a bool mask"));
             let scale = (self.head_dim(&q) as f64).powf(-0.5) as f32;
-            let out = super::cpu::attention(q, k, v, self.num_heads, scale, how.causal, padding.as_deref());
+            let out = cpu::attention(q, k, v, self.num_heads, scale, how.causal, padding.as_deref());
             return linear(&self.out_proj, out, None, residual);
         }
         self.attend_graph(q, kv, how, residual)
@@ -171,8 +173,6 @@ fn linear<const D: usize>(
     act: Option<Activation>,
     residual: Option<Tensor<D>>,
 ) -> Tensor<D> {
-    #[cfg(feature = "flex-fused")]
-    use super::cpu;
     #[cfg(feature = "flex-fused")]
     if let Some(bias) = &linear.bias
         && cpu::fused(&x)
