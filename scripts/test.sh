@@ -43,7 +43,7 @@ step "clippy (all targets, warnings are errors)"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 
 step "core crate builds for wasm32-unknown-unknown"
-cargo build --locked -p culturelens-core --target wasm32-unknown-unknown
+cargo build --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion --target wasm32-unknown-unknown
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh

@@ -10,12 +10,13 @@
 //! axis holds.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use culturelens_core::demo::demo_table;
-use culturelens_core::rng::SplitMix64;
-use culturelens_core::sos::{
-    GROUP_MEMBERS, Pooling, SEGMENT_ROWS, SosColumns, SosLayout, fused_kernels_on, id_tensor, sos,
-    sos_packed, sos_packed_blocks, sos_tensor,
+use culturelens_compute::sos::{
+    GROUP_MEMBERS, Pooling, SEGMENT_ROWS, SosColumns, SosLayout, fused_kernels_on, sos, sos_packed,
+    sos_tensor,
 };
+use culturelens_compute::tensor::id_tensor;
+use culturelens_metrics::demo::demo_table;
+use culturelens_rng::SplitMix64;
 
 /// Largest |cpu − wgpu| of a per-image or joint score.
 const BOUND: f64 = 1e-6;
@@ -198,7 +199,7 @@ fn fused_kernels_equal_the_graph_on_wgpu() {
         let table = data.table(&device);
         for pooling in [Pooling::All, Pooling::PerModel] {
             let layout = data.layout(None, pooling);
-            let fused = sos_packed(&table, None, &layout, None);
+            let fused = sos_packed(std::slice::from_ref(&table), None, &layout, None);
             assert_fused_matches(&format!("n {n}, d {d}, {pooling:?}"), fused, &table, None, &layout);
         }
     }
@@ -214,20 +215,20 @@ fn fused_kernels_score_row_subsets_and_blocked_tables() {
     let mut rng = SplitMix64::new(11);
     let rows: Vec<u32> = (0..2500).map(|_| rng.below(3000) as u32).collect();
     let layout = data.layout(Some(&rows), Pooling::All);
-    let fused = sos_packed(&table, Some(&rows), &layout, None);
+    let fused = sos_packed(std::slice::from_ref(&table), Some(&rows), &layout, None);
     assert_fused_matches("row subset", fused, &table, Some(&rows), &layout);
 
     // The table in three uneven blocks, whole and through the subset.
     let blocks: Vec<Tensor<2>> =
         [0..1, 1..1700, 1700..3000].into_iter().map(|r| table.clone().slice([r, 0..96])).collect();
     let layout_all = data.layout(None, Pooling::PerModel);
-    let fused = sos_packed_blocks(&blocks, None, &layout_all, None);
+    let fused = sos_packed(&blocks, None, &layout_all, None);
     assert_fused_matches("3 blocks", fused, &table, None, &layout_all);
-    let fused = sos_packed_blocks(&blocks, Some(&rows), &layout, None);
+    let fused = sos_packed(&blocks, Some(&rows), &layout, None);
     assert_fused_matches("3 blocks, row subset", fused, &table, Some(&rows), &layout);
     // The graph route of the same blocks (the CPU), against the one-block graph.
     let cpu_blocks: Vec<Tensor<2>> = blocks.iter().map(|b| b.clone().to_device(&Device::flex())).collect();
-    let cpu = sos_packed_blocks(&cpu_blocks, Some(&rows), &layout, Some(100));
+    let cpu = sos_packed(&cpu_blocks, Some(&rows), &layout, Some(100));
     assert_fused_matches("3 blocks on flex", cpu, &table, Some(&rows), &layout);
 }
 
@@ -244,6 +245,6 @@ fn fused_kernels_handle_more_segments_than_a_grid_axis_or_a_loop_holds() {
     let layout = data.layout(None, Pooling::All);
     assert_eq!(layout.pair_sur.len(), n);
     assert!(n / 2 > GROUP_MEMBERS);
-    let fused = sos_packed(&data.table(&device), None, &layout, None);
+    let fused = sos_packed(&[data.table(&device)], None, &layout, None);
     assert_fused_matches("70,000 segments", fused, &data.table(&Device::flex()), None, &layout);
 }

@@ -1,5 +1,5 @@
 //! `culturelens vendi` on the CPU (`flex`) and on wgpu (lavapipe without a GPU) must give the same
-//! scores. Both accumulate the products in f64 (`Precision::for_device`: lavapipe has
+//! scores. Both accumulate the products in f64 (`ProductPrecision::for_device`: lavapipe has
 //! `SHADER_F64`; the f32 path of adapters without it is checked by the browser tests on WebGPU): every kernel and
 //! route that runs a product on the device (cosine and categorical features, kernel and dual
 //! routes, the CUBE batch protocol), on the synthetic demo table. The test fails, never skips,

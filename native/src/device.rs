@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::{Device, FloatDType};
-use culturelens_core::sos::Processor;
+use culturelens_compute::device::Processor;
 
 /// Which Burn backend runs the tensor work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,7 +31,7 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device> {
 
 /// The float type a model computes in (`--precision`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Precision {
+pub enum ModelPrecision {
     /// 32-bit floats everywhere (the parity-tested default).
     F32,
     /// Half precision on a GPU: weights and activations in f16, as PyTorch's `model.half()`;
@@ -42,9 +42,9 @@ pub enum Precision {
 /// [`select_device`], then makes `precision` the device's float type: every tensor created on it
 /// afterwards (weights, inputs) is stored and computed in that type. f16 needs a GPU backend
 /// whose device supports it (wgpu with the adapter's `SHADER_F16`, or CUDA).
-pub fn select_device_with(choice: DeviceChoice, precision: Precision) -> Result<Device> {
+pub fn select_device_with(choice: DeviceChoice, precision: ModelPrecision) -> Result<Device> {
     let mut device = select_device(choice)?;
-    if precision == Precision::F16 {
+    if precision == ModelPrecision::F16 {
         if choice == DeviceChoice::Cpu {
             bail!("--precision f16 runs on a GPU (--device wgpu or cuda); the CPU backend computes in f32");
         }

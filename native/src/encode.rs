@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use culturelens_core::models::preprocess::{ImageProcessor, PixelValues};
+use culturelens_models::preprocess::{ImageProcessor, PixelValues};
 use culturelens_models_io::{Encoder, read_pixel_values};
 use rayon::prelude::*;
 
-use crate::device::{DeviceChoice, Precision, select_device_with};
+use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
 use crate::provenance::Provenance;
 use crate::work::progress::Progress;
 
@@ -33,8 +33,8 @@ pub struct ModelArgs {
     pub device: DeviceChoice,
     /// Float type the model stores and computes in: f16 (GPU only) halves its memory; the
     /// embeddings then differ from f32 by about 1e-3 relative (README).
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
+    #[arg(long, value_enum, default_value_t = ModelPrecision::F32)]
+    pub precision: ModelPrecision,
 }
 
 impl ModelArgs {

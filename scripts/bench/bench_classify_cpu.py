@@ -69,7 +69,7 @@ def clip(args, work: pathlib.Path) -> tuple[str, float, float, float, float]:
     processor = CLIPImageProcessorPil()
     model.save_pretrained(weights)
     processor.save_pretrained(weights)
-    fixture = ROOT / "crates/culturelens-models-io/tests/fixtures/encoders/clip"
+    fixture = ROOT / "tests/fixtures/encoders/clip"
     for name in ["tokenizer.json", "tokenizer_config.json"]:
         shutil.copy(fixture / name, weights / name)
     tokenizer = CLIPTokenizerFast.from_pretrained(weights)

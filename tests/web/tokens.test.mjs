@@ -28,7 +28,7 @@ const DIST = process.env.WEB_DIST || path.join(repo, "web/dist");
 const SCREENS = process.env.WEB_SCREENS || "";
 const TIMEOUT = Number(process.env.WEB_TEST_TIMEOUT_MS || 120000);
 const AXE = fs.readFileSync(path.join(here, "node_modules/axe-core/axe.min.js"), "utf8");
-const CLIP_DIR = path.join(repo, "crates/culturelens-models-io/tests/fixtures/encoders/clip");
+const CLIP_DIR = path.join(repo, "tests/fixtures/encoders/clip");
 const XLMR_DIR = path.join(repo, "tests/fixtures/tokens/xlm-r");
 const PROMPTS = ["Die Jurist*innen ሀገር", "Jurist*in", "中 ሀ a photo"];
 

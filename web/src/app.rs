@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use culturelens_core::sos::{SosColumns, SosLayout};
+use culturelens_compute::sos::{SosColumns, SosLayout};
 use culturelens_view::url::{per_model_pooling, views_for};
 use serde::Serialize;
 use wasm_bindgen::JsCast;
@@ -179,7 +179,7 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     let t_upload = dom::now_ms();
     let table = DeviceTable::upload(loaded.embeddings, rows, dim, &compute.device, part_bytes);
     dom::set_body_attr("data-upload-ms", &format!("{:.1}", dom::now_ms() - t_upload));
-    dom::set_body_attr("data-table-parts", &table.parts().to_string());
+    dom::set_body_attr("data-table-parts", &table.parts().len().to_string());
     let column =
         |n: &str| loaded.columns.iter().find(|(c, _)| c == n).map(|(_, v)| v.clone()).unwrap_or_default();
     let per_model = per_model_pooling(p.get("pool").as_deref());

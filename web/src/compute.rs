@@ -5,11 +5,10 @@
 //! table lives on the device in parts within the adapter's buffer limits (`table.rs`).
 
 use burn::tensor::{Device, Tensor, TensorData};
-use culturelens_core::sos::{
-    Blocking, Processor, SosLayout, SosReport, id_tensor, sos_tensor_blocks, unpack,
-};
-use culturelens_core::vendi::{
-    Order, Precision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
+use culturelens_compute::device::Processor;
+use culturelens_compute::sos::{Blocking, SosLayout, SosReport, sos_packed, unpack};
+use culturelens_compute::vendi::{
+    Order, ProductPrecision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
     spectrum_from_product,
 };
 
@@ -158,9 +157,8 @@ pub async fn read_f32<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, Str
 }
 
 /// Per-output SoS of the rows `rows` of `table` (all rows for `None`) with references from
-/// `layout` (built from the same rows), then the report — SoS paper Eq. (1) through the core's
-/// `sos_tensor_blocks` on the table's row blocks: each inside one part of the table, and cut by
-/// the core's row blocking for this backend.
+/// `layout` (built from the same rows), then the report — SoS paper Eq. (1) through the core's one
+/// entry point, `sos_packed`, on the table's parts, with the core's row blocking for this backend.
 pub async fn sos(
     table: &DeviceTable,
     rows: Option<&[u32]>,
@@ -168,26 +166,7 @@ pub async fn sos(
     backend: Backend,
 ) -> Result<(Vec<f32>, SosReport), String> {
     let chunk_rows = Blocking::Default(backend.processor()).chunk_rows(table.dim());
-    let device = table.device();
-    let mut at = 0;
-    let blocks: Vec<_> = table
-        .blocks(rows, chunk_rows)
-        .into_iter()
-        .map(|x| {
-            let [n, _] = x.dims();
-            let pairs = id_tensor(&layout.pair[at..at + n], device);
-            at += n;
-            (x, pairs)
-        })
-        .collect();
-    assert_eq!(at, layout.len(), "the scored rows and the layout must have the same number of outputs");
-    let packed = sos_tensor_blocks(
-        blocks,
-        id_tensor(&layout.pair_sur, device),
-        layout.sur_names.len(),
-        id_tensor(&layout.pair_sem, device),
-        layout.sem_names.len(),
-    );
+    let packed = sos_packed(table.parts(), rows, layout, chunk_rows);
     let data = read_back(packed).await?;
     let values = unpack(data, layout).map_err(|e| e.to_string())?;
     let report = SosReport::new(layout, &values.per_image);
@@ -244,7 +223,7 @@ pub async fn vendi(
             cosine_features(&x, n, table.dim()).map_err(|e| e.to_string())?
         }
     };
-    let precision = Precision::for_device(&device);
+    let precision = ProductPrecision::for_device(&device);
     let product = read_back(product_tensor(&features, Route::Auto, precision, &device)).await?;
     let spectrum = spectrum_from_product(product, &features, precision);
     Ok(VendiScore::from_spectrum(&spectrum, n, q, quality))

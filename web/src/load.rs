@@ -17,7 +17,7 @@ use culturelens_bundle::{
     check_size, decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i,
     parse_cultext2i_report, parse_magbig, parse_metadata, read_bundle, sha256_hex,
 };
-use culturelens_core::magbig::Gender;
+use culturelens_metrics::magbig::Gender;
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -110,10 +110,10 @@ pub async fn load(source: Source) -> Result<Loaded, String> {
     }
 }
 
-/// The built-in demo: `culturelens_core::demo::demo_table()` written by the bundle writer and read
+/// The built-in demo: `culturelens_metrics::demo::demo_table()` written by the bundle writer and read
 /// back by the bundle reader, byte-identical to `culturelens demo-bundle`.
 fn load_demo() -> Result<Loaded, String> {
-    let demo = culturelens_core::demo::demo_table();
+    let demo = culturelens_metrics::demo::demo_table();
     let files = build_bundle(&demo_spec(), &demo.embeddings, demo.dim, &demo.columns, Vec::new())
         .map_err(|e| e.to_string())?;
     let bundle = read_bundle(|path| {

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use culturelens_bundle::Manifest;
-use culturelens_core::sos::{Pooling, SosLayout, SosReport};
+use culturelens_compute::sos::{Pooling, SosLayout, SosReport};
 pub use culturelens_view::filter::Filter;
 pub use culturelens_view::url::{Slide, Sort, Ui, VIEWS};
 use web_sys::UrlSearchParams;

@@ -3,11 +3,12 @@
 //! unless the adapter offers more), so a larger table (the SoS paper's 150,822 × 1280 f32 is
 //! 772 MB) is uploaded as several tensors of whole rows, each within the smaller of the two
 //! (`culturelens_view::parts`); on the CPU the table is one part. Readers see row blocks: SoS
-//! runs on them through the core's `sos_tensor_blocks`, the Vendi cosine kernel and the PCA
+//! runs on the parts through the core's `sos_packed`, the Vendi cosine kernel and the PCA
 //! gather rows across parts.
 
-use burn::tensor::{Device, Tensor, TensorData};
-use culturelens_core::sos::id_tensor;
+use burn::tensor::{Device, Tensor};
+use culturelens_compute::device::upload_rows;
+use culturelens_compute::tensor::id_tensor;
 use culturelens_view::parts::{Local, rows_per_part, runs};
 
 /// A `rows × dim` f32 table in parts of `per_part` rows (the last one shorter).
@@ -21,32 +22,12 @@ pub struct DeviceTable {
 }
 
 impl DeviceTable {
-    /// Uploads row-major `embeddings` in parts of at most `max_part_bytes` each. The parts are
-    /// cut from the end of the vector, so the host never holds a second copy of the whole table.
-    pub fn upload(
-        mut embeddings: Vec<f32>,
-        rows: usize,
-        dim: usize,
-        device: &Device,
-        max_part_bytes: u64,
-    ) -> DeviceTable {
+    /// Uploads row-major `embeddings` in parts of at most `max_part_bytes` each (the core's
+    /// `upload_rows`: no second copy of the table on the host).
+    pub fn upload(embeddings: Vec<f32>, rows: usize, dim: usize, device: &Device, max_part_bytes: u64) -> DeviceTable {
         assert_eq!(embeddings.len(), rows * dim, "embeddings must be rows × dim");
         let per_part = rows_per_part(dim, max_part_bytes).min(rows.max(1));
-        let starts: Vec<usize> = (0..rows).step_by(per_part).collect();
-        let mut parts: Vec<Tensor<2>> = starts
-            .iter()
-            .rev()
-            .map(|&start| {
-                let values = if start == 0 {
-                    std::mem::take(&mut embeddings)
-                } else {
-                    embeddings.split_off(start * dim)
-                };
-                let n = values.len() / dim.max(1);
-                Tensor::<2>::from_data(TensorData::new(values, [n, dim]), device)
-            })
-            .collect();
-        parts.reverse();
+        let parts = upload_rows(embeddings, dim, Some(per_part), device);
         DeviceTable { parts, per_part, rows, dim, device: device.clone() }
     }
 
@@ -58,9 +39,9 @@ impl DeviceTable {
         self.dim
     }
 
-    /// Number of device tensors holding the table.
-    pub fn parts(&self) -> usize {
-        self.parts.len()
+    /// The device tensors holding the table: consecutive row blocks, in order.
+    pub fn parts(&self) -> &[Tensor<2>] {
+        &self.parts
     }
 
     pub fn device(&self) -> &Device {

@@ -21,13 +21,13 @@ pub struct BundleSpec {
 }
 
 /// Manifest fields of the built-in synthetic demo bundle (`culturelens demo-bundle` and the browser
-/// app's `?bundle=demo`, which build the same files from `culturelens_core::demo::demo_table`).
+/// app's `?bundle=demo`, which build the same files from `culturelens_metrics::demo::demo_table`).
 pub fn demo_spec() -> BundleSpec {
     BundleSpec {
         title: "culturelens synthetic demo data".to_string(),
         synthetic: true,
         embedding_model: "none (synthetic 64-d vectors with planted tendencies)".to_string(),
-        provenance: "culturelens_core::demo::demo_table(): deterministic synthetic table, seed 42; \
+        provenance: "culturelens_metrics::demo::demo_table(): deterministic synthetic table, seed 42; \
                      not data from any model or paper"
             .to_string(),
         dtype: DType::F32,

@@ -1,7 +1,7 @@
 //! Per-model distributions of per-output SoS (SoS Fig. 2) as box plots: the box spans the first
 //! to third quartile, whiskers reach the minimum and maximum, a black line marks the median and a
 //! white diamond the mean. Quantiles come from the caller (the CLI passes the `per_model`
-//! summaries of `culturelens sos --report`, computed by `culturelens_core::stats`).
+//! summaries of `culturelens sos --report`, computed by `culturelens_metrics::stats`).
 
 use crate::palette::category;
 use crate::plot::{

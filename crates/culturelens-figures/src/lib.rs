@@ -9,7 +9,7 @@
 //! - [`scatter`]: 2-D PCA of embeddings coloured by language (SoS App. E);
 //! - [`bars`]: Vendi per group with sd bars (CUBE) and MAGBIG MAD per language and set with
 //!   the fair-coin baseline (MAGBIG Fig. 5);
-//! - [`palettes`]: dominant-colour palettes per group (SoS App. F); the HSV value
+//! - [`palettes`] (`swatches.rs`): dominant-colour swatches per group (SoS App. F); the HSV value
 //!   distributions per language (App. F.3) are [`lines`] over the value bins.
 //!
 //! Conventions: colour-blind-safe palettes ([`palette`]: Okabe–Ito, viridis, PuOr), readable on
@@ -30,17 +30,17 @@ pub mod fonts;
 mod lines;
 mod matrix;
 pub mod palette;
-mod palettes;
 mod plot;
 mod scatter;
 pub mod svg;
+mod swatches;
 
 pub use bars::{Bar, Bars, bars};
 pub use distribution::{BoxStats, Distributions, distributions};
 pub use lines::{Lines, lines};
 pub use matrix::{Matrix, matrix};
-pub use palettes::{PaletteRow, Palettes, palettes};
 pub use scatter::{Scatter, scatter};
+pub use swatches::{PaletteRow, Palettes, palettes};
 
 use resvg::{tiny_skia, usvg};
 

@@ -8,17 +8,15 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
 use culturelens_bundle::{BundleError, DType, build_bundle, demo_spec, read_bundle};
-use culturelens_core::diffusion::scheduler::Scheduler;
-use culturelens_core::diffusion::unet::UNetConfig;
-use culturelens_core::diffusion::vae::VaeConfig;
-use culturelens_core::models::EncoderModel;
-use culturelens_core::models::face_align::{
-    FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details,
-};
-use culturelens_core::models::gender_v1::GenderV1;
-use culturelens_core::models::preprocess::ImageProcessorConfig;
-use culturelens_core::models::weights::Checkpoint;
-use culturelens_core::models::xlm_roberta::RobertaSeriesConfig;
+use culturelens_diffusion::scheduler::Scheduler;
+use culturelens_diffusion::unet::UNetConfig;
+use culturelens_diffusion::vae::VaeConfig;
+use culturelens_faces::{FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details};
+use culturelens_models::EncoderModel;
+use culturelens_models::gender_v1::GenderV1;
+use culturelens_models::preprocess::ImageProcessorConfig;
+use culturelens_models::weights::Checkpoint;
+use culturelens_models::xlm_roberta::RobertaSeriesConfig;
 use culturelens_models_io::diffusion::ClipTokenizer;
 use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use culturelens_table::{
@@ -49,7 +47,7 @@ pub struct Target {
 }
 
 fn encoders() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../culturelens-models-io/tests/fixtures/encoders")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
 }
 
 fn diffusion() -> PathBuf {
@@ -226,7 +224,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "safetensors",
-            parser: "culturelens_core::models::weights::Checkpoint::from_bytes, then Vars::data",
+            parser: "culturelens_models::weights::Checkpoint::from_bytes, then Vars::data",
             seeds: vec![vec![safetensors_seed()]],
             mutable: one.clone(),
             parse: Box::new(move |input| {
@@ -240,7 +238,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "config.json",
-            parser: "culturelens_core::models::EncoderModel::from_config (lazily initialised modules)",
+            parser: "culturelens_models::EncoderModel::from_config (lazily initialised modules)",
             seeds: ["clip", "siglip", "dinov2", "dinov2_reg"]
                 .iter()
                 .map(|m| text(&encoders().join(m).join("config.json")))
@@ -362,7 +360,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "unet-config.json",
-            parser: "culturelens_core::diffusion::unet::UNetConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_diffusion::unet::UNetConfig::from_json, then init (lazily initialised modules)",
             seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&diffusion().join(p).join("unet/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
@@ -375,7 +373,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "vae-config.json",
-            parser: "culturelens_core::diffusion::vae::VaeConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_diffusion::vae::VaeConfig::from_json, then init (lazily initialised modules)",
             seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&diffusion().join(p).join("vae/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
@@ -389,7 +387,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "scheduler_config.json",
-            parser: "culturelens_core::diffusion::scheduler::Scheduler::from_config, then set_timesteps(50)",
+            parser: "culturelens_diffusion::scheduler::Scheduler::from_config, then set_timesteps(50)",
             seeds: ["tiny-sd1", "tiny-sd2"]
                 .iter()
                 .map(|p| text(&diffusion().join(p).join("scheduler/scheduler_config.json")))
@@ -405,7 +403,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "xlm-roberta-config.json",
-            parser: "culturelens_core::models::xlm_roberta::RobertaSeriesConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_models::xlm_roberta::RobertaSeriesConfig::from_json, then init (lazily initialised modules)",
             seeds: vec![text(&diffusion().join("tiny-alt/text_encoder/config.json"))],
             mutable: one.clone(),
             parse: {
@@ -429,7 +427,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "shape_predictor.dat",
-            parser: "culturelens_core::models::face_align::ShapePredictor::from_bytes, then predict and align a face",
+            parser: "culturelens_faces::ShapePredictor::from_bytes, then predict and align a face",
             seeds: vec![text(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces/tiny_shape_predictor.dat"))],
             mutable: one.clone(),
             parse: Box::new(|input| {
@@ -446,7 +444,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "gender-v1.onnx",
-            parser: "culturelens_core::models::gender_v1::GenderV1::from_onnx (the hand-written protobuf reader)",
+            parser: "culturelens_models::gender_v1::GenderV1::from_onnx (the hand-written protobuf reader)",
             seeds: vec![vec![read(&gender_onnx())]],
             mutable: one,
             parse: {

@@ -11,11 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use culturelens_core::diffusion::pipeline::{StableDiffusion, TextEncoder};
-use culturelens_core::diffusion::scheduler::{Scheduler, SchedulerKind};
-use culturelens_core::diffusion::unet::UNetConfig;
-use culturelens_core::diffusion::vae::VaeConfig;
-use culturelens_core::models::ModelError;
+use culturelens_diffusion::pipeline::{StableDiffusion, TextEncoder};
+use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
+use culturelens_diffusion::unet::UNetConfig;
+use culturelens_diffusion::vae::VaeConfig;
+use culturelens_models::ModelError;
 use serde_json::{Value, json};
 
 use crate::xlm_roberta_tokenizer::XlmRobertaTokenizer;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use culturelens_core::models::efficientnet::{VARIANTS, variant_params};
+use culturelens_models::efficientnet::{VARIANTS, variant_params};
 use pytorch_reader::{DType, PytorchReader};
 use safetensors::Dtype;
 use safetensors::tensor::TensorView;

@@ -20,13 +20,13 @@ pub mod xlm_roberta_tokenizer;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
-use culturelens_core::models::open_clip::OpenClipFile;
-use culturelens_core::models::preprocess::{
+use culturelens_metrics::tokens;
+use culturelens_models::open_clip::OpenClipFile;
+use culturelens_models::preprocess::{
     self, Decoded, ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
 };
-use culturelens_core::models::weights::Checkpoint;
-use culturelens_core::models::{EncoderModel, ModelError};
-use culturelens_core::tokens;
+use culturelens_models::weights::Checkpoint;
+use culturelens_models::{EncoderModel, ModelError};
 use serde::Deserialize;
 
 /// A failure while loading a weights folder or embedding an input, with the file it concerns.
@@ -49,7 +49,7 @@ pub enum LoadError {
     #[error("{dir}: no {what} ({hint})")]
     Missing { dir: PathBuf, what: &'static str, hint: String },
     #[error("{path}: {source}")]
-    Scheduler { path: PathBuf, source: culturelens_core::diffusion::scheduler::SchedulerError },
+    Scheduler { path: PathBuf, source: culturelens_diffusion::scheduler::SchedulerError },
 }
 
 /// An encoder loaded from a weights folder, ready to embed on its device.
@@ -340,7 +340,7 @@ pub fn tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<tokenizers::Tok
     Ok(tokenizer)
 }
 
-/// The tokenizer lens ([`culturelens_core::tokens`]): `text` as the tokenizer of the weights
+/// The tokenizer lens ([`culturelens_metrics::tokens`]): `text` as the tokenizer of the weights
 /// folder `dir` splits it, special tokens included, no truncation; OpenCLIP folders get open_clip's
 /// cleaning first, as when embedding. A token whose vocabulary piece differs from the text it
 /// covers is the unknown token (SentencePiece's `<unk>`). Byte-level BPE (a `ByteLevel` decoder
@@ -402,7 +402,8 @@ mod tests {
     /// syntax error inside the `decoder` object made `tokenizers` panic instead of failing.
     #[test]
     fn a_malformed_tokenizer_json_is_an_error_not_a_panic() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders/clip/tokenizer.json");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders/clip/tokenizer.json");
         let good = std::fs::read_to_string(&path).unwrap();
         assert!(tokenizer_from_bytes(good.as_bytes(), &path).is_ok());
         let bad = good.replacen("\"decoder\": {", "\"decoder\":!{", 1);
@@ -415,7 +416,8 @@ mod tests {
     /// 76,146): a fixed padding of 2^32 tokens made every encoding allocate 17 GB.
     #[test]
     fn padding_beyond_the_limit_is_refused() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders/clip/tokenizer.json");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders/clip/tokenizer.json");
         let good = std::fs::read_to_string(&path).unwrap();
         let padded = |strategy: serde_json::Value, multiple: serde_json::Value| {
             let mut json: serde_json::Value = serde_json::from_str(&good).unwrap();
@@ -435,7 +437,8 @@ mod tests {
     /// 125,507): a truncation stride at least the length left made encoding panic.
     #[test]
     fn a_truncation_stride_that_does_not_fit_is_refused() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders/clip/tokenizer.json");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders/clip/tokenizer.json");
         let mut json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let mut with_stride = |max_length: u64, stride: u64| {

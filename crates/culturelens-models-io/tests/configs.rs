@@ -8,17 +8,17 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use culturelens_core::models::clip::ClipConfig;
-use culturelens_core::models::dinov2::Dinov2Config;
-use culturelens_core::models::efficientnet::EfficientNetLiteConfig;
-use culturelens_core::models::open_clip::OpenClipFile;
-use culturelens_core::models::preprocess::ImageProcessorConfig;
-use culturelens_core::models::siglip::SiglipConfig;
+use culturelens_models::clip::ClipConfig;
+use culturelens_models::dinov2::Dinov2Config;
+use culturelens_models::efficientnet::EfficientNetLiteConfig;
+use culturelens_models::open_clip::OpenClipFile;
+use culturelens_models::preprocess::ImageProcessorConfig;
+use culturelens_models::siglip::SiglipConfig;
 use culturelens_models_io::Encoder;
 use serde_json::{Value, json};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
 }
 
 /// What a config file reads as: the config's debug form (with the pipeline a preprocessor

@@ -13,12 +13,12 @@
 use std::path::PathBuf;
 
 use burn::tensor::Device;
-use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
-use culturelens_core::diffusion::scheduler::SchedulerKind;
-use culturelens_core::diffusion::unet::AttentionSlice;
-use culturelens_core::rng::TorchNormalPath;
+use culturelens_diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
+use culturelens_diffusion::scheduler::SchedulerKind;
+use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
+use culturelens_rng::TorchNormalPath;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

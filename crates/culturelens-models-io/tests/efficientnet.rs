@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
-use culturelens_core::models::EncoderModel;
+use culturelens_models::EncoderModel;
 use culturelens_models_io::Encoder;
 use culturelens_models_io::import::import_pickle;
 use safetensors::SafeTensors;
@@ -19,7 +19,7 @@ const FEATURES_BOUND: f32 = 1.2e-5;
 const LOGITS_BOUND: f32 = 1.5e-5;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
 }
 
 fn weights() -> PathBuf {

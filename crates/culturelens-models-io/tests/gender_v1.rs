@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use culturelens_core::models::gender_v1::{GenderV1, chip_input};
+use culturelens_models::gender_v1::{GenderV1, chip_input};
 use culturelens_models_io::decode_image;
 
 /// The bound on the max abs difference of the probabilities from onnxruntime; the test

@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use culturelens_core::models::preprocess::{self, Alpha, to_rgb8};
+use culturelens_models::preprocess::{self, Alpha, to_rgb8};
 use culturelens_models_io::decode_image;
 use safetensors::{Dtype, SafeTensors};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
 #[test]

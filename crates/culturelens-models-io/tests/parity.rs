@@ -44,7 +44,7 @@ fn bound(model: &str, tower: Tower) -> f32 {
 }
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/encoders")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
 }
 
 struct Reference {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use culturelens_table::{load_table, read_npy, read_parquet};
 
 fn fixture(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/table").join(path)
 }
 
 /// The 3 × 5 matrix as numpy reads a file of `bits`-bit floats and converts it to float32.

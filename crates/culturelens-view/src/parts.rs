@@ -46,7 +46,7 @@ impl Run {
 /// Splits `rows` (table row numbers in the order wanted; `None` = every row in order) of a table
 /// of `total` rows stored in parts of `per_part` rows into runs, keeping the order: reading the
 /// runs one after the other gives the rows in the order asked. With `max_rows`, no run holds
-/// more rows than that (a CPU's cache-sized blocks, `culturelens_core::sos::Blocking`).
+/// more rows than that (a CPU's cache-sized blocks, `culturelens_compute::sos::Blocking`).
 pub fn runs(total: usize, per_part: usize, rows: Option<&[u32]>, max_rows: Option<usize>) -> Vec<Run> {
     let per_part = per_part.max(1);
     let cap = max_rows.unwrap_or(usize::MAX).max(1);

@@ -1,10 +1,10 @@
 //! `culturelens agreement`: inter-rater agreement of human labels, as the SoS paper validates its
-//! annotations (App. B.2, Tables 8–9). The statistics are `culturelens_core::agreement`.
+//! annotations (App. B.2, Tables 8–9). The statistics are `culturelens_metrics::agreement`.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_core::agreement::{Level, category_kappa, cohen_kappa, fleiss_kappa, krippendorff_alpha};
+use culturelens_metrics::agreement::{Level, category_kappa, cohen_kappa, fleiss_kappa, krippendorff_alpha};
 use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
 
 use crate::provenance::Provenance;

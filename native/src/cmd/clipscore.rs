@@ -1,15 +1,15 @@
 //! `culturelens clipscore`: the CLIPScore of Hessel et al. (2021), `w · max(cos(image, caption),
 //! 0)`, of every image against its captions, as the SoS validation (§4.2) scores an image against
 //! "A photo of a {c} person" for its surface and its semantic culture. The formula is
-//! `culturelens_core::validation::clipscore`; the cosines come from a CLIP-family model of
+//! `culturelens_metrics::validation::clipscore`; the cosines come from a CLIP-family model of
 //! `embed`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_core::cultext2i::paired_cosine_tensor;
-use culturelens_core::validation::{CLIPSCORE_W, clipscore};
+use culturelens_compute::tensor::paired_cosine_tensor;
+use culturelens_metrics::validation::{CLIPSCORE_W, clipscore};
 use culturelens_table::TableError;
 
 use crate::embeddings::{matrix, read_back, upload};

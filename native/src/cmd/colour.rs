@@ -1,12 +1,12 @@
 //! `culturelens colour`: dominant colours of generated images (SoS paper App. F). The k-means,
-//! palettes and HSV values are `culturelens_core::colour`; this module reads the images, groups
+//! palettes and HSV values are `culturelens_metrics::colour`; this module reads the images, groups
 //! them by manifest columns and writes the tables.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use culturelens_core::colour::{
+use culturelens_metrics::colour::{
     Palette, PaletteConfig, Rgb, hsv, palette, rgb8_points, subsample, value_histogram,
 };
 

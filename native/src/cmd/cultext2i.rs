@@ -1,15 +1,16 @@
 //! `culturelens cultext2i`: the automatic metrics of the CulText2I paper (§6.1, Table 2) from image
 //! and text embedding tables: NA, DP, CD per image group, and in the report the NA confusion
 //! matrix, the CCS language × language matrices and XNA/XDP from imported VQA answers. The metric
-//! code is `culturelens_core::cultext2i`.
+//! code is `culturelens_metrics::cultext2i`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use burn::tensor::Device;
-use culturelens_core::cultext2i::{
-    Confusion, ImageScores, TextColumns, ccs, cosine_tensor, group_scores, image_scores, majority, xdp, xna,
+use culturelens_compute::tensor::cosine_tensor;
+use culturelens_metrics::cultext2i::{
+    Confusion, ImageScores, TextColumns, ccs, group_scores, image_scores, majority, xdp, xna,
 };
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv};
 use serde_json::{Value, json};

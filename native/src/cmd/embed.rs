@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use clap::ValueEnum;
 
-use crate::device::Precision;
+use crate::device::ModelPrecision;
 use crate::encode::{ModelArgs, check_batch, embed_images, embed_token_ids};
 use crate::hash::sha256_hex;
 use crate::input::{ImageList, read_prompts};
@@ -88,10 +88,10 @@ pub struct EmbedTextArgs {
 /// The resume-log header of a run of `weights` with `dim`-wide rows in `precision`: f16 runs
 /// are tagged, so they never reuse f32 rows nor the reverse; f32 logs keep the header they
 /// always had.
-fn resume_header(weights: &Path, dim: usize, precision: Precision) -> String {
+fn resume_header(weights: &Path, dim: usize, precision: ModelPrecision) -> String {
     let tag = match precision {
-        Precision::F32 => "",
-        Precision::F16 => "\tf16",
+        ModelPrecision::F32 => "",
+        ModelPrecision::F16 => "\tf16",
     };
     let weights = weights.canonicalize().unwrap_or_else(|_| weights.to_owned());
     format!("culturelens-embed-v1\t{}\t{dim}{tag}", weights.display())

@@ -26,16 +26,16 @@ use crate::work::part::{DIR_PART, Input, Part};
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use clap::ValueEnum;
-use culturelens_core::diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
-use culturelens_core::diffusion::scheduler::SchedulerKind;
-use culturelens_core::diffusion::unet::AttentionSlice;
-use culturelens_core::rng::TorchNormalPath;
+use culturelens_diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
+use culturelens_diffusion::scheduler::SchedulerKind;
+use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
+use culturelens_rng::TorchNormalPath;
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
 
-use crate::device::{DeviceChoice, Precision, select_device_with};
+use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
 use crate::input::read_prompts;
 use crate::prompt_sets::{load_set, parse_set};
 use crate::timing::Stages;
@@ -127,8 +127,8 @@ pub struct GenerateArgs {
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
     /// Float type the models store and compute in (f16: GPU only).
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
+    #[arg(long, value_enum, default_value_t = ModelPrecision::F32)]
+    pub precision: ModelPrecision,
     /// Prompts per denoising batch.
     #[arg(long, default_value_t = 1)]
     pub batch: usize,

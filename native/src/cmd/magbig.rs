@@ -1,15 +1,15 @@
 //! `culturelens magbig`: gender bias of the MAGBIG paper (§4, App. B) from a per-image attribute
 //! table: MAD, its exact fair-coin baseline and the mean male share per (model, language, set).
-//! The metric code is `culturelens_core::magbig`. `--report` adds MAGBIG's prompt-understanding
+//! The metric code is `culturelens_metrics::magbig`. `--report` adds MAGBIG's prompt-understanding
 //! checks (Fig. 6 text–image alignment, Table 3 attempts) and the Wilcoxon tests of App. C.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_core::cultext2i::paired_cosine_tensor;
-use culturelens_core::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
-use culturelens_core::stats::mean;
+use culturelens_compute::tensor::paired_cosine_tensor;
+use culturelens_metrics::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
+use culturelens_metrics::stats::mean;
 use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv};
 use serde_json::{Value, json};
 

@@ -5,11 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use burn::tensor::{Tensor, TensorData};
-use culturelens_core::demo::demo_table;
-use culturelens_core::sos::{
-    Blocking, Pooling, Processor, SosColumns, SosLayout, SosReport, SosValues, sos_packed_blocks, unpack,
+use culturelens_compute::device::{Processor, upload_rows};
+use culturelens_compute::sos::{
+    Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues, sos_packed, unpack,
 };
+use culturelens_metrics::demo::demo_table;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
 use crate::device::{DeviceChoice, select_device};
@@ -142,7 +142,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
     about = "Run SoS on the built-in synthetic demo table (planted tendencies; not real data)",
     long_about = "Builds the deterministic synthetic demo table (3 models x 8 languages x 10 cultures x 3 \
 templates x 3 person terms = 2,160 outputs, 64-d embeddings with planted surface/semantic tendencies; see \
-culturelens_core::demo), scores it with SoS and prints the summary. It is synthetic demo data, not results \
+culturelens_metrics::demo), scores it with SoS and prints the summary. It is synthetic demo data, not results \
 from any model."
 )]
 pub struct DemoArgs {
@@ -195,7 +195,7 @@ pub fn score_table(
     clock: &mut Stages,
 ) -> Result<(SosLayout, SosValues, SosReport)> {
     let EmbeddingTable { embeddings, meta } = table;
-    let (rows, dim, meta) = (embeddings.rows(), embeddings.cols(), &meta);
+    let (dim, meta) = (embeddings.cols(), &meta);
     let cols = SosColumns {
         model: meta.require_nonempty_column("model")?,
         language: meta.require_nonempty_column("language")?,
@@ -205,21 +205,10 @@ pub fn score_table(
     };
     let layout = SosLayout::new(cols, pooling).context("SoS cannot be computed for this table")?;
     clock.lap("layout");
-    let data = embeddings.into_data();
-    let blocks: Vec<Tensor<2>> = match processor.upload_rows(dim) {
-        None => vec![Tensor::from_data(TensorData::new(data, [rows, dim]), device)],
-        Some(step) => (0..rows)
-            .step_by(step)
-            .map(|start| {
-                let end = (start + step).min(rows);
-                let block = data[start * dim..end * dim].to_vec();
-                Tensor::from_data(TensorData::new(block, [end - start, dim]), device)
-            })
-            .collect(),
-    };
+    let blocks = upload_rows(embeddings.into_data(), dim, processor.upload_rows(dim), device);
     device.sync().map_err(|e| anyhow::anyhow!("the table could not be uploaded: {e:?}"))?;
     clock.lap("upload");
-    let packed = sos_packed_blocks(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
+    let packed = sos_packed(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
     let values = unpack(packed, &layout).context("SoS cannot be computed for this table")?;
     clock.lap("device");
     let report = SosReport::new(&layout, &values.per_image);

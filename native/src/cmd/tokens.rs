@@ -1,11 +1,11 @@
 //! `culturelens tokens`: the tokenizer lens (MAGBIG §5.1). Splits a prompt with the tokenizer of
 //! each `--weights` folder (`culturelens_models_io::tokenizer_lens`) and prints the tokens side by
-//! side (`culturelens_core::tokens`, which the browser shares).
+//! side (`culturelens_metrics::tokens`, which the browser shares).
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_core::tokens::{TokenView, side_by_side};
+use culturelens_metrics::tokens::{TokenView, side_by_side};
 use culturelens_models_io::tokenizer_lens;
 
 const CONVENTIONS: &str = "\

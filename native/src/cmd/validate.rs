@@ -1,12 +1,12 @@
 //! `culturelens validate`: the SoS paper's validation against human labels (§4.2, Table 2):
 //! accuracy, P_sur and P_sem of the SoS sign rule and of the CLIPScore rule, with and without
-//! English prompts. The rules and scores are `culturelens_core::validation`.
+//! English prompts. The rules and scores are `culturelens_metrics::validation`.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_core::cultext2i::majority;
-use culturelens_core::validation::{
+use culturelens_metrics::cultext2i::majority;
+use culturelens_metrics::validation::{
     CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
 };
 use culturelens_table::{Metadata, TableError, read_metadata_csv};

@@ -1,14 +1,14 @@
 //! `culturelens vendi`: Vendi scores, quality-weighted and normalised Vendi (CUBE Def. 5.1,
 //! Eq. 2–3) with cosine, categorical (Eq. 4) or precomputed kernels, optionally per group and with
-//! the CUBE batch protocol (§5.2, App. J). The metric code is `culturelens_core::vendi`.
+//! the CUBE batch protocol (§5.2, App. J). The metric code is `culturelens_compute::vendi`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use culturelens_core::vendi::{
-    CosineRows, Features, Order, Precision, ProtocolPlan, ProtocolScore, Route, VendiScore,
+use culturelens_compute::vendi::{
+    CosineRows, Features, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiScore,
     categorical_features, host_dual_product, host_product, intdiv, intdiv_of_kernel, kernel_submatrix,
     precomputed_spectrum, product_tensor, protocol, protocol_precomputed, spectrum_from_product,
     spectrum_of_product,
@@ -195,7 +195,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     let groups = groups(&meta, args.group_by.as_deref(), items.n())?;
     clock.lap("load");
     let device = select_device(args.device)?;
-    let precision = Precision::for_device(&device);
+    let precision = ProductPrecision::for_device(&device);
     clock.lap("device init");
 
     let mut results = Map::new();
@@ -212,9 +212,9 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                 };
                 let score = match (group, group.features()) {
                     (Items::Kernel { k, n, path }, _) => {
-                        precomputed_spectrum(k, *n, Precision::F32)
+                        precomputed_spectrum(k, *n, ProductPrecision::F32)
                             .with_context(|| path.display().to_string())?;
-                        protocol_precomputed(k, *n, qual.as_deref(), args.q, plan, Precision::F32)
+                        protocol_precomputed(k, *n, qual.as_deref(), args.q, plan, ProductPrecision::F32)
                     }
                     (_, Some(f)) => protocol(&f, qual.as_deref(), args.q, plan, precision, &device),
                     (_, None) => unreachable!("only a precomputed kernel has no feature map"),
@@ -225,7 +225,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
             None => {
                 let route = Route::from(args.route);
                 let spectrum = match group {
-                    Items::Kernel { k, n, path } => precomputed_spectrum(k, *n, Precision::F32)
+                    Items::Kernel { k, n, path } => precomputed_spectrum(k, *n, ProductPrecision::F32)
                         .with_context(|| path.display().to_string())?,
                     // faer's f64 triangular GEMM beats the CPU backend's f64 GEMM, and the cosine
                     // dual route builds its f64 rows block by block from the f32 table.

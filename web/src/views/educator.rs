@@ -14,7 +14,7 @@
 //! occupation (←/→), the set (↑/↓) and the model (`m`); each card carries `data-male`,
 //! `data-female`, `data-unclassified` and `data-male-share`.
 
-use culturelens_core::magbig::PromptCounts;
+use culturelens_metrics::magbig::PromptCounts;
 use culturelens_view::educator::{Columns, Slide as SosSlide, cards, distinct};
 use culturelens_view::magbig::{Attributes, occupation_cards, occupation_column};
 use culturelens_view::present::{self, Choices, Command};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use culturelens_core::sos::LanguageMedian;
+use culturelens_compute::sos::LanguageMedian;
 
 use super::colour::{css, diverging_rgb, ink};
 use super::svg_label;

@@ -5,7 +5,7 @@
 //!
 //! Tokenizing runs in wasm with the `tokenizers` crate, as `culturelens tokens` does natively
 //! (special tokens included, no padding or truncation); the encoding is read by the same core
-//! function, [`culturelens_core::tokens::lens`], so a chip shows exactly the CLI's token text.
+//! function, [`culturelens_metrics::tokens::lens`], so a chip shows exactly the CLI's token text.
 //! Only `tokenizer.json` is read here (no `spiece.model`, and no open_clip text cleaning).
 //!
 //! The lens keeps its own state (it lives outside the bundle's [`crate::state::App`]): its
@@ -13,7 +13,7 @@
 
 use std::cell::RefCell;
 
-use culturelens_core::tokens::{self, Encoded, Scheme, TokenKind, TokenView};
+use culturelens_metrics::tokens::{self, Encoded, Scheme, TokenKind, TokenView};
 use tokenizers::{ModelWrapper, Tokenizer};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;

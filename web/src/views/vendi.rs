@@ -1,13 +1,13 @@
 //! Vendi panel (CUBE paper Eqs. (2)–(3)): pick a subset — the scatter selection or the rows of
 //! the current filter narrowed by model/language/culture — choose the kernel (cosine on the
 //! embeddings, or categorical over metadata columns with weights) and the order q, and see VS_q,
-//! qVS_q and qVS_q / N update live. The numbers come from `culturelens_core::vendi` on the
+//! qVS_q and qVS_q / N update live. The numbers come from `culturelens_compute::vendi` on the
 //! compute device through `compute::vendi` (the core's precision rule: f32 products on WebGPU,
 //! which has no f64).
 
 use std::cell::Cell;
 
-use culturelens_core::vendi::{Order, VendiScore};
+use culturelens_compute::vendi::{Order, VendiScore};
 use web_sys::Event;
 
 use super::{Handler, Listen};

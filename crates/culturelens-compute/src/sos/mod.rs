@@ -1,0 +1,106 @@
+//! Surface-over-Semantics (SoS) score — SoS paper §4.1, Eq. (1):
+//!
+//! `SoS_{c,l}(o) = cos(sem_c, e_o) − cos(sur_l, e_o)`
+//!
+//! with `sur_l` the mean embedding of all outputs prompted in language `l` and `sem_c` the mean of
+//! all outputs targeting culture `c`. Conventions (also in `culturelens sos --help`):
+//! - embeddings are L2-normalised before anything else;
+//! - references include the output itself and are pooled over all models by default
+//!   ([`Pooling::All`]), or per model ([`Pooling::PerModel`]); with a `layer` column they are
+//!   computed per (model, layer) (§5.1);
+//! - the joint score of a (model, language, culture) cell is the mean of its outputs' scores;
+//! - statistics follow [`culturelens_metrics::stats`] (type-7 quantiles, pairwise-complete Pearson).
+//!
+//! The flow is: [`SosLayout`] (host, group ids) → [`sos_packed`] (Burn, any backend: the fused
+//! CubeCL kernels on a GPU, see [`fused_kernels_on`]; elsewhere the tensor graph, rows blocked by
+//! the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
+//! [`SosReport`] (host, f64). The CLI and the browser both go through [`sos_packed`], on the
+//! table's row blocks as [`crate::device::upload_rows`] put it on the device.
+
+mod compute;
+mod fused;
+#[cfg(feature = "cube")]
+mod kernels;
+mod layout;
+mod plan;
+mod report;
+
+pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_packed, sos_tensor, unpack};
+pub use fused::fused_kernels_on;
+pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
+pub use plan::{GROUP_MEMBERS, SEGMENT_ROWS};
+pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
+
+use burn::tensor::{Device, Tensor, TensorData};
+
+use crate::device::{Processor, rows_for_bytes};
+
+/// Any reason a SoS computation cannot produce scores.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SosError {
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error(transparent)]
+    Degenerate(#[from] DegenerateReference),
+}
+
+/// Per-output SoS scores on `device`, read back synchronously (native callers; the browser calls
+/// [`sos_packed`], awaits `into_data_async` and calls [`unpack`]). See [`sos_tensor`] for
+/// `chunk_rows`. The embeddings (row-major N × `dim`) move to the device without a copy.
+pub fn per_image_sos(
+    embeddings: Vec<f32>,
+    dim: usize,
+    layout: &SosLayout,
+    device: &Device,
+    chunk_rows: Option<usize>,
+) -> Result<SosValues, SosError> {
+    let n = layout.len();
+    assert_eq!(embeddings.len(), n * dim, "embeddings must be N × d with N = number of outputs");
+    let table = Tensor::<2>::from_data(TensorData::new(embeddings, [n, dim]), device);
+    let data = sos_packed(&[table], None, layout, chunk_rows).into_data();
+    Ok(unpack(data, layout)?)
+}
+
+/// Bytes of f32 rows per block on a CPU: blocks that fit the cache keep every temporary small and
+/// reused (the block-size sweep in BENCHMARKS.md, `scripts/bench/sos_block_sweep.py`).
+pub const CPU_BLOCK_BYTES: usize = 1 << 20;
+
+/// How the tensor graph ([`sos_tensor`]) walks the rows; the scores do not depend on it beyond f32
+/// rounding. The fused kernels of a GPU read every row once whatever the blocking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocking {
+    /// The rule for the processor: blocks of about [`CPU_BLOCK_BYTES`] on a CPU (cache-sized,
+    /// reused temporaries), the whole table as one block on a GPU (no launch overhead per block).
+    Default(Processor),
+    /// Blocks of this many rows (`culturelens sos --block-rows`, the block-size sweep).
+    Rows(usize),
+}
+
+impl Blocking {
+    /// The `chunk_rows` of [`sos_tensor`] for `dim`-dimensional rows (`None`: one block).
+    pub fn chunk_rows(self, dim: usize) -> Option<usize> {
+        match self {
+            Blocking::Default(Processor::Cpu) => Some(rows_for_bytes(dim, CPU_BLOCK_BYTES)),
+            Blocking::Default(Processor::Gpu) => None,
+            Blocking::Rows(rows) => Some(rows.max(1)),
+        }
+    }
+}
+
+/// Layout, per-output scores and the full report in one call.
+pub fn sos(
+    embeddings: Vec<f32>,
+    dim: usize,
+    cols: SosColumns<'_>,
+    pooling: Pooling,
+    device: &Device,
+    chunk_rows: Option<usize>,
+) -> Result<(SosLayout, SosValues, SosReport), SosError> {
+    let layout = SosLayout::new(cols, pooling)?;
+    let values = per_image_sos(embeddings, dim, &layout, device, chunk_rows)?;
+    let report = SosReport::new(&layout, &values.per_image);
+    Ok((layout, values, report))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+//! The convolutional pieces diffusers' `UNet2DConditionModel` and `AutoencoderKL` share
+//! (`diffusers.models.resnet`, `downsampling`, `upsampling`): `ResnetBlock2D` with its optional
+//! time-embedding projection, the strided-convolution `Downsample2D`, the nearest-neighbour
+//! `Upsample2D`, and diffusers' default 3×3 convolution and group norm.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::silu;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use culturelens_models::weights::{Vars, WeightError, load_conv2d, load_group_norm, load_linear};
+
+/// `nn.Conv2d(c_in, c_out, kernel, stride, padding=kernel // 2)` with bias.
+pub fn conv(c_in: usize, c_out: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
+    let pad = kernel / 2;
+    Conv2dConfig::new([c_in, c_out], [kernel; 2])
+        .with_stride([stride; 2])
+        .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+        .init(device)
+}
+
+/// `nn.GroupNorm(groups, channels, eps, affine=True)`.
+pub fn group_norm(groups: usize, channels: usize, eps: f64, device: &Device) -> GroupNorm {
+    GroupNormConfig::new(groups, channels).with_epsilon(eps).init(device)
+}
+
+/// `ResnetBlock2D` with `time_embedding_norm="default"` and `output_scale_factor=1`:
+/// `shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x))) + proj(silu(temb)))))`.
+#[derive(Module, Debug)]
+pub struct ResnetBlock2D {
+    pub norm1: GroupNorm,
+    pub conv1: Conv2d,
+    /// `time_emb_proj` (absent in the VAE, whose blocks get no time embedding).
+    pub time_emb_proj: Option<Linear>,
+    pub norm2: GroupNorm,
+    pub conv2: Conv2d,
+    /// `conv_shortcut`, a 1×1 convolution, when the channel count changes.
+    pub conv_shortcut: Option<Conv2d>,
+}
+
+impl ResnetBlock2D {
+    /// A block from `c_in` to `c_out` channels; `temb` is the time-embedding width (UNet) or
+    /// `None` (VAE).
+    pub fn init(
+        c_in: usize,
+        c_out: usize,
+        temb: Option<usize>,
+        groups: usize,
+        eps: f64,
+        device: &Device,
+    ) -> Self {
+        Self {
+            norm1: group_norm(groups, c_in, eps, device),
+            conv1: conv(c_in, c_out, 3, 1, device),
+            time_emb_proj: temb.map(|t| LinearConfig::new(t, c_out).init(device)),
+            norm2: group_norm(groups, c_out, eps, device),
+            conv2: conv(c_out, c_out, 3, 1, device),
+            conv_shortcut: (c_in != c_out).then(|| conv(c_in, c_out, 1, 1, device)),
+        }
+    }
+
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_group_norm(&mut self.norm1, vars.pp("norm1"))?;
+        load_conv2d(&mut self.conv1, vars.pp("conv1"))?;
+        if let Some(proj) = &mut self.time_emb_proj {
+            load_linear(proj, vars.pp("time_emb_proj"))?;
+        }
+        load_group_norm(&mut self.norm2, vars.pp("norm2"))?;
+        load_conv2d(&mut self.conv2, vars.pp("conv2"))?;
+        if let Some(shortcut) = &mut self.conv_shortcut {
+            load_conv2d(shortcut, vars.pp("conv_shortcut"))?;
+        }
+        Ok(())
+    }
+
+    /// `x` `[batch, c_in, h, w]`, `temb` `[batch, temb]` (ignored without `time_emb_proj`).
+    pub fn forward(&self, x: Tensor<4>, temb: Option<&Tensor<2>>) -> Tensor<4> {
+        let mut h = self.conv1.forward(silu(self.norm1.forward(x.clone())));
+        if let (Some(proj), Some(temb)) = (&self.time_emb_proj, temb) {
+            let t = proj.forward(silu(temb.clone()));
+            let [b, c] = t.dims();
+            h = h + t.reshape([b, c, 1, 1]);
+        }
+        let h = self.conv2.forward(silu(self.norm2.forward(h)));
+        let x = match &self.conv_shortcut {
+            Some(shortcut) => shortcut.forward(x),
+            None => x,
+        };
+        x + h
+    }
+}
+
+/// `Downsample2D(use_conv=True, padding=1)`: a 3×3 convolution of stride 2 (`conv`).
+#[derive(Module, Debug)]
+pub struct Downsample2D {
+    pub conv: Conv2d,
+}
+
+impl Downsample2D {
+    pub fn init(channels: usize, device: &Device) -> Self {
+        Self { conv: conv(channels, channels, 3, 2, device) }
+    }
+
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_conv2d(&mut self.conv, vars.pp("conv"))
+    }
+
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        self.conv.forward(x)
+    }
+}
+
+/// `Upsample2D(use_conv=True)`: nearest-neighbour resize (to twice the size, or to the size of
+/// the skip connection it meets), then a 3×3 convolution (`conv`).
+#[derive(Module, Debug)]
+pub struct Upsample2D {
+    pub conv: Conv2d,
+}
+
+impl Upsample2D {
+    pub fn init(channels: usize, device: &Device) -> Self {
+        Self { conv: conv(channels, channels, 3, 1, device) }
+    }
+
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_conv2d(&mut self.conv, vars.pp("conv"))
+    }
+
+    /// `size`: the output's `[h, w]` (`None`: twice the input's).
+    pub fn forward(&self, x: Tensor<4>, size: Option<[usize; 2]>) -> Tensor<4> {
+        let [_, _, h, w] = x.dims();
+        self.conv.forward(nearest(x, size.unwrap_or([2 * h, 2 * w])))
+    }
+}
+
+/// `F.interpolate(x, size, mode="nearest")`: output row `i` reads input row
+/// `floor(i · h_in / h_out)` (torch's nearest index rule, in float32 as torch computes it).
+pub fn nearest(x: Tensor<4>, [h_out, w_out]: [usize; 2]) -> Tensor<4> {
+    let [_, _, h, w] = x.dims();
+    let device = x.device();
+    let index = |n_in: usize, n_out: usize| {
+        let scale = n_in as f32 / n_out as f32;
+        let ids: Vec<i64> =
+            (0..n_out).map(|i| ((i as f32 * scale).floor() as usize).min(n_in - 1) as i64).collect();
+        Tensor::<1, Int>::from_data(TensorData::new(ids, [n_out]), &device)
+    };
+    x.select(2, index(h, h_out)).select(3, index(w, w_out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_resize_by_hand() {
+        let device = Device::flex();
+        let x =
+            Tensor::<4>::from_data(TensorData::new(vec![1f32, 2., 3., 4., 5., 6.], [1, 1, 2, 3]), &device);
+        // Doubling repeats each row and column; 2×3 → 3×2 reads rows floor(i·2/3) = 0, 0, 1
+        // and columns floor(j·3/2) = 0, 1.
+        let up = nearest(x.clone(), [4, 6]).into_data().try_into_vec::<f32>().unwrap();
+        assert_eq!(
+            up,
+            [1., 1., 2., 2., 3., 3., 1., 1., 2., 2., 3., 3., 4., 4., 5., 5., 6., 6., 4., 4., 5., 5., 6., 6.]
+        );
+        let odd = nearest(x, [3, 2]).into_data().try_into_vec::<f32>().unwrap();
+        assert_eq!(odd, [1., 2., 1., 2., 4., 5.]);
+    }
+}

@@ -1,0 +1,270 @@
+//! CLIP (Radford et al., 2021) in the transformers layout: `CLIPModel`'s vision tower with
+//! `visual_projection` and text tower with `text_projection`. [`Clip::image_features`] and
+//! [`Clip::text_features`] return exactly what transformers' `get_image_features` /
+//! `get_text_features` return (projected, not normalised). OpenAI CLIP and the LAION/OpenCLIP
+//! checkpoints converted to transformers share this code; they differ only in `hidden_act`.
+
+use burn::module::{Module, Param};
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+
+use super::config;
+use super::vit::{Activation, Encoder, EncoderConfig, TextEmbeddings, pad_ids};
+use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear};
+
+/// `config.json` of a `CLIPModel` (the keys the architecture needs; others are ignored).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClipConfig {
+    pub text_config: ClipTextConfig,
+    pub vision_config: ClipVisionConfig,
+    pub projection_dim: usize,
+}
+
+/// `text_config` of a `CLIPConfig`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClipTextConfig {
+    pub vocab_size: usize,
+    #[serde(flatten)]
+    pub encoder: EncoderConfig,
+    pub max_position_embeddings: usize,
+    pub eos_token_id: u32,
+    pub pad_token_id: Option<u32>,
+}
+
+/// `vision_config` of a `CLIPConfig`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClipVisionConfig {
+    #[serde(flatten)]
+    pub encoder: EncoderConfig,
+    pub num_channels: usize,
+    pub image_size: usize,
+    pub patch_size: usize,
+}
+
+impl ClipConfig {
+    /// `openai/clip-vit-base-patch32`, whose values are transformers' `CLIPConfig` defaults:
+    /// the values of every key a `config.json` leaves out.
+    pub fn clip_vit_base_patch32() -> Self {
+        Self {
+            text_config: ClipTextConfig {
+                vocab_size: 49408,
+                encoder: EncoderConfig {
+                    hidden_size: 512,
+                    intermediate_size: 2048,
+                    num_hidden_layers: 12,
+                    num_attention_heads: 8,
+                    hidden_act: Activation::QuickGelu,
+                    layer_norm_eps: 1e-5,
+                },
+                max_position_embeddings: 77,
+                eos_token_id: 2,
+                pad_token_id: None,
+            },
+            vision_config: ClipVisionConfig {
+                encoder: EncoderConfig {
+                    hidden_size: 768,
+                    intermediate_size: 3072,
+                    num_hidden_layers: 12,
+                    num_attention_heads: 12,
+                    hidden_act: Activation::QuickGelu,
+                    layer_norm_eps: 1e-5,
+                },
+                num_channels: 3,
+                image_size: 224,
+                patch_size: 32,
+            },
+            projection_dim: 512,
+        }
+    }
+
+    /// Reads `config.json` over [`Self::clip_vit_base_patch32`] (`null` is "not set"); both tower
+    /// configs must be present.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        let c: Self =
+            config::from_json(json, &Self::clip_vit_base_patch32(), &["text_config", "vision_config"])?;
+        let layers = c.text_config.encoder.num_hidden_layers + c.vision_config.encoder.num_hidden_layers;
+        config::check_layers("num_hidden_layers", layers)?;
+        let (text, vision) = (&c.text_config.encoder, &c.vision_config);
+        config::check_tower("text_config.", text.hidden_size, text.num_attention_heads, None)?;
+        config::check_tower(
+            "vision_config.",
+            vision.encoder.hidden_size,
+            vision.encoder.num_attention_heads,
+            Some((vision.image_size, vision.patch_size)),
+        )?;
+        Ok(c)
+    }
+}
+
+/// `vision_model` of `CLIPModel` (`CLIPVisionTransformer`).
+#[derive(Module, Debug)]
+pub struct ClipVisionTransformer {
+    pub patch_embedding: Conv2d,
+    pub class_embedding: Param<Tensor<1>>,
+    pub position_embedding: Embedding,
+    pub pre_layrnorm: LayerNorm,
+    pub encoder: Encoder,
+    pub post_layernorm: LayerNorm,
+}
+
+/// `text_model` of `CLIPModel` (`CLIPTextTransformer`).
+#[derive(Module, Debug)]
+pub struct ClipTextTransformer {
+    pub embeddings: TextEmbeddings,
+    pub encoder: Encoder,
+    pub final_layer_norm: LayerNorm,
+}
+
+/// Both CLIP towers with their projections.
+#[derive(Module, Debug)]
+pub struct Clip {
+    pub vision_model: ClipVisionTransformer,
+    pub visual_projection: Linear,
+    pub text_model: ClipTextTransformer,
+    pub text_projection: Linear,
+    /// `logit_scale` of the checkpoint (the log of the temperature that multiplies the cosines
+    /// in `logits_per_image`), `None` when the checkpoint has none.
+    #[module(skip)]
+    pub logit_scale: Option<f32>,
+    #[module(skip)]
+    pub config: ClipConfig,
+}
+
+impl ClipVisionConfig {
+    pub fn num_positions(&self) -> usize {
+        (self.image_size / self.patch_size).pow(2) + 1
+    }
+
+    pub fn init(&self, device: &Device) -> ClipVisionTransformer {
+        let d = self.encoder.hidden_size;
+        let norm = || LayerNormConfig::new(d).with_epsilon(self.encoder.layer_norm_eps).init(device);
+        ClipVisionTransformer {
+            patch_embedding: Conv2dConfig::new([self.num_channels, d], [self.patch_size; 2])
+                .with_stride([self.patch_size; 2])
+                .with_bias(false)
+                .init(device),
+            class_embedding: Initializer::Zeros.init([d], device),
+            position_embedding: EmbeddingConfig::new(self.num_positions(), d).init(device),
+            pre_layrnorm: norm(),
+            encoder: Encoder::init(&self.encoder, device),
+            post_layernorm: norm(),
+        }
+    }
+}
+
+impl ClipTextConfig {
+    pub fn init(&self, device: &Device) -> ClipTextTransformer {
+        let d = self.encoder.hidden_size;
+        ClipTextTransformer {
+            embeddings: TextEmbeddings::init(self.vocab_size, self.max_position_embeddings, d, device),
+            encoder: Encoder::init(&self.encoder, device),
+            final_layer_norm: LayerNormConfig::new(d).with_epsilon(self.encoder.layer_norm_eps).init(device),
+        }
+    }
+
+    /// Position of the pooled token in `ids`: the first `eos_token_id`, or, for the configs
+    /// written before transformers PR #24773 (`eos_token_id == 2`), the highest id.
+    pub fn pooled_position(&self, ids: &[u32]) -> usize {
+        if self.eos_token_id == 2 {
+            let max = ids.iter().copied().max().unwrap_or(0);
+            ids.iter().position(|&t| t == max).unwrap_or(0)
+        } else {
+            ids.iter().position(|&t| t == self.eos_token_id).unwrap_or(0)
+        }
+    }
+}
+
+impl ClipConfig {
+    /// A randomly initialised model (parameters are materialised lazily).
+    pub fn init(&self, device: &Device) -> Clip {
+        Clip {
+            vision_model: self.vision_config.init(device),
+            visual_projection: LinearConfig::new(self.vision_config.encoder.hidden_size, self.projection_dim)
+                .with_bias(false)
+                .init(device),
+            text_model: self.text_config.init(device),
+            text_projection: LinearConfig::new(self.text_config.encoder.hidden_size, self.projection_dim)
+                .with_bias(false)
+                .init(device),
+            logit_scale: None,
+            config: self.clone(),
+        }
+    }
+}
+
+impl ClipVisionTransformer {
+    /// Loads `embeddings.*`, `pre_layrnorm`, `encoder`, `post_layernorm`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        let embeddings = vars.pp("embeddings");
+        load_conv2d(&mut self.patch_embedding, embeddings.pp("patch_embedding"))?;
+        self.class_embedding = embeddings.param("class_embedding", &self.class_embedding)?;
+        load_embedding(&mut self.position_embedding, embeddings.pp("position_embedding"))?;
+        load_layer_norm(&mut self.pre_layrnorm, vars.pp("pre_layrnorm"))?;
+        self.encoder.load(vars.pp("encoder"))?;
+        load_layer_norm(&mut self.post_layernorm, vars.pp("post_layernorm"))
+    }
+
+    /// The pooled (class-token) output, `[batch, hidden]`, of `pixel_values` `[batch, 3, H, W]`.
+    pub fn pooled(&self, pixel_values: Tensor<4>) -> Tensor<2> {
+        let batch = pixel_values.dims()[0];
+        let patches = self.patch_embedding.forward(pixel_values).flatten::<3>(2, 3).swap_dims(1, 2);
+        let [_, _, d] = patches.dims();
+        let class = self.class_embedding.val().reshape([1, 1, d]).expand([batch, 1, d]);
+        let positions = self.position_embedding.weight.val().unsqueeze::<3>();
+        let x = Tensor::cat(vec![class, patches], 1) + positions;
+        let x = self.encoder.forward(self.pre_layrnorm.forward(x), false);
+        let class_out = x.slice([0..batch, 0..1, 0..d]).reshape([batch, d]);
+        self.post_layernorm.forward(class_out)
+    }
+}
+
+impl ClipTextTransformer {
+    /// Loads `embeddings`, `encoder`, `final_layer_norm`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        self.embeddings.load(vars.pp("embeddings"))?;
+        self.encoder.load(vars.pp("encoder"))?;
+        load_layer_norm(&mut self.final_layer_norm, vars.pp("final_layer_norm"))
+    }
+
+    /// Final-layer-normed hidden state at `pooled[b]` of each row of `input_ids` `[batch, len]`
+    /// under the causal mask.
+    pub fn pooled(&self, input_ids: Tensor<2, Int>, pooled: &[usize]) -> Tensor<2> {
+        let [batch, len] = input_ids.dims();
+        let device = input_ids.device();
+        let x = self.embeddings.forward(input_ids);
+        let d = x.dims()[2];
+        let x = self.final_layer_norm.forward(self.encoder.forward(x, true));
+        let rows: Vec<i64> = pooled.iter().enumerate().map(|(b, &p)| (b * len + p) as i64).collect();
+        let rows = Tensor::<1, Int>::from_data(TensorData::new(rows, [batch]), &device);
+        x.reshape([batch * len, d]).select(0, rows)
+    }
+}
+
+impl Clip {
+    /// Loads every tensor of a transformers `CLIPModel` checkpoint.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        self.vision_model.load(vars.pp("vision_model"))?;
+        load_linear(&mut self.visual_projection, vars.pp("visual_projection"))?;
+        self.text_model.load(vars.pp("text_model"))?;
+        load_linear(&mut self.text_projection, vars.pp("text_projection"))?;
+        self.logit_scale = vars.optional_scalar("logit_scale")?;
+        Ok(())
+    }
+
+    /// `get_image_features`: projected class token, `[batch, projection_dim]`.
+    pub fn image_features(&self, pixel_values: Tensor<4>) -> Tensor<2> {
+        self.visual_projection.forward(self.vision_model.pooled(pixel_values))
+    }
+
+    /// `get_text_features` of token ids (each with its end-of-text token; rows are padded to
+    /// one length with any id, which the causal mask keeps from the pooled token).
+    pub fn text_features(&self, ids: &[Vec<u32>], device: &Device) -> Tensor<2> {
+        let text = &self.config.text_config;
+        let pad = text.pad_token_id.unwrap_or(text.eos_token_id);
+        let input_ids = pad_ids(ids, pad, device);
+        let pooled: Vec<usize> = ids.iter().map(|row| text.pooled_position(row)).collect();
+        self.text_projection.forward(self.text_model.pooled(input_ids, &pooled))
+    }
+}

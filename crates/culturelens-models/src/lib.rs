@@ -1,0 +1,163 @@
+//! Image and text encoders (CLIP and OpenCLIP, SigLIP, DINOv2) and an image-only EfficientNet-Lite written once in Burn, with their weight
+//! loading ([`weights`]) and image preprocessing ([`preprocess`], [`resample`]).
+//!
+//! One file per family, each with a config struct that mirrors transformers' `config.json` and
+//! one preset literal for the keys a file leaves out (read by [`config`]), Burn modules whose
+//! fields mirror the checkpoint names, and a `load` that reads the checkpoint through a
+//! prefix-scoped view ([`weights::Vars`]) by those names. The outputs are those of transformers: `get_image_features` /
+//! `get_text_features` for CLIP and SigLIP, `pooler_output` for DINOv2, never normalised.
+//! No file I/O happens here: callers hand in the bytes of `config.json`, `model.safetensors`
+//! and the images.
+
+pub mod clip;
+pub mod config;
+#[cfg(feature = "flex-fused")]
+mod cpu;
+pub mod dinov2;
+pub mod efficientnet;
+pub mod gender_v1;
+pub mod onnx;
+pub mod open_clip;
+pub mod preprocess;
+pub mod resample;
+pub mod siglip;
+pub mod vit;
+pub mod weights;
+pub mod xlm_roberta;
+
+use burn::tensor::{Device, Tensor};
+use serde::Deserialize;
+
+use self::weights::{Checkpoint, WeightError};
+
+/// Why a model could not be built from its `config.json`.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("config.json: {0}")]
+    Config(#[from] serde_json::Error),
+    #[error(
+        "config.json has model_type `{0}`; supported: clip, siglip, dinov2, dinov2_with_registers, efficientnet_lite"
+    )]
+    UnsupportedModelType(String),
+    #[error(transparent)]
+    Weights(#[from] WeightError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{family} has no text tower")]
+    NoTextTower { family: &'static str },
+}
+
+/// Any supported encoder, chosen by `config.json`'s `model_type`.
+#[derive(Debug)]
+pub enum EncoderModel {
+    Clip(Box<clip::Clip>),
+    Siglip(Box<siglip::Siglip>),
+    Dinov2(Box<dinov2::Dinov2>),
+    EfficientNet(Box<efficientnet::EfficientNetLite>),
+}
+
+#[derive(Deserialize)]
+struct ModelType {
+    model_type: String,
+}
+
+impl EncoderModel {
+    /// Builds the (randomly initialised, lazily materialised) model that `config_json` describes.
+    pub fn from_config(config_json: &str, device: &Device) -> Result<Self, ModelError> {
+        let ModelType { model_type } = serde_json::from_str(config_json)?;
+        Ok(match model_type.as_str() {
+            "clip" => Self::Clip(Box::new(clip::ClipConfig::from_json(config_json)?.init(device))),
+            "siglip" => Self::Siglip(Box::new(siglip::SiglipConfig::from_json(config_json)?.init(device))),
+            "dinov2" | "dinov2_with_registers" => {
+                Self::Dinov2(Box::new(dinov2::Dinov2Config::from_json(config_json)?.init(device)))
+            }
+            "efficientnet_lite" => Self::EfficientNet(Box::new(
+                efficientnet::EfficientNetLiteConfig::from_json(config_json)?.init(device),
+            )),
+            _ => return Err(ModelError::UnsupportedModelType(model_type)),
+        })
+    }
+
+    /// Builds the model of `config_json` and loads its checkpoint.
+    pub fn load(config_json: &str, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
+        let mut model = Self::from_config(config_json, checkpoint.device())?;
+        let vars = checkpoint.vars();
+        match &mut model {
+            Self::Clip(m) => m.load(vars)?,
+            Self::Siglip(m) => m.load(vars)?,
+            Self::Dinov2(m) => m.load(vars)?,
+            Self::EfficientNet(m) => m.load(vars)?,
+        }
+        Ok(model)
+    }
+
+    /// Builds the CLIP of `config` (from an OpenCLIP `open_clip_config.json`, see
+    /// [`open_clip::OpenClipConfig::clip_config`]) and loads its state dict
+    /// (`open_clip_model.safetensors`) through the key table of [`open_clip`].
+    pub fn load_open_clip(config: &clip::ClipConfig, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
+        let mut model = config.init(checkpoint.device());
+        open_clip::load(&mut model, checkpoint.vars())?;
+        Ok(Self::Clip(Box::new(model)))
+    }
+
+    pub fn family(&self) -> &'static str {
+        match self {
+            Self::Clip(_) => "clip",
+            Self::Siglip(_) => "siglip",
+            Self::Dinov2(_) => "dinov2",
+            Self::EfficientNet(_) => "efficientnet_lite",
+        }
+    }
+
+    /// The image embedding of `pixel_values` `[batch, 3, H, W]`.
+    pub fn image_features(&self, pixel_values: Tensor<4>) -> Tensor<2> {
+        match self {
+            Self::Clip(m) => m.image_features(pixel_values),
+            Self::Siglip(m) => m.image_features(pixel_values),
+            Self::Dinov2(m) => m.pooled(pixel_values),
+            Self::EfficientNet(m) => m.features(pixel_values),
+        }
+    }
+
+    /// The text embedding of token ids (as the family's tokenizer returns them, specials
+    /// included, unpadded).
+    pub fn text_features(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<2>, ModelError> {
+        match self {
+            Self::Clip(m) => Ok(m.text_features(ids, device)),
+            Self::Siglip(m) => Ok(m.text_features(ids, device)),
+            Self::Dinov2(_) => Err(ModelError::NoTextTower { family: "dinov2" }),
+            Self::EfficientNet(_) => Err(ModelError::NoTextTower { family: "efficientnet_lite" }),
+        }
+    }
+
+    /// The temperature of the image–text logits, `exp(logit_scale)` of the checkpoint
+    /// (transformers' `logits_per_image = exp(logit_scale) · cos`); `None` for a model without
+    /// a text tower or a checkpoint without `logit_scale`.
+    pub fn logit_scale(&self) -> Option<f32> {
+        let log_scale = match self {
+            Self::Clip(m) => m.logit_scale,
+            Self::Siglip(m) => m.logit_scale,
+            Self::Dinov2(_) | Self::EfficientNet(_) => None,
+        };
+        log_scale.map(f32::exp)
+    }
+
+    /// Width of [`Self::image_features`].
+    pub fn image_dim(&self) -> usize {
+        match self {
+            Self::Clip(m) => m.config.projection_dim,
+            Self::Siglip(m) => m.config.vision_config.encoder.hidden_size,
+            Self::Dinov2(m) => m.config.hidden_size,
+            Self::EfficientNet(_) => efficientnet::HEAD_WIDTH,
+        }
+    }
+
+    /// Longest token sequence the text tower accepts.
+    pub fn max_text_len(&self) -> Option<usize> {
+        match self {
+            Self::Clip(m) => Some(m.config.text_config.max_position_embeddings),
+            Self::Siglip(m) => Some(m.config.text_config.max_position_embeddings),
+            Self::Dinov2(_) | Self::EfficientNet(_) => None,
+        }
+    }
+}
