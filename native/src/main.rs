@@ -1,5 +1,6 @@
 //! `culturelens`: the command-line front end. Parses arguments, picks the Burn device and hands
-//! each subcommand to its module in `cmd/`. All metric code lives in `culturelens-core`.
+//! each subcommand to its module in `cmd/`. All metric and model code lives in the shared crates
+//! (`culturelens-metrics`, `-compute`, `-models`, `-diffusion`, `-faces`).
 
 mod alloc;
 mod cmd;

@@ -4,7 +4,7 @@ sos_bench.SCORE_STAGES) for several
 `--block-rows` values, on the paper-scale synthetic table of sos_bench.py (150,822 x 1280 float32).
 
 Each block size is given in bytes of f32 rows (rows = bytes / (4 * dim)); "whole" is one block
-(the GPU default). The default of `culturelens sos --device cpu` is 1 MiB (culturelens_core::sos::
+(the GPU default). The default of `culturelens sos --device cpu` is 1 MiB (culturelens_compute::sos::
 CPU_BLOCK_BYTES). Prints one line per block size with the best `score` time of --repeats runs, and
 checks that every block size gives the same joint scores as the default (<= 1e-5).
 

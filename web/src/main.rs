@@ -1,5 +1,5 @@
 //! culturelens in the browser: loads a bundle (built-in demo, URL or local files), scores it with
-//! the same `culturelens-core` SoS code as the CLI on WebGPU (CPU `flex` fallback), and shows the
+//! the same `culturelens-compute` SoS code as the CLI on WebGPU (CPU `flex` fallback), and shows the
 //! explorer views. Entry point: installs the panic hook and starts [`app::start`].
 
 mod app;

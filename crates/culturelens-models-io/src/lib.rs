@@ -1,7 +1,7 @@
 //! Native side of the culturelens encoders: reads a weights folder written by transformers'
 //! `save_pretrained` (config.json, model.safetensors or a sharded index,
 //! preprocessor_config.json, tokenizer.json) or an OpenCLIP hub folder (open_clip_config.json,
-//! open_clip_model.safetensors), builds the Burn model of `culturelens-core` on a
+//! open_clip_model.safetensors), builds the Burn model of `culturelens-models` on a
 //! device, and embeds image files and prompts. File I/O and the `tokenizers` crate live here so
 //! that the core stays free of them (and builds for wasm32).
 //!

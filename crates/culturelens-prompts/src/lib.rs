@@ -24,7 +24,7 @@
 //! [`magbig::NOTES`], [`cube::NOTES`], [`cultext2i::NOTES`]), which `culturelens prompts show`
 //! prints. Common to all: every text cell is trimmed and whitespace runs are collapsed.
 //!
-//! This crate does network and file I/O and must stay out of `culturelens-core`.
+//! This crate does network and file I/O and must stay out of the shared Burn crates.
 
 mod csv_file;
 pub mod cube;

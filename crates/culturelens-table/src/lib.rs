@@ -7,7 +7,7 @@
 //!
 //! Loading validates what every metric relies on — row counts agree, values are finite, no row has
 //! zero norm — and errors name the file, row and column. Outputs are written atomically
-//! ([`write_atomic`]). This crate does file I/O and must stay out of `culturelens-core`.
+//! ([`write_atomic`]). This crate does file I/O and must stay out of the shared Burn crates.
 
 mod atomic;
 mod error;

@@ -1,6 +1,6 @@
 //! `culturelens embed` and `culturelens embed-text`: image and prompt embedding tables from a
 //! weights folder (transformers `save_pretrained` layout, OpenCLIP hub layout, or one written by
-//! `import-weights`), with the models of `culturelens-core` on the chosen device. Images are
+//! `import-weights`), with the models of `culturelens-models` on the chosen device. Images are
 //! decoded on all cores, one batch ahead of the model.
 //!
 //! Rows follow the sorted file names of `--images DIR` (png/jpg/jpeg/webp) or the row order of a

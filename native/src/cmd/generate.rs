@@ -1,5 +1,5 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x or AltDiffusion pipeline in the
-//! diffusers folder layout, run by `culturelens-core`'s diffusion code on the chosen device
+//! diffusers folder layout, run by `culturelens-diffusion` on the chosen device
 //! (issue 13; SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
 //! Output: one PNG per image in `--out` and `--out/manifest.csv` (the prompt table's columns,
