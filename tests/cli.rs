@@ -24,6 +24,7 @@ mod generate_kill;
 mod hub_cli;
 mod merge_cli;
 mod prompts_cli;
+mod release_plan;
 mod report_cli;
 mod slurm_cli;
 #[cfg(feature = "wgpu")]

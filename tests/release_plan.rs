@@ -1,0 +1,119 @@
+//! The release plan, checked without running it: `.github/workflows/release.yml` builds one archive
+//! per platform, and `cargo binstall culturelens` must find each of them where the binstall
+//! template of `native/Cargo.toml` says, with the binary where its `bin-dir` says. CI cannot run
+//! the workflow, so this test renders both sides for every target and compares them, and checks
+//! the toolchain against the workspace's `rust-version` and the platforms against the README.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_yaml::Value;
+
+fn repo_file(path: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// binstall's `{ var }` templates (the variables this project uses).
+fn render(template: &str, vars: &BTreeMap<&str, String>) -> String {
+    let mut out = template.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{ {k} }}"), v);
+    }
+    assert!(!out.contains('{'), "unrendered variable in {template:?} → {out:?}");
+    out
+}
+
+/// The workflow's own `${{ matrix.X }}`/`${GITHUB_REF_NAME}` expressions for one matrix row.
+fn expand(text: &str, row: &Value, tag: &str) -> String {
+    let mut out = text.replace("${GITHUB_REF_NAME}", tag).replace("$GITHUB_REF_NAME", tag);
+    for key in ["target", "archive", "os"] {
+        out = out.replace(&format!("${{{{ matrix.{key} }}}}"), row[key].as_str().unwrap());
+    }
+    out
+}
+
+#[test]
+fn every_release_archive_is_where_binstall_looks_and_holds_the_binary_where_it_says() {
+    let workspace: toml::Table = repo_file("Cargo.toml").parse().unwrap();
+    let package = &workspace["workspace"]["package"];
+    let version = package["version"].as_str().unwrap().to_string();
+    let repo = package["repository"].as_str().unwrap().to_string();
+    let rust_version = package["rust-version"].as_str().unwrap();
+    let native: toml::Table = repo_file("native/Cargo.toml").parse().unwrap();
+    let binstall = &native["package"]["metadata"]["binstall"];
+
+    let workflow: Value = serde_yaml::from_str(&repo_file(".github/workflows/release.yml")).unwrap();
+    let build = &workflow["jobs"]["build"];
+    let steps = build["steps"].as_sequence().unwrap();
+    let step = |name: &str| -> String {
+        steps
+            .iter()
+            .find(|s| s["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("the build job has no step named {name:?}"))["run"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let toolchain = steps
+        .iter()
+        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("dtolnay/rust-toolchain")))
+        .expect("a rust-toolchain step")["with"]["toolchain"]
+        .as_str()
+        .unwrap();
+    assert_eq!(toolchain, rust_version, "the release toolchain is the workspace's rust-version");
+    let build_cmd = step("build");
+    assert!(
+        build_cmd.contains("cargo build --locked --release -p culturelens --features wgpu"),
+        "the release binary is the CLI with wgpu: {build_cmd}"
+    );
+    let package_cmd = step("package");
+
+    let tag = format!("v{version}");
+    let rows = build["strategy"]["matrix"]["include"].as_sequence().unwrap();
+    let mut targets = Vec::new();
+    for row in rows {
+        let target = row["target"].as_str().unwrap().to_string();
+        let windows = target.contains("windows");
+        // What the workflow writes: `$name.$archive` with the binary at `$name/culturelens[.exe]`.
+        let script = expand(&package_cmd, row, &tag);
+        let name_line = script.lines().find(|l| l.trim_start().starts_with("name=")).expect("name= line");
+        let name = name_line.trim().trim_start_matches("name=").trim_matches('"').to_string();
+        let archive = format!("{name}.{}", row["archive"].as_str().unwrap());
+        assert!(script.contains(&format!("release/culturelens$ext\" README.md \"$name/\"")), "{script}");
+        let binary = format!("{name}/culturelens{}", if windows { ".exe" } else { "" });
+        assert_eq!(row["archive"].as_str().unwrap(), if windows { "zip" } else { "tar.gz" });
+
+        // Where binstall looks, from native/Cargo.toml (with the target's override, if any).
+        let over = binstall.get("overrides").and_then(|o| o.get(target.as_str()));
+        let pick = |key: &str| {
+            over.and_then(|o| o.get(key)).or_else(|| binstall.get(key)).unwrap().as_str().unwrap().to_string()
+        };
+        let vars = BTreeMap::from([
+            ("repo", repo.clone()),
+            ("name", "culturelens".to_string()),
+            ("version", version.clone()),
+            ("target", target.clone()),
+            ("bin", "culturelens".to_string()),
+            ("binary-ext", if windows { ".exe".to_string() } else { String::new() }),
+        ]);
+        let url = render(&pick("pkg-url"), &vars);
+        assert_eq!(url, format!("{repo}/releases/download/{tag}/{archive}"), "{target}");
+        assert_eq!(render(&pick("bin-dir"), &vars), binary, "{target}");
+        assert_eq!(pick("pkg-fmt"), if windows { "zip" } else { "tgz" }, "{target}");
+        targets.push(target);
+    }
+    // Linux x86-64 and arm64, macOS, Windows (issue 29), and the README says so.
+    for want in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "aarch64-apple-darwin",
+        "x86_64-pc-windows-msvc",
+    ] {
+        assert!(targets.iter().any(|t| t == want), "no release archive for {want}: {targets:?}");
+    }
+    let readme = repo_file("README.md");
+    for t in &targets {
+        assert!(readme.contains(t.as_str()), "README.md does not list the release target {t}");
+    }
+}
