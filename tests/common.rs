@@ -64,6 +64,21 @@ impl Cli {
         self
     }
 
+    /// Runs the command with the file-creation mask `mask`, as a shell's `umask` sets it.
+    #[cfg(unix)]
+    pub fn umask(mut self, mask: u32) -> Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the hook runs in the child between fork and exec and only calls umask(2), which
+        // is async-signal-safe and cannot fail.
+        unsafe {
+            self.command.pre_exec(move || {
+                libc::umask(mask as libc::mode_t);
+                Ok(())
+            });
+        }
+        self
+    }
+
     /// The command line, for messages.
     fn shown(&self) -> String {
         self.line.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")

@@ -168,38 +168,6 @@ fn three_prompts(dir: &Path) -> PathBuf {
     prompts
 }
 
-/// A prompt that fails (forced through the debug build's test hook) is reported with its row, the
-/// other prompts are generated and listed, the run exits non-zero, and a rerun makes only the
-/// failed prompt's image: the folder then equals an uninterrupted run's.
-#[test]
-fn a_failing_prompt_is_reported_and_the_others_go_on() {
-    let tmp = tempfile::tempdir().unwrap();
-    let prompts = three_prompts(tmp.path());
-    let clean = tmp.path().join("clean");
-    generate(&clean).opt("--prompts", &prompts).run_ok();
-    let out = tmp.path().join("run");
-    let failed = generate(&out).opt("--prompts", &prompts).env("CULTURELENS_TEST_FAIL_ROWS", "1").run_fails();
-    for wanted in [
-        "1 prompt(s) failed",
-        "row 1 (\"a street in japan\")",
-        "injected failure for row 1",
-        "lists the 2 images made",
-    ] {
-        assert!(failed.stderr.contains(wanted), "{wanted:?} not in:\n{}", failed.stderr);
-    }
-    let (_, rows) = read_csv(&out.join("manifest.csv"));
-    let ids: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
-    assert_eq!(ids, ["p1", "p3"], "the manifest lists the images that were made");
-    assert!(out.join("000000_00.png").is_file() && out.join("000002_00.png").is_file());
-    assert!(!out.join("000001_00.png").exists());
-    let rerun = generate(&out).opt("--prompts", &prompts).run_ok();
-    assert!(rerun.stderr.contains("resuming: 2 of 3 prompts already generated"), "{}", rerun.stderr);
-    assert_eq!(read_csv(&out.join("manifest.csv")), read_csv(&clean.join("manifest.csv")));
-    for name in ["000000_00.png", "000001_00.png", "000002_00.png"] {
-        assert_eq!(png_bytes(&out.join(name)), png_bytes(&clean.join(name)), "{name}");
-    }
-}
-
 /// Shards of a run with two images per prompt merge into the unsharded folder; a shard run with
 /// another seed is refused (its settings differ), leaving no output.
 #[test]

@@ -3,6 +3,7 @@
 use anyhow::{Context, Result, bail};
 use burn::tensor::{Device, FloatDType};
 use culturelens_compute::device::Processor;
+use culturelens_compute::vendi::ProductPrecision;
 
 /// Which Burn backend runs the tensor work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -37,6 +38,44 @@ pub enum ModelPrecision {
     /// Half precision on a GPU: weights and activations in f16, as PyTorch's `model.half()`;
     /// the embeddings are read back as f32.
     F16,
+}
+
+/// The float type a result was computed in, as its provenance manifest records it: a model's
+/// [`ModelPrecision`], Vendi's [`ProductPrecision`], or f32 for the commands that compute in f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatType {
+    F16,
+    F32,
+    F64,
+}
+
+impl FloatType {
+    /// The manifest's name: `f16`, `f32`, `f64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatType::F16 => "f16",
+            FloatType::F32 => "f32",
+            FloatType::F64 => "f64",
+        }
+    }
+}
+
+impl From<ModelPrecision> for FloatType {
+    fn from(precision: ModelPrecision) -> Self {
+        match precision {
+            ModelPrecision::F32 => FloatType::F32,
+            ModelPrecision::F16 => FloatType::F16,
+        }
+    }
+}
+
+impl From<ProductPrecision> for FloatType {
+    fn from(precision: ProductPrecision) -> Self {
+        match precision {
+            ProductPrecision::F64 => FloatType::F64,
+            ProductPrecision::F32 => FloatType::F32,
+        }
+    }
 }
 
 /// [`select_device`], then makes `precision` the device's float type: every tensor created on it

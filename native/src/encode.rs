@@ -16,7 +16,7 @@ use crate::provenance::Provenance;
 use crate::work::progress::Progress;
 
 /// The model and where it runs: shared by `embed`, `embed-text`, `classify` and `clipscore`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 pub struct ModelArgs {
     /// Weights folder: transformers' `save_pretrained` layout (config.json, model.safetensors or
     /// a sharded index, preprocessor_config.json for images, tokenizer.json or SigLIP's
@@ -68,13 +68,13 @@ impl ModelArgs {
     pub fn provenance(
         &self,
         command: &str,
-        args: &dyn std::fmt::Debug,
+        args: &impl serde::Serialize,
         weights: &Path,
     ) -> Result<Provenance> {
         let mut provenance = Provenance::new(command, args);
         let id = self.model.clone().unwrap_or_else(|| weights.display().to_string());
         provenance.model(&id, weights)?;
-        provenance.device(self.device, &format!("{:?}", self.precision).to_lowercase());
+        provenance.device(self.device, self.precision);
         Ok(provenance)
     }
 }
@@ -100,7 +100,7 @@ pub fn embed_images(
 }
 
 /// The output options of the per-image commands (`classify`, `clipscore`).
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 pub struct PerImageArgs {
     /// Output CSV.
     #[arg(long, value_name = "FILE")]

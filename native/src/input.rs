@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_bundle::{BundleError, MANIFEST, read_bundle};
+use culturelens_files::sibling;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, read_metadata_csv};
 
 /// File extensions an image folder is read for (case-insensitive).
@@ -50,8 +51,7 @@ impl ImageList {
     fn manifest(csv: &Path) -> Result<Self> {
         let meta = read_metadata_csv(csv)?;
         let column = meta.require_nonempty_column("image")?;
-        let base = csv.parent().unwrap_or(Path::new("."));
-        let paths = column.iter().map(|p| base.join(p)).collect();
+        let paths = column.iter().map(|p| sibling(csv, p)).collect();
         Ok(Self { paths, meta })
     }
 }

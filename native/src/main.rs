@@ -8,7 +8,6 @@ mod device;
 mod embeddings;
 mod encode;
 mod figures;
-mod hash;
 mod hub;
 mod input;
 mod output;

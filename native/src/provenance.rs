@@ -2,21 +2,23 @@
 //! `OUT.provenance.json` next to a result file (`sos.csv` → `sos.csv.provenance.json`) or
 //! `DIR/provenance.json` in a result folder. It holds what a reader needs to rerun and check the
 //! result: the culturelens version and git commit it was built from, the command line and the
-//! fully resolved arguments (defaults included), the sha256 of every input (a folder: of its
-//! sorted file list with each file's sha256), model ids with the sha256 of each file of their
-//! weights folder, seeds, prompt-set names with the repository, commit, path and sha256 of each
-//! set's pinned upstream files, backend and precision. It holds no clock time, so
-//! the same run gives the same manifest. Written atomically, once per command, after the
-//! results.
+//! fully resolved arguments (a JSON object keyed by argument name, defaults included), the sha256
+//! of every input (a folder: of its sorted file list with each file's sha256), model ids with the
+//! sha256 of each file of their weights folder, seeds, prompt-set names with the repository,
+//! commit, path and sha256 of each set's pinned upstream files, backend and precision. It holds
+//! no clock time, so the same run gives the same manifest. Written atomically, once per command,
+//! after the results.
 
-use std::fmt::Debug;
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use culturelens_files::{file_sha256, sha256_hex};
 use culturelens_prompts::PromptSet;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::hash::{file_sha256, sha256_hex};
+use crate::device::{DeviceChoice, FloatType, ModelPrecision};
 use crate::output::write_json_pretty;
 
 /// The git commit the binary was built from (`native/build.rs`; `unknown` outside a git
@@ -36,7 +38,7 @@ pub fn beside(out: &Path) -> PathBuf {
 /// A manifest being filled in by one command.
 pub struct Provenance {
     command: String,
-    resolved_args: String,
+    resolved_args: Value,
     inputs: Vec<Value>,
     models: Vec<Value>,
     seeds: Map<String, Value>,
@@ -143,11 +145,13 @@ fn prompt_set_files(names: &[String]) -> Value {
 }
 
 impl Provenance {
-    /// A manifest of `command` run with `args` (their `Debug` form is the resolved arguments).
-    pub fn new(command: &str, args: &dyn Debug) -> Provenance {
+    /// A manifest of `command` run with `args`, the command's clap arguments as parsed (they
+    /// serialize to the resolved arguments: one key per argument, flattened groups inlined,
+    /// choices by their command-line names, [`value_enum`]).
+    pub fn new<A: Serialize + ?Sized>(command: &str, args: &A) -> Provenance {
         Provenance {
             command: command.to_string(),
-            resolved_args: format!("{args:?}"),
+            resolved_args: serde_json::to_value(args).expect("command-line arguments serialize to JSON"),
             inputs: Vec::new(),
             models: Vec::new(),
             seeds: Map::new(),
@@ -199,10 +203,11 @@ impl Provenance {
         self
     }
 
-    /// Records the backend (`--device`) and the float type the work ran in.
-    pub fn device(&mut self, backend: impl Debug, precision: &str) -> &mut Self {
-        self.device.insert("backend".into(), json!(format!("{backend:?}").to_lowercase()));
-        self.device.insert("precision".into(), json!(precision));
+    /// Records the backend (`--device`, by its command-line name) and the float type the work
+    /// ran in.
+    pub fn device(&mut self, backend: DeviceChoice, precision: impl Into<FloatType>) -> &mut Self {
+        self.device.insert("backend".into(), json!(value_name(&backend)));
+        self.device.insert("precision".into(), json!(precision.into().name()));
         self
     }
 
@@ -252,15 +257,51 @@ impl Provenance {
     }
 }
 
+/// The command-line name of a `clap::ValueEnum` value (`--device wgpu`, `--pool per-model`).
+pub fn value_name<T: clap::ValueEnum>(value: &T) -> String {
+    value.to_possible_value().expect("no value is skipped").get_name().to_string()
+}
+
+/// Implements `serde::Serialize` for `clap::ValueEnum` types as their command-line names
+/// ([`value_name`]), so the resolved arguments record a choice as it is typed.
+macro_rules! value_enum {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&$crate::provenance::value_name(self))
+            }
+        }
+    )+};
+}
+pub(crate) use value_enum;
+
+value_enum!(DeviceChoice, ModelPrecision);
+
+/// `#[serde(serialize_with = "…")]` of an argument parsed by its own `value_parser` (a shard
+/// `K/N`, a prompt set, a Vendi order): the text it reads back from, its `Display`.
+pub fn as_text<T: Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
+}
+
+/// [`as_text`] of an optional argument (`null` when not given).
+pub fn as_text_opt<T: Display, S: Serializer>(value: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => s.collect_str(value),
+        None => s.serialize_none(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Debug)]
-    #[allow(dead_code)]
+    #[derive(Serialize)]
     struct Args {
         out: PathBuf,
         seed: u64,
+        #[serde(serialize_with = "as_text_opt")]
+        shard: Option<crate::work::shard::Shard>,
+        device: DeviceChoice,
     }
 
     #[test]
@@ -273,14 +314,15 @@ mod tests {
         std::fs::write(weights.join("model.safetensors"), "abc").unwrap();
         std::fs::write(weights.join("sub/config.json"), "").unwrap();
         let out = dir.path().join("out.csv");
-        let args = Args { out: out.clone(), seed: 7 };
+        let shard = crate::work::shard::Shard::parse("2/3").ok();
+        let args = Args { out: out.clone(), seed: 7, shard, device: DeviceChoice::Wgpu };
         let mut p = Provenance::new("test", &args);
         p.input(&input).unwrap();
         p.input(&weights).unwrap();
         p.model("org/name@rev", &weights).unwrap();
         p.seed("seed", 7)
             .prompt_sets(["sos", "magbig", "sos"])
-            .device(crate::device::DeviceChoice::Wgpu, "f16");
+            .device(DeviceChoice::Wgpu, ModelPrecision::F16);
         p.write_beside(&out).unwrap();
         let path = dir.path().join("out.csv.provenance.json");
         let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -307,7 +349,8 @@ mod tests {
         assert!(magbig.iter().all(|f| f["sha256"].as_str().unwrap().len() == 64));
         assert_eq!((json["backend"].as_str(), json["precision"].as_str()), (Some("wgpu"), Some("f16")));
         assert_eq!(json["command"], "test");
-        assert!(json["resolved_args"].as_str().unwrap().contains("seed: 7"));
+        let resolved = json!({"out": out.display().to_string(), "seed": 7, "shard": "2/3", "device": "wgpu"});
+        assert_eq!(json["resolved_args"], resolved);
         assert_eq!(json["culturelens"]["version"], env!("CARGO_PKG_VERSION"));
         let commit = json["culturelens"]["git_commit"].as_str().unwrap();
         assert!(

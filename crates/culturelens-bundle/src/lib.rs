@@ -17,10 +17,12 @@ mod read;
 mod results;
 mod write;
 
+/// The checksum of every listed file: lower-case hex SHA-256 (the output kit's one rule).
+pub use culturelens_files::sha256_hex;
 pub use error::BundleError;
 pub use manifest::{
     DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, MAX_RESULT_BYTES, Manifest, REQUIRED_COLUMNS,
-    Results, THUMBNAIL_COLUMN, sha256_hex,
+    Results, THUMBNAIL_COLUMN,
 };
 pub use read::{
     Bundle, check_digest, check_file, check_size, decode_embeddings, decode_embeddings_words, parse_metadata,

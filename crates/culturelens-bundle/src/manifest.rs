@@ -2,7 +2,6 @@
 //! model, provenance) and the size and SHA-256 of every other file in it.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::BundleError;
 
@@ -146,11 +145,6 @@ impl Manifest {
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.bytes).sum()
     }
-}
-
-/// Lower-case hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn is_safe_path(path: &str) -> bool {

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeSet;
 
+use culturelens_files::sha256_hex;
 use half::f16;
 
 use crate::error::BundleError;
-use crate::manifest::{DType, MANIFEST, Manifest, REQUIRED_COLUMNS, THUMBNAIL_COLUMN, sha256_hex};
+use crate::manifest::{DType, MANIFEST, Manifest, REQUIRED_COLUMNS, THUMBNAIL_COLUMN};
 
 /// A decoded bundle: row-major `rows × dim` f32 embeddings and named metadata columns.
 #[derive(Debug, Clone, PartialEq)]

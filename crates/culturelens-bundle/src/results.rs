@@ -4,10 +4,11 @@
 //! size and SHA-256 like every other file. Parsed here, on bytes, for the browser's result views
 //! (`web/src/views/magbig.rs`, `cultext2i.rs` and the educator's occupation slide).
 
+use culturelens_files::sha256_hex;
 use serde::Deserialize;
 
 use crate::error::BundleError;
-use crate::manifest::{FileEntry, MANIFEST, MAX_RESULT_BYTES, Manifest, sha256_hex};
+use crate::manifest::{FileEntry, MANIFEST, MAX_RESULT_BYTES, Manifest};
 
 /// Header of `culturelens magbig --out` (the MAGBIG contract).
 pub const MAGBIG_HEADER: [&str; 8] =

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeSet;
 
+use culturelens_files::sha256_hex;
 use half::f16;
 
 use crate::error::BundleError;
-use crate::manifest::{DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, sha256_hex};
+use crate::manifest::{DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest};
 use crate::read::{decode_embeddings, parse_metadata};
 
 /// The descriptive fields of a new bundle's manifest.

@@ -657,6 +657,17 @@ impl AttentionSlice {
     }
 }
 
+/// The text [`AttentionSlice::parse`] reads: `auto`, `max` or N.
+impl std::fmt::Display for AttentionSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Max => f.write_str("max"),
+            Self::Size(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 /// `get_timestep_embedding(t, dim, flip_sin_to_cos, downscale_freq_shift)` in float32 as torch
 /// computes it: frequencies `exp(−ln(10⁴)·i / (dim/2 − shift))`, then `[sin, cos]` of `t·f`
 /// (`[cos, sin]` when flipped).
@@ -824,6 +835,9 @@ mod tests {
         assert_eq!(AttentionSlice::parse("max"), Ok(AttentionSlice::Max));
         assert_eq!(AttentionSlice::parse("3"), Ok(AttentionSlice::Size(3)));
         assert!(AttentionSlice::parse("0").is_err());
+        for text in ["auto", "max", "3"] {
+            assert_eq!(AttentionSlice::parse(text).unwrap().to_string(), text);
+        }
     }
 
     #[test]

@@ -6,10 +6,11 @@
 //! with `--pickle`. The pickle is parsed by `pytorch-reader` (Burn's reader, which interprets
 //! the opcodes of a state dict and never imports or calls Python objects), every tensor is
 //! checked against the architecture by loading the converted folder once, and the folder
-//! appears only when complete (written beside the target, then renamed).
+//! appears only when complete (`culturelens_files::write_dir_atomic`: written beside the target,
+//! then renamed).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::tensor::Device;
 use culturelens_models::efficientnet::{VARIANTS, variant_params};
@@ -106,34 +107,20 @@ pub fn import_pickle(pickle: &Path, arch: &str, out: &Path, device: &Device) -> 
         return Err(LoadError::Exists { path: out.to_owned() });
     }
     let weights = pickle_to_safetensors(pickle)?;
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| LoadError::Io { path, source }
-    };
-    std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "weights".into());
-    let tmp: PathBuf = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let result = (|| {
-        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    culturelens_files::write_dir_atomic(out, |staging| {
         for (file, bytes) in [
             ("config.json", config.as_bytes()),
             ("preprocessor_config.json", processor.as_bytes()),
             ("model.safetensors", weights.as_slice()),
         ] {
-            let path = tmp.join(file);
-            std::fs::write(&path, bytes).map_err(io(&path))?;
+            let path = staging.join(file);
+            std::fs::write(&path, bytes).map_err(|source| LoadError::Io { path, source })?;
         }
         // Every tensor of the architecture must be there with its shape: load the folder once.
-        Encoder::from_dir(&tmp, device).map_err(|e| match e {
+        Encoder::from_dir(staging, device).map_err(|e| match e {
             LoadError::Model { source, .. } => LoadError::Model { path: pickle.to_owned(), source },
             other => other,
         })?;
-        std::fs::rename(&tmp, out).map_err(io(out))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    result
+        Ok(())
+    })
 }

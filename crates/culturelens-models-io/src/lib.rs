@@ -52,6 +52,13 @@ pub enum LoadError {
     Scheduler { path: PathBuf, source: culturelens_diffusion::scheduler::SchedulerError },
 }
 
+/// A failure of the output kit (`import-weights` writing its folder): an I/O error at its path.
+impl From<culturelens_files::Error> for LoadError {
+    fn from(e: culturelens_files::Error) -> Self {
+        LoadError::Io { path: e.path, source: e.source }
+    }
+}
+
 /// An encoder loaded from a weights folder, ready to embed on its device.
 pub struct Encoder {
     pub model: EncoderModel,

@@ -3,18 +3,18 @@
 //! - else from the download cache (`$CULTURELENS_CACHE`, default `<user cache dir>/culturelens`),
 //!   under `upstream/<mirror path>`;
 //! - else downloaded from `<base URL>/<owner>/<repo>/<commit>/<path>` (base URL
-//!   `https://raw.githubusercontent.com`, or `CULTURELENS_DATA_BASE_URL`) into a temporary file in
-//!   the cache folder, hashed while streaming, and renamed into place only when complete and
-//!   verified. A truncated or corrupted download leaves nothing in the cache.
+//!   `https://raw.githubusercontent.com`, or `CULTURELENS_DATA_BASE_URL`), hashed while streaming,
+//!   and written into the cache (atomically: a temporary file beside it, renamed into place) only
+//!   when complete and verified. A truncated or corrupted download leaves nothing in the cache.
 //!
 //! A cached file that no longer verifies is downloaded again. The first use of each set leaves a
 //! marker file next to the cached data, so its licence is shown once ([`Fetcher::first_use`]).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
+use culturelens_files::{Sha256Hex, sha256_hex, write_atomic};
 
 use crate::error::PromptError;
 use crate::registry::{PromptSet, UpstreamFile};
@@ -120,7 +120,7 @@ impl Fetcher {
         }
     }
 
-    /// Downloads into a temporary file beside `dest`, verifies, then renames it to `dest`.
+    /// Downloads `file`, verifies it, then writes it to `dest` (atomically).
     fn download(&self, file: &UpstreamFile, base_url: &str, dest: &Path) -> Result<Vec<u8>, PromptError> {
         let url = file.url(base_url);
         let failed = |message: String| PromptError::Download {
@@ -130,11 +130,6 @@ impl Fetcher {
         };
         let dir = dest.parent().expect("a cache path has a parent");
         std::fs::create_dir_all(dir).map_err(|e| PromptError::io(dir, e))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".download-")
-            .suffix(".part")
-            .tempfile_in(dir)
-            .map_err(|e| PromptError::io(dir, e))?;
 
         let response = agent_for(base_url).get(&url).call().map_err(|e| failed(e.to_string()))?;
         let expected_len = response
@@ -143,7 +138,7 @@ impl Fetcher {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         let mut body = response.into_body().into_reader();
-        let mut hasher = Sha256::new();
+        let mut hasher = Sha256Hex::new();
         let mut bytes = Vec::with_capacity(expected_len.unwrap_or(0).min(1 << 26) as usize);
         let mut buf = vec![0u8; 1 << 16];
         loop {
@@ -169,12 +164,8 @@ impl Fetcher {
                 bytes.len()
             )));
         }
-        verify(file, &hex(&hasher.finalize()), &url, "; nothing was written to the cache")?;
-        let path = tmp.path().to_path_buf();
-        tmp.write_all(&bytes)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| PromptError::io(&path, e))?;
-        tmp.persist(dest).map_err(|e| PromptError::io(dest, e.error))?;
+        verify(file, &hasher.finish(), &url, "; nothing was written to the cache")?;
+        write_atomic(dest, |w| w.write_all(&bytes)).map_err(|e| PromptError::io(dest, e))?;
         Ok(bytes)
     }
 
@@ -228,18 +219,9 @@ fn verify(file: &UpstreamFile, actual: &str, origin: &str, hint: &'static str) -
     }
 }
 
-/// Lower-case hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader};
+    use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
 
     use super::*;

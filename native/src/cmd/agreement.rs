@@ -32,8 +32,10 @@ pub enum LevelArg {
     Ordinal,
 }
 
+crate::provenance::value_enum!(LevelArg);
+
 /// Arguments of `culturelens agreement`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Inter-rater agreement: Fleiss' and Cohen's kappa, Krippendorff's alpha (SoS App. B.2)", long_about = CONVENTIONS)]
 pub struct AgreementArgs {
     /// Labels CSV: one row per item, one column per rater; empty = missing.

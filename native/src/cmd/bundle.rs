@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use culturelens_bundle::{
     BundleSpec, DType, MANIFEST, ResultFiles, THUMBNAIL_COLUMN, attach_results, build_bundle, demo_spec,
 };
+use culturelens_files::write_dir_atomic;
 use culturelens_metrics::demo::demo_table;
 use culturelens_table::{Metadata, load_table};
 
@@ -21,7 +22,7 @@ pub const THUMBNAIL_SIZE: u32 = 160;
 const THUMBNAIL_QUALITY: u8 = 80;
 
 /// Arguments of `culturelens bundle`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
     about = "Pack an embedding table (and thumbnails of its images) into a bundle for the browser app",
     long_about = "Writes a culturelens bundle (format: web/BUNDLE.md): manifest.json with shape, dtype, models, \
@@ -79,8 +80,10 @@ pub enum DTypeArg {
     F16,
 }
 
+crate::provenance::value_enum!(DTypeArg);
+
 /// Arguments of `culturelens demo-bundle`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
     about = "Write the built-in synthetic demo table as a bundle (the browser app's ?bundle=demo)",
     long_about = "Writes the deterministic synthetic demo table (see `culturelens demo`) as a bundle, f32, \
@@ -173,35 +176,25 @@ pub fn run_demo(args: &DemoBundleArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes `files` into a fresh temporary directory next to `out`, then renames it to `out`
-/// (replacing an existing bundle there), so readers never see a half-written bundle.
+/// Writes `files` into a folder that replaces `out` only when complete (replacing an existing
+/// bundle there, [`write_dir_atomic`]), so readers never see a half-written bundle.
 pub fn write_bundle_dir(out: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
     if out.exists() {
         let is_empty_dir = out.is_dir() && std::fs::read_dir(out)?.next().is_none();
         if !out.join(MANIFEST).is_file() && !is_empty_dir {
             bail!("{} exists and is not a bundle; refusing to replace it", out.display());
         }
     }
-    let tmp = tempfile::Builder::new().prefix(".bundle-").tempdir_in(&parent)?;
-    for (path, bytes) in files {
-        let target = tmp.path().join(path);
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir)?;
+    write_dir_atomic(out, |dir| -> Result<()> {
+        for (path, bytes) in files {
+            let target = dir.join(path);
+            if let Some(dir) = target.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
         }
-        std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
-    }
-    let old = tempfile::Builder::new().prefix(".bundle-old-").tempdir_in(&parent)?;
-    if out.exists() {
-        std::fs::rename(out, old.path().join("bundle"))?;
-    }
-    std::fs::rename(tmp.keep(), out)
-        .with_context(|| format!("cannot move the bundle to {}", out.display()))?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// One JPEG thumbnail per distinct `image` (longest side [`THUMBNAIL_SIZE`]), stored as

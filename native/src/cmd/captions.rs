@@ -36,7 +36,7 @@ z > 1.96. Outputs in --out (written only when every input is valid):
                  found among the document's significant terms, and their share (SoS Fig. 6)";
 
 /// Arguments of `culturelens captions`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Distinctive caption terms per (model, language) by Fighting Words; stereotype coverage (SoS Sec. 6.1)", long_about = CONVENTIONS)]
 pub struct CaptionsArgs {
     /// Captions CSV: image, text[, text_language].

@@ -12,13 +12,14 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use culturelens_compute::zero_shot::{GENDER_CLASSES, class_probabilities};
 use culturelens_faces::{FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face};
+use culturelens_files::sibling;
 use culturelens_metrics::stats::argmax;
 use culturelens_models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
 use culturelens_models_io::decode_image;
 use culturelens_table::{Metadata, read_metadata_csv};
 use rayon::prelude::*;
 
-use crate::device::select_device;
+use crate::device::{FloatType, select_device};
 
 use crate::embeddings::{matrix, read_back, upload};
 use crate::encode::{ModelArgs, PerImageArgs, check_batch, embed_image_list, embed_token_ids};
@@ -61,7 +62,7 @@ image: an image with several boxes is classified on its largest box (by area, th
 on ties; counted on stderr); an image without a box keeps its row with an empty gender.";
 
 /// Arguments of `culturelens classify`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Per-image attributes (e.g. gender) by zero-shot CLIP classification (MAGBIG Sec. 4)", long_about = CONVENTIONS)]
 pub struct ClassifyArgs {
     /// A folder of images (sorted file names) or a manifest CSV with an `image` column (paths
@@ -69,6 +70,7 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "DIR|CSV")]
     pub images: PathBuf,
     #[command(flatten)]
+    #[serde(flatten)]
     pub model: ModelArgs,
     /// Name of the attribute column; `gender` has default classes.
     #[arg(long, default_value = "gender")]
@@ -77,6 +79,7 @@ pub struct ClassifyArgs {
     #[arg(long = "classes", value_name = "LABEL=TEXT")]
     pub classes: Vec<String>,
     #[command(flatten)]
+    #[serde(flatten)]
     pub run: PerImageArgs,
     /// A face-attribute network instead of zero-shot CLIP.
     #[arg(long, value_enum, value_name = "NAME", conflicts_with = "classes")]
@@ -101,6 +104,8 @@ pub enum Network {
     #[value(name = "gender-v1")]
     GenderV1,
 }
+
+crate::provenance::value_enum!(Network);
 
 /// The classes of the run: `(label, text)` in order.
 fn classes(args: &ClassifyArgs) -> Result<Vec<(String, String)>> {
@@ -210,9 +215,10 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
             (meta, chip_files(&chips), None)
         }
         Some(faces) => {
-            let dat = args.landmarks.clone().unwrap_or_else(|| {
-                onnx.parent().unwrap_or(Path::new(".")).join("shape_predictor_5_face_landmarks.dat")
-            });
+            let dat = args
+                .landmarks
+                .clone()
+                .unwrap_or_else(|| sibling(&onnx, "shape_predictor_5_face_landmarks.dat"));
             let (meta, rows) = aligned_chips(&args.images, faces, &dat)?;
             (meta, rows, Some(dat))
         }
@@ -281,7 +287,7 @@ fn run_gender_v1(args: &ClassifyArgs) -> Result<()> {
     if let (Some(dat), Some(faces)) = (&landmarks, &args.faces) {
         provenance.model("shape_predictor_5_face_landmarks", dat)?.input(faces)?;
     }
-    provenance.device(args.model.device, "f32").write_beside(&args.run.out)?;
+    provenance.device(args.model.device, FloatType::F32).write_beside(&args.run.out)?;
     eprintln!(
         "wrote {n} rows to {}: {} classified, {no_face} without a usable face, {} unreadable (empty gender)",
         args.run.out.display(),
@@ -419,11 +425,10 @@ fn chip_list(source: &Path, column: &str) -> Result<(Metadata, Vec<Option<PathBu
     }
     let meta = read_metadata_csv(source)?;
     let name = if meta.column(column).is_some() { column } else { "image" };
-    let base = source.parent().unwrap_or(Path::new("."));
     let chips = meta
         .require_column(name)?
         .iter()
-        .map(|c| (!c.trim().is_empty()).then(|| base.join(c.trim())))
+        .map(|c| (!c.trim().is_empty()).then(|| sibling(source, c.trim())))
         .collect();
     Ok((meta, chips))
 }

@@ -31,7 +31,7 @@ Output (--out, atomic): the manifest's columns, then COL_cos and COL_clipscore p
 cannot be read stops the run unless --skip-bad, which keeps its row with empty scores.";
 
 /// Arguments of `culturelens clipscore`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "CLIPScore of images against their captions (Hessel et al.; SoS Sec. 4.2)", long_about = CONVENTIONS)]
 pub struct ClipscoreArgs {
     /// Manifest CSV: `image` column (paths relative to the CSV) and the caption columns.
@@ -44,6 +44,7 @@ pub struct ClipscoreArgs {
     #[arg(long, value_name = "TEXT")]
     pub template: Option<String>,
     #[command(flatten)]
+    #[serde(flatten)]
     pub model: ModelArgs,
     /// The weight w of CLIPScore.
     #[arg(long, default_value_t = CLIPSCORE_W)]
@@ -52,6 +53,7 @@ pub struct ClipscoreArgs {
     #[arg(long)]
     pub truncate: bool,
     #[command(flatten)]
+    #[serde(flatten)]
     pub run: PerImageArgs,
 }
 

@@ -33,7 +33,7 @@ Outputs in --out (a folder), written only when every image was read:
                         bin closed), shares summing to 1 per group (SoS App. F.3)";
 
 /// Arguments of `culturelens colour`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Dominant colours per image and per group, HSV value distributions (SoS App. F)", long_about = CONVENTIONS)]
 pub struct ColourArgs {
     /// Image folder, or a manifest CSV with an `image` column (paths relative to the CSV).

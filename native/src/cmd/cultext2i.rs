@@ -15,7 +15,7 @@ use culturelens_metrics::cultext2i::{
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv};
 use serde_json::{Value, json};
 
-use crate::device::{DeviceChoice, select_device};
+use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
 use crate::output::{write_csv_rows, write_json_pretty};
 use crate::provenance::Provenance;
@@ -42,7 +42,7 @@ XNA per (model, language, template) = share of sets whose majority is the set's 
 XDP = (#sets d0 - #sets d1) / #sets.";
 
 /// Arguments of `culturelens cultext2i`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "CulText2I metrics: NA, DP, CD, CCS, XNA/XDP (CulText2I Sec. 6.1, Table 2)", long_about = CONVENTIONS)]
 pub struct Cultext2iArgs {
     /// Image embeddings (.npy, .parquet).
@@ -158,7 +158,7 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     for path in [&args.images, &args.image_meta, &args.texts, &args.text_meta].into_iter().chain(&args.vqa) {
         provenance.input(path)?;
     }
-    provenance.device(args.device, "f32").write_beside(&args.out)?;
+    provenance.device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, concept, template) rows to {}", rows.len(), args.out.display());
     Ok(())
 }

@@ -15,20 +15,19 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use clap::ValueEnum;
+use culturelens_files::sha256_hex;
 
-use crate::device::ModelPrecision;
 use crate::encode::{ModelArgs, check_batch, embed_images, embed_token_ids};
-use crate::hash::sha256_hex;
 use crate::input::{ImageList, read_prompts};
 use crate::output::{meta_out_path, write_table};
+use crate::provenance::{as_text_opt, value_name};
 use crate::work::part::{Input, Part};
 use crate::work::progress::Progress;
-use crate::work::resume::{ResumeLog, split_finished};
+use crate::work::resume::{ResumeLog, RunKey, canonical, split_finished};
 use crate::work::shard::Shard;
 
 /// The output table: shared by `embed` and `embed-text`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 pub struct OutputArgs {
     /// Output table: `.npy` (with metadata in `--meta-out`, default OUT with `.csv`) or `.parquet`.
     #[arg(long, value_name = "FILE")]
@@ -39,7 +38,7 @@ pub struct OutputArgs {
 }
 
 /// Arguments of `culturelens embed`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
     about = "Embed images with CLIP, OpenCLIP, SigLIP, DINOv2 or EfficientNet-Lite into an embedding table"
 )]
@@ -49,8 +48,10 @@ pub struct EmbedArgs {
     #[arg(long, value_name = "DIR|CSV")]
     pub images: PathBuf,
     #[command(flatten)]
+    #[serde(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub output: OutputArgs,
     /// Images per forward pass.
     #[arg(long, default_value_t = 16)]
@@ -58,6 +59,7 @@ pub struct EmbedArgs {
     /// Embed only shard K of N (1-based; contiguous row ranges, so the shards' tables
     /// concatenated in order give the whole table).
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    #[serde(serialize_with = "as_text_opt")]
     pub shard: Option<Shard>,
     /// Write the table without the images that failed (they are still listed) instead of
     /// failing the run.
@@ -66,7 +68,7 @@ pub struct EmbedArgs {
 }
 
 /// Arguments of `culturelens embed-text`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Embed prompts with the text tower of CLIP or SigLIP into an embedding table")]
 pub struct EmbedTextArgs {
     /// A CSV with the prompts in `--column` (every column is carried over), or a `.txt` file with
@@ -77,24 +79,14 @@ pub struct EmbedTextArgs {
     #[arg(long, default_value = "prompt")]
     pub column: String,
     #[command(flatten)]
+    #[serde(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub output: OutputArgs,
     /// Prompts per forward pass.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-}
-
-/// The resume-log header of a run of `weights` with `dim`-wide rows in `precision`: f16 runs
-/// are tagged, so they never reuse f32 rows nor the reverse; f32 logs keep the header they
-/// always had.
-fn resume_header(weights: &Path, dim: usize, precision: ModelPrecision) -> String {
-    let tag = match precision {
-        ModelPrecision::F32 => "",
-        ModelPrecision::F16 => "\tf16",
-    };
-    let weights = weights.canonicalize().unwrap_or_else(|_| weights.to_owned());
-    format!("culturelens-embed-v1\t{}\t{dim}{tag}", weights.display())
 }
 
 pub fn run(args: &EmbedArgs) -> Result<()> {
@@ -104,8 +96,8 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     let rows: Vec<usize> = Shard::items(args.shard, images.paths.len()).collect();
     let (encoder, weights) = args.model.load()?;
     let dim = encoder.model.image_dim();
-    let header = resume_header(&weights, dim, args.model.precision);
-    let (mut log, finished) = ResumeLog::open(&args.output.out, &header, dim)?;
+    let key = RunKey::Embed { weights: canonical(&weights), dim, precision: args.model.precision };
+    let (mut log, finished) = ResumeLog::open(&args.output.out, &key)?;
     let keys: Vec<String> = images.paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let (mut done, todo) = split_finished(&rows, |row| keys[row].clone(), &finished);
     if todo.len() < rows.len() {
@@ -160,10 +152,10 @@ fn write_part(
     let input = Input { name: args.images.display().to_string(), sha256: sha256_hex(&list) };
     let source = match &args.model.model {
         Some(id) => id.clone(),
-        None => weights.canonicalize().unwrap_or_else(|_| weights.to_owned()).display().to_string(),
+        None => canonical(weights).display().to_string(),
     };
     let model = format!("{source} ({dim}-d)");
-    let precision = args.model.precision.to_possible_value().expect("a clap value").get_name().to_string();
+    let precision = value_name(&args.model.precision);
     let mut part = Part::new("embed", shard, images.paths.len(), rows, model, &precision, input);
     let part_path = Part::path_for(out);
     part.add_file(&part_path, "table", out)?;

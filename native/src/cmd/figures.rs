@@ -38,7 +38,7 @@ the same tables give byte-identical files on any machine running the same build.
 written; files are written atomically, with DIR/provenance.json.";
 
 /// Arguments of `culturelens figures`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Publication figures (SVG + PNG) from culturelens result tables", long_about = CONVENTIONS)]
 pub struct FiguresArgs {
     /// Joint SoS CSV (`culturelens sos --out`).

@@ -20,15 +20,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::hash::sha256_hex;
-use crate::provenance::Provenance;
-use crate::work::part::{DIR_PART, Input, Part};
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
-use clap::ValueEnum;
 use culturelens_diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
+use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
@@ -38,16 +35,18 @@ use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv,
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
 use crate::input::read_prompts;
 use crate::prompt_sets::{load_set, parse_set};
+use crate::provenance::{Provenance, as_text_opt, value_name};
 use crate::timing::Stages;
+use crate::work::part::{DIR_PART, Input, Part};
 use crate::work::progress::Progress;
-use crate::work::resume::ResumeLog;
+use crate::work::resume::{ResumeLog, RunKey, canonical};
 use crate::work::shard::Shard;
 
 /// The columns `generate` adds to the prompt table, in this order.
 pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "steps", "guidance", "scheduler"];
 
 /// Arguments of `culturelens generate`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
     about = "Generate images from prompts with a Stable Diffusion 1.x/2.x or AltDiffusion pipeline (diffusers folder layout)"
 )]
@@ -75,6 +74,7 @@ pub struct GenerateArgs {
     /// One of the papers' prompt sets (sos, magbig, cube, cultext2i), as `prompts export` gives
     /// it (upstream files from the cache, downloading or $CULTURELENS_DATA_MIRROR).
     #[arg(long, value_name = "NAME", value_parser = parse_set)]
+    #[serde(serialize_with = "as_text_opt")]
     pub prompt_set: Option<PromptSet>,
     /// With --prompt-set: keep only these languages (ISO 639-1 codes, comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "CODES", requires = "prompt_set")]
@@ -137,12 +137,14 @@ pub struct GenerateArgs {
     /// a time, and the VAE's attention goes image by image. Same images, less memory where the
     /// backend materialises the scores (wgpu, CUDA); the CPU backend never does.
     #[arg(long, value_name = "auto|max|N", value_parser = AttentionSlice::parse)]
+    #[serde(serialize_with = "as_text_opt")]
     pub attention_slice: Option<AttentionSlice>,
     /// Print `timing <stage> <seconds>` lines to stderr (stages: load, generate, write).
     #[arg(long)]
     pub timings: bool,
     /// Generate only shard K of N of the prompts (1-based, contiguous ranges).
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    #[serde(serialize_with = "as_text_opt")]
     pub shard: Option<Shard>,
 }
 
@@ -230,7 +232,49 @@ fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
-    // Read and check everything before writing anything.
+    run_with(args, |job, batch| job.run(batch))
+}
+
+/// [`run`] with `make` as the step that turns a batch into images (the tests substitute one that
+/// fails chosen prompts): read → plan → generate → write.
+fn run_with(
+    args: &GenerateArgs,
+    make: impl FnMut(&Job, &[Item]) -> Result<Vec<(Item, Vec<f32>)>>,
+) -> Result<()> {
+    let mut read = read(args)?;
+    let mut plan = plan(args, &read)?;
+    let failures = generate(args, &mut read, &mut plan, make)?;
+    write(args, read, plan, &failures)
+}
+
+/// What a run reads and checks before it writes anything: the prompts, the pipeline and every
+/// setting that depends on it.
+struct Read {
+    prompts: Vec<String>,
+    meta: Metadata,
+    /// `--scheduler`, parsed.
+    kind: Option<SchedulerKind>,
+    device: Device,
+    /// The pipeline folder (`--pipeline`, or the hub snapshot of `--model`).
+    dir: PathBuf,
+    pipeline: PipelineFolder,
+    stages: Stages,
+    height: usize,
+    width: usize,
+    /// One prompt's latents `(K, 4, h, w)`.
+    shape: [usize; 4],
+    layers: Vec<Option<usize>>,
+    /// `--latents`, for each prompt.
+    given: Option<Vec<f32>>,
+    scheduler_name: &'static str,
+    negatives: Vec<String>,
+    /// The manifest's `model` column.
+    model_name: String,
+}
+
+/// Read: the prompt table, the device, the pipeline, sizes, layers, latents, negative prompts;
+/// everything that can be checked up front is, before anything is written.
+fn read(args: &GenerateArgs) -> Result<Read> {
     if args.batch == 0 || args.images_per_prompt == 0 {
         bail!("--batch and --images-per-prompt must be at least 1");
     }
@@ -281,74 +325,122 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     };
     let model_name = match &args.model {
         Some(id) => id.clone(),
-        None => dir
-            .canonicalize()
-            .unwrap_or_else(|_| dir.clone())
+        None => canonical(&dir)
             .file_name()
             .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
     };
-    let rows: Vec<usize> = Shard::items(args.shard, prompts.len()).collect();
+    Ok(Read {
+        prompts,
+        meta,
+        kind,
+        device,
+        dir,
+        pipeline,
+        stages,
+        height,
+        width,
+        shape,
+        layers,
+        given,
+        scheduler_name,
+        negatives,
+        model_name,
+    })
+}
+
+/// What a run makes and what is left of it: every item of this shard, the ones a previous run
+/// finished (from the resume log) and the ones still to do.
+struct Plan {
+    items: Vec<Item>,
+    /// Whether the run sweeps text layers (the layer is then part of each file name).
+    sweep: bool,
+    /// The floats of an image kept in the log for `--out-npy` (0 without it).
+    pixels: usize,
+    manifest_path: PathBuf,
+    log: ResumeLog,
+    todo: Vec<Item>,
+    /// The finished images by file name, with their floats where `--out-npy` keeps them.
+    done: BTreeMap<String, Vec<f32>>,
+}
+
+/// Plan: this shard's items, the output folder, the resume log under the run's key (a rerun
+/// with other settings starts afresh), and the items still to do.
+fn plan(args: &GenerateArgs, read: &Read) -> Result<Plan> {
+    let (height, width, k) = (read.height, read.width, args.images_per_prompt);
+    let rows: Vec<usize> = Shard::items(args.shard, read.prompts.len()).collect();
     let sweep = args.text_layers.is_some();
     let items: Vec<Item> =
-        rows.iter().flat_map(|&row| layers.iter().map(move |&layer| Item { row, layer })).collect();
+        rows.iter().flat_map(|&row| read.layers.iter().map(move |&layer| Item { row, layer })).collect();
     let pixels = if args.out_npy.is_some() { height * width * 3 } else { 0 };
 
-    // The run's identity: a rerun with other settings starts afresh.
     let manifest_path = args.out.join("manifest.csv");
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let header = format!(
-        "culturelens-generate-v1\t{}\t{scheduler_name}\t{}\t{}\t{height}x{width}\t{k}\t{}\t{}\t{:?}\t{:?}\t{:?}\t{pixels}",
-        dir.canonicalize().unwrap_or_else(|_| dir.clone()).display(),
-        args.steps,
-        args.guidance,
-        args.seed,
-        args.seed_per_image,
-        args.negative_prompt,
-        args.latents,
-        args.precision,
-    );
-    let (mut log, finished) = ResumeLog::open(&manifest_path, &header, pixels)?;
+    let key = RunKey::Generate {
+        pipeline: canonical(&read.dir),
+        scheduler: read.scheduler_name,
+        steps: args.steps,
+        guidance: args.guidance,
+        height,
+        width,
+        images_per_prompt: k,
+        seed: args.seed,
+        seed_per_image: args.seed_per_image,
+        negative_prompt: args.negative_prompt.clone(),
+        latents: args.latents.clone(),
+        precision: args.precision,
+        pixels,
+    };
+    let (log, finished) = ResumeLog::open(&manifest_path, &key)?;
     let is_done = |item: &Item| (0..k).all(|i| finished.contains_key(&image_name(*item, i, sweep)));
     let todo: Vec<Item> = items.iter().copied().filter(|it| !is_done(it)).collect();
     if todo.len() < items.len() {
         eprintln!("resuming: {} of {} prompts already generated", items.len() - todo.len(), items.len());
     }
-    let mut done: BTreeMap<String, Vec<f32>> = finished;
+    Ok(Plan { items, sweep, pixels, manifest_path, log, todo, done: finished })
+}
 
-    // Generate, batch by batch of prompts that share a layer.
-    let progress = Progress::new(items.len() * k, (items.len() - todo.len()) * k, "images");
+/// Generate: the items still to do, batch by batch of prompts that share a layer, each image
+/// written (atomically) and logged as it is made. A batch that fails is recorded with its
+/// error and the others go on; returns the failed prompts' rows and errors.
+fn generate(
+    args: &GenerateArgs,
+    read: &mut Read,
+    plan: &mut Plan,
+    mut make: impl FnMut(&Job, &[Item]) -> Result<Vec<(Item, Vec<f32>)>>,
+) -> Result<Vec<(usize, String)>> {
+    let (height, width, k) = (read.height, read.width, args.images_per_prompt);
+    let progress = Progress::new(plan.items.len() * k, (plan.items.len() - plan.todo.len()) * k, "images");
     let mut failures: Vec<(usize, String)> = Vec::new();
     let mut batches: Vec<Vec<Item>> = Vec::new();
-    for item in &todo {
+    for item in &plan.todo {
         match batches.last_mut() {
             Some(b) if b.len() < args.batch && b[0].layer == item.layer => b.push(*item),
             _ => batches.push(vec![*item]),
         }
     }
     let job = Job {
-        pipeline: &pipeline,
-        kind,
+        pipeline: &read.pipeline,
+        kind: read.kind,
         args,
-        prompts: &prompts,
-        negatives: &negatives,
-        given,
-        shape,
-        device,
+        prompts: &read.prompts,
+        negatives: &read.negatives,
+        given: read.given.as_deref(),
+        shape: read.shape,
+        device: &read.device,
     };
     for batch in batches {
-        let result = injected_failure(&batch).and_then(|()| job.run(&batch));
-        match result {
+        match make(&job, &batch) {
             Ok(outputs) => {
                 for (item, images) in outputs {
                     for (i, image) in images.chunks(height * width * 3).enumerate() {
-                        let name = image_name(item, i, sweep);
+                        let name = image_name(item, i, plan.sweep);
                         write_png(&args.out.join(&name), image, height, width)?;
-                        let kept = if pixels > 0 { image.to_vec() } else { Vec::new() };
-                        log.append(&name, &kept)?;
-                        done.insert(name, kept);
+                        let kept = if plan.pixels > 0 { image.to_vec() } else { Vec::new() };
+                        plan.log.append(&name, &kept)?;
+                        plan.done.insert(name, kept);
                     }
                 }
-                log.sync()?;
+                plan.log.sync()?;
             }
             Err(e) => {
                 for it in &batch {
@@ -359,33 +451,39 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         progress.inc(batch.len() * k);
     }
     let seconds = progress.finish().as_secs_f64();
-    stages.lap("generate");
-    let generated = (todo.len() - failures.len()) * k;
+    read.stages.lap("generate");
+    let generated = (plan.todo.len() - failures.len()) * k;
     eprintln!("generated {generated} images in {seconds:.1} s ({:.2} images/s)", generated as f64 / seconds);
+    Ok(failures)
+}
 
-    // Write the manifest (and the array) of every finished image, in item order.
+/// Write: the manifest (and the `--out-npy` array) of every finished image in item order; then,
+/// when no prompt failed, the part file of a shard, the provenance and the removal of the log.
+fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, String)]) -> Result<()> {
+    let (height, width, k) = (read.height, read.width, args.images_per_prompt);
+    let lens_layers = read.pipeline.model.text_encoder.lens_layers();
     let mut manifest_rows = Vec::new();
     let mut extra: Vec<Vec<String>> = vec![Vec::new(); MANIFEST_COLUMNS.len()];
     let mut array = Vec::new();
-    for item in &items {
+    for item in &plan.items {
         for i in 0..k {
-            let name = image_name(*item, i, sweep);
-            let Some(values) = done.get(&name) else { continue };
+            let name = image_name(*item, i, plan.sweep);
+            let Some(values) = plan.done.get(&name) else { continue };
             manifest_rows.push(item.row);
             let seed = match (&args.latents, args.seed_per_image) {
                 (Some(_), _) => String::new(),
                 (None, true) => (args.seed + i as u64).to_string(),
                 (None, false) => args.seed.to_string(),
             };
-            let layer = item.layer.unwrap_or(model.text_encoder.lens_layers()).to_string();
+            let layer = item.layer.unwrap_or(lens_layers).to_string();
             let cells = [
                 name,
-                model_name.clone(),
+                read.model_name.clone(),
                 seed,
                 layer,
                 args.steps.to_string(),
                 args.guidance.to_string(),
-                scheduler_name.into(),
+                read.scheduler_name.into(),
             ];
             for (column, cell) in extra.iter_mut().zip(cells) {
                 column.push(cell);
@@ -393,21 +491,18 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             array.extend_from_slice(values);
         }
     }
-    let selected = meta.select_rows(&manifest_rows);
+    let selected = read.meta.select_rows(&manifest_rows);
     let mut columns: Vec<(String, Vec<String>)> =
         selected.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
     columns.extend(MANIFEST_COLUMNS.iter().map(|c| c.to_string()).zip(extra));
-    let manifest = Metadata::from_columns(Some(manifest_path.clone()), columns)?;
+    let manifest = Metadata::from_columns(Some(plan.manifest_path.clone()), columns)?;
     if let Some(path) = &args.out_npy {
         let n = manifest.n_rows();
         write_atomic(path, |w| write_npy_nd(w, &[n, height, width, 3], &array))?;
     }
-    write_atomic(&manifest_path, |w| write_metadata_csv(w, &manifest))?;
+    write_atomic(&plan.manifest_path, |w| write_metadata_csv(w, &manifest))?;
     if !failures.is_empty() {
-        eprintln!("{} prompt(s) failed:", failures.len());
-        for (row, e) in &failures {
-            eprintln!("  row {row} ({:?}): {e}", prompts[*row]);
-        }
+        eprint!("{}", failure_report(failures, &read.prompts));
         bail!(
             "{} prompt(s) failed; the manifest lists the {} images made (rerun to retry the rest, finished images are kept)",
             failures.len(),
@@ -416,15 +511,23 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     }
     if let Some(shard) = args.shard {
         let settings = format!(
-            "scheduler={scheduler_name} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={layers:?}",
-            args.steps, args.guidance, args.seed, args.seed_per_image, args.negative_prompt, args.latents,
+            "scheduler={} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={:?}",
+            read.scheduler_name,
+            args.steps,
+            args.guidance,
+            args.seed,
+            args.seed_per_image,
+            args.negative_prompt,
+            args.latents,
+            read.layers,
         );
-        let rows_per_item = k * layers.len();
-        let rows = ShardRows { items: prompts.len(), rows: manifest.n_rows(), rows_per_item, settings };
-        write_part(args, &meta, &model_name, shard, &manifest_path, rows)?;
+        let rows_per_item = k * read.layers.len();
+        let rows = ShardRows { items: read.prompts.len(), rows: manifest.n_rows(), rows_per_item, settings };
+        write_part(args, &read.meta, &read.model_name, shard, &plan.manifest_path, rows)?;
     }
+    let dir = &read.dir;
     let mut provenance = Provenance::new("generate", args);
-    provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), &dir)?;
+    provenance.model(args.model.as_deref().unwrap_or(&dir.display().to_string()), dir)?;
     if let Some(path) = &args.prompts {
         provenance.input(path)?;
     }
@@ -432,25 +535,21 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         provenance.prompt_sets([set.to_string()]);
     }
     provenance.seed("seed", args.seed);
-    provenance.device(args.device, &format!("{:?}", args.precision).to_lowercase());
+    provenance.device(args.device, args.precision);
     provenance.write_for_dir(&args.out)?;
-    log.remove()?;
-    stages.lap("write");
-    eprintln!("wrote {} images and {}", manifest.n_rows(), manifest_path.display());
+    plan.log.remove()?;
+    read.stages.lap("write");
+    eprintln!("wrote {} images and {}", manifest.n_rows(), plan.manifest_path.display());
     Ok(())
 }
 
-/// Test hook of debug builds: `CULTURELENS_TEST_FAIL_ROWS=1,3` makes the prompts of those rows
-/// of the prompt table fail as a model error would, so a test can check that a failing prompt is
-/// reported and the others go on. Release builds ignore it.
-fn injected_failure(batch: &[Item]) -> Result<()> {
-    if cfg!(debug_assertions)
-        && let Ok(rows) = std::env::var("CULTURELENS_TEST_FAIL_ROWS")
-        && let Some(it) = batch.iter().find(|it| rows.split(',').any(|r| r.trim() == it.row.to_string()))
-    {
-        bail!("injected failure for row {} (CULTURELENS_TEST_FAIL_ROWS)", it.row);
+/// The lines that list the failed prompts: how many, then each one's row, prompt and error.
+fn failure_report(failures: &[(usize, String)], prompts: &[String]) -> String {
+    let mut report = format!("{} prompt(s) failed:\n", failures.len());
+    for (row, e) in failures {
+        report += &format!("  row {row} ({:?}): {e}\n", prompts[*row]);
     }
-    Ok(())
+    report
 }
 
 /// What every batch of a run shares.
@@ -461,10 +560,10 @@ struct Job<'a> {
     prompts: &'a [String],
     negatives: &'a [String],
     /// `--latents`, for each prompt.
-    given: Option<Vec<f32>>,
+    given: Option<&'a [f32]>,
     /// One prompt's latents `(K, 4, h, w)`.
     shape: [usize; 4],
-    device: Device,
+    device: &'a Device,
 }
 
 impl Job<'_> {
@@ -495,7 +594,7 @@ impl Job<'_> {
             steps: self.args.steps,
             guidance: self.args.guidance,
             layer: batch[0].layer,
-            latents: latents_tensor(values, [batch.len() * k, c, h, w], &self.device),
+            latents: latents_tensor(values, [batch.len() * k, c, h, w], self.device),
         };
         let mut scheduler = self.pipeline.scheduler(self.kind)?;
         let (images, [_, height, width, _]) =
@@ -532,7 +631,7 @@ fn write_part(
         _ => "--prompt".to_string(),
     };
     let input = Input { name, sha256: sha256_hex(&table) };
-    let precision = args.precision.to_possible_value().expect("a clap value").get_name().to_string();
+    let precision = value_name(&args.precision);
     let mut part = Part::new("generate", shard, items, rows, model.to_string(), &precision, input)
         .with_items_of(rows_per_item, settings);
     let part_path = args.out.join(DIR_PART);
@@ -587,6 +686,67 @@ mod tests {
         for bad in ["every:0", "every:x", "1,a"] {
             assert!(parse_layers(&args(&["--text-layers", bad]), 3).is_err(), "{bad}");
         }
+    }
+
+    /// A prompt that fails (here: the batch step fails the prompt of row 1, as a model error
+    /// would) is reported with its row, the other prompts are generated and listed, the run
+    /// fails, and a rerun makes only the failed prompt's image: the folder then equals an
+    /// uninterrupted run's.
+    #[test]
+    fn a_failing_prompt_is_reported_and_the_others_go_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let prompts = tmp.path().join("prompts.csv");
+        let table = "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n";
+        std::fs::write(&prompts, table).unwrap();
+        let pipeline = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion/tiny-sd1");
+        let args = |out: &Path| {
+            let line =
+                ["generate", "--pipeline", pipeline, "--steps", "2", "--height", "16", "--width", "16"];
+            let paths = [("--prompts", prompts.as_path()), ("--out", out)];
+            let paths = paths.iter().flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()]);
+            Cli::parse_from(line.iter().map(|a| a.to_string()).chain(paths)).args
+        };
+        let clean = tmp.path().join("clean");
+        run(&args(&clean)).unwrap();
+
+        let out = tmp.path().join("run");
+        let failed = run_with(&args(&out), |job, batch| match batch.iter().find(|it| it.row == 1) {
+            Some(it) => bail!("a model error for row {}", it.row),
+            None => job.run(batch),
+        })
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            failed,
+            "1 prompt(s) failed; the manifest lists the 2 images made (rerun to retry the rest, finished \
+             images are kept)"
+        );
+        let report =
+            failure_report(&[(1, "a model error for row 1".into())], &["p".into(), "a street".into()]);
+        assert_eq!(report, "1 prompt(s) failed:\n  row 1 (\"a street\"): a model error for row 1\n");
+        let manifest = |dir: &Path| std::fs::read_to_string(dir.join("manifest.csv")).unwrap();
+        let ids: Vec<String> =
+            manifest(&out).lines().skip(1).map(|l| l.split(',').next().unwrap().into()).collect();
+        assert_eq!(ids, ["p1", "p3"], "the manifest lists the images that were made");
+        assert!(out.join("000000_00.png").is_file() && out.join("000002_00.png").is_file());
+        assert!(!out.join("000001_00.png").exists());
+        assert!(out.join("manifest.csv.resume").is_file(), "the log keeps the finished images");
+
+        // The rerun makes the missing image only (the step fails any other prompt).
+        run_with(&args(&out), |job, batch| match batch.iter().find(|it| it.row != 1) {
+            Some(it) => bail!("row {} was finished before", it.row),
+            None => job.run(batch),
+        })
+        .unwrap();
+        assert_eq!(manifest(&out), manifest(&clean));
+        for name in ["000000_00.png", "000001_00.png", "000002_00.png"] {
+            assert_eq!(
+                std::fs::read(out.join(name)).unwrap(),
+                std::fs::read(clean.join(name)).unwrap(),
+                "{name}"
+            );
+        }
+        assert!(!out.join("manifest.csv.resume").exists());
     }
 
     #[test]

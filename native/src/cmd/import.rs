@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use culturelens_models_io::import::{import_pickle, known_archs};
 
-use crate::device::{DeviceChoice, select_device};
+use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::provenance::Provenance;
 
 /// Arguments of `culturelens import-weights`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
     about = "Convert a pickled PyTorch checkpoint of a known architecture into a weights folder",
     after_help = "Known architectures: efficientnet-lite0 … efficientnet-lite4 (efficientnet_lite_pytorch \
@@ -41,7 +41,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     import_pickle(&args.pickle, &args.arch, &args.out, &device)
         .with_context(|| format!("import-weights --pickle {}", args.pickle.display()))?;
     let mut provenance = Provenance::new("import-weights", args);
-    provenance.input(&args.pickle)?.device(args.device, "f32").write_for_dir(&args.out)?;
+    provenance.input(&args.pickle)?.device(args.device, FloatType::F32).write_for_dir(&args.out)?;
     eprintln!("wrote {} ({}); embed with --weights {}", args.out.display(), args.arch, args.out.display());
     Ok(())
 }

@@ -13,7 +13,7 @@ use culturelens_metrics::stats::mean;
 use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv};
 use serde_json::{Value, json};
 
-use crate::device::{DeviceChoice, select_device};
+use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
 use crate::output::{write_csv_rows, write_json_pretty};
 use crate::provenance::Provenance;
@@ -53,7 +53,7 @@ sets paired by prompt_id, for the per-prompt deviation and, with embeddings, the
 alignment (MAGBIG App. C, Tables 5-6).";
 
 /// Arguments of `culturelens magbig`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "MAGBIG gender bias: MAD, fair-coin baseline and male share (MAGBIG Sec. 4)", long_about = CONVENTIONS)]
 pub struct MagbigArgs {
     /// Per-image attributes CSV (model,language,set,prompt_id,gender; e.g. from `culturelens classify`).
@@ -127,7 +127,7 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         provenance.input(path)?;
     }
     let sets: std::collections::BTreeSet<&String> = groups.keys().map(|(_, _, set)| set).collect();
-    provenance.prompt_sets(sets).device(args.device, "f32").write_beside(&args.out)?;
+    provenance.prompt_sets(sets).device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
 }

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use culturelens_files::write_dir_atomic;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, read_metadata_csv, save_table};
 
 use crate::output::meta_out_path;
@@ -44,7 +45,7 @@ missing or given twice, when the parts come from another model, precision, input
 image list) or shard count, or when a part's files changed after its shard finished.";
 
 /// Arguments of `culturelens merge`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Join the outputs of `--shard K/N` runs into what one run writes", long_about = ABOUT)]
 pub struct MergeArgs {
     /// Output: `.npy` (metadata CSV in --meta-out, default OUT with `.csv`) or `.parquet` for
@@ -210,37 +211,27 @@ fn merge_folders(args: &MergeArgs) -> Result<()> {
     }
     let meta = Metadata::from_columns(None, columns)?;
 
-    // Write into a temporary folder beside OUT, then rename it to OUT.
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".culturelens-")
-        .tempdir_in(parent)
-        .with_context(|| format!("cannot create a folder in {}", parent.display()))?;
-    for (dir, _, (_, images)) in &ordered {
-        for image in images {
-            let to = tmp.path().join(image);
-            if let Some(sub) = to.parent() {
-                std::fs::create_dir_all(sub).with_context(|| format!("cannot create {}", sub.display()))?;
-            }
-            let from = dir.join(image);
-            if std::fs::hard_link(&from, &to).is_err() {
-                std::fs::copy(&from, &to)
-                    .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    // Write into a folder that becomes OUT when complete.
+    write_dir_atomic(out, |tmp| -> Result<()> {
+        for (dir, _, (_, images)) in &ordered {
+            for image in images {
+                let to = tmp.join(image);
+                if let Some(sub) = to.parent() {
+                    std::fs::create_dir_all(sub)
+                        .with_context(|| format!("cannot create {}", sub.display()))?;
+                }
+                let from = dir.join(image);
+                if std::fs::hard_link(&from, &to).is_err() {
+                    std::fs::copy(&from, &to)
+                        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+                }
             }
         }
-    }
-    culturelens_table::write_atomic(&tmp.path().join(MANIFEST), |w| {
-        culturelens_table::write_metadata_csv(w, &meta)
+        culturelens_table::write_atomic(&tmp.join(MANIFEST), |w| {
+            culturelens_table::write_metadata_csv(w, &meta)
+        })?;
+        Ok(())
     })?;
-    let tmp = tmp.keep();
-    if let Err(e) = std::fs::rename(&tmp, out) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e).with_context(|| format!("cannot create {}", out.display()));
-    }
     // The merge's own manifest: the parts (their files' digests and their own manifests).
     let mut manifest = Provenance::new("merge", args);
     for (dir, _, _) in &ordered {

@@ -10,7 +10,7 @@ use culturelens_prompts::{COMMON_COLUMNS, Fetcher, LoadOptions, Origin, PromptSe
 
 use crate::prompt_sets::{load_set, parse_set};
 
-use crate::provenance::Provenance;
+use crate::provenance::{Provenance, as_text};
 
 const ABOUT: &str = "\
 The prompt sets of the four papers, downloaded on first use from their pinned upstream commits and
@@ -48,10 +48,11 @@ pub enum Action {
 }
 
 /// Arguments of `culturelens prompts export`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 pub struct ExportArgs {
     /// sos, magbig, cube or cultext2i.
     #[arg(value_parser = parse_set)]
+    #[serde(serialize_with = "as_text")]
     pub set: PromptSet,
     /// Output file: .csv (header row) or .parquet (UTF-8 columns).
     #[arg(long, value_name = "FILE")]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_bundle::MANIFEST;
+use culturelens_files::write_dir_atomic;
 
 use crate::figures::{self, Figure};
 use crate::input::load_bundle_table;
@@ -38,7 +39,7 @@ into place at the end; an existing --out is replaced only if it is a previous re
 const MARKER: &str = ".culturelens-report";
 
 /// Arguments of `culturelens report`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "A static web site of a run: browser app, bundle, figures, tables, provenance", long_about = CONVENTIONS)]
 pub struct ReportArgs {
     /// The run folder (culturelens outputs: CSV, JSON, bundles, colour folders).
@@ -380,39 +381,24 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let figures = unique_names(figures_of(root, &run)?);
     let html = index_html(args, root, &run, &figures)?;
 
-    let parent = match args.out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    let staging = tempfile::Builder::new().prefix(".culturelens-report-").tempdir_in(&parent)?;
-    let site = staging.path();
-    copy_dir(&args.app, &site.join("app"))?;
-    for b in &run.bundles {
-        copy_dir(&root.join(b), &site.join("bundles").join(b))?;
-    }
     let just_figures: Vec<Figure> = figures.into_iter().map(|(_, f)| f).collect();
-    if !just_figures.is_empty() {
-        figures::write(&site.join("figures"), &just_figures, args.scale)?;
-    }
-    for rel in run.csvs.iter().chain(&run.jsons).chain(&run.provenance) {
-        copy_file(&root.join(rel), &site.join("results").join(rel))?;
-    }
-    std::fs::write(site.join("index.html"), html)?;
-    std::fs::File::create(site.join(MARKER))?.write_all(b"a culturelens report folder\n")?;
-    let mut provenance = Provenance::new("report", args);
-    provenance.input(root)?.input(&args.app)?;
-    provenance.write_for_dir(site)?;
-
-    let staged = staging.keep();
-    if args.out.exists() {
-        let old = tempfile::Builder::new().prefix(".culturelens-report-old-").tempdir_in(&parent)?.keep();
-        std::fs::rename(&args.out, old.join("site"))?;
-        std::fs::rename(&staged, &args.out)?;
-        std::fs::remove_dir_all(&old)?;
-    } else {
-        std::fs::rename(&staged, &args.out)?;
-    }
+    write_dir_atomic(&args.out, |site| -> Result<()> {
+        copy_dir(&args.app, &site.join("app"))?;
+        for b in &run.bundles {
+            copy_dir(&root.join(b), &site.join("bundles").join(b))?;
+        }
+        if !just_figures.is_empty() {
+            figures::write(&site.join("figures"), &just_figures, args.scale)?;
+        }
+        for rel in run.csvs.iter().chain(&run.jsons).chain(&run.provenance) {
+            copy_file(&root.join(rel), &site.join("results").join(rel))?;
+        }
+        std::fs::write(site.join("index.html"), html)?;
+        std::fs::File::create(site.join(MARKER))?.write_all(b"a culturelens report folder\n")?;
+        let mut provenance = Provenance::new("report", args);
+        provenance.input(root)?.input(&args.app)?;
+        provenance.write_for_dir(site)
+    })?;
     println!(
         "wrote {} (serve it statically, e.g. python3 -m http.server -d {}): {} figures, {} tables, {} bundles",
         args.out.display(),

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::encode::ModelArgs;
+use crate::provenance::value_name;
 
 /// Arguments of `culturelens slurm`.
 #[derive(clap::Args, Debug)]
@@ -90,11 +91,6 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     path.canonicalize().with_context(|| format!("cannot find {}", path.display()))
 }
 
-/// The command-line spelling of a clap value (`f32`, `cpu`).
-fn value<T: clap::ValueEnum>(v: &T) -> String {
-    v.to_possible_value().expect("a clap value").get_name().to_string()
-}
-
 /// One stage's script.
 struct Stage {
     name: &'static str,
@@ -116,7 +112,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
     };
     let exe = sh(&binary.to_string_lossy());
     let n = args.tasks;
-    let device = value(&args.model.device);
+    let device = value_name(&args.model.device);
     let shard = r#""${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}""#;
     let parts = |prefix: &str, ext: &str| -> String {
         (1..=n).map(|k| format!("parts/{prefix}-{k}{ext}")).collect::<Vec<_>>().join(" ")
@@ -165,7 +161,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
         command: format!(
             "{exe} embed --images {images} {encoder} --device {device} --precision {} --batch {} \
              --shard {shard} --out \"parts/embed-${{SLURM_ARRAY_TASK_ID}}.npy\"",
-            value(&args.model.precision),
+            value_name(&args.model.precision),
             args.batch
         ),
     });

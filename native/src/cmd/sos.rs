@@ -12,7 +12,7 @@ use culturelens_compute::sos::{
 use culturelens_metrics::demo::demo_table;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
-use crate::device::{DeviceChoice, select_device};
+use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::input::load_bundle_table;
 use crate::provenance::Provenance;
 use crate::timing::Stages;
@@ -50,7 +50,7 @@ columns: model, language, culture; optional: layer, person. Values must be non-e
 must be finite with non-zero norm. Outputs are written atomically.";
 
 /// Arguments of `culturelens sos`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Surface-over-Semantics scores of an embedding table (SoS paper Eq. 1)", long_about = CONVENTIONS)]
 pub struct SosArgs {
     /// Embeddings: N x d `.npy` (float32/float16) with --meta, or a `.parquet` table.
@@ -92,6 +92,8 @@ pub enum PoolArg {
     PerModel,
 }
 
+crate::provenance::value_enum!(PoolArg);
+
 impl From<PoolArg> for Pooling {
     fn from(p: PoolArg) -> Self {
         match p {
@@ -130,14 +132,14 @@ pub fn run(args: &SosArgs) -> Result<()> {
     for path in [&args.bundle, &args.embeddings, &args.meta].into_iter().flatten() {
         provenance.input(path)?;
     }
-    provenance.device(args.device, "f32").write_beside(&args.out)?;
+    provenance.device(args.device, FloatType::F32).write_beside(&args.out)?;
     clock.lap("write");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     Ok(())
 }
 
 /// Arguments of `culturelens demo`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
     about = "Run SoS on the built-in synthetic demo table (planted tendencies; not real data)",
     long_about = "Builds the deterministic synthetic demo table (3 models x 8 languages x 10 cultures x 3 \
@@ -175,7 +177,7 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
         std::fs::create_dir_all(dir)?;
         save_table(&table, &dir.join("embeddings.npy"), Some(&dir.join("meta.csv")))?;
         write_joint_csv(&dir.join("sos.csv"), &report)?;
-        Provenance::new("demo", args).device(args.device, "f32").write_for_dir(dir)?;
+        Provenance::new("demo", args).device(args.device, FloatType::F32).write_for_dir(dir)?;
         println!("\nwrote {}/{{embeddings.npy, meta.csv, sos.csv}}", dir.display());
     }
     Ok(())

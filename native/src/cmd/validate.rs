@@ -31,7 +31,7 @@ Output (--out, atomic): method,subset,n,acc,p_sur,p_sem with subset `all` and `n
 `en` left out), one row per method given.";
 
 /// Arguments of `culturelens validate`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "SoS validation vs human labels: accuracy, P_sur, P_sem (SoS Table 2)", long_about = CONVENTIONS)]
 pub struct ValidateArgs {
     /// Labels CSV: language, rater columns, predictor columns.

@@ -17,7 +17,7 @@ use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write
 use serde_json::{Map, Value, json};
 
 use crate::device::{DeviceChoice, select_device};
-use crate::provenance::{InputHashes, Provenance};
+use crate::provenance::{InputHashes, Provenance, as_text, value_enum};
 use crate::timing::Stages;
 
 const CONVENTIONS: &str = "\
@@ -64,7 +64,7 @@ qvs_norm_sd (intdiv_sd) their population standard deviations, n is the group siz
 qvs_norm = qvs / batch size. Without --batch-size each group is scored whole.";
 
 /// Arguments of `culturelens vendi`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, serde::Serialize)]
 #[command(about = "Vendi, quality-weighted and normalised Vendi scores (CUBE Def. 5.1, Eq. 2-4)", long_about = CONVENTIONS)]
 pub struct VendiArgs {
     /// Embeddings (.npy N x d with optional --meta, or .parquet); the N x N kernel with --kernel precomputed.
@@ -84,6 +84,7 @@ pub struct VendiArgs {
     pub weights: Vec<f64>,
     /// Order q >= 0, or `inf`.
     #[arg(long, default_value = "1", value_parser = Order::parse, value_name = "Q", allow_negative_numbers = true)]
+    #[serde(serialize_with = "as_text")]
     pub q: Order,
     /// Metadata column with per-item quality scores [default: quality 1].
     #[arg(long, value_name = "COL")]
@@ -123,6 +124,8 @@ pub enum KernelArg {
     Categorical,
     Precomputed,
 }
+
+value_enum!(KernelArg, RouteArg);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RouteArg {
@@ -272,7 +275,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     if args.batch_size.is_some() {
         provenance.seed("seed", args.seed);
     }
-    provenance.device(args.device, &format!("{precision:?}").to_lowercase()).write_beside(&args.out)?;
+    provenance.device(args.device, precision).write_beside(&args.out)?;
     clock.lap("write");
     println!("{}", String::from_utf8_lossy(&text));
     Ok(())

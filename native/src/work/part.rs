@@ -29,10 +29,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use culturelens_files::{file_sha256, parent_dir};
 use serde::{Deserialize, Serialize};
 
 use super::shard::Shard;
-use crate::hash::file_sha256;
 
 /// The `format` of every part file this version writes and reads.
 pub const FORMAT: &str = "culturelens-part-v1";
@@ -140,7 +140,7 @@ impl Part {
         let (bytes, sha256) = file_sha256(path)?;
         // Beside the part file: its name, so the two can move together; else an absolute path.
         let shown = match path.file_name() {
-            Some(name) if folder_of(path) == folder_of(part_path) => PathBuf::from(name),
+            Some(name) if parent_dir(path) == parent_dir(part_path) => PathBuf::from(name),
             _ => path.canonicalize().unwrap_or_else(|_| path.to_owned()),
         };
         self.files
@@ -216,7 +216,7 @@ impl Part {
         let Some(sum) = self.files.get(role) else {
             bail!("{}: no `{role}` file listed", part_path.display());
         };
-        let path = folder_of(part_path).join(&sum.path);
+        let path = parent_dir(part_path).join(&sum.path);
         let (bytes, sha256) = file_sha256(&path)?;
         if (bytes, &sha256) != (sum.bytes, &sum.sha256) {
             bail!(
@@ -229,13 +229,6 @@ impl Part {
             );
         }
         Ok(path)
-    }
-}
-
-fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
     }
 }
 
@@ -307,7 +300,7 @@ pub fn order_parts<T>(parts: Vec<(PathBuf, Part, Shard, T)>) -> Result<Vec<(Path
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::sha256_hex;
+    use culturelens_files::sha256_hex;
 
     fn part(shard: &str, model: &str) -> (PathBuf, Part, Shard, ()) {
         let s = Shard::parse(shard).unwrap();

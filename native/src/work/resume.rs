@@ -1,9 +1,9 @@
 //! The resume log `OUT.resume`: where a run keeps its finished items until its output is
 //! written, so an interrupted run (killed, out of time, requeued) picks up where it stopped.
 //!
-//! Format: one header line naming the run (a rerun with another header starts afresh), then one
-//! record per finished item: its key (`u32` LE length + UTF-8) and `width` × `f32` LE values
-//! (`width` may be 0 when the item's output is a file of its own). Records are keyed, not
+//! Format: one header line naming the run ([`RunKey`]: a rerun with another key starts afresh),
+//! then one record per finished item: its key (`u32` LE length + UTF-8) and `width` × `f32` LE
+//! values (`width` may be 0 when the item's output is a file of its own). Records are keyed, not
 //! numbered, so a rerun after adding, removing or reordering items reuses every finished one.
 //!
 //! A record is finished only when it is whole: records have a known length, and only the last
@@ -13,11 +13,95 @@
 //! and syncs to disk, so a finished batch survives the node as well as the process.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use culturelens_files::write_atomic;
+
+use crate::device::ModelPrecision;
+
+/// The identity of a run, the header line of its resume log: the settings that make its
+/// finished records reusable, and the width of a record. A rerun with another key starts
+/// afresh. The line's bytes are the log format: they stay the same for the same settings, so
+/// the logs of earlier versions resume.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunKey {
+    /// `embed`: the weights folder (canonical), the embedding width and the precision. f16 runs
+    /// are tagged, so they never reuse f32 rows nor the reverse; f32 logs keep the header they
+    /// always had.
+    Embed { weights: PathBuf, dim: usize, precision: ModelPrecision },
+    /// `generate`: the pipeline folder (canonical) and every setting that changes an image;
+    /// `pixels` is the width of a record (an image's floats kept for `--out-npy`, or 0).
+    Generate {
+        pipeline: PathBuf,
+        scheduler: &'static str,
+        steps: usize,
+        guidance: f64,
+        height: usize,
+        width: usize,
+        images_per_prompt: usize,
+        seed: u64,
+        seed_per_image: bool,
+        negative_prompt: Option<String>,
+        latents: Option<PathBuf>,
+        precision: ModelPrecision,
+        pixels: usize,
+    },
+}
+
+impl RunKey {
+    /// The number of `f32` values in each record of the run's log.
+    pub fn width(&self) -> usize {
+        match self {
+            RunKey::Embed { dim, .. } => *dim,
+            RunKey::Generate { pixels, .. } => *pixels,
+        }
+    }
+}
+
+/// `path` as the key names a model folder: canonical where it can be resolved.
+pub fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_owned())
+}
+
+/// The header line (without its newline): fields separated by tabs, the format's name first.
+impl fmt::Display for RunKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunKey::Embed { weights, dim, precision } => {
+                let tag = match precision {
+                    ModelPrecision::F32 => "",
+                    ModelPrecision::F16 => "\tf16",
+                };
+                write!(f, "culturelens-embed-v1\t{}\t{dim}{tag}", weights.display())
+            }
+            RunKey::Generate {
+                pipeline,
+                scheduler,
+                steps,
+                guidance,
+                height,
+                width,
+                images_per_prompt,
+                seed,
+                seed_per_image,
+                negative_prompt,
+                latents,
+                precision,
+                pixels,
+            } => write!(
+                f,
+                "culturelens-generate-v1\t{}\t{scheduler}\t{steps}\t{guidance}\t{height}x{width}\t\
+                 {images_per_prompt}\t{seed}\t{seed_per_image}\t{negative_prompt:?}\t{latents:?}\t\
+                 {precision:?}\t{pixels}",
+                pipeline.display()
+            ),
+        }
+    }
+}
 
 /// The finished items of a run, and the open log new ones are appended to.
 pub struct ResumeLog {
@@ -34,9 +118,10 @@ impl ResumeLog {
         PathBuf::from(name)
     }
 
-    /// Opens (or starts) the log of the run writing `out`, identified by `header` (one line),
-    /// whose records hold `width` values; returns the log and the items already finished.
-    pub fn open(out: &Path, header: &str, width: usize) -> Result<(Self, BTreeMap<String, Vec<f32>>)> {
+    /// Opens (or starts) the log of the run `key` writing `out` (records of `key.width()`
+    /// values); returns the log and the items already finished.
+    pub fn open(out: &Path, key: &RunKey) -> Result<(Self, BTreeMap<String, Vec<f32>>)> {
+        let (header, width) = (key.to_string(), key.width());
         debug_assert!(!header.contains('\n'), "the header is one line");
         let path = Self::path_for(out);
         let finished = match std::fs::read(&path) {
@@ -52,7 +137,7 @@ impl ResumeLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        rewrite(&path, header, &finished)?;
+        rewrite(&path, &header, &finished)?;
         let file = OpenOptions::new()
             .append(true)
             .open(&path)
@@ -105,24 +190,17 @@ fn whole_records(mut bytes: &[u8], width: usize) -> BTreeMap<String, Vec<f32>> {
 
 /// Replaces the log at `path` by `header` and the `finished` records, atomically.
 fn rewrite(path: &Path, header: &str, finished: &BTreeMap<String, Vec<f32>>) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let context = || format!("cannot write {}", path.display());
-    let tmp = tempfile::NamedTempFile::new_in(dir).with_context(context)?;
-    let mut writer = BufWriter::new(tmp);
-    writeln!(writer, "{header}").with_context(context)?;
-    for (key, values) in finished {
-        write_record(&mut writer, key, values).with_context(context)?;
-    }
-    let tmp = writer.into_inner().map_err(|e| e.into_error()).with_context(context)?;
-    tmp.as_file().sync_data().with_context(context)?;
-    tmp.persist(path).map_err(|e| e.error).with_context(context)?;
-    Ok(())
+    write_atomic(path, |w| {
+        writeln!(w, "{header}")?;
+        for (key, values) in finished {
+            write_record(w, key, values)?;
+        }
+        Ok(())
+    })
+    .with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn write_record(w: &mut impl Write, key: &str, values: &[f32]) -> std::io::Result<()> {
+fn write_record(w: &mut (impl Write + ?Sized), key: &str, values: &[f32]) -> std::io::Result<()> {
     w.write_all(&(key.len() as u32).to_le_bytes())?;
     w.write_all(key.as_bytes())?;
     for v in values {
@@ -155,7 +233,47 @@ pub fn split_finished(
 mod tests {
     use super::*;
 
-    const HEADER: &str = "culturelens-test-v1\tweights\t2";
+    /// The tests' run: records of `width` values.
+    fn key(width: usize) -> RunKey {
+        RunKey::Embed { weights: "weights".into(), dim: width, precision: ModelPrecision::F32 }
+    }
+
+    /// The header line of `key(2)`.
+    const HEADER: &str = "culturelens-embed-v1\tweights\t2";
+
+    /// The keys' lines are the headers `embed` and `generate` have always written, byte for byte
+    /// (so their earlier logs resume).
+    #[test]
+    fn run_keys_are_the_header_lines_of_earlier_versions() {
+        let embed = |precision| RunKey::Embed { weights: "/w/clip".into(), dim: 512, precision };
+        assert_eq!(embed(ModelPrecision::F32).to_string(), "culturelens-embed-v1\t/w/clip\t512");
+        assert_eq!(embed(ModelPrecision::F16).to_string(), "culturelens-embed-v1\t/w/clip\t512\tf16");
+        assert_eq!(embed(ModelPrecision::F16).width(), 512);
+        let generate = |negative_prompt: Option<&str>, latents: Option<&str>| RunKey::Generate {
+            pipeline: "/p/sd".into(),
+            scheduler: "PNDMScheduler",
+            steps: 4,
+            guidance: 7.5,
+            height: 16,
+            width: 24,
+            images_per_prompt: 2,
+            seed: 42,
+            seed_per_image: true,
+            negative_prompt: negative_prompt.map(String::from),
+            latents: latents.map(PathBuf::from),
+            precision: ModelPrecision::F32,
+            pixels: 1152,
+        };
+        assert_eq!(
+            generate(None, None).to_string(),
+            "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152"
+        );
+        assert_eq!(
+            generate(Some("a \"street\"\tat night"), Some("l.npy")).to_string(),
+            r#"culturelens-generate-v1	/p/sd	PNDMScheduler	4	7.5	16x24	2	42	true	Some("a \"street\"\tat night")	Some("l.npy")	F32	1152"#
+        );
+        assert_eq!(generate(None, None).width(), 1152);
+    }
 
     fn record(key: &str, values: &[f32]) -> Vec<u8> {
         let mut bytes = Vec::new();
@@ -167,7 +285,7 @@ mod tests {
     fn finished_items_survive_a_reopen_in_the_documented_format() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("e.npy");
-        let (mut log, finished) = ResumeLog::open(&out, HEADER, 2).unwrap();
+        let (mut log, finished) = ResumeLog::open(&out, &key(2)).unwrap();
         assert!(finished.is_empty());
         log.append("b.png", &[1.5, -2.0]).unwrap();
         log.append("a.png", &[0.25, 3.0]).unwrap();
@@ -184,7 +302,7 @@ mod tests {
         assert_eq!(bytes, want);
         // Hand-checked bytes of one record: length 5 (LE), "a.png", 0.25 = 0x3e800000, 3.0 = 0x40400000.
         assert_eq!(record("a.png", &[0.25, 3.0]), b"\x05\0\0\0a.png\0\0\x80\x3e\0\0\x40\x40");
-        let (log, finished) = ResumeLog::open(&out, HEADER, 2).unwrap();
+        let (log, finished) = ResumeLog::open(&out, &key(2)).unwrap();
         assert_eq!(finished.len(), 2);
         assert_eq!(finished["a.png"], [0.25, 3.0]);
         assert_eq!(finished["b.png"], [1.5, -2.0]);
@@ -202,12 +320,12 @@ mod tests {
         // after the reopen lands after it (the torn bytes are gone).
         for cut in 0..torn.len() {
             std::fs::write(ResumeLog::path_for(&out), [&whole[..], &torn[..cut]].concat()).unwrap();
-            let (mut log, finished) = ResumeLog::open(&out, HEADER, 2).unwrap();
+            let (mut log, finished) = ResumeLog::open(&out, &key(2)).unwrap();
             assert_eq!(finished.keys().collect::<Vec<_>>(), ["a.png"], "cut at {cut}");
             log.append("c.png", &[5.0, 6.0]).unwrap();
             log.sync().unwrap();
             drop(log);
-            let (_, finished) = ResumeLog::open(&out, HEADER, 2).unwrap();
+            let (_, finished) = ResumeLog::open(&out, &key(2)).unwrap();
             assert_eq!(finished.keys().collect::<Vec<_>>(), ["a.png", "c.png"], "cut at {cut}");
             assert_eq!(finished["c.png"], [5.0, 6.0]);
         }
@@ -220,7 +338,7 @@ mod tests {
         let other = [b"culturelens-test-v1\tother\t2\n".to_vec(), record("a.png", &[1.0, 2.0])].concat();
         for bytes in [other, HEADER.as_bytes().to_vec(), HEADER.as_bytes()[..7].to_vec(), Vec::new()] {
             std::fs::write(ResumeLog::path_for(&out), &bytes).unwrap();
-            let (_, finished) = ResumeLog::open(&out, HEADER, 2).unwrap();
+            let (_, finished) = ResumeLog::open(&out, &key(2)).unwrap();
             assert!(finished.is_empty());
             let rewritten = std::fs::read(ResumeLog::path_for(&out)).unwrap();
             assert_eq!(rewritten, format!("{HEADER}\n").into_bytes());
@@ -231,11 +349,11 @@ mod tests {
     fn items_without_values_are_logged_by_key() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("images");
-        let (mut log, _) = ResumeLog::open(&out, HEADER, 0).unwrap();
+        let (mut log, _) = ResumeLog::open(&out, &key(0)).unwrap();
         log.append("000001.png", &[]).unwrap();
         log.sync().unwrap();
         drop(log);
-        let (_, finished) = ResumeLog::open(&out, HEADER, 0).unwrap();
+        let (_, finished) = ResumeLog::open(&out, &key(0)).unwrap();
         assert_eq!(finished.into_iter().collect::<Vec<_>>(), [("000001.png".to_string(), vec![])]);
     }
 

@@ -1,0 +1,28 @@
+//! The output kit: the one implementation of how culturelens writes a file or a folder, names the
+//! folder a path sits in, and hashes bytes.
+//!
+//! - [`write_atomic`] and [`write_dir_atomic`]: a file or a whole folder is built beside its
+//!   target and renamed into place only when complete, so a failed or killed run never leaves a
+//!   partial output, and an existing one is replaced only on success. Outputs get the user's
+//!   umask (files `0666 & !umask`, folders `0777 & !umask`), as `std::fs::write` and
+//!   `create_dir_all` would, not the owner-only mode of a temporary file.
+//! - [`parent_dir`] and [`sibling`]: the folder a path sits in (`.` for a bare name), and a name
+//!   relative to a file's folder.
+//! - [`sha256_hex`], [`Sha256Hex`] and [`file_sha256`]: SHA-256 in lower-case hex, of bytes, of a
+//!   stream and of a file.
+//!
+//! std, sha2 and tempfile only; the browser (wasm32) builds the hashing and path rules without the
+//! atomic writes.
+
+mod error;
+mod hash;
+mod paths;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod atomic;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use atomic::{write_atomic, write_dir_atomic};
+pub use error::Error;
+pub use hash::{Sha256Hex, file_sha256, sha256_hex};
+pub use paths::{parent_dir, sibling};
