@@ -80,7 +80,8 @@ fn every_release_archive_is_where_binstall_looks_and_holds_the_binary_where_it_s
         let name_line = script.lines().find(|l| l.trim_start().starts_with("name=")).expect("name= line");
         let name = name_line.trim().trim_start_matches("name=").trim_matches('"').to_string();
         let archive = format!("{name}.{}", row["archive"].as_str().unwrap());
-        assert!(script.contains(&format!("release/culturelens$ext\" README.md \"$name/\"")), "{script}");
+        let copy = format!("cp \"target/{target}/release/culturelens$ext\" README.md \"$name/\"");
+        assert!(script.contains(&copy), "the archive holds the binary built for {target}: {script}");
         let binary = format!("{name}/culturelens{}", if windows { ".exe" } else { "" });
         assert_eq!(row["archive"].as_str().unwrap(), if windows { "zip" } else { "tar.gz" });
 
