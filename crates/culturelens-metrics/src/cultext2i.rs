@@ -94,7 +94,7 @@ pub fn group_scores(scores: &[&ImageScores], truths: &[usize]) -> Option<GroupSc
 }
 
 /// A confusion matrix: `counts[truth][predicted]`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Confusion {
     pub counts: Vec<Vec<usize>>,
     pub n: usize,

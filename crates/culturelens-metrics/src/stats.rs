@@ -35,7 +35,7 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 /// Distribution summary: the numbers behind a box plot (SoS paper Fig. 2).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,

@@ -1,0 +1,259 @@
+//! The outputs of `culturelens sos` (SoS paper Eq. 1):
+//!
+//! | file | schema | columns / keys |
+//! |------|--------|----------------|
+//! | `--out` CSV | [`Joint`] | `model,[layer,]language,culture,n,sos`: one row per joint-score cell |
+//! | `--per-image` CSV | [`PerImage`] | `row,model,[layer,]language,culture,[person,]sos`: one row per output |
+//! | `--report` JSON | [`SosReport`] | `joint`, `per_model`, `language_medians`, `strong_surface_threshold`, `language_correlation`, `person_means` |
+//!
+//! `layer` is there when the input had a `layer` column (SoS §5.1), `person` when it had a
+//! `person` column. Joint scores and the report are f64 in full precision; per-output scores are
+//! the device's f32 values. `culturelens demo --write DIR` writes the joint scores as
+//! `DIR/`[`DEMO_JOINT`]. The aggregation itself is `culturelens_compute::sos::sos_report`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use culturelens_metrics::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+use crate::csv_file::{Cells, CsvSchema, header_error};
+use crate::error::SchemaError;
+
+/// The optional column of per-layer scores (SoS §5.1).
+pub const LAYER: &str = "layer";
+/// The optional column of the person term (SoS App. C.4).
+pub const PERSON: &str = "person";
+/// Every column of the joint-score table, `layer` included.
+pub const JOINT_COLUMNS: [&str; 6] = ["model", LAYER, "language", "culture", "n", "sos"];
+/// Every column of the per-output table, `layer` and `person` included.
+pub const PER_IMAGE_COLUMNS: [&str; 7] = ["row", "model", LAYER, "language", "culture", PERSON, "sos"];
+/// The output [`SosReport`] is.
+pub const REPORT_SOURCE: &str = "culturelens sos --report";
+/// The joint-score file in the folder of `culturelens demo --write`.
+pub const DEMO_JOINT: &str = "sos.csv";
+
+/// `names` without the optional columns a table lacks.
+fn present(names: &[&str], has: impl Fn(&str) -> bool) -> Vec<String> {
+    names.iter().filter(|n| has(n)).map(|n| n.to_string()).collect()
+}
+
+/// The one of `all` (every combination of a table's optional columns) whose header is `header`;
+/// the error shows the header as `want`.
+fn one_of<S: CsvSchema>(
+    file: &str,
+    header: &[String],
+    all: impl IntoIterator<Item = S::Columns>,
+    want: &str,
+) -> Result<S::Columns, SchemaError> {
+    all.into_iter()
+        .find(|c| S::header(c) == header)
+        .ok_or_else(|| header_error(file, header, want, S::SOURCE))
+}
+
+/// `names` as shown in an error, optional columns in brackets: `model,[layer,]language,…`.
+fn shown(names: &[&str], optional: &[&str]) -> String {
+    let text: String = names
+        .iter()
+        .map(|n| if optional.contains(n) { format!("[{n},]") } else { format!("{n},") })
+        .collect();
+    text.trim_end_matches(',').to_string()
+}
+
+/// Joint SoS of one (model, [layer,] language, culture) cell: the mean of its outputs' scores over
+/// templates × person terms (× seeds) — SoS paper §4.1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JointScore {
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    pub language: String,
+    pub culture: String,
+    pub n: usize,
+    pub sos: f64,
+}
+
+/// The joint-score table (`sos --out`).
+pub struct Joint;
+
+/// The optional column of a joint-score table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JointColumns {
+    pub layer: bool,
+}
+
+impl CsvSchema for Joint {
+    type Columns = JointColumns;
+    type Row = JointScore;
+    const SOURCE: &'static str = "culturelens sos --out";
+
+    fn header(c: &JointColumns) -> Vec<String> {
+        present(&JOINT_COLUMNS, |n| n != LAYER || c.layer)
+    }
+
+    fn columns(file: &str, header: &[String]) -> Result<JointColumns, SchemaError> {
+        let all = [false, true].map(|layer| JointColumns { layer });
+        one_of::<Self>(file, header, all, &shown(&JOINT_COLUMNS, &[LAYER]))
+    }
+
+    fn record(c: &JointColumns, j: &JointScore) -> Vec<String> {
+        let mut row = vec![j.model.clone()];
+        if c.layer {
+            row.push(j.layer.clone().expect("every row of a table with a layer column has a layer"));
+        }
+        row.extend([j.language.clone(), j.culture.clone(), j.n.to_string(), j.sos.to_string()]);
+        row
+    }
+
+    fn parse(c: &JointColumns, cells: &Cells<'_>) -> Result<JointScore, SchemaError> {
+        let k = usize::from(c.layer);
+        Ok(JointScore {
+            model: cells.key(0)?,
+            layer: if c.layer { Some(cells.key(1)?) } else { None },
+            language: cells.key(1 + k)?,
+            culture: cells.key(2 + k)?,
+            n: cells.count(3 + k)?,
+            sos: cells.finite(4 + k)?,
+        })
+    }
+}
+
+/// The score of one output (`sos --per-image`), in the input's row order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerImageScore {
+    /// 0-based row of the input table.
+    pub row: usize,
+    pub model: String,
+    pub layer: Option<String>,
+    pub language: String,
+    pub culture: String,
+    pub person: Option<String>,
+    /// The device's f32 score, written in its own shortest form.
+    pub sos: f32,
+}
+
+/// The per-output table (`sos --per-image`).
+pub struct PerImage;
+
+/// The optional columns of a per-output table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerImageColumns {
+    pub layer: bool,
+    pub person: bool,
+}
+
+impl CsvSchema for PerImage {
+    type Columns = PerImageColumns;
+    type Row = PerImageScore;
+    const SOURCE: &'static str = "culturelens sos --per-image";
+
+    fn header(c: &PerImageColumns) -> Vec<String> {
+        present(&PER_IMAGE_COLUMNS, |n| (n != LAYER || c.layer) && (n != PERSON || c.person))
+    }
+
+    fn columns(file: &str, header: &[String]) -> Result<PerImageColumns, SchemaError> {
+        [(false, false), (true, false), (false, true), (true, true)]
+            .map(|(layer, person)| PerImageColumns { layer, person })
+            .into_iter()
+            .find(|c| Self::header(c) == header)
+            .ok_or_else(|| {
+                header_error(file, header, &shown(&PER_IMAGE_COLUMNS, &[LAYER, PERSON]), Self::SOURCE)
+            })
+    }
+
+    fn record(c: &PerImageColumns, s: &PerImageScore) -> Vec<String> {
+        let mut row = vec![s.row.to_string(), s.model.clone()];
+        if c.layer {
+            row.push(s.layer.clone().expect("every row of a table with a layer column has a layer"));
+        }
+        row.extend([s.language.clone(), s.culture.clone()]);
+        if c.person {
+            row.push(s.person.clone().expect("every row of a table with a person column has a person"));
+        }
+        row.push(s.sos.to_string());
+        row
+    }
+
+    fn parse(c: &PerImageColumns, cells: &Cells<'_>) -> Result<PerImageScore, SchemaError> {
+        let k = usize::from(c.layer);
+        let p = k + usize::from(c.person);
+        Ok(PerImageScore {
+            row: cells.count(0)?,
+            model: cells.key(1)?,
+            layer: if c.layer { Some(cells.key(2)?) } else { None },
+            language: cells.key(2 + k)?,
+            culture: cells.key(3 + k)?,
+            person: if c.person { Some(cells.string(4 + k)) } else { None },
+            sos: cells.finite_f32(4 + p)?,
+        })
+    }
+}
+
+/// Median SoS of one model–language pair and whether it shows a *strong surface tendency*: its
+/// median is at or below the 25th percentile of the medians of all model–language pairs (§5.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LanguageMedian {
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    pub language: String,
+    pub n: usize,
+    pub mean: f64,
+    pub median: f64,
+    pub strong_surface: bool,
+}
+
+/// Language × language Pearson correlation of joint SoS over (model, [layer,] culture) cells
+/// present for both languages (Fig. 5). `r[i][j]` is `None` when undefined (fewer than two shared
+/// cells or zero variance); `pairs[i][j]` is the number of shared cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LanguageCorrelation {
+    pub languages: Vec<String>,
+    pub r: Vec<Vec<Option<f64>>>,
+    pub pairs: Vec<Vec<usize>>,
+}
+
+/// Mean SoS per person term (App. C.4), per model and over all models.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonMean {
+    /// `None` for the mean over all models.
+    pub model: Option<String>,
+    pub person: String,
+    pub n: usize,
+    pub mean: f64,
+}
+
+/// Everything the `sos` command reports (`--report`, keys in this order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SosReport {
+    pub joint: Vec<JointScore>,
+    /// Distribution of per-output SoS per model (Fig. 2).
+    pub per_model: BTreeMap<String, Summary>,
+    pub language_medians: Vec<LanguageMedian>,
+    /// The 25th percentile of the model–language medians: the strong-surface threshold.
+    pub strong_surface_threshold: f64,
+    pub language_correlation: LanguageCorrelation,
+    pub person_means: Vec<PersonMean>,
+}
+
+/// The report as `sos --report` writes it: pretty JSON in field order, no final newline.
+pub fn write_report(w: impl Write, report: &SosReport) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(w, report).map_err(std::io::Error::from)
+}
+
+/// Reads `sos --report`; a correlation matrix that is not one row and column per language is an
+/// error.
+pub fn read_report(file: &str, reader: impl Read) -> Result<SosReport, SchemaError> {
+    let report: SosReport = serde_json::from_reader(reader)
+        .map_err(|e| SchemaError::new(file, format!("not a `{REPORT_SOURCE}` JSON: {e}")))?;
+    let c = &report.language_correlation;
+    let k = c.languages.len();
+    if c.r.len() != k || c.r.iter().any(|row| row.len() != k) {
+        return Err(SchemaError::new(
+            file,
+            format!("language_correlation.r is not {k} × {k} (one row and column per language)"),
+        )
+        .column("language_correlation.r"));
+    }
+    Ok(report)
+}

@@ -1,0 +1,166 @@
+//! The output of `culturelens vendi` (CUBE Def. 5.1, Eq. 2–3): one [`VendiScores`] object, or
+//! with `--group-by` an object keyed by group value holding one each ([`VendiFile`]); pretty JSON
+//! with keys sorted (serde_json's `Value` order), no final newline, f64 in full precision, the
+//! order `q = ∞` as the string `"inf"` ([`Order`]). The scores themselves are
+//! `culturelens_compute::vendi`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SchemaError;
+
+/// The output a [`VendiFile`] is.
+pub const SOURCE: &str = "culturelens vendi --out";
+
+/// The order `q ≥ 0` of a Vendi score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Order {
+    Finite(f64),
+    Infinity,
+}
+
+impl Order {
+    /// Parses `inf`/`infinity` or a non-negative number.
+    pub fn parse(text: &str) -> Result<Order, String> {
+        let t = text.trim().to_ascii_lowercase();
+        if t == "inf" || t == "infinity" || t == "+inf" {
+            return Ok(Order::Infinity);
+        }
+        match t.parse::<f64>() {
+            Ok(q) if q.is_infinite() && q > 0.0 => Ok(Order::Infinity),
+            Ok(q) if q >= 0.0 && q.is_finite() => Ok(Order::Finite(q)),
+            _ => Err(format!("order q must be a number >= 0 or `inf`, got `{text}`")),
+        }
+    }
+}
+
+/// `q = ∞` is serialised as the string `"inf"` (JSON has no infinity), finite `q` as a number.
+impl Serialize for Order {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Order::Finite(q) => s.serialize_f64(*q),
+            Order::Infinity => s.serialize_str("inf"),
+        }
+    }
+}
+
+/// A number `≥ 0`, or a string [`Order::parse`] takes.
+impl<'de> Deserialize<'de> for Order {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Order, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(f64),
+            Text(String),
+        }
+        let order = match Written::deserialize(d)? {
+            Written::Number(q) => Order::parse(&q.to_string()),
+            Written::Text(t) => Order::parse(&t),
+        };
+        order.map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::fmt::Display for Order {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Order::Finite(q) => write!(f, "{q}"),
+            Order::Infinity => write!(f, "inf"),
+        }
+    }
+}
+
+/// `Some(value)` for a key that is present, `null` included, so that `Option<Option<T>>` tells
+/// a missing key (`None`) from an undefined value (`Some(None)`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The Vendi numbers of one collection (or group).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VendiScores {
+    /// Items in the collection (the group size under the protocol).
+    pub n: usize,
+    pub q: Order,
+    /// `VS_q`, the mean over batches under the protocol.
+    pub vs: f64,
+    /// `qVS_q = mean(quality) · VS_q` (Eq. 2).
+    pub qvs: f64,
+    /// `qVS_q / N` (Eq. 3; `/ batch size` under the protocol).
+    pub qvs_norm: f64,
+    /// `--intdiv`: 1 − mean similarity of distinct items; `Some(None)` (`null`) where undefined
+    /// (a single item), `None` (no key) without `--intdiv`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub intdiv: Option<Option<f64>>,
+    /// The CUBE batch protocol's settings and spreads (`--batch-size`).
+    #[serde(flatten)]
+    pub protocol: Option<Protocol>,
+}
+
+/// What the CUBE batch protocol (§5.2, App. J) adds: the batches and the population standard
+/// deviations over them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Protocol {
+    /// Items per batch: `min(--batch-size, group size)`.
+    pub batch_size: usize,
+    pub repeats: usize,
+    pub vs_sd: f64,
+    pub qvs_sd: f64,
+    pub qvs_norm_sd: f64,
+    /// As [`VendiScores::intdiv`].
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub intdiv_sd: Option<Option<f64>>,
+}
+
+/// A whole `vendi --out` file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VendiFile {
+    /// Without `--group-by`.
+    Whole(VendiScores),
+    /// With `--group-by`: per group value, in value order.
+    Groups(BTreeMap<String, VendiScores>),
+}
+
+impl VendiFile {
+    /// The scores by group; one group named `all` for a [`VendiFile::Whole`] file.
+    pub fn groups(&self) -> Vec<(String, VendiScores)> {
+        match self {
+            VendiFile::Whole(s) => vec![("all".to_string(), *s)],
+            VendiFile::Groups(g) => g.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+}
+
+/// Writes the file as `vendi --out` does (keys sorted, pretty, no final newline).
+pub fn write(w: impl Write, file: &VendiFile) -> std::io::Result<()> {
+    let value = match file {
+        VendiFile::Whole(s) => serde_json::to_value(s),
+        VendiFile::Groups(g) => serde_json::to_value(g),
+    }
+    .map_err(std::io::Error::from)?;
+    serde_json::to_writer_pretty(w, &value).map_err(std::io::Error::from)
+}
+
+/// Reads `vendi --out`: an object with `vs` is one collection's scores, any other object a
+/// group's each.
+pub fn read(file: &str, reader: impl Read) -> Result<VendiFile, SchemaError> {
+    let bad = |e: serde_json::Error| SchemaError::new(file, format!("not a `{SOURCE}` JSON: {e}"));
+    let value: serde_json::Value = serde_json::from_reader(reader).map_err(bad)?;
+    if value.get("vs").is_some() {
+        return serde_json::from_value(value).map(VendiFile::Whole).map_err(bad);
+    }
+    let serde_json::Value::Object(groups) = value else {
+        return Err(SchemaError::new(file, format!("not a `{SOURCE}` JSON: not an object")));
+    };
+    groups
+        .into_iter()
+        .map(|(group, v)| {
+            serde_json::from_value(v)
+                .map(|s| (group.clone(), s))
+                .map_err(|e| SchemaError::new(file, format!("not a `{SOURCE}` group: {e}")).column(group))
+        })
+        .collect::<Result<_, _>>()
+        .map(VendiFile::Groups)
+}
