@@ -6,7 +6,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_compute::device::Processor;
-use culturelens_compute::sos::{Blocking, SosLayout, SosReport, sos_packed, unpack};
+use culturelens_compute::sos::{Blocking, SosLayout, SosReport, sos_packed, sos_report, unpack};
 use culturelens_compute::vendi::{
     Order, ProductPrecision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
     spectrum_from_product,
@@ -169,7 +169,7 @@ pub async fn sos(
     let packed = sos_packed(table.parts(), rows, layout, chunk_rows);
     let data = read_back(packed).await?;
     let values = unpack(data, layout).map_err(|e| e.to_string())?;
-    let report = SosReport::new(layout, &values.per_image);
+    let report = sos_report(layout, &values.per_image);
     Ok((values.per_image, report))
 }
 

@@ -13,11 +13,13 @@
 use std::collections::HashMap;
 
 use culturelens_bundle::{
-    BundleError, Cultext2iReport, Cultext2iRow, MANIFEST, MagbigRow, Manifest, build_bundle, check_digest,
-    check_size, decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i,
-    parse_cultext2i_report, parse_magbig, parse_metadata, read_bundle, sha256_hex,
+    BundleError, MANIFEST, Manifest, build_bundle, check_digest, check_size, decode_embeddings_words,
+    demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report, parse_magbig, parse_metadata,
+    read_bundle, sha256_hex,
 };
 use culturelens_metrics::magbig::Gender;
+use culturelens_results::cultext2i::{Cultext2iReport, Cultext2iRow};
+use culturelens_results::magbig::{GENDER, MagbigRow};
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -329,14 +331,14 @@ fn read_results<'a, 'm>(
     let attributes = match file(r.magbig_attributes.as_deref()) {
         Some((path, bytes)) => {
             let columns = parse_attributes(path, bytes)?;
-            let gender = &columns.iter().find(|(n, _)| n == "gender").expect("a required column").1;
+            let gender = &columns.iter().find(|(n, _)| n == GENDER).expect("a required column").1;
             let is_male = gender
                 .iter()
                 .enumerate()
                 .map(|(row, g)| {
                     Gender::parse(g.trim())
                         .map(|g| g.map(|g| g == Gender::Male))
-                        .map_err(|e| BundleError::new(path, e).row(row).column("gender"))
+                        .map_err(|e| BundleError::new(path, e).row(row).column(GENDER))
                 })
                 .collect::<Result<_, _>>()?;
             Some(Attributes { columns, is_male })

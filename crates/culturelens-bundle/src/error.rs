@@ -44,3 +44,11 @@ impl fmt::Display for BundleError {
 }
 
 impl std::error::Error for BundleError {}
+
+/// A result table of the bundle that does not read as its schema says (the line is dropped: rows
+/// are what the app shows).
+impl From<culturelens_results::SchemaError> for BundleError {
+    fn from(e: culturelens_results::SchemaError) -> Self {
+        BundleError { file: e.file, row: e.row, column: e.column, message: e.message }
+    }
+}

@@ -29,7 +29,6 @@ pub use read::{
     read_bundle,
 };
 pub use results::{
-    ATTRIBUTE_COLUMNS, CULTEXT2I_HEADER, Confusion, Cultext2iReport, Cultext2iRow, MAGBIG_HEADER, MagbigRow,
     ResultFiles, attach_results, parse_attributes, parse_cultext2i, parse_cultext2i_report, parse_magbig,
 };
 pub use write::{BundleSpec, build_bundle, demo_spec, distinct_sorted};

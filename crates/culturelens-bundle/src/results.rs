@@ -1,23 +1,16 @@
 //! Result tables a bundle may carry beside its embeddings (manifest field `results`): the outputs
 //! of `culturelens magbig` (OUT.csv and its attribute table A.csv) and `culturelens cultext2i`
 //! (OUT.csv and its `--report` JSON), stored unchanged under `results/` and listed in `files` with
-//! size and SHA-256 like every other file. Parsed here, on bytes, for the browser's result views
-//! (`web/src/views/magbig.rs`, `cultext2i.rs` and the educator's occupation slide).
+//! size and SHA-256 like every other file. Parsed here, on bytes, through their schemas in
+//! `culturelens-results`, for the browser's result views (`web/src/views/magbig.rs`,
+//! `cultext2i.rs` and the educator's occupation slide).
 
 use culturelens_files::sha256_hex;
-use serde::Deserialize;
+use culturelens_results::cultext2i::{self, Cultext2iReport, Cultext2iRow};
+use culturelens_results::magbig::{self, MagbigRow};
 
 use crate::error::BundleError;
 use crate::manifest::{FileEntry, MANIFEST, MAX_RESULT_BYTES, Manifest};
-
-/// Header of `culturelens magbig --out` (the MAGBIG contract).
-pub const MAGBIG_HEADER: [&str; 8] =
-    ["model", "language", "set", "n_prompts", "n_images", "mad", "mad_random", "male_share"];
-/// Leading columns of `culturelens cultext2i --out` (`dp_<label>` columns follow).
-pub const CULTEXT2I_HEADER: [&str; 8] =
-    ["model", "language", "concept", "template", "n", "na", "na_acc", "cd"];
-/// Columns the MAGBIG attribute table must have for the educator panel.
-pub const ATTRIBUTE_COLUMNS: [&str; 5] = ["model", "language", "set", "prompt_id", "gender"];
 
 /// The result tables to add to a bundle: (bytes of each file), as the commands wrote them.
 #[derive(Debug, Clone, Default)]
@@ -88,189 +81,25 @@ enum Kind {
     Cultext2iReport,
 }
 
-/// One row of the MAGBIG table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MagbigRow {
-    pub model: String,
-    pub language: String,
-    pub set: String,
-    pub n_prompts: usize,
-    pub n_images: usize,
-    pub mad: f64,
-    pub mad_random: f64,
-    pub male_share: f64,
-}
-
-/// One row of the CulText2I table; `dp` holds the `dp_<label>` columns as (label, value).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cultext2iRow {
-    pub model: String,
-    pub language: String,
-    pub concept: String,
-    pub template: String,
-    pub n: usize,
-    pub na: f64,
-    pub na_acc: f64,
-    pub cd: f64,
-    pub dp: Vec<(String, f64)>,
-}
-
-/// A CSV as its header and records, strictly rectangular.
-fn read_csv(path: &str, bytes: &[u8]) -> Result<(Vec<String>, Vec<Vec<String>>), BundleError> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| BundleError::new(path, format!("cannot read the header row: {e}")))?
-        .iter()
-        .map(str::to_string)
-        .collect();
-    let mut rows = Vec::new();
-    for (row, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| BundleError::new(path, format!("malformed CSV: {e}")).row(row))?;
-        rows.push(record.iter().map(str::to_string).collect());
-    }
-    Ok((header, rows))
-}
-
-fn number<T: std::str::FromStr>(path: &str, row: usize, column: &str, text: &str) -> Result<T, BundleError> {
-    text.parse::<T>()
-        .map_err(|_| BundleError::new(path, format!("`{text}` is not a number")).row(row).column(column))
-}
-
-fn finite(path: &str, row: usize, column: &str, text: &str) -> Result<f64, BundleError> {
-    let v: f64 = number(path, row, column, text)?;
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err(BundleError::new(path, format!("`{text}` is not a finite number")).row(row).column(column))
-    }
-}
-
-fn expect_header(path: &str, header: &[String], want: &[&str], command: &str) -> Result<(), BundleError> {
-    if header.len() < want.len() || header[..want.len()].iter().zip(want).any(|(h, w)| h != w) {
-        return Err(BundleError::new(
-            path,
-            format!("header is `{}`, expected `{}` ({command})", header.join(","), want.join(",")),
-        ));
-    }
-    Ok(())
-}
-
-/// Parses `culturelens magbig --out`: exactly [`MAGBIG_HEADER`], counts and finite numbers.
+/// Parses `culturelens magbig --out` (the schema [`magbig::Magbig`]): exactly its header, counts
+/// and finite numbers.
 pub fn parse_magbig(path: &str, bytes: &[u8]) -> Result<Vec<MagbigRow>, BundleError> {
-    let (header, rows) = read_csv(path, bytes)?;
-    expect_header(path, &header, &MAGBIG_HEADER, "culturelens magbig --out")?;
-    if header.len() != MAGBIG_HEADER.len() {
-        return Err(BundleError::new(path, format!("header has {} columns, expected 8", header.len())));
-    }
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let c = |k: usize| r[k].as_str();
-            Ok(MagbigRow {
-                model: c(0).to_string(),
-                language: c(1).to_string(),
-                set: c(2).to_string(),
-                n_prompts: number(path, i, "n_prompts", c(3))?,
-                n_images: number(path, i, "n_images", c(4))?,
-                mad: finite(path, i, "mad", c(5))?,
-                mad_random: finite(path, i, "mad_random", c(6))?,
-                male_share: finite(path, i, "male_share", c(7))?,
-            })
-        })
-        .collect()
+    Ok(culturelens_results::read::<magbig::Magbig>(path, bytes)?.1)
 }
 
-/// Parses `culturelens cultext2i --out`: [`CULTEXT2I_HEADER`] then `dp_<label>` columns.
+/// Parses `culturelens cultext2i --out` (the schema [`cultext2i::Groups`]): its fixed columns then
+/// `dp_<label>` columns.
 pub fn parse_cultext2i(path: &str, bytes: &[u8]) -> Result<Vec<Cultext2iRow>, BundleError> {
-    let (header, rows) = read_csv(path, bytes)?;
-    expect_header(path, &header, &CULTEXT2I_HEADER, "culturelens cultext2i --out")?;
-    let dp_labels: Vec<&str> = header[CULTEXT2I_HEADER.len()..]
-        .iter()
-        .map(|h| {
-            h.strip_prefix("dp_").ok_or_else(|| {
-                BundleError::new(path, "columns after `cd` must be `dp_<label>`").column(h.as_str())
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let c = |k: usize| r[k].as_str();
-            let dp = dp_labels
-                .iter()
-                .enumerate()
-                .map(|(k, label)| Ok((label.to_string(), finite(path, i, &header[8 + k], c(8 + k))?)))
-                .collect::<Result<_, BundleError>>()?;
-            Ok(Cultext2iRow {
-                model: c(0).to_string(),
-                language: c(1).to_string(),
-                concept: c(2).to_string(),
-                template: c(3).to_string(),
-                n: number(path, i, "n", c(4))?,
-                na: finite(path, i, "na", c(5))?,
-                na_acc: finite(path, i, "na_acc", c(6))?,
-                cd: finite(path, i, "cd", c(7))?,
-                dp,
-            })
-        })
-        .collect()
+    Ok(culturelens_results::read::<cultext2i::Groups>(path, bytes)?.1)
 }
 
-/// The MAGBIG attribute table as named columns (every [`ATTRIBUTE_COLUMNS`] present; the gender
-/// values are checked by the app with the core's parser).
+/// The MAGBIG attribute table as named columns (every [`magbig::ATTRIBUTE_COLUMNS`] present; the
+/// gender values are checked by the app with the metrics' parser).
 pub fn parse_attributes(path: &str, bytes: &[u8]) -> Result<Vec<(String, Vec<String>)>, BundleError> {
-    let (header, rows) = read_csv(path, bytes)?;
-    for required in ATTRIBUTE_COLUMNS {
-        if !header.iter().any(|h| h == required) {
-            return Err(BundleError::new(
-                path,
-                format!("missing required column (columns present: {})", header.join(", ")),
-            )
-            .column(required));
-        }
-    }
-    Ok(header
-        .into_iter()
-        .enumerate()
-        .map(|(k, name)| (name, rows.iter().map(|r| r[k].clone()).collect()))
-        .collect())
-}
-
-/// One model's NA confusion matrix (rows = true, columns = predicted nationality).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Confusion {
-    pub counts: Vec<Vec<usize>>,
-    pub n: usize,
-    pub accuracy: Option<f64>,
-}
-
-/// The parts of `culturelens cultext2i --report` the app shows.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Cultext2iReport {
-    pub nationalities: Vec<String>,
-    /// Per model, in model order.
-    pub confusion: std::collections::BTreeMap<String, Confusion>,
+    Ok(magbig::read_attributes(path, bytes)?)
 }
 
 /// Parses the CulText2I report: the nationality labels and a k × k confusion matrix per model.
 pub fn parse_cultext2i_report(path: &str, bytes: &[u8]) -> Result<Cultext2iReport, BundleError> {
-    let report: Cultext2iReport = serde_json::from_slice(bytes).map_err(|e| {
-        BundleError::new(
-            path,
-            format!("not a `culturelens cultext2i --report` JSON (invalid JSON or missing field): {e}"),
-        )
-    })?;
-    let k = report.nationalities.len();
-    for (model, c) in &report.confusion {
-        if c.counts.len() != k || c.counts.iter().any(|r| r.len() != k) {
-            return Err(BundleError::new(
-                path,
-                format!(
-                    "confusion matrix of model `{model}` is not {k} × {k} (one row and column per nationality)"
-                ),
-            ));
-        }
-    }
-    Ok(report)
+    Ok(cultext2i::read_report(path, bytes)?)
 }

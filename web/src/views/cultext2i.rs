@@ -13,7 +13,7 @@ use super::colour::{css, ink, sequential_rgb};
 use super::{pick, select, svg_label};
 use crate::dom::esc;
 use crate::state::{Update, with_app};
-use culturelens_bundle::{Confusion, Cultext2iRow};
+use culturelens_results::cultext2i::{Confusion, Cultext2iRow, HEADER, dp_column};
 use culturelens_view::cultext2i::row_shares;
 
 const CELL: f64 = 46.0;
@@ -106,12 +106,17 @@ fn table(rows: &[Cultext2iRow], model: &str, alone: bool) -> String {
             )
         })
         .collect();
-    let dp_head: String = labels.iter().map(|l| format!("<th>dp_{}</th>", esc(l))).collect();
+    // Every column of `cultext2i --out` but the model, which the view picks.
+    let head: String = HEADER[1..]
+        .iter()
+        .map(|c| c.to_string())
+        .chain(labels.iter().map(|l| dp_column(l)))
+        .map(|c| format!("<th>{}</th>", esc(&c)))
+        .collect();
     format!(
         "<details class='data'{open}><summary>Per image group ({m})</summary>\
          <table class='numbers' id='cultext2i-table' tabindex='0'{figure}><caption>CulText2I per language, concept and \
-         template ({m})</caption><thead><tr><th>language</th><th>concept</th><th>template</th><th>n</th><th>na</th>\
-         <th>na_acc</th><th>cd</th>{dp_head}</tr></thead><tbody>{body}</tbody></table></details>",
+         template ({m})</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>",
         m = esc(model),
         open = if alone { " open" } else { "" },
         figure = if alone { " data-figure" } else { "" },

@@ -15,6 +15,7 @@
 //! `data-female`, `data-unclassified` and `data-male-share`.
 
 use culturelens_metrics::magbig::PromptCounts;
+use culturelens_results::magbig::ATTRIBUTE_COLUMNS;
 use culturelens_view::educator::{Columns, Slide as SosSlide, cards, distinct};
 use culturelens_view::magbig::{Attributes, occupation_cards, occupation_column};
 use culturelens_view::present::{self, Choices, Command};
@@ -72,10 +73,11 @@ fn on_fullscreen_change(_: &Event) -> Update {
 /// The attribute table's columns as the occupation slide reads them.
 fn attributes(a: &load::Attributes) -> Option<Attributes<'_>> {
     let names: Vec<&str> = a.columns.iter().map(|(n, _)| n.as_str()).collect();
+    let [model, language, set, ..] = ATTRIBUTE_COLUMNS;
     Some(Attributes {
-        model: a.column("model")?,
-        language: a.column("language")?,
-        set: a.column("set")?,
+        model: a.column(model)?,
+        language: a.column(language)?,
+        set: a.column(set)?,
         occupation: a.column(occupation_column(&names))?,
         is_male: &a.is_male,
     })

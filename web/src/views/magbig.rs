@@ -10,7 +10,7 @@ use super::colour::{category, css};
 use super::{pick, select, svg_label};
 use crate::dom::esc;
 use crate::state::{Update, with_app};
-use culturelens_bundle::MagbigRow;
+use culturelens_results::magbig::{HEADER, MagbigRow};
 use culturelens_view::magbig::{Chart, Row, chart, models};
 
 const BAR_W: f64 = 22.0;
@@ -164,11 +164,12 @@ fn table(rows: &[MagbigRow], model: &str) -> String {
             )
         })
         .collect();
+    // Every column of `magbig --out` but the model, which the view picks.
+    let head: String = HEADER[1..].iter().map(|c| format!("<th>{c}</th>")).collect();
     format!(
         "<details class='data'><summary>Numbers of {m}</summary>\
          <table class='numbers' id='magbig-table' tabindex='0'><caption>MAGBIG per language and set ({m})</caption>\
-         <thead><tr><th>language</th><th>set</th><th>n_prompts</th><th>n_images</th><th>mad</th><th>mad_random</th>\
-         <th>male_share</th></tr></thead><tbody>{body}</tbody></table></details>",
+         <thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>",
         m = esc(model)
     )
 }

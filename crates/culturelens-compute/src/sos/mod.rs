@@ -14,7 +14,7 @@
 //! The flow is: [`SosLayout`] (host, group ids) → [`sos_packed`] (Burn, any backend: the fused
 //! CubeCL kernels on a GPU, see [`fused_kernels_on`]; elsewhere the tensor graph, rows blocked by
 //! the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
-//! [`SosReport`] (host, f64). The CLI and the browser both go through [`sos_packed`], on the
+//! [`sos_report`] (host, f64). The CLI and the browser both go through [`sos_packed`], on the
 //! table's row blocks as [`crate::device::upload_rows`] put it on the device.
 
 mod compute;
@@ -29,7 +29,7 @@ pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_packed
 pub use fused::fused_kernels_on;
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
 pub use plan::{GROUP_MEMBERS, SEGMENT_ROWS};
-pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
+pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport, sos_report};
 
 use burn::tensor::{Device, Tensor, TensorData};
 
@@ -98,7 +98,7 @@ pub fn sos(
 ) -> Result<(SosLayout, SosValues, SosReport), SosError> {
     let layout = SosLayout::new(cols, pooling)?;
     let values = per_image_sos(embeddings, dim, &layout, device, chunk_rows)?;
-    let report = SosReport::new(&layout, &values.per_image);
+    let report = sos_report(&layout, &values.per_image);
     Ok((layout, values, report))
 }
 

@@ -4,134 +4,73 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+pub use culturelens_results::sos::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
 
 use super::layout::SosLayout;
 use culturelens_metrics::stats::{self, Summary};
 
-/// Joint SoS of one (model, [layer,] language, culture) cell: the mean of its outputs' scores over
-/// templates × person terms (× seeds) — SoS paper §4.1.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JointScore {
-    pub model: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer: Option<String>,
-    pub language: String,
-    pub culture: String,
-    pub n: usize,
-    pub sos: f64,
-}
+/// The report of `per_image` (one score per output, in row order) over `layout`: the types are
+/// the `sos --report` schema of `culturelens-results`.
+pub fn sos_report(layout: &SosLayout, per_image: &[f32]) -> SosReport {
+    assert_eq!(per_image.len(), layout.len(), "one score per output");
+    let scores: Vec<f64> = per_image.iter().map(|v| f64::from(*v)).collect();
 
-/// Median SoS of one model–language pair and whether it shows a *strong surface tendency*: its
-/// median is at or below the 25th percentile of the medians of all model–language pairs (§5.2).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LanguageMedian {
-    pub model: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer: Option<String>,
-    pub language: String,
-    pub n: usize,
-    pub mean: f64,
-    pub median: f64,
-    pub strong_surface: bool,
-}
+    let mut by_cell: Vec<Vec<f64>> = vec![Vec::new(); layout.cells.len()];
+    for (i, c) in layout.cell.iter().enumerate() {
+        by_cell[*c as usize].push(scores[i]);
+    }
+    assert_eq!(by_cell.len(), layout.cells.len());
+    let joint: Vec<JointScore> = layout
+        .cells
+        .iter()
+        .zip(&by_cell)
+        .map(|(c, v)| JointScore {
+            model: c.model.clone(),
+            layer: c.layer.clone(),
+            language: c.language.clone(),
+            culture: c.culture.clone(),
+            n: v.len(),
+            sos: stats::mean(v),
+        })
+        .collect();
 
-/// Language × language Pearson correlation of joint SoS over (model, [layer,] culture) cells
-/// present for both languages (Fig. 5). `r[i][j]` is `None` when undefined (fewer than two shared
-/// cells or zero variance); `pairs[i][j]` is the number of shared cells.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LanguageCorrelation {
-    pub languages: Vec<String>,
-    pub r: Vec<Vec<Option<f64>>>,
-    pub pairs: Vec<Vec<usize>>,
-}
+    let mut per_model: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut per_pair: BTreeMap<(String, Option<String>, String), Vec<f64>> = BTreeMap::new();
+    for (i, c) in layout.cell.iter().enumerate() {
+        let cell = &layout.cells[*c as usize];
+        per_model.entry(cell.model.clone()).or_default().push(scores[i]);
+        per_pair
+            .entry((cell.model.clone(), cell.layer.clone(), cell.language.clone()))
+            .or_default()
+            .push(scores[i]);
+    }
+    let per_model = per_model.into_iter().map(|(m, v)| (m, Summary::of(&v))).collect();
 
-/// Mean SoS per person term (App. C.4), per model and over all models.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PersonMean {
-    /// `None` for the mean over all models.
-    pub model: Option<String>,
-    pub person: String,
-    pub n: usize,
-    pub mean: f64,
-}
+    let mut language_medians: Vec<LanguageMedian> = per_pair
+        .into_iter()
+        .map(|((model, layer, language), v)| LanguageMedian {
+            model,
+            layer,
+            language,
+            n: v.len(),
+            mean: stats::mean(&v),
+            median: stats::median(&v),
+            strong_surface: false,
+        })
+        .collect();
+    let medians: Vec<f64> = language_medians.iter().map(|m| m.median).collect();
+    let strong_surface_threshold = stats::quantile_sorted(&stats::sorted(&medians), 0.25);
+    for m in &mut language_medians {
+        m.strong_surface = m.median <= strong_surface_threshold;
+    }
 
-/// Everything the `sos` command reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SosReport {
-    pub joint: Vec<JointScore>,
-    /// Distribution of per-output SoS per model (Fig. 2).
-    pub per_model: BTreeMap<String, Summary>,
-    pub language_medians: Vec<LanguageMedian>,
-    /// The 25th percentile of the model–language medians: the strong-surface threshold.
-    pub strong_surface_threshold: f64,
-    pub language_correlation: LanguageCorrelation,
-    pub person_means: Vec<PersonMean>,
-}
-
-impl SosReport {
-    /// Aggregates `per_image` (one score per output, in row order) over `layout`.
-    pub fn new(layout: &SosLayout, per_image: &[f32]) -> SosReport {
-        assert_eq!(per_image.len(), layout.len(), "one score per output");
-        let scores: Vec<f64> = per_image.iter().map(|v| f64::from(*v)).collect();
-
-        let mut by_cell: Vec<Vec<f64>> = vec![Vec::new(); layout.cells.len()];
-        for (i, c) in layout.cell.iter().enumerate() {
-            by_cell[*c as usize].push(scores[i]);
-        }
-        assert_eq!(by_cell.len(), layout.cells.len());
-        let joint: Vec<JointScore> = layout
-            .cells
-            .iter()
-            .zip(&by_cell)
-            .map(|(c, v)| JointScore {
-                model: c.model.clone(),
-                layer: c.layer.clone(),
-                language: c.language.clone(),
-                culture: c.culture.clone(),
-                n: v.len(),
-                sos: stats::mean(v),
-            })
-            .collect();
-
-        let mut per_model: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        let mut per_pair: BTreeMap<(String, Option<String>, String), Vec<f64>> = BTreeMap::new();
-        for (i, c) in layout.cell.iter().enumerate() {
-            let cell = &layout.cells[*c as usize];
-            per_model.entry(cell.model.clone()).or_default().push(scores[i]);
-            per_pair
-                .entry((cell.model.clone(), cell.layer.clone(), cell.language.clone()))
-                .or_default()
-                .push(scores[i]);
-        }
-        let per_model = per_model.into_iter().map(|(m, v)| (m, Summary::of(&v))).collect();
-
-        let mut language_medians: Vec<LanguageMedian> = per_pair
-            .into_iter()
-            .map(|((model, layer, language), v)| LanguageMedian {
-                model,
-                layer,
-                language,
-                n: v.len(),
-                mean: stats::mean(&v),
-                median: stats::median(&v),
-                strong_surface: false,
-            })
-            .collect();
-        let medians: Vec<f64> = language_medians.iter().map(|m| m.median).collect();
-        let strong_surface_threshold = stats::quantile_sorted(&stats::sorted(&medians), 0.25);
-        for m in &mut language_medians {
-            m.strong_surface = m.median <= strong_surface_threshold;
-        }
-
-        SosReport {
-            language_correlation: language_correlation(&joint),
-            person_means: person_means(layout, &scores),
-            joint,
-            per_model,
-            language_medians,
-            strong_surface_threshold,
-        }
+    SosReport {
+        language_correlation: language_correlation(&joint),
+        person_means: person_means(layout, &scores),
+        joint,
+        per_model,
+        language_medians,
+        strong_surface_threshold,
     }
 }
 

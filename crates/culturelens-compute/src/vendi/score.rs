@@ -14,46 +14,8 @@
 //! epsilon of the precision the kernel product was accumulated in (f64, or f32 on backends
 //! without f64). This makes `q = 0` the numerical rank and keeps `q = ∞` and small `q` stable.
 
-/// The order `q ≥ 0` of a Vendi score.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Order {
-    Finite(f64),
-    Infinity,
-}
-
-impl Order {
-    /// Parses `inf`/`infinity` or a non-negative number.
-    pub fn parse(text: &str) -> Result<Order, String> {
-        let t = text.trim().to_ascii_lowercase();
-        if t == "inf" || t == "infinity" || t == "+inf" {
-            return Ok(Order::Infinity);
-        }
-        match t.parse::<f64>() {
-            Ok(q) if q.is_infinite() && q > 0.0 => Ok(Order::Infinity),
-            Ok(q) if q >= 0.0 && q.is_finite() => Ok(Order::Finite(q)),
-            _ => Err(format!("order q must be a number >= 0 or `inf`, got `{text}`")),
-        }
-    }
-}
-
-/// `q = ∞` is serialised as the string `"inf"` (JSON has no infinity), finite `q` as a number.
-impl serde::Serialize for Order {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Order::Finite(q) => s.serialize_f64(*q),
-            Order::Infinity => s.serialize_str("inf"),
-        }
-    }
-}
-
-impl std::fmt::Display for Order {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Order::Finite(q) => write!(f, "{q}"),
-            Order::Infinity => write!(f, "inf"),
-        }
-    }
-}
+/// The order `q ≥ 0` of a Vendi score (the `vendi --out` schema's, where it is stored).
+pub use culturelens_results::vendi::Order;
 
 /// The round-off tolerance `size · eps · λ_max` of a spectrum, `size = max(N, d)` (numpy's
 /// `matrix_rank` convention).
