@@ -7,7 +7,7 @@ mod cmd;
 mod device;
 mod embeddings;
 mod encode;
-mod figures;
+mod figure_inputs;
 mod hub;
 mod input;
 mod output;

@@ -30,18 +30,13 @@ pub fn write_table(
     Ok(())
 }
 
-/// A CSV of `header` and `rows`, written atomically (the analysis commands' OUT.csv).
+/// A CSV of `header` and `rows`, written atomically by the result tables' one CSV writer.
 pub fn write_csv_rows<R: AsRef<[String]>>(
     path: &Path,
     header: &[impl AsRef<[u8]>],
     rows: &[R],
 ) -> Result<()> {
-    culturelens_table::write_atomic(path, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        out.write_record(header)?;
-        rows.iter().try_for_each(|row| out.write_record(row.as_ref()))?;
-        out.flush()
-    })?;
+    culturelens_table::write_atomic(path, |w| culturelens_results::write_records(w, header, rows))?;
     Ok(())
 }
 

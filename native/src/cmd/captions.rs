@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use culturelens_metrics::words::fighting_words::{Document, coverage, fighting_words};
 use culturelens_metrics::words::segment::{lowercase, stop_words, unique_terms};
+use culturelens_results::captions::{
+    COVERAGE, Coverage, CoverageRow, TERMS, TOP_TERMS, TermRow, Terms, TopTermRow, TopTerms,
+};
+use culturelens_results::records;
 use culturelens_table::{TableError, read_metadata_csv};
 
 use crate::output::{CsvFile, write_csv_files};
@@ -143,78 +147,47 @@ pub fn run(args: &CaptionsArgs) -> Result<()> {
     let mut top = Vec::new();
     let mut covered = Vec::new();
     for doc in &scores {
-        let key = [doc.model.clone(), doc.language.clone()];
-        for t in &doc.terms {
-            let mut row = key.to_vec();
-            row.extend([doc.images.to_string(), t.term.clone(), t.images.to_string()]);
-            row.extend([t.share, t.idf, t.weighted, t.weighted_other, t.delta, t.z].map(|x| x.to_string()));
-            row.push(t.significant().to_string());
-            terms.push(row);
-        }
-        for (rank, t) in doc.top(args.top).enumerate() {
-            let mut row = key.to_vec();
-            row.extend([
-                (rank + 1).to_string(),
-                t.term.clone(),
-                t.images.to_string(),
-                t.share.to_string(),
-                t.z.to_string(),
-            ]);
-            top.push(row);
-        }
+        let (model, language) = (&doc.model, &doc.language);
+        terms.extend(doc.terms.iter().map(|t| TermRow {
+            model: model.clone(),
+            language: language.clone(),
+            n_images: doc.images,
+            term: t.term.clone(),
+            images: t.images,
+            share: t.share,
+            idf: t.idf,
+            weighted: t.weighted,
+            weighted_other: t.weighted_other,
+            delta: t.delta,
+            z: t.z,
+            significant: t.significant(),
+        }));
+        top.extend(doc.top(args.top).enumerate().map(|(rank, t)| TopTermRow {
+            model: model.clone(),
+            language: language.clone(),
+            rank: rank + 1,
+            term: t.term.clone(),
+            images: t.images,
+            share: t.share,
+            z: t.z,
+        }));
         for (culture, list) in stereotypes.iter().flatten() {
             let c = coverage(doc, list);
-            let mut row = key.to_vec();
-            row.extend([
-                culture.clone(),
-                c.stereotypes.to_string(),
-                c.found.len().to_string(),
-                c.coverage.to_string(),
-            ]);
-            row.push(c.found.join(";"));
-            covered.push(row);
+            covered.push(CoverageRow {
+                model: model.clone(),
+                language: language.clone(),
+                culture: culture.clone(),
+                stereotypes: c.stereotypes,
+                found: c.found,
+                coverage: c.coverage,
+            });
         }
     }
-    let strings = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let mut files = vec![
-        CsvFile {
-            name: "terms.csv",
-            header: strings(&[
-                "model",
-                "language",
-                "n_images",
-                "term",
-                "images",
-                "share",
-                "idf",
-                "weighted",
-                "weighted_other",
-                "delta",
-                "z",
-                "significant",
-            ]),
-            rows: terms,
-        },
-        CsvFile {
-            name: "top_terms.csv",
-            header: strings(&["model", "language", "rank", "term", "images", "share", "z"]),
-            rows: top,
-        },
-    ];
+    let file = |name, (header, rows)| CsvFile { name, header, rows };
+    let mut files =
+        vec![file(TERMS, records::<Terms>(&(), &terms)), file(TOP_TERMS, records::<TopTerms>(&(), &top))];
     if stereotypes.is_some() {
-        files.push(CsvFile {
-            name: "coverage.csv",
-            header: strings(&[
-                "model",
-                "language",
-                "culture",
-                "stereotypes",
-                "found",
-                "coverage",
-                "found_terms",
-            ]),
-            rows: covered,
-        });
+        files.push(file(COVERAGE, records::<Coverage>(&(), &covered)));
     }
     write_csv_files(&args.out, &files)?;
     let mut provenance = Provenance::new("captions", args);

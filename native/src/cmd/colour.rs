@@ -9,6 +9,11 @@ use anyhow::{Context, Result, bail};
 use culturelens_metrics::colour::{
     Palette, PaletteConfig, Rgb, hsv, palette, rgb8_points, subsample, value_histogram,
 };
+use culturelens_results::colour::{
+    DOMINANT_COLOURS, Dominant, DominantRow, PALETTES, PaletteColour, PaletteRow, Palettes, VALUES, ValueRow,
+    Values,
+};
+use culturelens_results::records;
 
 use crate::input::ImageList;
 use crate::output::{CsvFile, write_csv_files};
@@ -87,37 +92,23 @@ fn read_pixels(list: &ImageList, row: usize, path: &Path) -> Result<Vec<Rgb>> {
     Ok(rgb8_points(decoded.image.to_rgb8().as_raw()))
 }
 
-fn colour_cells(rgb: &Rgb, share: f64) -> Vec<String> {
-    let [h, s, v] = hsv(rgb);
-    let hex =
-        format!("#{:02x}{:02x}{:02x}", rgb[0].round() as u8, rgb[1].round() as u8, rgb[2].round() as u8);
-    let mut cells: Vec<String> = rgb.iter().map(f64::to_string).collect();
-    cells.push(hex);
-    cells.extend([share, h, s, v].map(|x| x.to_string()));
-    cells
-}
-
-fn palette_rows(prefix: &[String], palette: &Palette) -> Vec<Vec<String>> {
-    palette
-        .colours
-        .iter()
-        .enumerate()
-        .map(|(rank, c)| {
-            let mut row = prefix.to_vec();
-            row.push((rank + 1).to_string());
-            row.extend(colour_cells(&c.rgb, c.share));
-            row
-        })
-        .collect()
-}
-
-fn header(first: &[&str], groups: &[String], rest: &[&str]) -> Vec<String> {
-    first
-        .iter()
-        .map(|s| s.to_string())
-        .chain(groups.iter().cloned())
-        .chain(rest.iter().map(|s| s.to_string()))
-        .collect()
+/// The palette's colours as the tables store them: rank, sRGB, hex, share, HSV.
+fn palette_colours(palette: &Palette) -> impl Iterator<Item = PaletteColour> + '_ {
+    palette.colours.iter().enumerate().map(|(rank, c)| {
+        let rgb = c.rgb;
+        PaletteColour {
+            rank: rank + 1,
+            rgb,
+            hex: format!(
+                "#{:02x}{:02x}{:02x}",
+                rgb[0].round() as u8,
+                rgb[1].round() as u8,
+                rgb[2].round() as u8
+            ),
+            share: c.share,
+            hsv: hsv(&rgb),
+        }
+    })
 }
 
 pub fn run(args: &ColourArgs) -> Result<()> {
@@ -129,7 +120,6 @@ pub fn run(args: &ColourArgs) -> Result<()> {
     let list = ImageList::read(&args.images)?;
     let (group_by, value_by) = (columns(&args.group_by), columns(&args.value_by));
     let (group_keys, value_keys) = (group_keys(&list, &group_by)?, group_keys(&list, &value_by)?);
-    const COLOUR: [&str; 9] = ["rank", "r", "g", "b", "hex", "share", "h", "s", "v"];
     let mut dominant = Vec::new();
     let mut pooled: BTreeMap<&[String], (usize, Vec<Rgb>)> = BTreeMap::new();
     let mut values: ValueGroups = BTreeMap::new();
@@ -137,9 +127,12 @@ pub fn run(args: &ColourArgs) -> Result<()> {
         let pixels = read_pixels(&list, row, path)?;
         let kept = subsample(&pixels, config.max_pixels);
         let image_palette = palette(&kept, &config).with_context(|| format!("{}", path.display()))?;
-        let mut prefix = vec![list.meta.column("image").expect("image column")[row].clone()];
-        prefix.extend(group_keys[row].iter().cloned());
-        dominant.extend(palette_rows(&prefix, &image_palette));
+        let image = &list.meta.column("image").expect("image column")[row];
+        dominant.extend(palette_colours(&image_palette).map(|colour| DominantRow {
+            image: image.clone(),
+            group: group_keys[row].clone(),
+            colour,
+        }));
         let group = pooled.entry(&group_keys[row]).or_default();
         group.0 += 1;
         group.1.extend(kept);
@@ -150,36 +143,25 @@ pub fn run(args: &ColourArgs) -> Result<()> {
     let mut palettes = Vec::new();
     for (key, (n_images, pixels)) in &pooled {
         let group_config = PaletteConfig { max_pixels: pixels.len(), ..config };
-        let mut prefix = key.to_vec();
-        prefix.push(n_images.to_string());
-        palettes.extend(palette_rows(&prefix, &palette(pixels, &group_config)?));
+        let group_palette = palette(pixels, &group_config)?;
+        palettes.extend(palette_colours(&group_palette).map(|colour| PaletteRow {
+            group: key.to_vec(),
+            n_images: *n_images,
+            colour,
+        }));
     }
     let mut histogram = Vec::new();
     for (key, (n_images, colours)) in &values {
         for (bin, share) in value_histogram(colours, args.bins).into_iter().enumerate() {
-            let mut row = key.to_vec();
-            row.push(n_images.to_string());
-            let (lo, hi) = (bin as f64 / args.bins as f64, (bin + 1) as f64 / args.bins as f64);
-            row.extend([lo.to_string(), hi.to_string(), share.to_string()]);
-            histogram.push(row);
+            let (v_lo, v_hi) = (bin as f64 / args.bins as f64, (bin + 1) as f64 / args.bins as f64);
+            histogram.push(ValueRow { group: key.to_vec(), n_images: *n_images, v_lo, v_hi, share });
         }
     }
+    let file = |name, (header, rows)| CsvFile { name, header, rows };
     let files = [
-        CsvFile {
-            name: "dominant_colours.csv",
-            header: header(&["image"], &group_by, &COLOUR),
-            rows: dominant,
-        },
-        CsvFile {
-            name: "palettes.csv",
-            header: header(&[], &group_by, &[&["n_images"][..], &COLOUR].concat()),
-            rows: palettes,
-        },
-        CsvFile {
-            name: "values.csv",
-            header: header(&[], &value_by, &["n_images", "v_lo", "v_hi", "share"]),
-            rows: histogram,
-        },
+        file(DOMINANT_COLOURS, records::<Dominant>(&group_by, &dominant)),
+        file(PALETTES, records::<Palettes>(&group_by, &palettes)),
+        file(VALUES, records::<Values>(&value_by, &histogram)),
     ];
     write_csv_files(&args.out, &files)?;
     let mut provenance = Provenance::new("colour", args);

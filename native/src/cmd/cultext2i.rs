@@ -12,12 +12,15 @@ use culturelens_compute::tensor::cosine_tensor;
 use culturelens_metrics::cultext2i::{
     Confusion, ImageScores, TextColumns, ccs, group_scores, image_scores, majority, xdp, xna,
 };
-use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv};
-use serde_json::{Value, json};
+use culturelens_results::cultext2i::{
+    self as schema, CcsMatrix, Cultext2iReport, Cultext2iRow, Groups, VqaScore,
+};
+use culturelens_table::{
+    EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv, write_atomic,
+};
 
 use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
-use crate::output::{write_csv_rows, write_json_pretty};
 use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
@@ -74,9 +77,6 @@ pub struct Cultext2iArgs {
     pub device: DeviceChoice,
 }
 
-/// The fixed leading columns of OUT.csv (a contract; `dp_<label>` columns follow).
-pub const HEADER: [&str; 8] = ["model", "language", "concept", "template", "n", "na", "na_acc", "cd"];
-
 /// The text table's roles.
 struct Texts {
     nationalities: Vec<String>,
@@ -128,32 +128,37 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     for (i, key) in keys.iter().enumerate() {
         groups.entry(key).or_default().push(i);
     }
-    let mut header: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
-    header.extend(texts.dimensions.iter().map(|d| format!("dp_{d}")));
-    let rows: Vec<Vec<String>> = groups
+    let rows: Vec<Cultext2iRow> = groups
         .iter()
         .map(|((model, language, concept, template), rows)| {
             let s: Vec<&ImageScores> = rows.iter().map(|&i| &scores[i]).collect();
             let t: Vec<usize> = rows.iter().map(|&i| truths[i]).collect();
             let g = group_scores(&s, &t).expect("groups are non-empty");
-            let mut row =
-                vec![model.clone(), language.clone(), concept.clone(), template.clone(), g.n.to_string()];
-            row.extend([g.na, g.na_acc, g.cd].iter().chain(&g.dp).map(f64::to_string));
-            row
+            Cultext2iRow {
+                model: model.clone(),
+                language: language.clone(),
+                concept: concept.clone(),
+                template: template.clone(),
+                n: g.n,
+                na: g.na,
+                na_acc: g.na_acc,
+                cd: g.cd,
+                dp: texts.dimensions.iter().cloned().zip(g.dp).collect(),
+            }
         })
         .collect();
 
     let report = match &args.report {
         Some(_) => {
             let vqa = args.vqa.as_deref().map(read_metadata_csv).transpose()?;
-            Some(report_json(&images, &keys, &truths, &scores, &texts, vqa.as_ref(), &device)?)
+            Some(build_report(&images, &keys, &truths, &scores, &texts, vqa.as_ref(), &device)?)
         }
         None => None,
     };
-    if let (Some(path), Some(json)) = (&args.report, report) {
-        write_json_pretty(path, &json)?;
+    if let (Some(path), Some(report)) = (&args.report, report) {
+        write_atomic(path, |w| schema::write_report(w, &report))?;
     }
-    write_csv_rows(&args.out, &header, &rows)?;
+    write_atomic(&args.out, |w| culturelens_results::write::<Groups>(w, &texts.dimensions, &rows))?;
     let mut provenance = Provenance::new("cultext2i", args);
     for path in [&args.images, &args.image_meta, &args.texts, &args.text_meta].into_iter().chain(&args.vqa) {
         provenance.input(path)?;
@@ -263,8 +268,8 @@ fn cosine_matrix(a: &Matrix, b: &Matrix, device: &Device) -> Vec<f32> {
     read_back(cosine_tensor(upload(a, device), upload(b, device)))
 }
 
-/// The `--report` JSON (keys sorted).
-fn report_json(
+/// The `--report` of the images' scores.
+fn build_report(
     images: &EmbeddingTable,
     keys: &[Key],
     truths: &[usize],
@@ -272,14 +277,14 @@ fn report_json(
     texts: &Texts,
     vqa: Option<&Metadata>,
     device: &Device,
-) -> Result<Value> {
+) -> Result<Cultext2iReport> {
     let k = texts.nationalities.len();
     let mut per_model: BTreeMap<&str, Vec<(usize, usize)>> = BTreeMap::new();
     for (i, key) in keys.iter().enumerate() {
         per_model.entry(&key.0).or_default().push((truths[i], scores[i].predicted));
     }
-    let confusion: BTreeMap<&str, Confusion> =
-        per_model.into_iter().map(|(m, pairs)| (m, Confusion::of(pairs, k))).collect();
+    let confusion: BTreeMap<String, Confusion> =
+        per_model.into_iter().map(|(m, pairs)| (m.to_string(), Confusion::of(pairs, k))).collect();
 
     // CCS: per (model, concept, template), the images by language.
     let mut sets: BTreeMap<(&str, &str, &str), BTreeMap<&str, Vec<usize>>> = BTreeMap::new();
@@ -311,7 +316,7 @@ fn report_json(
             }
         }
     }
-    let ccs_json: Vec<Value> = sums
+    let ccs: Vec<CcsMatrix> = sums
         .iter()
         .map(|((model, template), pairs)| {
             let languages: Vec<&str> = sets
@@ -327,24 +332,26 @@ fn report_json(
                     languages.iter().map(|l2| pairs.get(&(*l1, *l2)).map(|(s, c)| s / *c as f64)).collect()
                 })
                 .collect();
-            json!({"model": model, "template": template, "languages": languages, "ccs": matrix})
+            CcsMatrix {
+                ccs: matrix,
+                languages: languages.iter().map(|l| l.to_string()).collect(),
+                model: model.to_string(),
+                template: template.to_string(),
+            }
         })
         .collect();
 
-    let mut out = json!({
-        "nationalities": texts.nationalities,
-        "dimensions": texts.dimensions,
-        "confusion": confusion,
-        "ccs": ccs_json,
-    });
-    if let Some(vqa) = vqa {
-        out["vqa"] = vqa_json(vqa)?;
-    }
-    Ok(out)
+    Ok(Cultext2iReport {
+        ccs,
+        confusion,
+        dimensions: texts.dimensions.clone(),
+        nationalities: texts.nationalities.clone(),
+        vqa: vqa.map(vqa_scores).transpose()?,
+    })
 }
 
 /// XNA and XDP from the VQA answers (see the conventions).
-fn vqa_json(meta: &Metadata) -> Result<Value, TableError> {
+fn vqa_scores(meta: &Metadata) -> Result<Vec<VqaScore>, TableError> {
     let cols =
         ["model", "language", "concept", "template", "question"].map(|c| meta.require_nonempty_column(c));
     let [model, language, concept, template, question] = cols;
@@ -384,7 +391,7 @@ fn vqa_json(meta: &Metadata) -> Result<Value, TableError> {
         set.1 = expected;
         set.0.push(norm(&answer[row]));
     }
-    let rows: Vec<Value> = sets
+    let rows: Vec<VqaScore> = sets
         .iter()
         .map(|((model, language, template, q), concepts)| {
             let majorities: Vec<(Option<&str>, Option<&str>)> = concepts
@@ -394,8 +401,8 @@ fn vqa_json(meta: &Metadata) -> Result<Value, TableError> {
                     (majority(&a), expected.as_deref())
                 })
                 .collect();
-            let per_set: BTreeMap<&str, Option<&str>> =
-                concepts.keys().map(String::as_str).zip(majorities.iter().map(|m| m.0)).collect();
+            let majority: BTreeMap<String, Option<String>> =
+                concepts.keys().cloned().zip(majorities.iter().map(|m| m.0.map(str::to_string))).collect();
             let (metric, score) = if q == "nationality" {
                 let pairs: Vec<(Option<&str>, &str)> =
                     majorities.iter().map(|(m, e)| (*m, e.expect("nationality rows carry one"))).collect();
@@ -405,9 +412,17 @@ fn vqa_json(meta: &Metadata) -> Result<Value, TableError> {
                 let m: Vec<Option<&str>> = majorities.iter().map(|m| m.0).collect();
                 ("xdp", xdp(&m, d0.trim(), d1.trim()))
             };
-            json!({"model": model, "language": language, "template": template, "question": q,
-                   "metric": metric, "score": score, "n_sets": concepts.len(), "majority": per_set})
+            VqaScore {
+                language: language.clone(),
+                majority,
+                metric: metric.to_string(),
+                model: model.clone(),
+                n_sets: concepts.len(),
+                question: q.clone(),
+                score,
+                template: template.clone(),
+            }
         })
         .collect();
-    Ok(Value::Array(rows))
+    Ok(rows)
 }

@@ -1,12 +1,12 @@
 //! `culturelens figures`: publication figures (SVG and PNG) from the result tables the other
-//! subcommands wrote. The table readers are `crate::figures`, the drawing `culturelens-figures`.
+//! subcommands wrote. The table readers are `crate::figure_inputs`, the drawing `culturelens-figures`.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use culturelens_table::load_table;
 
-use crate::figures::{self, Figure};
+use crate::figure_inputs::{self, Figure};
 use crate::input::load_bundle_table;
 use crate::provenance::Provenance;
 
@@ -86,11 +86,11 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
     let mut provenance = Provenance::new("figures", args);
     let mut all: Vec<Figure> = Vec::new();
     if let Some(path) = &args.sos {
-        all.extend(figures::sos_joint(path)?);
+        all.extend(figure_inputs::sos_joint(path)?);
         provenance.input(path)?;
     }
     if let Some(path) = &args.sos_report {
-        all.extend(figures::sos_report(path)?);
+        all.extend(figure_inputs::sos_report(path)?);
         provenance.input(path)?;
     }
     let table = match (&args.bundle, &args.embeddings) {
@@ -99,25 +99,25 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
         _ => None,
     };
     if let Some(table) = table {
-        all.push(figures::pca(&table, &args.colour_by)?);
+        all.push(figure_inputs::pca(&table, &args.colour_by)?);
         for path in [&args.bundle, &args.embeddings, &args.meta].into_iter().flatten() {
             provenance.input(path)?;
         }
     }
     if let Some(path) = &args.vendi {
-        all.push(figures::vendi(path)?);
+        all.push(figure_inputs::vendi(path)?);
         provenance.input(path)?;
     }
     if let Some(path) = &args.magbig {
-        all.extend(figures::magbig(path)?);
+        all.extend(figure_inputs::magbig(path)?);
         provenance.input(path)?;
     }
     if let Some(path) = &args.cultext2i_report {
-        all.extend(figures::cultext2i(path)?);
+        all.extend(figure_inputs::cultext2i(path)?);
         provenance.input(path)?;
     }
     if let Some(dir) = &args.colour {
-        all.extend(figures::colour(dir)?);
+        all.extend(figure_inputs::colour(dir)?);
         provenance.input(dir)?;
     }
     if all.is_empty() {
@@ -125,7 +125,7 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
             "nothing to draw: give at least one of --sos, --sos-report, --bundle/--embeddings, --vendi, --magbig, --cultext2i-report, --colour"
         );
     }
-    let written = figures::write(&args.out, &all, args.scale)?;
+    let written = figure_inputs::write(&args.out, &all, args.scale)?;
     provenance.write_for_dir(&args.out)?;
     for path in &written {
         println!("{}", path.display());

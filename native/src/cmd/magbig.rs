@@ -10,12 +10,13 @@ use anyhow::{Result, bail};
 use culturelens_compute::tensor::paired_cosine_tensor;
 use culturelens_metrics::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
 use culturelens_metrics::stats::mean;
-use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv};
+use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigRow};
+use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv, write_atomic};
 use serde_json::{Value, json};
 
 use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
-use crate::output::{write_csv_rows, write_json_pretty};
+use crate::output::write_json_pretty;
 use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
@@ -85,11 +86,12 @@ pub struct MagbigArgs {
     pub device: DeviceChoice,
 }
 
-/// The output header (a contract: tests outside the project read it).
-pub const HEADER: [&str; 8] =
-    ["model", "language", "set", "n_prompts", "n_images", "mad", "mad_random", "male_share"];
-
 type Group = (String, String, String);
+
+/// The attribute table's columns that say which prompt an image answers: model, language, set,
+/// prompt_id.
+const KEY: [&str; 4] =
+    [ATTRIBUTE_COLUMNS[0], ATTRIBUTE_COLUMNS[1], ATTRIBUTE_COLUMNS[2], ATTRIBUTE_COLUMNS[3]];
 
 pub fn run(args: &MagbigArgs) -> Result<()> {
     if !args.compare.is_empty() && args.compare.len() != 2 {
@@ -97,28 +99,28 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
     }
     let meta = read_metadata_csv(&args.attributes)?;
     let groups = prompt_counts(&meta)?;
-    let rows: Vec<[String; 8]> = groups
+    let rows: Vec<MagbigRow> = groups
         .iter()
         .filter_map(|((model, language, set), prompts)| {
             let counts: Vec<PromptCounts> = prompts.values().copied().collect();
             let s = mad(&counts)?;
-            Some([
-                model.clone(),
-                language.clone(),
-                set.clone(),
-                s.n_prompts.to_string(),
-                s.n_images.to_string(),
-                s.mad.to_string(),
-                s.mad_random.to_string(),
-                s.male_share.to_string(),
-            ])
+            Some(MagbigRow {
+                model: model.clone(),
+                language: language.clone(),
+                set: set.clone(),
+                n_prompts: s.n_prompts,
+                n_images: s.n_images,
+                mad: s.mad,
+                mad_random: s.mad_random,
+                male_share: s.male_share,
+            })
         })
         .collect();
     if let Some(path) = &args.report {
         let json = report(args, &meta, &groups)?;
         write_json_pretty(path, &json)?;
     }
-    write_csv_rows(&args.out, &HEADER, &rows)?;
+    write_atomic(&args.out, |w| culturelens_results::write::<Magbig>(w, &(), &rows))?;
     let mut provenance = Provenance::new("magbig", args);
     for path in [Some(&args.attributes), args.images.as_ref(), args.texts.as_ref(), args.text_meta.as_ref()]
         .into_iter()
@@ -134,13 +136,12 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
 
 /// Male/female counts per prompt, per (model, language, set), both sorted.
 fn prompt_counts(meta: &Metadata) -> Result<BTreeMap<Group, BTreeMap<String, PromptCounts>>, TableError> {
-    let [model, language, set, prompt_id] =
-        ["model", "language", "set", "prompt_id"].map(|name| meta.require_nonempty_column(name));
+    let [model, language, set, prompt_id] = KEY.map(|name| meta.require_nonempty_column(name));
     let (model, language, set, prompt_id) = (model?, language?, set?, prompt_id?);
-    let gender = meta.require_column("gender")?;
+    let gender = meta.require_column(GENDER)?;
     let mut groups: BTreeMap<Group, BTreeMap<String, PromptCounts>> = BTreeMap::new();
     for (row, value) in gender.iter().enumerate() {
-        let g = Gender::parse(value.trim()).map_err(|e| TableError::invalid(meta.cell(row, "gender"), e))?;
+        let g = Gender::parse(value.trim()).map_err(|e| TableError::invalid(meta.cell(row, GENDER), e))?;
         let key = (model[row].clone(), language[row].clone(), set[row].clone());
         groups.entry(key).or_default().entry(prompt_id[row].clone()).or_default().add(g);
     }
@@ -212,8 +213,7 @@ fn report(
 /// Mean attempts and rows per prompt per group, when A.csv has an `attempt` column.
 fn attempts(meta: &Metadata) -> Result<Option<BTreeMap<Group, Value>>, TableError> {
     let Some(attempt) = meta.column("attempt") else { return Ok(None) };
-    let [model, language, set, prompt_id] =
-        ["model", "language", "set", "prompt_id"].map(|c| meta.column(c).expect("checked"));
+    let [model, language, set, prompt_id] = KEY.map(|c| meta.column(c).expect("checked"));
     let mut per: BTreeMap<Group, BTreeMap<&str, (u64, usize)>> = BTreeMap::new();
     for (row, value) in attempt.iter().enumerate() {
         let a: u64 = value.trim().parse().ok().filter(|&a| a >= 1).ok_or_else(|| {
@@ -284,8 +284,7 @@ fn alignment(args: &MagbigArgs, images_path: &std::path::Path, meta: &Metadata) 
             .into());
         }
     }
-    let [model, language, set, prompt_id] =
-        ["model", "language", "set", "prompt_id"].map(|c| meta.column(c).expect("checked"));
+    let [model, language, set, prompt_id] = KEY.map(|c| meta.column(c).expect("checked"));
     let own: Vec<usize> = (0..meta.n_rows())
         .map(|row| {
             index.get(&(language[row].trim(), set[row].trim(), prompt_id[row].trim())).copied().ok_or_else(

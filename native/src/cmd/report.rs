@@ -1,5 +1,5 @@
 //! `culturelens report`: a finished run folder as a static web site: the browser app with the
-//! run's bundle, the figures (`crate::figures`), every result table as an HTML table, and the
+//! run's bundle, the figures (`crate::figure_inputs`), every result table as an HTML table, and the
 //! provenance manifests. It needs nothing but a static file server, and nothing from the
 //! network once loaded.
 
@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use culturelens_bundle::MANIFEST;
 use culturelens_files::write_dir_atomic;
 
-use crate::figures::{self, Figure};
+use crate::figure_inputs::{self, Figure};
 use crate::input::load_bundle_table;
 use crate::provenance::{DIR_MANIFEST, Provenance};
 
@@ -141,7 +141,7 @@ fn figures_of(root: &Path, run: &Run) -> Result<Vec<(PathBuf, Vec<Figure>)>> {
         let sos = header == ["model", "language", "culture", "n", "sos"]
             || header == ["model", "layer", "language", "culture", "n", "sos"];
         if sos {
-            out.push((rel.clone(), figures::sos_joint(&path)?));
+            out.push((rel.clone(), figure_inputs::sos_joint(&path)?));
         } else if header.starts_with(&[
             "model",
             "language",
@@ -151,7 +151,7 @@ fn figures_of(root: &Path, run: &Run) -> Result<Vec<(PathBuf, Vec<Figure>)>> {
             "mad",
             "mad_random",
         ]) {
-            out.push((rel.clone(), figures::magbig(&path)?));
+            out.push((rel.clone(), figure_inputs::magbig(&path)?));
         }
     }
     for rel in &run.jsons {
@@ -160,22 +160,22 @@ fn figures_of(root: &Path, run: &Run) -> Result<Vec<(PathBuf, Vec<Figure>)>> {
             .with_context(|| format!("{}: not valid JSON", path.display()))?;
         let is_vendi = |v: &serde_json::Value| v.get("vs").is_some() && v.get("q").is_some();
         if json.get("per_model").is_some() && json.get("language_correlation").is_some() {
-            out.push((rel.clone(), figures::sos_report(&path)?));
+            out.push((rel.clone(), figure_inputs::sos_report(&path)?));
         } else if json.get("confusion").is_some() && json.get("nationalities").is_some() {
-            out.push((rel.clone(), figures::cultext2i(&path)?));
+            out.push((rel.clone(), figure_inputs::cultext2i(&path)?));
         } else if is_vendi(&json)
             || json.as_object().is_some_and(|o| !o.is_empty() && o.values().all(is_vendi))
         {
-            out.push((rel.clone(), vec![figures::vendi(&path)?]));
+            out.push((rel.clone(), vec![figure_inputs::vendi(&path)?]));
         }
     }
     for rel in &run.colour_dirs {
-        out.push((rel.clone(), figures::colour(&root.join(rel))?));
+        out.push((rel.clone(), figure_inputs::colour(&root.join(rel))?));
     }
     if let Some(rel) = run.bundles.first() {
         let table = load_bundle_table(&root.join(rel))?;
         if table.meta.column("language").is_some() {
-            out.push((rel.clone(), vec![figures::pca(&table, "language")?]));
+            out.push((rel.clone(), vec![figure_inputs::pca(&table, "language")?]));
         }
     }
     Ok(out)
@@ -188,8 +188,11 @@ fn unique_names(sources: Vec<(PathBuf, Vec<Figure>)>) -> Vec<(PathBuf, Figure)> 
     for (source, figures) in sources {
         for mut f in figures {
             if !taken.insert(f.name.clone()) {
-                f.name =
-                    format!("{}__{}", figures::slug(&source.with_extension("").to_string_lossy()), f.name);
+                f.name = format!(
+                    "{}__{}",
+                    figure_inputs::slug(&source.with_extension("").to_string_lossy()),
+                    f.name
+                );
                 taken.insert(f.name.clone());
             }
             out.push((source.clone(), f));
@@ -388,7 +391,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             copy_dir(&root.join(b), &site.join("bundles").join(b))?;
         }
         if !just_figures.is_empty() {
-            figures::write(&site.join("figures"), &just_figures, args.scale)?;
+            figure_inputs::write(&site.join("figures"), &just_figures, args.scale)?;
         }
         for rel in run.csvs.iter().chain(&run.jsons).chain(&run.provenance) {
             copy_file(&root.join(rel), &site.join("results").join(rel))?;

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use culturelens_compute::device::{Processor, upload_rows};
 use culturelens_compute::sos::{
-    Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues, sos_packed, unpack,
+    Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues, sos_packed, sos_report, unpack,
 };
 use culturelens_metrics::demo::demo_table;
+use culturelens_results::sos::{self as schema, DEMO_JOINT, JointColumns, PerImageColumns, PerImageScore};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 
 use crate::device::{DeviceChoice, FloatType, select_device};
@@ -125,8 +126,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
         write_per_image_csv(path, &layout, &values)?;
     }
     if let Some(path) = &args.report {
-        let json = serde_json::to_vec_pretty(&report)?;
-        write_atomic(path, |w| w.write_all(&json))?;
+        write_atomic(path, |w| schema::write_report(w, &report))?;
     }
     let mut provenance = Provenance::new("sos", args);
     for path in [&args.bundle, &args.embeddings, &args.meta].into_iter().flatten() {
@@ -176,9 +176,9 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
     if let Some(dir) = &args.write {
         std::fs::create_dir_all(dir)?;
         save_table(&table, &dir.join("embeddings.npy"), Some(&dir.join("meta.csv")))?;
-        write_joint_csv(&dir.join("sos.csv"), &report)?;
+        write_joint_csv(&dir.join(DEMO_JOINT), &report)?;
         Provenance::new("demo", args).device(args.device, FloatType::F32).write_for_dir(dir)?;
-        println!("\nwrote {}/{{embeddings.npy, meta.csv, sos.csv}}", dir.display());
+        println!("\nwrote {}/{{embeddings.npy, meta.csv, {DEMO_JOINT}}}", dir.display());
     }
     Ok(())
 }
@@ -213,60 +213,35 @@ pub fn score_table(
     let packed = sos_packed(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
     let values = unpack(packed, &layout).context("SoS cannot be computed for this table")?;
     clock.lap("device");
-    let report = SosReport::new(&layout, &values.per_image);
+    let report = sos_report(&layout, &values.per_image);
     clock.lap("report");
     Ok((layout, values, report))
 }
 
-/// Writes the joint scores: `model,[layer,]language,culture,n,sos`.
+/// Writes the joint scores (`culturelens_results::sos::Joint`).
 pub fn write_joint_csv(path: &Path, report: &SosReport) -> Result<()> {
-    let has_layer = report.joint.first().is_some_and(|j| j.layer.is_some());
-    write_atomic(path, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        let mut header = vec!["model"];
-        if has_layer {
-            header.push("layer");
-        }
-        header.extend(["language", "culture", "n", "sos"]);
-        out.write_record(&header)?;
-        for j in &report.joint {
-            let mut row = vec![j.model.clone()];
-            row.extend(j.layer.clone());
-            row.extend([j.language.clone(), j.culture.clone(), j.n.to_string(), j.sos.to_string()]);
-            out.write_record(&row)?;
-        }
-        out.flush()
-    })?;
+    let columns = JointColumns { layer: report.joint.first().is_some_and(|j| j.layer.is_some()) };
+    write_atomic(path, |w| culturelens_results::write::<schema::Joint>(w, &columns, &report.joint))?;
     Ok(())
 }
 
+/// Writes every output's score in row order (`culturelens_results::sos::PerImage`).
 fn write_per_image_csv(path: &Path, layout: &SosLayout, values: &SosValues) -> Result<()> {
-    write_atomic(path, |w| {
-        let mut out = csv::Writer::from_writer(w);
-        let mut header = vec!["row", "model"];
-        if layout.has_layer {
-            header.push("layer");
+    assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
+    let columns = PerImageColumns { layer: layout.has_layer, person: layout.person.is_some() };
+    let rows = layout.cell.iter().zip(&values.per_image).enumerate().map(|(row, (cell, score))| {
+        let c = &layout.cells[*cell as usize];
+        PerImageScore {
+            row,
+            model: c.model.clone(),
+            layer: c.layer.clone(),
+            language: c.language.clone(),
+            culture: c.culture.clone(),
+            person: layout.person.as_ref().map(|p| p[row].clone()),
+            sos: *score,
         }
-        header.extend(["language", "culture"]);
-        if layout.person.is_some() {
-            header.push("person");
-        }
-        header.push("sos");
-        out.write_record(&header)?;
-        assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
-        for (row, (cell, score)) in layout.cell.iter().zip(&values.per_image).enumerate() {
-            let c = &layout.cells[*cell as usize];
-            let mut rec = vec![row.to_string(), c.model.clone()];
-            rec.extend(c.layer.clone());
-            rec.extend([c.language.clone(), c.culture.clone()]);
-            if let Some(p) = &layout.person {
-                rec.push(p[row].clone());
-            }
-            rec.push(score.to_string());
-            out.write_record(&rec)?;
-        }
-        out.flush()
-    })?;
+    });
+    write_atomic(path, |w| culturelens_results::write::<schema::PerImage>(w, &columns, rows))?;
     Ok(())
 }
 

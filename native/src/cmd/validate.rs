@@ -9,9 +9,9 @@ use culturelens_metrics::cultext2i::majority;
 use culturelens_metrics::validation::{
     CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
 };
-use culturelens_table::{Metadata, TableError, read_metadata_csv};
+use culturelens_results::validate::{Validation, ValidationRow};
+use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
 
-use crate::output::write_csv_rows;
 use crate::provenance::Provenance;
 
 const CONVENTIONS: &str = "\
@@ -51,9 +51,6 @@ pub struct ValidateArgs {
     pub out: PathBuf,
 }
 
-/// The output header.
-pub const HEADER: [&str; 6] = ["method", "subset", "n", "acc", "p_sur", "p_sem"];
-
 pub fn run(args: &ValidateArgs) -> Result<()> {
     if !args.clipscore.is_empty() && args.clipscore.len() != 2 {
         bail!("--clipscore takes two columns, SUR,SEM (got {})", args.clipscore.join(","));
@@ -83,18 +80,17 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     for (name, predicted) in &methods {
         for (subset, h) in [("all", &human), ("no_en", &no_en)] {
             let s: LabelScores = score_labels(predicted, h);
-            let f = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
-            rows.push([
-                name.to_string(),
-                subset.to_string(),
-                s.n.to_string(),
-                f(s.accuracy),
-                f(s.p_sur),
-                f(s.p_sem),
-            ]);
+            rows.push(ValidationRow {
+                method: name.to_string(),
+                subset: subset.to_string(),
+                n: s.n,
+                acc: s.accuracy,
+                p_sur: s.p_sur,
+                p_sem: s.p_sem,
+            });
         }
     }
-    write_csv_rows(&args.out, &HEADER, &rows)?;
+    write_atomic(&args.out, |w| culturelens_results::write::<Validation>(w, &(), &rows))?;
     Provenance::new("validate", args).input(&args.labels)?.write_beside(&args.out)?;
     eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
     Ok(())

@@ -13,8 +13,8 @@ use culturelens_compute::vendi::{
     precomputed_spectrum, product_tensor, protocol, protocol_precomputed, spectrum_from_product,
     spectrum_of_product,
 };
+use culturelens_results::vendi::{self as schema, Protocol, VendiFile, VendiScores};
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
-use serde_json::{Map, Value, json};
 
 use crate::device::{DeviceChoice, select_device};
 use crate::provenance::{InputHashes, Provenance, as_text, value_enum};
@@ -201,7 +201,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     let precision = ProductPrecision::for_device(&device);
     clock.lap("device init");
 
-    let mut results = Map::new();
+    let mut results = BTreeMap::new();
     for (name, rows) in &groups {
         let sub = (rows.len() != items.n()).then(|| items.subset(rows));
         let group = sub.as_ref().unwrap_or(&items);
@@ -223,7 +223,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                     (_, None) => unreachable!("only a precomputed kernel has no feature map"),
                 };
                 clock.lap("protocol");
-                protocol_json(&score, group.n(), args.q, args.intdiv)
+                protocol_scores(&score, group.n(), args.q, args.intdiv)
             }
             None => {
                 let route = Route::from(args.route);
@@ -251,24 +251,23 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                 };
                 clock.lap("eigenvalues");
                 let score = VendiScore::from_spectrum(&spectrum, group.n(), args.q, qual.as_deref());
-                let mut value = serde_json::to_value(score)?;
-                if args.intdiv {
-                    value["intdiv"] = json!(match (group, group.features()) {
-                        (Items::Kernel { k, n, .. }, _) => intdiv_of_kernel(k, *n),
-                        (_, Some(f)) => intdiv(&f),
-                        (_, None) => unreachable!("only a precomputed kernel has no feature map"),
-                    });
-                }
-                value
+                let intdiv = args.intdiv.then(|| match (group, group.features()) {
+                    (Items::Kernel { k, n, .. }, _) => intdiv_of_kernel(k, *n),
+                    (_, Some(f)) => intdiv(&f),
+                    (_, None) => unreachable!("only a precomputed kernel has no feature map"),
+                });
+                let VendiScore { n, q, vs, qvs, qvs_norm } = score;
+                VendiScores { n, q, vs, qvs, qvs_norm, intdiv, protocol: None }
             }
         };
         results.insert(name.clone(), value);
     }
     let out = match args.group_by {
-        Some(_) => Value::Object(results),
-        None => results.remove("").expect("the ungrouped result"),
+        Some(_) => VendiFile::Groups(results),
+        None => VendiFile::Whole(results.remove("").expect("the ungrouped result")),
     };
-    let text = serde_json::to_vec_pretty(&out)?;
+    let mut text = Vec::new();
+    schema::write(&mut text, &out)?;
     write_atomic(&args.out, |w| w.write_all(&text))?;
     let mut provenance = Provenance::new("vendi", args);
     inputs.record(&mut provenance)?;
@@ -397,16 +396,22 @@ fn quality_column(meta: &Metadata, col: &str) -> Result<Vec<f64>> {
         .collect()
 }
 
-fn protocol_json(p: &ProtocolScore, n: usize, q: Order, with_intdiv: bool) -> Value {
-    let mut value = json!({
-        "n": n, "q": q,
-        "vs": p.vs.mean, "qvs": p.qvs.mean, "qvs_norm": p.qvs_norm.mean,
-        "vs_sd": p.vs.sd, "qvs_sd": p.qvs.sd, "qvs_norm_sd": p.qvs_norm.sd,
-        "batch_size": p.batch, "repeats": p.repeats,
-    });
-    if with_intdiv {
-        value["intdiv"] = json!(p.intdiv.map(|d| d.mean));
-        value["intdiv_sd"] = json!(p.intdiv.map(|d| d.sd));
+/// The scores of the CUBE protocol: the means over the batches, with their spreads.
+fn protocol_scores(p: &ProtocolScore, n: usize, q: Order, with_intdiv: bool) -> VendiScores {
+    VendiScores {
+        n,
+        q,
+        vs: p.vs.mean,
+        qvs: p.qvs.mean,
+        qvs_norm: p.qvs_norm.mean,
+        intdiv: with_intdiv.then(|| p.intdiv.map(|d| d.mean)),
+        protocol: Some(Protocol {
+            batch_size: p.batch,
+            repeats: p.repeats,
+            vs_sd: p.vs.sd,
+            qvs_sd: p.qvs.sd,
+            qvs_norm_sd: p.qvs_norm.sd,
+            intdiv_sd: with_intdiv.then(|| p.intdiv.map(|d| d.sd)),
+        }),
     }
-    value
 }

@@ -1,7 +1,8 @@
-//! Publication figures from the CLI's own output tables, shared by `culturelens figures` (inputs
-//! named one by one) and `culturelens report` (inputs found in a run folder). Each reader turns
-//! one output of one subcommand into the plain structs of `culturelens-figures`; [`write`]
-//! renders every figure as `NAME.svg` and `NAME.png` (deterministic bytes, written atomically).
+//! The inputs of the publication figures: the CLI's own result files, read through their schemas
+//! (`culturelens-results`) and turned into the plain structs of `culturelens-figures`, shared by
+//! `culturelens figures` (inputs named one by one) and `culturelens report` (inputs known by their
+//! provenance in a run folder). [`write`] renders every figure as `NAME.svg` and `NAME.png`
+//! (deterministic bytes, written atomically).
 //!
 //! | input                                   | figures                                             |
 //! |-----------------------------------------|-----------------------------------------------------|
@@ -14,6 +15,7 @@
 //! | `colour --out` (folder)                 | `colour_palettes[_GROUP]`, `colour_values[_GROUP]` (SoS App. F) |
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -23,8 +25,9 @@ use culturelens_figures::{
     Bar, Bars, BoxStats, Distributions, Lines, Matrix, PaletteRow, Palettes, Scatter, bars, distributions,
     lines, matrix, palettes, png, scatter,
 };
-use culturelens_table::{EmbeddingTable, Metadata, TableError, read_metadata_csv, write_atomic};
-use serde_json::Value;
+use culturelens_results::vendi::Order;
+use culturelens_results::{CsvSchema, colour, cultext2i, magbig, sos, vendi};
+use culturelens_table::{EmbeddingTable, write_atomic};
 
 /// One rendered figure: its file stem and SVG text.
 pub struct Figure {
@@ -37,33 +40,16 @@ pub fn slug(text: &str) -> String {
     text.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }
 
-fn read_csv(path: &Path) -> Result<Metadata> {
-    Ok(read_metadata_csv(path)?)
+/// `path` opened for a schema reader, and the name its errors give the file.
+fn open(path: &Path) -> Result<(String, BufReader<std::fs::File>)> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((path.display().to_string(), BufReader::new(file)))
 }
 
-/// The finite number in `column` of `row`; the error names file, row, line and column.
-fn number(meta: &Metadata, row: usize, column: &str) -> Result<f64, TableError> {
-    let text = meta.require_column(column)?[row].trim();
-    match text.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(TableError::invalid(
-            meta.cell(row, column),
-            format!("expected a finite number, got `{text}`"),
-        )),
-    }
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_slice(&bytes).with_context(|| format!("{}: not valid JSON", path.display()))
-}
-
-/// `value[key]` as a finite number; the error names the file and the JSON path.
-fn json_number(value: &Value, path: &Path, at: &str) -> Result<f64> {
-    value
-        .as_f64()
-        .filter(|v| v.is_finite())
-        .with_context(|| format!("{}: {at} must be a number", path.display()))
+/// The table of schema `S` in `path`: its columns and rows.
+fn read_table<S: CsvSchema>(path: &Path) -> Result<(S::Columns, Vec<S::Row>)> {
+    let (name, reader) = open(path)?;
+    Ok(culturelens_results::read::<S>(&name, reader)?)
 }
 
 /// Mean of the values per key.
@@ -89,26 +75,21 @@ fn sort_layers(layers: &mut [String]) {
 /// From the joint SoS CSV of `culturelens sos`: the culture × language heatmap(s), or with a
 /// `layer` column the per-layer lines of every model.
 pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
-    let meta = read_csv(path)?;
-    let (model, language, culture) = (
-        meta.require_nonempty_column("model")?,
-        meta.require_nonempty_column("language")?,
-        meta.require_nonempty_column("culture")?,
-    );
-    let sos: Vec<f64> = (0..meta.n_rows()).map(|r| number(&meta, r, "sos")).collect::<Result<_, _>>()?;
-    if meta.n_rows() == 0 {
+    let (columns, joint) = read_table::<sos::Joint>(path)?;
+    if joint.is_empty() {
         bail!("{}: no joint scores to draw", path.display());
     }
-    if let Some(layer) = meta.column("layer") {
-        let models: BTreeSet<&str> = model.iter().map(String::as_str).collect();
+    let models: BTreeSet<&str> = joint.iter().map(|j| j.model.as_str()).collect();
+    if columns.layer {
+        let layer = |j: &sos::JointScore| j.layer.clone().expect("a table with a layer column");
         let mut figures = Vec::new();
         for m in models {
-            let rows: Vec<usize> = (0..meta.n_rows()).filter(|&r| model[r] == m).collect();
+            let rows: Vec<&sos::JointScore> = joint.iter().filter(|j| j.model == m).collect();
             let mut layers: Vec<String> =
-                rows.iter().map(|&r| layer[r].clone()).collect::<BTreeSet<_>>().into_iter().collect();
+                rows.iter().map(|j| layer(j)).collect::<BTreeSet<_>>().into_iter().collect();
             sort_layers(&mut layers);
-            let languages: BTreeSet<&str> = rows.iter().map(|&r| language[r].as_str()).collect();
-            let mean = means(rows.iter().map(|&r| ((layer[r].as_str(), language[r].as_str()), sos[r])));
+            let languages: BTreeSet<&str> = rows.iter().map(|j| j.language.as_str()).collect();
+            let mean = means(rows.iter().map(|j| ((layer(j), j.language.as_str()), j.sos)));
             let lines_fig = Lines {
                 title: format!("SoS per text-encoder layer, {m}"),
                 x_label: "layer".into(),
@@ -116,7 +97,7 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
                 series: languages
                     .iter()
                     .map(|l| {
-                        (l.to_string(), layers.iter().map(|x| mean.get(&(x.as_str(), *l)).copied()).collect())
+                        (l.to_string(), layers.iter().map(|x| mean.get(&(x.clone(), *l)).copied()).collect())
                     })
                     .collect(),
                 x: layers,
@@ -125,9 +106,8 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
         }
         return Ok(figures);
     }
-    let models: BTreeSet<&str> = model.iter().map(String::as_str).collect();
-    let heatmap = |title: String, rows: &[usize]| {
-        let cell = means(rows.iter().map(|&r| ((culture[r].as_str(), language[r].as_str()), sos[r])));
+    let heatmap = |title: String, rows: &[&sos::JointScore]| {
+        let cell = means(rows.iter().map(|j| ((j.culture.as_str(), j.language.as_str()), j.sos)));
         let column_mean = means(cell.iter().map(|((_, l), v)| (*l, *v)));
         let mut cols: Vec<&str> = column_mean.keys().copied().collect();
         cols.sort_by(|a, b| column_mean[a].total_cmp(&column_mean[b]).then(a.cmp(b)));
@@ -148,21 +128,21 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
             decimals: 2,
         })
     };
-    let all: Vec<usize> = (0..meta.n_rows()).collect();
+    let all: Vec<&sos::JointScore> = joint.iter().collect();
     let mut figures = vec![Figure {
         name: "sos_heatmap".into(),
         svg: heatmap(
             if models.len() > 1 {
                 "Joint SoS, mean over models".into()
             } else {
-                format!("Joint SoS, {}", model[0])
+                format!("Joint SoS, {}", joint[0].model)
             },
             &all,
         ),
     }];
     if models.len() > 1 {
         for m in models {
-            let rows: Vec<usize> = all.iter().copied().filter(|&r| model[r] == m).collect();
+            let rows: Vec<&sos::JointScore> = joint.iter().filter(|j| j.model == m).collect();
             figures.push(Figure {
                 name: format!("sos_heatmap_{}", slug(m)),
                 svg: heatmap(format!("Joint SoS, {m}"), &rows),
@@ -175,29 +155,22 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
 /// From the `--report` JSON of `culturelens sos`: the per-model distributions and the language
 /// × language Pearson matrix.
 pub fn sos_report(path: &Path) -> Result<Vec<Figure>> {
-    let json = read_json(path)?;
-    let per_model = json["per_model"]
-        .as_object()
-        .with_context(|| format!("{}: no `per_model` object", path.display()))?;
-    let groups = per_model
+    let (name, reader) = open(path)?;
+    let report = sos::read_report(&name, reader)?;
+    let groups = report
+        .per_model
         .iter()
-        .map(|(model, s)| {
-            let f = |key: &str| json_number(&s[key], path, &format!("per_model.{model}.{key}"));
-            Ok(BoxStats {
-                label: model.clone(),
-                n: s["n"]
-                    .as_u64()
-                    .with_context(|| format!("{}: per_model.{model}.n must be a count", path.display()))?
-                    as usize,
-                min: f("min")?,
-                q1: f("q1")?,
-                median: f("median")?,
-                q3: f("q3")?,
-                max: f("max")?,
-                mean: f("mean")?,
-            })
+        .map(|(model, s)| BoxStats {
+            label: model.clone(),
+            n: s.n,
+            min: s.min,
+            q1: s.q1,
+            median: s.median,
+            q3: s.q3,
+            max: s.max,
+            mean: s.mean,
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     let mut figures = vec![Figure {
         name: "sos_distributions".into(),
         svg: distributions(&Distributions {
@@ -207,27 +180,17 @@ pub fn sos_report(path: &Path) -> Result<Vec<Figure>> {
             groups,
         }),
     }];
-    let corr = &json["language_correlation"];
-    let languages: Vec<String> = corr["languages"]
-        .as_array()
-        .with_context(|| format!("{}: no `language_correlation.languages`", path.display()))?
-        .iter()
-        .map(|l| l.as_str().map(str::to_string))
-        .collect::<Option<_>>()
-        .with_context(|| format!("{}: language names must be strings", path.display()))?;
-    let values: Vec<Vec<Option<f64>>> = (0..languages.len())
-        .map(|i| (0..languages.len()).map(|j| corr["r"][i][j].as_f64()).collect())
-        .collect();
-    if !languages.is_empty() {
+    let corr = report.language_correlation;
+    if !corr.languages.is_empty() {
         figures.push(Figure {
             name: "sos_pearson".into(),
             svg: matrix(&Matrix {
                 title: "Pearson r of joint SoS between languages".into(),
                 row_label: "prompt language".into(),
                 col_label: "prompt language".into(),
-                rows: languages.clone(),
-                cols: languages,
-                values,
+                rows: corr.languages.clone(),
+                cols: corr.languages,
+                values: corr.r,
                 scale: Scale::Diverging { limit: 1.0 },
                 scale_label: "r".into(),
                 decimals: 2,
@@ -289,29 +252,19 @@ pub fn pca(table: &EmbeddingTable, colour_by: &str) -> Result<Figure> {
 /// From the `--out` JSON of `culturelens vendi`: VS per group (one bar without `--group-by`),
 /// with ± sd bars when the CUBE protocol gave `vs_sd`.
 pub fn vendi(path: &Path) -> Result<Figure> {
-    let json = read_json(path)?;
-    let object =
-        json.as_object().with_context(|| format!("{}: not a Vendi result object", path.display()))?;
-    let groups: Vec<(String, &Value)> = if object.contains_key("vs") {
-        vec![("all".to_string(), &json)]
-    } else {
-        object.iter().map(|(k, v)| (k.clone(), v)).collect()
-    };
+    let (name, reader) = open(path)?;
+    let groups = vendi::read(&name, reader)?.groups();
     let q = groups
         .first()
-        .map(|(_, v)| v["q"].as_f64().map_or_else(|| v["q"].as_str().unwrap_or("?").to_string(), num))
-        .unwrap_or_default();
-    let bars_of = groups
-        .iter()
-        .map(|(name, v)| {
-            Ok(vec![Some(Bar {
-                value: json_number(&v["vs"], path, &format!("{name}.vs"))?,
-                sd: v["vs_sd"].as_f64(),
-                baseline: None,
-            })])
+        .map(|(_, v)| match v.q {
+            Order::Finite(q) => num(q),
+            Order::Infinity => "inf".to_string(),
         })
-        .collect::<Result<Vec<_>>>()?;
-    let protocol = groups.iter().any(|(_, v)| v["vs_sd"].is_number());
+        .unwrap_or_default();
+    let sd = |v: &vendi::VendiScores| v.protocol.map(|p| p.vs_sd);
+    let bars_of =
+        groups.iter().map(|(_, v)| vec![Some(Bar { value: v.vs, sd: sd(v), baseline: None })]).collect();
+    let protocol = groups.iter().any(|(_, v)| v.protocol.is_some());
     Ok(Figure {
         name: "vendi".into(),
         svg: bars(&Bars {
@@ -332,20 +285,11 @@ pub fn vendi(path: &Path) -> Result<Figure> {
 /// From the `--out` CSV of `culturelens magbig`: per model, MAD per language and set with the
 /// fair-coin `mad_random` as a dashed tick.
 pub fn magbig(path: &Path) -> Result<Vec<Figure>> {
-    let meta = read_csv(path)?;
-    let (model, language, set) = (
-        meta.require_nonempty_column("model")?,
-        meta.require_nonempty_column("language")?,
-        meta.require_nonempty_column("set")?,
-    );
+    let ((), rows) = read_table::<magbig::Magbig>(path)?;
     let mut cells: BTreeMap<(&str, &str, &str), Bar> = BTreeMap::new();
-    for r in 0..meta.n_rows() {
-        let bar = Bar {
-            value: number(&meta, r, "mad")?,
-            sd: None,
-            baseline: Some(number(&meta, r, "mad_random")?),
-        };
-        cells.insert((model[r].as_str(), language[r].as_str(), set[r].as_str()), bar);
+    for r in &rows {
+        let bar = Bar { value: r.mad, sd: None, baseline: Some(r.mad_random) };
+        cells.insert((r.model.as_str(), r.language.as_str(), r.set.as_str()), bar);
     }
     let models: BTreeSet<&str> = cells.keys().map(|k| k.0).collect();
     Ok(models
@@ -377,40 +321,23 @@ pub fn magbig(path: &Path) -> Result<Vec<Figure>> {
 /// From the `--report` JSON of `culturelens cultext2i`: per model, the NA confusion matrix as
 /// row shares (true nationality × predicted nationality).
 pub fn cultext2i(path: &Path) -> Result<Vec<Figure>> {
-    let json = read_json(path)?;
-    let names: Vec<String> = json["nationalities"]
-        .as_array()
-        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect())
-        .with_context(|| format!("{}: no `nationalities` list of strings", path.display()))?;
-    let confusion = json["confusion"]
-        .as_object()
-        .with_context(|| format!("{}: no `confusion` object", path.display()))?;
-    confusion
+    let (name, reader) = open(path)?;
+    let report = cultext2i::read_report(&name, reader)?;
+    let names = &report.nationalities;
+    Ok(report
+        .confusion
         .iter()
         .map(|(model, c)| {
-            let counts: Vec<Vec<f64>> = (0..names.len())
-                .map(|t| {
-                    (0..names.len())
-                        .map(|p| {
-                            json_number(
-                                &c["counts"][t][p],
-                                path,
-                                &format!("confusion.{model}.counts[{t}][{p}]"),
-                            )
-                        })
-                        .collect::<Result<Vec<f64>>>()
-                })
-                .collect::<Result<_>>()?;
-            let values: Vec<Vec<Option<f64>>> = counts
+            let values: Vec<Vec<Option<f64>>> = c
+                .counts
                 .iter()
                 .map(|row| {
-                    let total: f64 = row.iter().sum();
-                    row.iter().map(|v| (total > 0.0).then(|| v / total)).collect()
+                    let total: usize = row.iter().sum();
+                    row.iter().map(|v| (total > 0).then(|| *v as f64 / total as f64)).collect()
                 })
                 .collect();
-            let accuracy =
-                c["accuracy"].as_f64().map(|a| format!(" (accuracy {})", fixed(a, 2))).unwrap_or_default();
-            Ok(Figure {
+            let accuracy = c.accuracy.map(|a| format!(" (accuracy {})", fixed(a, 2))).unwrap_or_default();
+            Figure {
                 name: format!("cultext2i_confusion_{}", slug(model)),
                 svg: matrix(&Matrix {
                     title: format!("CulText2I NA confusion, {model}{accuracy}"),
@@ -423,34 +350,18 @@ pub fn cultext2i(path: &Path) -> Result<Vec<Figure>> {
                     scale_label: "share".into(),
                     decimals: 2,
                 }),
-            })
-        })
-        .collect()
-}
-
-/// The group columns of a colour table: every column before `n_images`.
-fn group_columns(meta: &Metadata, path: &Path) -> Result<Vec<String>> {
-    let names = meta.names();
-    let end = names
-        .iter()
-        .position(|n| n == "n_images")
-        .with_context(|| format!("{}: no `n_images` column", path.display()))?;
-    Ok(names[..end].to_vec())
-}
-
-/// Rows of a colour table split by the first group column when there are several (one figure
-/// each, labelled by the rest), keyed by (figure suffix, row label).
-fn split_groups(meta: &Metadata, columns: &[String]) -> Result<Vec<(String, String)>> {
-    let cols: Vec<&[String]> = columns.iter().map(|c| meta.require_column(c)).collect::<Result<_, _>>()?;
-    Ok((0..meta.n_rows())
-        .map(|r| {
-            let key: Vec<&str> = cols.iter().map(|c| c[r].as_str()).collect();
-            match key.split_first() {
-                Some((first, rest)) if !rest.is_empty() => (first.to_string(), rest.join(" · ")),
-                _ => (String::new(), key.join(" · ")),
             }
         })
         .collect())
+}
+
+/// A colour table row's (figure suffix, row label): split by the first group column when there
+/// are several (one figure each, labelled by the rest).
+fn split_group(group: &[String]) -> (String, String) {
+    match group.split_first() {
+        Some((first, rest)) if !rest.is_empty() => (first.clone(), rest.join(" · ")),
+        _ => (String::new(), group.join(" · ")),
+    }
 }
 
 fn suffixed(stem: &str, suffix: &str) -> String {
@@ -460,22 +371,20 @@ fn suffixed(stem: &str, suffix: &str) -> String {
 /// A value histogram: (bin label, share) in bin order.
 type Bins = Vec<(String, f64)>;
 
-/// From the folder of `culturelens colour`: the palettes (`palettes.csv`) and the HSV value
-/// distributions (`values.csv`), one figure per value of the first group column when there are
-/// several group columns.
+/// From the folder of `culturelens colour`: the palettes ([`colour::PALETTES`]) and the HSV value
+/// distributions ([`colour::VALUES`]), one figure per value of the first group column when there
+/// are several group columns.
 pub fn colour(dir: &Path) -> Result<Vec<Figure>> {
     let mut figures = Vec::new();
-    let path = dir.join("palettes.csv");
-    let meta = read_csv(&path)?;
-    let keys = split_groups(&meta, &group_columns(&meta, &path)?)?;
-    let hex = meta.require_nonempty_column("hex")?;
-    let mut by: BTreeMap<&str, Vec<PaletteRow>> = BTreeMap::new();
-    for (r, (figure, label)) in keys.iter().enumerate() {
-        let share = number(&meta, r, "share")?;
-        let rows = by.entry(figure.as_str()).or_default();
+    let (_, rows) = read_table::<colour::Palettes>(&dir.join(colour::PALETTES))?;
+    let mut by: BTreeMap<String, Vec<PaletteRow>> = BTreeMap::new();
+    for row in &rows {
+        let (figure, label) = split_group(&row.group);
+        let (hex, share) = (row.colour.hex.clone(), row.colour.share);
+        let rows = by.entry(figure).or_default();
         match rows.last_mut() {
-            Some(last) if &last.label == label => last.colours.push((hex[r].clone(), share)),
-            _ => rows.push(PaletteRow { label: label.clone(), colours: vec![(hex[r].clone(), share)] }),
+            Some(last) if last.label == label => last.colours.push((hex, share)),
+            _ => rows.push(PaletteRow { label, colours: vec![(hex, share)] }),
         }
     }
     for (figure, rows) in by {
@@ -485,21 +394,16 @@ pub fn colour(dir: &Path) -> Result<Vec<Figure>> {
             format!("Dominant colours, {figure}")
         };
         figures.push(Figure {
-            name: suffixed("colour_palettes", figure),
+            name: suffixed("colour_palettes", &figure),
             svg: palettes(&Palettes { title, rows }),
         });
     }
-    let path = dir.join("values.csv");
-    let meta = read_csv(&path)?;
-    let keys = split_groups(&meta, &group_columns(&meta, &path)?)?;
-    let mut by: BTreeMap<&str, BTreeMap<&str, Bins>> = BTreeMap::new();
-    for (r, (figure, label)) in keys.iter().enumerate() {
-        let bin = format!("{}–{}", fixed(number(&meta, r, "v_lo")?, 2), fixed(number(&meta, r, "v_hi")?, 2));
-        by.entry(figure.as_str())
-            .or_default()
-            .entry(label.as_str())
-            .or_default()
-            .push((bin, number(&meta, r, "share")?));
+    let (_, rows) = read_table::<colour::Values>(&dir.join(colour::VALUES))?;
+    let mut by: BTreeMap<String, BTreeMap<String, Bins>> = BTreeMap::new();
+    for row in &rows {
+        let (figure, label) = split_group(&row.group);
+        let bin = format!("{}–{}", fixed(row.v_lo, 2), fixed(row.v_hi, 2));
+        by.entry(figure).or_default().entry(label).or_default().push((bin, row.share));
     }
     for (figure, series) in by {
         let x: Vec<String> =
@@ -512,14 +416,11 @@ pub fn colour(dir: &Path) -> Result<Vec<Figure>> {
         let series: Vec<(String, Vec<Option<f64>>)> = series
             .into_iter()
             .map(|(label, bins)| {
-                (
-                    label.to_string(),
-                    x.iter().map(|b| bins.iter().find(|(bb, _)| bb == b).map(|(_, s)| *s)).collect(),
-                )
+                (label, x.iter().map(|b| bins.iter().find(|(bb, _)| bb == b).map(|(_, s)| *s)).collect())
             })
             .collect();
         figures.push(Figure {
-            name: suffixed("colour_values", figure),
+            name: suffixed("colour_values", &figure),
             svg: lines(&Lines {
                 title,
                 x_label: "HSV value V (bin)".into(),
@@ -592,7 +493,8 @@ mod tests {
     fn bad_number_names_file_row_and_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("magbig.csv");
-        std::fs::write(&path, "model,language,set,mad,mad_random\nm,en,s,0.5,0.1\nm,de,s,x,0.1\n").unwrap();
+        let header = culturelens_results::magbig::HEADER.join(",");
+        std::fs::write(&path, format!("{header}\nm,en,s,1,2,0.5,0.1,0.5\nm,de,s,1,2,x,0.1,0.5\n")).unwrap();
         let err = format!("{:#}", magbig(&path).err().unwrap());
         assert!(err.contains("magbig.csv") && err.contains("mad") && err.contains("`x`"), "{err}");
         assert!(err.contains('3') || err.contains('2'), "{err}");
