@@ -28,10 +28,13 @@ pub const GIT_COMMIT: &str = env!("CULTURELENS_GIT_COMMIT");
 /// The file name of a folder output's manifest.
 pub const DIR_MANIFEST: &str = "provenance.json";
 
+/// What a result file's manifest adds to its name.
+pub const BESIDE_SUFFIX: &str = ".provenance.json";
+
 /// The manifest path of the result file `out`.
 pub fn beside(out: &Path) -> PathBuf {
     let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".provenance.json");
+    name.push(BESIDE_SUFFIX);
     out.with_file_name(name)
 }
 

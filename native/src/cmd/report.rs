@@ -3,18 +3,20 @@
 //! provenance manifests. It needs nothing but a static file server, and nothing from the
 //! network once loaded.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_bundle::MANIFEST;
 use culturelens_files::write_dir_atomic;
+use culturelens_results::colour;
+use culturelens_results::kind::{Place, ResultKind, outputs};
 
 use crate::figure_inputs::{self, Figure};
 use crate::input::load_bundle_table;
-use crate::provenance::{DIR_MANIFEST, Provenance};
+use crate::provenance::{BESIDE_SUFFIX, DIR_MANIFEST, Provenance};
 
 const CONVENTIONS: &str = "\
 Builds a static site from a run folder RUN_DIR (any folder of culturelens outputs) in --out:
@@ -26,10 +28,14 @@ Builds a static site from a run folder RUN_DIR (any folder of culturelens output
                  web/, default web/dist)
   bundles/NAME/  each bundle found in RUN_DIR (a folder with manifest.json), NAME its path
   figures/       SVG + PNG of every figure the run's outputs allow (as `culturelens figures`):
-                 files are recognised by content (the sos joint CSV by its columns
-                 model,[layer,]language,culture,n,sos; the magbig CSV by its header; the sos
-                 report, cultext2i report and vendi JSON by their keys; a colour folder by its
-                 palettes.csv and values.csv; the PCA from the first bundle, by language)
+                 each result file is known by its provenance manifest (OUT.provenance.json:
+                 the command that wrote OUT and, from its command line, the command's other
+                 outputs such as `sos --report`; DIR/provenance.json: the command that wrote
+                 the folder, e.g. a `colour` folder), so the sos joint CSV and report, the
+                 magbig CSV, the cultext2i report, the vendi JSON and colour folders are drawn;
+                 the PCA from the first bundle, by language. A CSV that no manifest names is
+                 drawn only when its header is one result table's, and a note on stderr says
+                 so; a JSON file that no manifest names is listed, not drawn
   results/       the run's CSV and JSON files, at their paths in RUN_DIR
 Hidden files and folders are skipped. Serve --out with any static server, e.g.
 `python3 -m http.server -d SITE`. The site is built in a temporary folder beside --out and moved
@@ -86,7 +92,7 @@ fn scan(root: &Path) -> Result<Run> {
             run.bundles.push(rel);
             continue;
         }
-        if dir.join("palettes.csv").is_file() && dir.join("values.csv").is_file() {
+        if dir.join(colour::PALETTES).is_file() && dir.join(colour::VALUES).is_file() {
             run.colour_dirs.push(rel.clone());
         }
         let mut entries: Vec<_> = std::fs::read_dir(&dir)
@@ -100,7 +106,7 @@ fn scan(root: &Path) -> Result<Run> {
             let name = entry.file_name().to_string_lossy().into_owned();
             if root.join(&path).is_dir() {
                 stack.push(path);
-            } else if name == DIR_MANIFEST || name.ends_with(".provenance.json") {
+            } else if name == DIR_MANIFEST || name.ends_with(BESIDE_SUFFIX) {
                 run.provenance.push(path);
             } else if name.to_ascii_lowercase().ends_with(".csv") {
                 run.csvs.push(path);
@@ -113,6 +119,159 @@ fn scan(root: &Path) -> Result<Run> {
         list.sort();
     }
     Ok(run)
+}
+
+/// What the provenance manifests say about one file of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    /// A manifest names it as this result table.
+    Result(ResultKind),
+    /// A manifest names it, but as no result table (an input, a demo's `meta.csv`, a bundle).
+    Other,
+    /// No manifest names it.
+    Unnamed,
+}
+
+/// The run's files as its provenance manifests name them: `OUT.provenance.json` names `OUT`,
+/// `DIR/provenance.json` the folder `DIR`, by the command that wrote them
+/// (`culturelens_results::kind::outputs`); the command line a manifest records names the
+/// command's other outputs and its inputs. A path on it is taken relative to the manifest's own
+/// file or folder, as it was on that command line, so a run folder that moved keeps its names.
+#[derive(Default)]
+struct Known {
+    /// Result tables by path (relative to the run folder).
+    results: BTreeMap<PathBuf, ResultKind>,
+    /// Files and folders a manifest names.
+    named: Vec<PathBuf>,
+}
+
+impl Known {
+    /// Reads every manifest of `run`; one that is no culturelens manifest is noted on stderr and
+    /// names nothing.
+    fn read(root: &Path, run: &Run) -> Known {
+        let mut known = Known::default();
+        for manifest in &run.provenance {
+            match read_manifest(&root.join(manifest)) {
+                Ok((command, argv)) => known.add(root, manifest, &command, &argv),
+                Err(e) => eprintln!("note: {} names no file: {e:#}", shown(manifest)),
+            }
+        }
+        known
+    }
+
+    /// Adds what the manifest `manifest` of `command` run as `argv` names.
+    fn add(&mut self, root: &Path, manifest: &Path, command: &str, argv: &[String]) {
+        let name = manifest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let folder = name == DIR_MANIFEST;
+        let target = match (folder, name.strip_suffix(BESIDE_SUFFIX)) {
+            (true, _) => manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
+            (false, Some(out)) => manifest.with_file_name(out),
+            (false, None) => return,
+        };
+        let values = argv_values(argv);
+        // The value on the command line that is the manifest's own file or folder.
+        let anchor = values.iter().map(|(_, v)| Path::new(v)).find(|v| v.file_name() == target.file_name());
+        let resolve = |value: &str| {
+            let anchor = anchor?;
+            let from = anchor.parent().unwrap_or(Path::new(""));
+            let rel = relative(from, Path::new(value))?;
+            let path = normalise(&target.parent().unwrap_or(Path::new("")).join(rel))?;
+            root.join(&path).exists().then_some(path)
+        };
+        for output in outputs(command) {
+            let path = match output.place {
+                Place::InFolder(file) if folder => Some(target.join(file)),
+                Place::Flag(flag) if !folder => {
+                    values.iter().find(|(f, _)| *f == flag).and_then(|(_, v)| resolve(v))
+                }
+                _ => None,
+            };
+            if let Some(path) = path {
+                self.results.insert(path, output.kind);
+            }
+        }
+        // The run folder itself on the command line (`report RUN`) names none of its files.
+        self.named
+            .extend(values.iter().filter_map(|(_, v)| resolve(v)).filter(|p| !p.as_os_str().is_empty()));
+        self.named.push(target);
+    }
+
+    fn of(&self, rel: &Path) -> Named {
+        match self.results.get(rel) {
+            Some(kind) => Named::Result(*kind),
+            None if self.named.iter().any(|n| rel.starts_with(n)) => Named::Other,
+            None => Named::Unnamed,
+        }
+    }
+}
+
+/// A provenance manifest's command and command line.
+fn read_manifest(path: &Path) -> Result<(String, Vec<String>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&bytes).with_context(|| format!("{}: not valid JSON", path.display()))?;
+    let command = json["command"].as_str().with_context(|| {
+        format!("{}: no `command`, so no culturelens provenance manifest", path.display())
+    })?;
+    let argv =
+        json["argv"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).map(str::to_string).collect());
+    Ok((command.to_string(), argv.unwrap_or_default()))
+}
+
+/// The values of a command line (program and subcommand skipped): `(flag, value)` for
+/// `--flag VALUE` and `--flag=VALUE`, `("", value)` for a positional argument.
+fn argv_values(argv: &[String]) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut args = argv.iter().skip(2).peekable();
+    while let Some(arg) = args.next() {
+        match (arg.starts_with("--"), arg.split_once('=')) {
+            (true, Some((flag, value))) => out.push((flag, value)),
+            (true, None) => {
+                if let Some(value) = args.next_if(|v| !v.starts_with("--")) {
+                    out.push((arg.as_str(), value.as_str()));
+                }
+            }
+            (false, _) => out.push(("", arg.as_str())),
+        }
+    }
+    out
+}
+
+/// `to` relative to the folder `from`, lexically (both as typed on one command line); `None`
+/// when one is absolute and the other not, or `from` climbs out with `..`.
+fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
+    if from.is_absolute() != to.is_absolute() {
+        return None;
+    }
+    fn parts(p: &Path) -> Vec<Component<'_>> {
+        p.components().filter(|c| *c != Component::CurDir).collect()
+    }
+    let (from, to) = (parts(from), parts(to));
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    if from[common..].contains(&Component::ParentDir) {
+        return None;
+    }
+    let mut out: PathBuf = from[common..].iter().map(|_| Component::ParentDir).collect();
+    out.extend(&to[common..]);
+    Some(out)
+}
+
+/// `path` with `..` applied, lexically; `None` when it leaves the run folder.
+fn normalise(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
 }
 
 /// A CSV file's records (header first); the error names the file and line.
@@ -131,46 +290,63 @@ fn read_records(path: &Path) -> Result<Vec<Vec<String>>> {
         .collect()
 }
 
-/// The figures of one result file, recognised by its content (none for other files).
+/// The figures of the run's result files, known by their provenance ([`Known`]; a CSV no
+/// manifest names by its header), in file order: CSVs, JSON files, colour folders, then the PCA
+/// of the first bundle.
 fn figures_of(root: &Path, run: &Run) -> Result<Vec<(PathBuf, Vec<Figure>)>> {
     let mut out = Vec::new();
+    let known = Known::read(root, run);
+    let mut csv_kinds: BTreeMap<&Path, Option<ResultKind>> = BTreeMap::new();
     for rel in &run.csvs {
         let path = root.join(rel);
-        let header = read_records(&path)?.into_iter().next().unwrap_or_default();
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let sos = header == ["model", "language", "culture", "n", "sos"]
-            || header == ["model", "layer", "language", "culture", "n", "sos"];
-        if sos {
-            out.push((rel.clone(), figure_inputs::sos_joint(&path)?));
-        } else if header.starts_with(&[
-            "model",
-            "language",
-            "set",
-            "n_prompts",
-            "n_images",
-            "mad",
-            "mad_random",
-        ]) {
-            out.push((rel.clone(), figure_inputs::magbig(&path)?));
+        let kind = match known.of(rel) {
+            Named::Result(kind) => Some(kind),
+            Named::Other => None,
+            Named::Unnamed => {
+                let header = read_records(&path)?.into_iter().next().unwrap_or_default();
+                let kind = ResultKind::of_header(&header);
+                match kind {
+                    Some(kind) => eprintln!(
+                        "note: no provenance manifest names {}; taken as `{}` by its header",
+                        shown(rel),
+                        kind.source()
+                    ),
+                    None => {
+                        eprintln!("note: no provenance manifest names {}; shown as a table only", shown(rel))
+                    }
+                }
+                kind
+            }
+        };
+        csv_kinds.insert(rel, kind);
+        match kind {
+            Some(ResultKind::SosJoint) => out.push((rel.clone(), figure_inputs::sos_joint(&path)?)),
+            Some(ResultKind::Magbig) => out.push((rel.clone(), figure_inputs::magbig(&path)?)),
+            _ => {}
         }
     }
     for rel in &run.jsons {
         let path = root.join(rel);
-        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)
-            .with_context(|| format!("{}: not valid JSON", path.display()))?;
-        let is_vendi = |v: &serde_json::Value| v.get("vs").is_some() && v.get("q").is_some();
-        if json.get("per_model").is_some() && json.get("language_correlation").is_some() {
-            out.push((rel.clone(), figure_inputs::sos_report(&path)?));
-        } else if json.get("confusion").is_some() && json.get("nationalities").is_some() {
-            out.push((rel.clone(), figure_inputs::cultext2i(&path)?));
-        } else if is_vendi(&json)
-            || json.as_object().is_some_and(|o| !o.is_empty() && o.values().all(is_vendi))
-        {
-            out.push((rel.clone(), vec![figure_inputs::vendi(&path)?]));
+        match known.of(rel) {
+            Named::Result(ResultKind::SosReport) => {
+                out.push((rel.clone(), figure_inputs::sos_report(&path)?))
+            }
+            Named::Result(ResultKind::Cultext2iReport) => {
+                out.push((rel.clone(), figure_inputs::cultext2i(&path)?))
+            }
+            Named::Result(ResultKind::Vendi) => out.push((rel.clone(), vec![figure_inputs::vendi(&path)?])),
+            Named::Unnamed => {
+                eprintln!("note: no provenance manifest names {}; listed, not drawn", shown(rel))
+            }
+            Named::Result(_) | Named::Other => {}
         }
     }
     for rel in &run.colour_dirs {
-        out.push((rel.clone(), figure_inputs::colour(&root.join(rel))?));
+        let kind = |name: &str| csv_kinds.get(rel.join(name).as_path()).copied().flatten();
+        let (palettes, values) = (kind(colour::PALETTES), kind(colour::VALUES));
+        if palettes == Some(ResultKind::ColourPalettes) && values == Some(ResultKind::ColourValues) {
+            out.push((rel.clone(), figure_inputs::colour(&root.join(rel))?));
+        }
     }
     if let Some(rel) = run.bundles.first() {
         let table = load_bundle_table(&root.join(rel))?;
@@ -411,4 +587,116 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         run.bundles.len()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_flag_output_is_a_flag_of_its_command() {
+        let cli = crate::Cli::command();
+        for (command, list) in culturelens_results::kind::commands() {
+            let sub = cli.find_subcommand(command).unwrap_or_else(|| panic!("no subcommand `{command}`"));
+            for output in list {
+                if let Place::Flag(flag) = output.place {
+                    let long = flag.strip_prefix("--").unwrap();
+                    assert!(
+                        sub.get_arguments().any(|a| a.get_long() == Some(long)),
+                        "`{command}` has no {flag}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn command_line_paths_relative_to_each_other() {
+        let argv: Vec<String> = [
+            "bin",
+            "sos",
+            "--out",
+            "a/sos.csv",
+            "--report=a/r/x.json",
+            "--timings",
+            "--bundle",
+            "../b",
+            "RUN",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            argv_values(&argv),
+            [("--out", "a/sos.csv"), ("--report", "a/r/x.json"), ("--bundle", "../b"), ("", "RUN")]
+        );
+        let rel = |from: &str, to: &str| relative(Path::new(from), Path::new(to));
+        assert_eq!(rel("a", "a/r/x.json"), Some(PathBuf::from("r/x.json")));
+        assert_eq!(rel("./a/b", "a/c.json"), Some(PathBuf::from("../c.json")));
+        assert_eq!(rel("", "x.json"), Some(PathBuf::from("x.json")));
+        assert_eq!(rel("/w/run", "/w/x/y.csv"), Some(PathBuf::from("../x/y.csv")));
+        assert_eq!(rel("/w/run", "run/y.csv"), None);
+        assert_eq!(rel("../a", "b.csv"), None);
+        assert_eq!(normalise(Path::new("sub/../x/./y")), Some(PathBuf::from("x/y")));
+        assert_eq!(normalise(Path::new("../x")), None);
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn manifest(command: &str, argv: &[&str]) -> String {
+        let argv: Vec<&str> = ["/usr/bin/culturelens", command].iter().chain(argv).copied().collect();
+        json!({"command": command, "argv": argv}).to_string()
+    }
+
+    #[test]
+    fn manifests_name_their_files_in_a_moved_run_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // Written as /old/run by commands run in /old; the folder is now `root`.
+        write(root, "sos.csv", "");
+        write(root, "reports/sos.json", "");
+        write(root, "attributes.csv", "");
+        let sos = [
+            "--bundle",
+            "/old/run/bundle",
+            "--out",
+            "/old/run/sos.csv",
+            "--report",
+            "/old/run/reports/sos.json",
+        ];
+        write(root, "sos.csv.provenance.json", &manifest("sos", &sos));
+        write(root, "m.csv", "");
+        let magbig =
+            ["--attributes", "run/attributes.csv", "--out=run/m.csv", "--report", "elsewhere/m.json"];
+        write(root, "m.csv.provenance.json", &manifest("magbig", &magbig));
+        for file in [colour::DOMINANT_COLOURS, colour::PALETTES, colour::VALUES] {
+            write(root, &format!("c/{file}"), "");
+        }
+        write(root, "c/provenance.json", &manifest("colour", &["--images", "m.csv", "--out", "run/c"]));
+        write(root, "demo/sos.csv", "");
+        write(root, "demo/meta.csv", "");
+        write(root, "demo/provenance.json", &manifest("demo", &["--write", "demo"]));
+        write(root, "copied.csv", "");
+        write(root, "broken.csv", "");
+        write(root, "broken.csv.provenance.json", "{\"argv\": []}");
+
+        let known = Known::read(root, &scan(root).unwrap());
+        let of = |rel: &str| known.of(Path::new(rel));
+        assert_eq!(of("sos.csv"), Named::Result(ResultKind::SosJoint));
+        assert_eq!(of("reports/sos.json"), Named::Result(ResultKind::SosReport));
+        assert_eq!(of("m.csv"), Named::Result(ResultKind::Magbig));
+        assert_eq!(of("attributes.csv"), Named::Other, "an input on a manifest's command line");
+        assert_eq!(of("c/palettes.csv"), Named::Result(ResultKind::ColourPalettes));
+        assert_eq!(of("c/values.csv"), Named::Result(ResultKind::ColourValues));
+        assert_eq!(of("demo/sos.csv"), Named::Result(ResultKind::SosJoint));
+        assert_eq!(of("demo/meta.csv"), Named::Other);
+        assert_eq!(of("copied.csv"), Named::Unnamed);
+        assert_eq!(of("broken.csv"), Named::Unnamed, "a manifest without a command names nothing");
+    }
 }
