@@ -181,6 +181,10 @@ fn vendi_files_are_the_bytes_the_json_values_gave() {
             }),
         ),
         (VendiFile::Groups(BTreeMap::new()), json!({})),
+        (
+            VendiFile::Groups(BTreeMap::from([("vs".to_string(), plain)])),
+            json!({"vs": {"n": 40, "q": 1.0, "vs": 3.5, "qvs": 2.75, "qvs_norm": 0.06875}}),
+        ),
     ];
     for (file, value) in cases {
         let mut bytes = Vec::new();

@@ -143,12 +143,12 @@ pub fn write(w: impl Write, file: &VendiFile) -> std::io::Result<()> {
     serde_json::to_writer_pretty(w, &value).map_err(std::io::Error::from)
 }
 
-/// Reads `vendi --out`: an object with `vs` is one collection's scores, any other object a
-/// group's each.
+/// Reads `vendi --out`: an object with a number `vs` is one collection's scores, any other
+/// object a group's each (a group may be named `vs`).
 pub fn read(file: &str, reader: impl Read) -> Result<VendiFile, SchemaError> {
     let bad = |e: serde_json::Error| SchemaError::new(file, format!("not a `{SOURCE}` JSON: {e}"));
     let value: serde_json::Value = serde_json::from_reader(reader).map_err(bad)?;
-    if value.get("vs").is_some() {
+    if value.get("vs").is_some_and(serde_json::Value::is_number) {
         return serde_json::from_value(value).map(VendiFile::Whole).map_err(bad);
     }
     let serde_json::Value::Object(groups) = value else {
