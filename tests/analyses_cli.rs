@@ -1,6 +1,6 @@
 //! End-to-end tests of the analysis commands on hand-worked inputs and reference fixtures:
 //! `culturelens magbig` (MAGBIG §4) and `culturelens agreement` (SoS App. B.2, against statsmodels,
-//! scikit-learn and the krippendorff package: scripts/fixtures/agreement_parity.py).
+//! scikit-learn and the krippendorff package: scripts/fixtures/make_agreement.py).
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! End-to-end tests of `culturelens classify` (zero-shot) and `culturelens clipscore` on the tiny
 //! random-weight CLIP of the encoder fixtures, against transformers: the class probabilities of
-//! `tests/fixtures/classify/clip.json` (scripts/fixtures/make_classify_fixture.py) and cosines of
+//! `tests/fixtures/classify/clip.json` (scripts/fixtures/make_classify.py) and cosines of
 //! the committed reference features.
 
 use std::path::{Path, PathBuf};

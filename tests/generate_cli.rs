@@ -1,6 +1,6 @@
 //! End-to-end tests of `culturelens generate` on the committed tiny SD-1-like and
-//! AltDiffusion-like pipelines (`scripts/fixtures/make_tiny_diffusion_sd.py`,
-//! `make_tiny_diffusion_alt.py`): images equal to diffusers' on the CPU, the manifest contract,
+//! AltDiffusion-like pipelines (`scripts/fixtures/make_diffusion_tiny_sd.py`,
+//! `make_diffusion_tiny_alt.py`): images equal to diffusers' on the CPU, the manifest contract,
 //! DiffusionLens on XLM-R, f16 on wgpu, resume after an interruption, bad pipeline folders, and
 //! the chain prompts export → generate → embed → sos.
 

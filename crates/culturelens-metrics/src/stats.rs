@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn wilcoxon_matches_scipy() {
-        // scripts/fixtures/wilcoxon_parity.py: scipy.stats.wilcoxon on exact and asymptotic cases.
+        // scripts/fixtures/make_magbig_wilcoxon.py: scipy.stats.wilcoxon on exact and asymptotic cases.
         let fixture: serde_json::Value =
             serde_json::from_str(include_str!("../../../tests/fixtures/magbig/wilcoxon.json")).unwrap();
         for case in fixture["cases"].as_array().unwrap() {

@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn clipscore_matches_torchmetrics() {
-        // scripts/fixtures/clipscore_parity.py: torchmetrics' clip_score of one pair (w = 100).
+        // scripts/fixtures/make_clipscore.py: torchmetrics' clip_score of one pair (w = 100).
         let fixture: serde_json::Value =
             serde_json::from_str(include_str!("../../../tests/fixtures/clipscore/torchmetrics.json"))
                 .unwrap();

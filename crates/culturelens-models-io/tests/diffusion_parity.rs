@@ -1,5 +1,5 @@
 //! Parity with diffusers 0.31 on the committed tiny random-weight pipelines
-//! (`scripts/fixtures/make_tiny_diffusion_sd.py`, `make_tiny_diffusion_alt.py`): an SD-1-like
+//! (`scripts/fixtures/make_diffusion_tiny_sd.py`, `make_diffusion_tiny_alt.py`): an SD-1-like
 //! pipeline (quick-GELU CLIP, conv projections, PNDM), an SD-2-like one (GELU tower, linear
 //! projections, per-block heads, v-prediction) and an AltDiffusion-like one (XLM-R with
 //! `has_pre_transformation`, SentencePiece BPE tokenizer, DPM-Solver++). Every case (each
@@ -8,7 +8,7 @@
 //! pipeline from the folder (tokenizer, text encoder, UNet, scheduler, VAE) and compares the
 //! images with diffusers' `output_type="np"` output, on flex (CPU) and wgpu. XLM-R's tokenizer
 //! is checked id for id against transformers' slow `XLMRobertaTokenizer`
-//! (`make_diffusion_alt_tokens.py`), and attention slicing against the unsliced pipeline.
+//! (`make_diffusion_tiny_alt_tokens.py`), and attention slicing against the unsliced pipeline.
 
 use std::path::PathBuf;
 

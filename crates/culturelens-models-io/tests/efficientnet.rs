@@ -2,7 +2,7 @@
 //! legacy-format pickle) go through `import_pickle` and match PyTorch
 //! (`efficientnet_lite_pytorch`) on the committed images: pooled features (the embedding) and
 //! logits to about twice the measured difference, the same top-1 classes, and the preprocessing pixel for pixel. Reference made
-//! by `scripts/fixtures/make_efficientnet_fixture.py`; weights fetched by
+//! by `scripts/fixtures/make_encoders_efficientnet_lite0.py`; weights fetched by
 //! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
 
 use std::path::{Path, PathBuf};

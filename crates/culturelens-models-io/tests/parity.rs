@@ -1,5 +1,5 @@
 //! Parity with transformers on the committed fixtures (made by
-//! `scripts/fixtures/make_encoder_fixtures.py`): tiny random-weight CLIP, SigLIP, DINOv2 and
+//! `scripts/fixtures/make_encoders.py`): tiny random-weight CLIP, SigLIP, DINOv2 and
 //! DINOv2-with-registers folders written by `save_pretrained`, a tiny OpenCLIP folder in the
 //! hub layout of ViT-bigG-14 / ViT-H-14, plus the reference
 //! `pixel_values`, embeddings and token ids. The image and text towers are checked on Burn's
@@ -244,7 +244,7 @@ fn open_clip_preprocessing_matches_its_transform() {
 }
 
 /// Palette and bilevel PNGs, which Pillow resizes with nearest neighbour inside open_clip's
-/// transform (reference from scripts/fixtures/make_pillow_modes_fixture.py).
+/// transform (reference from scripts/fixtures/make_encoders_pillow_modes.py).
 #[test]
 fn open_clip_preprocessing_resizes_palette_and_bilevel_pngs_as_pillow() {
     let encoder = load("open_clip", &Device::flex());
@@ -282,7 +282,7 @@ fn open_clip_text_features_match_open_clip() {
 
 /// open_clip's text cleaning (ftfy's character fixes) followed by the CLIP tokenizer.json's
 /// normaliser gives what open_clip's own tokenizer feeds its BPE (reference from
-/// scripts/fixtures/make_open_clip_text_fixture.py: curly quotes, ligatures, full- and halfwidth
+/// scripts/fixtures/make_encoders_open_clip_text.py: curly quotes, ligatures, full- and halfwidth
 /// forms, control characters, line breaks, several scripts).
 #[test]
 fn open_clip_text_cleaning_matches_open_clip() {

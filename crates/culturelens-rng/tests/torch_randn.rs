@@ -1,6 +1,6 @@
 //! Bit-exactness of `TorchGenerator` against real torch: every draw of
 //! `tests/fixtures/diffusion/torch_randn.txt` (made by
-//! `scripts/fixtures/make_torch_randn_fixture.py` with ATEN_CPU_CAPABILITY=avx2 and =default),
+//! `scripts/fixtures/make_diffusion_torch_randn.py` with ATEN_CPU_CAPABILITY=avx2 and =default),
 //! compared by FNV-1a hash over all values and value by value over the first 64.
 
 use culturelens_rng::{TorchGenerator, TorchNormalPath};

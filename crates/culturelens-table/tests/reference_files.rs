@@ -1,6 +1,6 @@
 //! Reads `.npy` files written by numpy and Parquet files written by pyarrow (not by this crate's
 //! writers) and checks every value against what numpy itself reads back. The files and the
-//! expected values come from `scripts/fixtures/make_table_fixtures.py`.
+//! expected values come from `scripts/fixtures/make_table.py`.
 
 use std::path::{Path, PathBuf};
 

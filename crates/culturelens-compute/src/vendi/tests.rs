@@ -323,7 +323,7 @@ fn bad_embeddings_are_rejected() {
     assert_eq!(categorical_features(&[("country", &[])], &[1.0]).unwrap_err(), VendiError::Empty);
 }
 
-/// Parity with the `vendi-score` package (fixtures from `scripts/fixtures/vendi_parity.py`).
+/// Parity with the `vendi-score` package (fixtures from `scripts/fixtures/make_vendi.py`).
 #[test]
 fn parity_with_vendi_score_package() {
     let text = include_str!("../../../../tests/fixtures/vendi/parity.json");

@@ -1,4 +1,4 @@
-//! Parity with diffusers 0.31 (`scripts/fixtures/make_tiny_diffusion_schedulers.py`): every
+//! Parity with diffusers 0.31 (`scripts/fixtures/make_diffusion_schedulers.py`): every
 //! case runs the whole denoising loop with the recorded model outputs and compares the
 //! timesteps, the initial noise scale, every scaled UNet input and every step's output.
 
