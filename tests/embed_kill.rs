@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use culturelens_rng::SplitMix64;
 
-use crate::common::{Cli, Killable, checked_resume_records, encoder_fixtures as fixtures, kill_loop};
+use crate::common::{Cli, Killable, checked_resume_records, kill_loop};
+use culturelens_testkit::fixture;
 
 /// Images in the test folder: enough that a run takes many kills to finish.
 const IMAGES: usize = 48;
@@ -57,7 +58,7 @@ impl Killable for Embed {
             .arg("--images")
             .arg(&self.images)
             .arg("--weights")
-            .arg(fixtures().join("clip"))
+            .arg(fixture("encoders/clip"))
             .arg("--out")
             .arg(dir.join("e.npy"))
             .args(["--batch", "1"]);
@@ -116,7 +117,7 @@ fn embed_killed_at_random_points_resumes_to_the_uninterrupted_table() {
     let started = Instant::now();
     Cli::new("embed")
         .opt("--images", &images)
-        .opt("--weights", fixtures().join("clip"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--out", &reference)
         .opt("--batch", "1")
         .run_ok();

@@ -28,7 +28,7 @@ const SEED: u64 = 13;
 const PIXELS: usize = 16 * 16 * 3;
 
 fn pipeline() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion/tiny-sd1"))
+    culturelens_testkit::fixture("diffusion/tiny-sd1")
 }
 
 /// The arguments of every run but `--out` and `--out-npy`.

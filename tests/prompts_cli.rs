@@ -1,17 +1,12 @@
 //! End-to-end tests of `culturelens prompts` through the built binary, reading the upstream files
 //! from the shared mirror (`../shared/data/upstream` beside the checkout; CI provides it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{p, read_csv};
+use culturelens_testkit::upstream_mirror;
 
-/// The shared upstream mirror; the tests fail (not skip) without it.
-fn mirror() -> PathBuf {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
-    assert!(dir.join("SHA256SUMS").is_file(), "the upstream mirror {} is missing", dir.display());
-    dir
-}
+use crate::common::{p, read_csv};
 
 /// Runs `culturelens` with its cache in `cache` and no mirror or base URL from the environment.
 fn run(cache: &Path, args: &[&str]) -> Output {
@@ -41,7 +36,7 @@ fn fails(cache: &Path, args: &[&str]) -> String {
 fn export_sos_csv_from_the_mirror() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, out) = (dir.path().join("cache"), dir.path().join("sos.csv"));
-    let mirror = mirror();
+    let mirror = upstream_mirror();
     let args = ["prompts", "export", "sos", "--out", p(&out), "--mirror", p(&mirror)];
     let (stdout, stderr) = ok(&cache, &args);
     assert!(stdout.contains("wrote 21546 sos prompts (14 languages: en 1539, am 1539"), "{stdout}");
@@ -69,7 +64,7 @@ fn export_sos_csv_from_the_mirror() {
 fn export_magbig_languages_as_parquet() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, out) = (dir.path().join("cache"), dir.path().join("magbig.parquet"));
-    let mirror = mirror();
+    let mirror = upstream_mirror();
     let export = |out: &Path| {
         ok(
             &cache,
@@ -101,7 +96,8 @@ fn export_cube_and_cultext2i_with_translations() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let out = dir.path().join("cube.csv");
-    let (stdout, _) = ok(&cache, &["prompts", "export", "cube", "--out", p(&out), "--mirror", p(&mirror())]);
+    let (stdout, _) =
+        ok(&cache, &["prompts", "export", "cube", "--out", p(&out), "--mirror", p(&upstream_mirror())]);
     assert!(stdout.contains("wrote 1031 cube prompts (1 languages: en 1031)"), "{stdout}");
     let (header, rows) = read_csv(&out);
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
@@ -165,7 +161,7 @@ fn bad_requests_fail_without_output() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let out = dir.path().join("x.csv");
-    let mirror = mirror();
+    let mirror = upstream_mirror();
 
     let empty = dir.path().join("empty-mirror");
     std::fs::create_dir(&empty).unwrap();

@@ -5,15 +5,10 @@
 //! `scripts/fixtures/make_jpeg.py` (Pillow 13.0.0 with libjpeg-turbo 3.2.0): the pixels
 //! of `Image.open(f).convert("RGB")`.
 
-use std::path::{Path, PathBuf};
-
 use culturelens_models::preprocess::{self, Alpha, to_rgb8};
 use culturelens_models_io::decode_image;
+use culturelens_testkit::fixtures;
 use safetensors::{Dtype, SafeTensors};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
 
 #[test]
 fn jpeg_pixels_equal_pillows() {

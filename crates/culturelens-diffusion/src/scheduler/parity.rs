@@ -44,7 +44,7 @@ fn rel_err(got: &Tensor<4>, want: &[f32]) -> f32 {
 #[test]
 fn matches_diffusers_step_by_step() {
     let fixture: Fixture =
-        serde_json::from_str(include_str!("../../../../tests/fixtures/diffusion/schedulers.json")).unwrap();
+        serde_json::from_str(&culturelens_testkit::read_fixture("diffusion/schedulers.json")).unwrap();
     assert!(fixture.cases.len() >= 70);
     let device = Device::flex();
     let mut worst = (0.0f32, String::new());
