@@ -98,6 +98,11 @@ impl Cli {
         self.command.output().expect("culturelens binary runs")
     }
 
+    /// The command itself, for a caller that spawns it and waits on it (the kill loop).
+    pub fn into_command(self) -> Command {
+        self.command
+    }
+
     /// Runs the command and asserts that it succeeds.
     pub fn run_ok(self) -> Run {
         let shown = self.shown();

@@ -53,16 +53,12 @@ struct Embed {
 
 impl Killable for Embed {
     fn command(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_culturelens"));
-        cmd.arg("embed")
-            .arg("--images")
-            .arg(&self.images)
-            .arg("--weights")
-            .arg(fixture("encoders/clip"))
-            .arg("--out")
-            .arg(dir.join("e.npy"))
-            .args(["--batch", "1"]);
-        cmd
+        Cli::new("embed")
+            .opt("--images", &self.images)
+            .opt("--weights", fixture("encoders/clip"))
+            .opt("--out", dir.join("e.npy"))
+            .opt("--batch", "1")
+            .into_command()
     }
 
     fn start(&mut self, _dir: &Path) {

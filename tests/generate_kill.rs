@@ -64,9 +64,10 @@ struct Generate {
 
 impl Killable for Generate {
     fn command(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_culturelens"));
-        cmd.args(&self.args).arg("--out").arg(dir.join("out")).arg("--out-npy").arg(dir.join("images.npy"));
-        cmd
+        Cli::from_args(&self.args)
+            .opt("--out", dir.join("out"))
+            .opt("--out-npy", dir.join("images.npy"))
+            .into_command()
     }
 
     fn start(&mut self, _dir: &Path) {
