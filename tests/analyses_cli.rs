@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use crate::common::{Cli, read_csv};
 use culturelens_testkit::{fixture, read_fixture};
+
+use crate::common::{Cli, read_csv};
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);

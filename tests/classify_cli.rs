@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, read_csv, reference, reference_texts};
 use culturelens_testkit::{fixture, read_fixture, test_weight};
+
+use crate::common::{Cli, read_csv, reference, reference_texts};
 
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
 

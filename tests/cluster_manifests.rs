@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use culturelens_testkit::fixture;
 use serde_yaml::Value;
 
 use crate::common::Cli;
-use culturelens_testkit::fixture;
 
 fn manifest(name: &str) -> Value {
     let path = culturelens_testkit::root().join("scripts/cluster").join(name);

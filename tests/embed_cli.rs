@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use culturelens_table::load_table;
+use culturelens_testkit::{fixture, max_abs};
 
 use crate::common::{Cli, reference, reference_texts};
-use culturelens_testkit::{fixture, max_abs};
 
 /// The fixture images in file-name order; their rows in the reference follow this order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];

@@ -16,9 +16,9 @@ use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use culturelens_rng::SplitMix64;
+use culturelens_testkit::fixture;
 
 use crate::common::{Cli, Killable, checked_resume_records, kill_loop};
-use culturelens_testkit::fixture;
 
 /// Images in the test folder: enough that a run takes many kills to finish.
 const IMAGES: usize = 48;

@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, read_csv};
 use culturelens_testkit::{fixture, read_fixture, test_weight};
+
+use crate::common::{Cli, read_csv};
 
 /// The bound on the probabilities' difference from the package's.
 const BOUND: f64 = 1e-4;

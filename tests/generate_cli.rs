@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, read_csv};
 use culturelens_testkit::{fixture, max_abs, read_fixture, upstream_mirror};
+
+use crate::common::{Cli, read_csv};
 
 /// diffusers' images of the case `name` of `tiny-sd1.json`.
 fn reference(name: &str) -> Vec<f32> {

@@ -10,8 +10,9 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::common::{Cli, Run};
 use culturelens_testkit::fixture;
+
+use crate::common::{Cli, Run};
 
 const REPO: &str = "test-org/tiny";
 const COMMIT_A: &str = "0123456789abcdef0123456789abcdef01234567";

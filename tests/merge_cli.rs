@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::Cli;
 use culturelens_testkit::{fixture, sha256};
+
+use crate::common::Cli;
 
 /// The fixture images in file-name order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];

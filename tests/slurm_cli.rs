@@ -5,8 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::Cli;
 use culturelens_testkit::fixture;
+
+use crate::common::Cli;
 
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

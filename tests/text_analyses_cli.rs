@@ -6,8 +6,9 @@
 
 use std::path::Path;
 
-use crate::common::{Cli, read_csv};
 use culturelens_testkit::{fixture, read_fixture};
+
+use crate::common::{Cli, read_csv};
 
 /// A PNG of `w × h` pixels: the first `n_first` (row-major) are `first`, the rest `rest`.
 fn png(path: &Path, w: u32, h: u32, n_first: u32, first: [u8; 3], rest: [u8; 3]) {
