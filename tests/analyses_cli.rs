@@ -1,8 +1,10 @@
 //! End-to-end tests of the analysis commands on hand-worked inputs and reference fixtures:
 //! `culturelens magbig` (MAGBIG §4) and `culturelens agreement` (SoS App. B.2, against statsmodels,
-//! scikit-learn and the krippendorff package: scripts/fixtures/agreement_parity.py).
+//! scikit-learn and the krippendorff package: scripts/fixtures/make_agreement.py).
 
 use std::path::Path;
+
+use culturelens_testkit::{fixture, read_fixture};
 
 use crate::common::{Cli, read_csv};
 
@@ -80,10 +82,6 @@ fn magbig_bad_input_names_file_row_and_column_and_writes_nothing() {
     assert!(!out.exists(), "no output after an error");
 }
 
-fn fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/agreement")
-}
-
 /// Compares a statistic that may be null.
 fn same(got: &serde_json::Value, want: &serde_json::Value, what: &str) {
     match (got.as_f64(), want.as_f64()) {
@@ -94,8 +92,7 @@ fn same(got: &serde_json::Value, want: &serde_json::Value, what: &str) {
 
 #[test]
 fn agreement_matches_statsmodels_sklearn_and_krippendorff() {
-    let expected: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("expected.json")).unwrap()).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&read_fixture("agreement/expected.json")).unwrap();
     let cases = expected["cases"].as_object().unwrap();
     assert_eq!(cases.len(), 3);
     let dir = tempfile::tempdir().unwrap();
@@ -103,7 +100,7 @@ fn agreement_matches_statsmodels_sklearn_and_krippendorff() {
         let raters: Vec<&str> =
             want["raters"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
         let out = dir.path().join(format!("{name}.json"));
-        let labels = fixtures().join(format!("{name}.csv"));
+        let labels = fixture(&format!("agreement/{name}.csv"));
         let joined = raters.join(",");
         let level = want["level"].as_str().unwrap();
         Cli::new("agreement")

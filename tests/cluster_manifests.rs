@@ -3,15 +3,16 @@
 //! `JOB_COMPLETION_INDEX` set, `/data` a scratch folder), embed every shard once and merge into
 //! the table of one unsharded run, byte for byte.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
+use culturelens_testkit::fixture;
 use serde_yaml::Value;
 
-use crate::common::{Cli, encoder_fixtures as fixtures};
+use crate::common::Cli;
 
 fn manifest(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cluster").join(name);
+    let path = culturelens_testkit::root().join("scripts/cluster").join(name);
     let text = std::fs::read_to_string(&path).unwrap();
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -51,9 +52,9 @@ fn data_dir() -> tempfile::TempDir {
         std::fs::create_dir(data.join(dir)).unwrap();
     }
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_culturelens"), data.join("bin/culturelens")).unwrap();
-    std::os::unix::fs::symlink(fixtures().join("clip"), data.join("weights/clip-vit-base-patch32")).unwrap();
+    std::os::unix::fs::symlink(fixture("encoders/clip"), data.join("weights/clip-vit-base-patch32")).unwrap();
     let mut manifest = String::from("image\n");
-    for entry in std::fs::read_dir(fixtures().join("images")).unwrap() {
+    for entry in std::fs::read_dir(fixture("encoders/images")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
         std::fs::copy(&path, data.join("images").join(&name)).unwrap();
@@ -103,7 +104,7 @@ fn the_indexed_job_embeds_every_shard_once_and_merge_job_joins_them() {
     let single = tmp.path().join("single.npy");
     Cli::new("embed")
         .opt("--images", tmp.path().join("images/manifest.csv"))
-        .opt("--weights", fixtures().join("clip"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--batch", "16")
         .opt("--out", &single)
         .run_ok();

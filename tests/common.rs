@@ -1,4 +1,7 @@
-//! Helpers shared by the end-to-end tests: run the built `culturelens` binary and inspect results.
+//! Helpers shared by the end-to-end tests: run the built `culturelens` binary (the `Cli` builder,
+//! the `kill -9` loop) and inspect its results. What every test of the workspace needs (the
+//! fixtures root, test weights, upstream mirror, `max_abs`, `sha256`, the wgpu device) is in
+//! `culturelens_testkit`.
 
 #![allow(dead_code)]
 
@@ -95,6 +98,11 @@ impl Cli {
         self.command.output().expect("culturelens binary runs")
     }
 
+    /// The command itself, for a caller that spawns it and waits on it (the kill loop).
+    pub fn into_command(self) -> Command {
+        self.command
+    }
+
     /// Runs the command and asserts that it succeeds.
     pub fn run_ok(self) -> Run {
         let shown = self.shown();
@@ -148,26 +156,11 @@ pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
-/// The file `rel` of the real pretrained test weights that `scripts/fetch_test_weights.sh` unpacks
-/// (into `target/test-weights`, or `$CULTURELENS_TEST_WEIGHTS`); a missing file fails the test.
-pub fn test_weight(rel: &str) -> std::path::PathBuf {
-    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-weights"));
-    let path = dir.join(rel);
-    assert!(path.is_file(), "{} is missing: run scripts/fetch_test_weights.sh", path.display());
-    path
-}
-
-/// The committed encoder fixtures (tiny random-weight models made by
-/// scripts/fixtures/make_encoder_fixtures.py, and their reference outputs).
-pub fn encoder_fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/encoders")
-}
-
-/// The JSON header and the bytes of `model`'s reference.safetensors.
+/// The JSON header and the bytes of `model`'s reference.safetensors (of the committed encoder
+/// fixtures, `tests/fixtures/encoders/`: tiny random-weight models made by
+/// scripts/fixtures/make_encoders.py, and their reference outputs).
 fn reference_file(model: &str) -> (serde_json::Value, Vec<u8>) {
-    let bytes = std::fs::read(encoder_fixtures().join(model).join("reference.safetensors")).unwrap();
+    let bytes = culturelens_testkit::read_fixture_bytes(&format!("encoders/{model}/reference.safetensors"));
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
     (header, bytes[8 + n..].to_vec())
@@ -186,24 +179,6 @@ pub fn reference(model: &str, key: &str) -> Vec<f32> {
 pub fn reference_texts(model: &str) -> Vec<String> {
     let (header, _) = reference_file(model);
     serde_json::from_str(header["__metadata__"]["texts"].as_str().unwrap()).unwrap()
-}
-
-pub fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
-
-/// The wgpu device of this test process (lavapipe on a machine without a GPU), initialised once:
-/// every test file is a module of one test binary, and Burn refuses a second initialisation of
-/// the same device ("Service already initialized").
-pub fn wgpu() -> burn::tensor::Device {
-    static WGPU: std::sync::OnceLock<burn::tensor::Device> = std::sync::OnceLock::new();
-    WGPU.get_or_init(|| {
-        burn::tensor::Device::wgpu_options().init().unwrap_or_else(|e| {
-            panic!("no wgpu adapter ({e}); install a Vulkan driver, e.g. mesa-vulkan-drivers")
-        })
-    })
-    .clone()
 }
 
 /// One command under the kill loop of [`kill_loop`]: how to start an attempt, and what to check
@@ -322,10 +297,4 @@ pub fn checked_resume_records(
     assert!(keys.is_superset(finished), "kill {kill}: a finished item was lost");
     *finished = keys;
     records
-}
-
-/// Lower-case hex SHA-256 of `bytes`, as provenance manifests and part files record it.
-pub fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

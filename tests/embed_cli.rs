@@ -1,11 +1,12 @@
 //! End-to-end tests of `culturelens embed` / `embed-text` on the committed encoder fixtures
-//! (tiny random-weight transformers models, see scripts/fixtures/make_encoder_fixtures.py).
+//! (tiny random-weight transformers models, see scripts/fixtures/make_encoders.py).
 
 use std::path::{Path, PathBuf};
 
 use culturelens_table::load_table;
+use culturelens_testkit::{fixture, max_abs};
 
-use crate::common::{Cli, encoder_fixtures as fixtures, max_abs, reference, reference_texts};
+use crate::common::{Cli, reference, reference_texts};
 
 /// The fixture images in file-name order; their rows in the reference follow this order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
@@ -13,7 +14,7 @@ const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg
 fn copy_images(to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for name in IMAGES {
-        std::fs::copy(fixtures().join("images").join(name), to.join(name)).unwrap();
+        std::fs::copy(fixture("encoders/images").join(name), to.join(name)).unwrap();
     }
 }
 
@@ -31,7 +32,10 @@ fn clean_run(model: &str, ext: &str, batch: &str) -> (tempfile::TempDir, PathBuf
 
 /// `culturelens embed --images IMAGES --weights <fixture MODEL> --out OUT`.
 fn embed(images: &Path, model: &str, out: &Path) -> Cli {
-    Cli::new("embed").opt("--images", images).opt("--weights", fixtures().join(model)).opt("--out", out)
+    Cli::new("embed")
+        .opt("--images", images)
+        .opt("--weights", fixture("encoders").join(model))
+        .opt("--out", out)
 }
 
 /// The rows of the embedding table at `out` (with its metadata CSV beside a `.npy`) and its
@@ -60,7 +64,7 @@ fn reference_row(model: &str, row: usize, dim: usize) -> Vec<f32> {
 fn embed_folder_matches_transformers_rows_in_file_order() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("clip.npy");
-    embed(&fixtures().join("images"), "clip", &out).opt("--batch", "2").run_ok();
+    embed(&fixture("encoders/images"), "clip", &out).opt("--batch", "2").run_ok();
     let (rows, names) = table(&out);
     assert_eq!(names, IMAGES);
     assert_eq!(rows.len(), names.len());
@@ -186,7 +190,7 @@ fn embed_text_matches_get_text_features() {
     let out = tmp.path().join("t.npy");
     Cli::new("embed-text")
         .opt("--prompts", &prompts)
-        .opt("--weights", fixtures().join("clip"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--out", &out)
         .opt("--batch", "3")
         .run_ok();
@@ -202,10 +206,10 @@ fn embed_text_matches_get_text_features() {
 #[test]
 fn a_folder_without_weights_fails_clearly() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::copy(fixtures().join("clip/config.json"), tmp.path().join("config.json")).unwrap();
+    std::fs::copy(fixture("encoders/clip/config.json"), tmp.path().join("config.json")).unwrap();
     let out = tmp.path().join("x.npy");
     let stderr = Cli::new("embed")
-        .opt("--images", fixtures().join("images"))
+        .opt("--images", fixture("encoders/images"))
         .opt("--weights", tmp.path())
         .opt("--out", &out)
         .run_fails()
@@ -218,7 +222,8 @@ fn a_folder_without_weights_fails_clearly() {
 fn half_precision_on_the_cpu_is_refused_before_any_work() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("e.npy");
-    let stderr = embed(&fixtures().join("images"), "clip", &out).opt("--precision", "f16").run_fails().stderr;
+    let stderr =
+        embed(&fixture("encoders/images"), "clip", &out).opt("--precision", "f16").run_fails().stderr;
     assert!(stderr.contains("--precision f16 runs on a GPU"), "{stderr}");
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "nothing is written");
 }

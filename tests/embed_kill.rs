@@ -16,8 +16,9 @@ use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use culturelens_rng::SplitMix64;
+use culturelens_testkit::fixture;
 
-use crate::common::{Cli, Killable, checked_resume_records, encoder_fixtures as fixtures, kill_loop};
+use crate::common::{Cli, Killable, checked_resume_records, kill_loop};
 
 /// Images in the test folder: enough that a run takes many kills to finish.
 const IMAGES: usize = 48;
@@ -52,16 +53,12 @@ struct Embed {
 
 impl Killable for Embed {
     fn command(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_culturelens"));
-        cmd.arg("embed")
-            .arg("--images")
-            .arg(&self.images)
-            .arg("--weights")
-            .arg(fixtures().join("clip"))
-            .arg("--out")
-            .arg(dir.join("e.npy"))
-            .args(["--batch", "1"]);
-        cmd
+        Cli::new("embed")
+            .opt("--images", &self.images)
+            .opt("--weights", fixture("encoders/clip"))
+            .opt("--out", dir.join("e.npy"))
+            .opt("--batch", "1")
+            .into_command()
     }
 
     fn start(&mut self, _dir: &Path) {
@@ -116,7 +113,7 @@ fn embed_killed_at_random_points_resumes_to_the_uninterrupted_table() {
     let started = Instant::now();
     Cli::new("embed")
         .opt("--images", &images)
-        .opt("--weights", fixtures().join("clip"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--out", &reference)
         .opt("--batch", "1")
         .run_ok();

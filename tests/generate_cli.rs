@@ -1,26 +1,24 @@
 //! End-to-end tests of `culturelens generate` on the committed tiny SD-1-like and
-//! AltDiffusion-like pipelines (`scripts/fixtures/make_tiny_diffusion_sd.py`,
-//! `make_tiny_diffusion_alt.py`): images equal to diffusers' on the CPU, the manifest contract,
+//! AltDiffusion-like pipelines (`scripts/fixtures/make_diffusion_tiny_sd.py`,
+//! `make_diffusion_tiny_alt.py`): images equal to diffusers' on the CPU, the manifest contract,
 //! DiffusionLens on XLM-R, f16 on wgpu, resume after an interruption, bad pipeline folders, and
 //! the chain prompts export → generate → embed → sos.
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, encoder_fixtures, max_abs, read_csv};
+use culturelens_testkit::{fixture, max_abs, read_fixture, upstream_mirror};
 
-fn diffusion_fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion"))
-}
+use crate::common::{Cli, read_csv};
 
 /// diffusers' images of the case `name` of `tiny-sd1.json`.
 fn reference(name: &str) -> Vec<f32> {
     reference_in("sd1", name)
 }
 
-/// diffusers' images of the case `name` of `tiny-{fixture}.json`.
-fn reference_in(fixture: &str, name: &str) -> Vec<f32> {
-    let path = diffusion_fixtures().join(format!("tiny-{fixture}.json"));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+/// diffusers' images of the case `name` of `tiny-{pipeline}.json`.
+fn reference_in(pipeline: &str, name: &str) -> Vec<f32> {
+    let json: serde_json::Value =
+        serde_json::from_str(&read_fixture(&format!("diffusion/tiny-{pipeline}.json"))).unwrap();
     let case = json["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
     case["images"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
 }
@@ -29,7 +27,7 @@ fn reference_in(fixture: &str, name: &str) -> Vec<f32> {
 /// guidance 7.5, 16×16).
 fn generate(out: &Path) -> Cli {
     Cli::new("generate")
-        .opt("--pipeline", diffusion_fixtures().join("tiny-sd1"))
+        .opt("--pipeline", fixture("diffusion/tiny-sd1"))
         .opt("--out", out)
         .opt("--steps", "4")
         .opt("--height", "16")
@@ -107,9 +105,7 @@ fn two_images_per_seed_a_text_layer_and_given_latents_match_diffusers() {
     assert_eq!(rows[0][4], "1", "the layer column holds --text-layer");
 
     // The fixture's latents, written as the (1, 4, 8, 8) float32 .npy a user would give.
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(diffusion_fixtures().join("tiny-sd1.json")).unwrap())
-            .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&read_fixture("diffusion/tiny-sd1.json")).unwrap();
     let case = json["cases"].as_array().unwrap().iter().find(|c| c["name"] == "latents-euler").unwrap();
     let latents: Vec<f32> =
         case["latents"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
@@ -281,7 +277,7 @@ fn an_interrupted_run_resumes_without_redoing_finished_images() {
 /// A copy of the tiny SD-1 pipeline with `edit` applied.
 fn broken_pipeline(tmp: &Path, edit: impl FnOnce(&Path)) -> PathBuf {
     let dir = tmp.join("pipe");
-    let src = diffusion_fixtures().join("tiny-sd1");
+    let src = fixture("diffusion/tiny-sd1");
     for entry in walk(&src) {
         let to = dir.join(entry.strip_prefix(&src).unwrap());
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -406,7 +402,7 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
 #[test]
 fn prompts_export_generate_embed_sos_chain() {
     let tmp = tempfile::tempdir().unwrap();
-    let mirror = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
+    let mirror = upstream_mirror();
     let exported = tmp.path().join("sos.csv");
     Cli::new("prompts")
         .arg("export")
@@ -447,7 +443,7 @@ fn prompts_export_generate_embed_sos_chain() {
     let embeddings = tmp.path().join("emb.npy");
     Cli::new("embed")
         .opt("--images", images.join("manifest.csv"))
-        .opt("--weights", encoder_fixtures().join("clip"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--out", &embeddings)
         .run_ok();
     let scores = tmp.path().join("sos.csv");
@@ -464,7 +460,7 @@ fn prompts_export_generate_embed_sos_chain() {
 #[test]
 fn a_prompt_set_shard_with_a_layer_sweep() {
     let tmp = tempfile::tempdir().unwrap();
-    let mirror = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
+    let mirror = upstream_mirror();
     let out = tmp.path().join("lens");
     // The SoS set in English has 1539 prompts: shard 1/1000 is the first one; the tiny text
     // encoder has 3 layers, so every:2 sweeps layers 2 and 3.
@@ -525,7 +521,7 @@ fn alt_diffusion_matches_diffusers_and_reads_xlm_r_layers() {
     let tmp = tempfile::tempdir().unwrap();
     let alt = |out: &str| {
         Cli::new("generate")
-            .opt("--pipeline", diffusion_fixtures().join("tiny-alt"))
+            .opt("--pipeline", fixture("diffusion/tiny-alt"))
             .opt("--out", tmp.path().join(out))
             .opt("--steps", "4")
             .opt("--height", "16")
@@ -578,7 +574,7 @@ fn f16_on_wgpu_is_close_to_f32_and_not_f32() {
     for variant in ["sd1", "sd2"] {
         let npy = tmp.path().join(format!("{variant}.npy"));
         Cli::new("generate")
-            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--pipeline", fixture(&format!("diffusion/tiny-{variant}")))
             .opt("--out", tmp.path().join(variant))
             .opt("--steps", "4")
             .opt("--height", "16")

@@ -28,7 +28,7 @@ const SEED: u64 = 13;
 const PIXELS: usize = 16 * 16 * 3;
 
 fn pipeline() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion/tiny-sd1"))
+    culturelens_testkit::fixture("diffusion/tiny-sd1")
 }
 
 /// The arguments of every run but `--out` and `--out-npy`.
@@ -64,9 +64,10 @@ struct Generate {
 
 impl Killable for Generate {
     fn command(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_culturelens"));
-        cmd.args(&self.args).arg("--out").arg(dir.join("out")).arg("--out-npy").arg(dir.join("images.npy"));
-        cmd
+        Cli::from_args(&self.args)
+            .opt("--out", dir.join("out"))
+            .opt("--out-npy", dir.join("images.npy"))
+            .into_command()
     }
 
     fn start(&mut self, _dir: &Path) {

@@ -10,7 +10,9 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::common::{Cli, Run, encoder_fixtures as fixtures};
+use culturelens_testkit::fixture;
+
+use crate::common::{Cli, Run};
 
 const REPO: &str = "test-org/tiny";
 const COMMIT_A: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -121,7 +123,7 @@ impl Hub {
 fn embed_model(model: &str, out: &Path, hf_home: &Path, endpoint: &str) -> Run {
     Cli::new("embed")
         .opt("--model", model)
-        .opt("--images", fixtures().join("images"))
+        .opt("--images", fixture("encoders/images"))
         .opt("--out", out)
         .env("HF_ENDPOINT", endpoint)
         .env("HF_HOME", hf_home)
@@ -132,8 +134,8 @@ fn embed_model(model: &str, out: &Path, hf_home: &Path, endpoint: &str) -> Run {
 /// The table `--weights <fixture model>` writes (the reference for a `--model` run).
 fn embed_weights(model: &str, out: &Path) -> Vec<u8> {
     Cli::new("embed")
-        .opt("--weights", fixtures().join(model))
-        .opt("--images", fixtures().join("images"))
+        .opt("--weights", fixture("encoders").join(model))
+        .opt("--images", fixture("encoders/images"))
         .opt("--out", out)
         .run_ok();
     std::fs::read(out).unwrap()
@@ -154,7 +156,7 @@ fn model_downloads_into_the_hub_cache_and_matches_weights() {
     let tmp = tempfile::tempdir().unwrap();
     let hf_home = tmp.path().join("hf");
     let hub = Hub::start("test-org/tiny-clip");
-    hub.commit(COMMIT_A, fixtures().join("clip")).branch("main", COMMIT_A);
+    hub.commit(COMMIT_A, fixture("encoders/clip")).branch("main", COMMIT_A);
 
     let via_hub = tmp.path().join("hub.npy");
     assert_ok(&embed_model("test-org/tiny-clip", &via_hub, &hf_home, &hub.endpoint), "download");
@@ -179,9 +181,9 @@ fn revisions_by_branch_and_commit_keep_their_own_files() {
     let tmp = tempfile::tempdir().unwrap();
     let hf_home = tmp.path().join("hf");
     let hub = Hub::start(REPO);
-    hub.commit(COMMIT_A, fixtures().join("clip"))
-        .commit(COMMIT_B, fixtures().join("dinov2"))
-        .commit(COMMIT_C, fixtures().join("dinov2_reg"))
+    hub.commit(COMMIT_A, fixture("encoders/clip"))
+        .commit(COMMIT_B, fixture("encoders/dinov2"))
+        .commit(COMMIT_C, fixture("encoders/dinov2_reg"))
         .branch("main", COMMIT_A)
         .branch("v2", COMMIT_B);
     let cases = [
@@ -214,7 +216,7 @@ fn revisions_by_branch_and_commit_keep_their_own_files() {
         let wanted = ["config.json", "model.safetensors", "preprocessor_config.json", "tokenizer.json"];
         let mut want: Vec<String> = wanted
             .iter()
-            .filter(|f| fixtures().join(folder).join(f).is_file())
+            .filter(|f| fixture("encoders").join(folder).join(f).is_file())
             .map(|f| f.to_string())
             .collect();
         want.sort();
@@ -222,7 +224,7 @@ fn revisions_by_branch_and_commit_keep_their_own_files() {
         for name in &names {
             assert_eq!(
                 std::fs::read(snapshot.join(name)).unwrap(),
-                std::fs::read(fixtures().join(folder).join(name)).unwrap(),
+                std::fs::read(fixture("encoders").join(folder).join(name)).unwrap(),
                 "{commit}/{name} is {folder}'s"
             );
         }
@@ -239,7 +241,7 @@ fn a_moved_branch_never_mixes_two_commits() {
     let tmp = tempfile::tempdir().unwrap();
     let hf_home = tmp.path().join("hf");
     let hub = Hub::start(REPO);
-    hub.commit(COMMIT_A, fixtures().join("dinov2")).commit(COMMIT_B, fixtures().join("dinov2_reg"));
+    hub.commit(COMMIT_A, fixture("encoders/dinov2")).commit(COMMIT_B, fixture("encoders/dinov2_reg"));
     hub.branch("main", COMMIT_A);
     let first = tmp.path().join("first.npy");
     assert_ok(&embed_model(REPO, &first, &hf_home, &hub.endpoint), "first run");
@@ -267,7 +269,7 @@ fn a_repository_without_safetensors_is_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
-    std::fs::copy(fixtures().join("clip/config.json"), repo.join("config.json")).unwrap();
+    std::fs::copy(fixture("encoders/clip/config.json"), repo.join("config.json")).unwrap();
     std::fs::write(repo.join("pytorch_model.bin"), b"pickle").unwrap();
     let hub = Hub::start("test-org/pickled");
     hub.commit(COMMIT_B, repo).branch("main", COMMIT_B);

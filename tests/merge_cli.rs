@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, encoder_fixtures as fixtures, sha256};
+use culturelens_testkit::{fixture, sha256};
+
+use crate::common::Cli;
 
 /// The fixture images in file-name order.
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
@@ -16,15 +18,17 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
     let images = tmp.path().join("imgs");
     std::fs::create_dir_all(&images).unwrap();
     for name in IMAGES {
-        std::fs::copy(fixtures().join("images").join(name), images.join(name)).unwrap();
+        std::fs::copy(fixture("encoders/images").join(name), images.join(name)).unwrap();
     }
     (tmp, images)
 }
 
 /// `culturelens embed --images IMAGES --weights <fixture MODEL> --out OUT [--shard SHARD]`.
 fn embed(images: &Path, model: &str, out: &Path, shard: Option<&str>) {
-    let mut cli =
-        Cli::new("embed").opt("--images", images).opt("--weights", fixtures().join(model)).opt("--out", out);
+    let mut cli = Cli::new("embed")
+        .opt("--images", images)
+        .opt("--weights", fixture("encoders").join(model))
+        .opt("--out", out);
     if let Some(shard) = shard {
         cli = cli.opt("--shard", shard);
     }
@@ -164,7 +168,7 @@ fn image_folder(dir: &Path, rows: std::ops::Range<usize>, shard: Option<&str>) {
     let mut manifest = String::from("image,language\n");
     for row in rows.clone() {
         let name = IMAGES[row];
-        std::fs::copy(fixtures().join("images").join(name), dir.join("img").join(name)).unwrap();
+        std::fs::copy(fixture("encoders/images").join(name), dir.join("img").join(name)).unwrap();
         manifest += &format!("img/{name},\"de, at\"\n");
     }
     std::fs::write(dir.join("manifest.csv"), &manifest).unwrap();

@@ -1,47 +1,36 @@
 //! End-to-end tests of `culturelens prompts` through the built binary, reading the upstream files
 //! from the shared mirror (`../shared/data/upstream` beside the checkout; CI provides it).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-use crate::common::{p, read_csv};
+use culturelens_testkit::upstream_mirror;
 
-/// The shared upstream mirror; the tests fail (not skip) without it.
-fn mirror() -> PathBuf {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/upstream"));
-    assert!(dir.join("SHA256SUMS").is_file(), "the upstream mirror {} is missing", dir.display());
-    dir
-}
+use crate::common::{Cli, p, read_csv};
 
-/// Runs `culturelens` with its cache in `cache` and no mirror or base URL from the environment.
-fn run(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_culturelens"))
-        .args(args)
+/// `culturelens ARGS…` with its cache in `cache` and no mirror or base URL from the environment.
+fn cli(cache: &Path, args: &[&str]) -> Cli {
+    Cli::from_args(args)
         .env("CULTURELENS_CACHE", cache)
         .env_remove("CULTURELENS_DATA_MIRROR")
         .env_remove("CULTURELENS_DATA_BASE_URL")
-        .output()
-        .expect("culturelens binary runs")
 }
 
+/// Runs `cli(cache, args)`, asserts success and returns (stdout, stderr).
 fn ok(cache: &Path, args: &[&str]) -> (String, String) {
-    let out = run(cache, args);
-    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
-    assert!(out.status.success(), "culturelens {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}");
-    (stdout, stderr)
+    let run = cli(cache, args).run_ok();
+    (run.stdout, run.stderr)
 }
 
+/// Runs `cli(cache, args)`, asserts a non-zero exit and returns stderr.
 fn fails(cache: &Path, args: &[&str]) -> String {
-    let out = run(cache, args);
-    assert!(!out.status.success(), "culturelens {args:?} should fail but succeeded");
-    String::from_utf8(out.stderr).unwrap()
+    cli(cache, args).run_fails().stderr
 }
 
 #[test]
 fn export_sos_csv_from_the_mirror() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, out) = (dir.path().join("cache"), dir.path().join("sos.csv"));
-    let mirror = mirror();
+    let mirror = upstream_mirror();
     let args = ["prompts", "export", "sos", "--out", p(&out), "--mirror", p(&mirror)];
     let (stdout, stderr) = ok(&cache, &args);
     assert!(stdout.contains("wrote 21546 sos prompts (14 languages: en 1539, am 1539"), "{stdout}");
@@ -69,7 +58,7 @@ fn export_sos_csv_from_the_mirror() {
 fn export_magbig_languages_as_parquet() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, out) = (dir.path().join("cache"), dir.path().join("magbig.parquet"));
-    let mirror = mirror();
+    let mirror = upstream_mirror();
     let export = |out: &Path| {
         ok(
             &cache,
@@ -101,7 +90,8 @@ fn export_cube_and_cultext2i_with_translations() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let out = dir.path().join("cube.csv");
-    let (stdout, _) = ok(&cache, &["prompts", "export", "cube", "--out", p(&out), "--mirror", p(&mirror())]);
+    let (stdout, _) =
+        ok(&cache, &["prompts", "export", "cube", "--out", p(&out), "--mirror", p(&upstream_mirror())]);
     assert!(stdout.contains("wrote 1031 cube prompts (1 languages: en 1031)"), "{stdout}");
     let (header, rows) = read_csv(&out);
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
@@ -165,7 +155,7 @@ fn bad_requests_fail_without_output() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let out = dir.path().join("x.csv");
-    let mirror = mirror();
+    let mirror = upstream_mirror();
 
     let empty = dir.path().join("empty-mirror");
     std::fs::create_dir(&empty).unwrap();
@@ -217,15 +207,15 @@ fn download_failures_name_the_url_and_cache_nothing() {
     let out = dir.path().join("x.csv");
     // A loopback port with nothing listening: the connection is refused.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let output = Command::new(env!("CARGO_BIN_EXE_culturelens"))
-        .args(["prompts", "export", "cube", "--out", p(&out)])
+    let stderr = Cli::new("prompts")
+        .arg("export")
+        .arg("cube")
+        .opt("--out", &out)
         .env("CULTURELENS_CACHE", &cache)
         .env("CULTURELENS_DATA_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env_remove("CULTURELENS_DATA_MIRROR")
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8(output.stderr).unwrap();
+        .run_fails()
+        .stderr;
     assert!(
         stderr.contains(&format!(
             "download of cube/cube_1k.json from http://127.0.0.1:{port}/google-deepmind/cube/4ec2d350102dcfc03e41aa51ee0f2398d642a1a6/dataset/cube_1k.json failed"

@@ -125,7 +125,7 @@ fn embed_text_manifest_names_the_model_its_weight_files_and_the_prompt_sets() {
     let dir = tempfile::tempdir().unwrap();
     let prompts = dir.path().join("p.csv");
     std::fs::write(&prompts, "prompt,language,set\na photo of a cat,en,sos\nein Foto,de,magbig\n").unwrap();
-    let weights = crate::common::encoder_fixtures().join("clip");
+    let weights = culturelens_testkit::fixture("encoders/clip");
     let out = dir.path().join("t.npy");
     Cli::new("embed-text").opt("--prompts", &prompts).opt("--weights", &weights).opt("--out", &out).run_ok();
     let manifest: serde_json::Value =

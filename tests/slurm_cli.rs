@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{Cli, encoder_fixtures as fixtures};
+use culturelens_testkit::fixture;
+
+use crate::common::Cli;
 
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -23,8 +25,8 @@ fn embed_merge_sos_scripts_shard_by_array_task_and_chain_afterok() {
     Cli::new("slurm")
         .opt("--dir", &jobs)
         .opt("--tasks", "8")
-        .opt("--images", fixtures().join("images"))
-        .opt("--weights", fixtures().join("clip"))
+        .opt("--images", fixture("encoders/images"))
+        .opt("--weights", fixture("encoders/clip"))
         .opt("--device", "wgpu")
         .opt("--gres", "gpu:1")
         .opt("--partition", "gpu")
@@ -53,7 +55,7 @@ fn embed_merge_sos_scripts_shard_by_array_task_and_chain_afterok() {
     assert!(embed.contains(r#"--shard "${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}""#), "{embed}");
     assert!(embed.contains(r#"--out "parts/embed-${SLURM_ARRAY_TASK_ID}.npy""#), "{embed}");
     assert!(embed.contains(" --device wgpu "), "{embed}");
-    let weights = fixtures().join("clip").canonicalize().unwrap();
+    let weights = fixture("encoders/clip").canonicalize().unwrap();
     assert!(embed.contains(&format!("--weights {}", weights.display())), "absolute paths:\n{embed}");
 
     let merge = read(&dir, "merge.sbatch");
@@ -126,7 +128,7 @@ fn missing_inputs_are_refused_before_writing() {
         .opt("--dir", tmp.path().join("jobs"))
         .opt("--tasks", "2")
         .opt("--images", tmp.path().join("nope"))
-        .opt("--weights", fixtures().join("clip"))
+        .opt("--weights", fixture("encoders/clip"))
         .run_fails();
     assert!(run.stderr.contains("cannot find") && run.stderr.contains("nope"), "{}", run.stderr);
     assert!(!tmp.path().join("jobs/submit.sh").exists());

@@ -17,6 +17,7 @@ use culturelens_compute::sos::{
 use culturelens_compute::tensor::id_tensor;
 use culturelens_metrics::demo::demo_table;
 use culturelens_rng::SplitMix64;
+use culturelens_testkit::wgpu;
 
 /// Largest |cpu − wgpu| of a per-image or joint score.
 const BOUND: f64 = 1e-6;
@@ -27,7 +28,7 @@ const FUSED_BOUND: f32 = 1e-5;
 
 #[test]
 fn cpu_and_wgpu_agree_on_the_demo_table() {
-    cpu_and_device_agree(&crate::common::wgpu(), "wgpu");
+    cpu_and_device_agree(&wgpu(), "wgpu");
 }
 
 /// The same on wgpu pinned to Vulkan, its kernels compiled to SPIR-V (`--features vulkan`).
@@ -189,7 +190,7 @@ fn assert_fused_matches(
 
 #[test]
 fn fused_kernels_equal_the_graph_on_wgpu() {
-    let device = crate::common::wgpu();
+    let device = wgpu();
     assert!(fused_kernels_on(&device), "wgpu must run the fused SoS kernels");
     assert!(!fused_kernels_on(&Device::flex()), "flex keeps its blocked CPU graph");
     // Widths: one unit per column (5), a tail past a power of two (300 = 256 + 44), several
@@ -207,7 +208,7 @@ fn fused_kernels_equal_the_graph_on_wgpu() {
 
 #[test]
 fn fused_kernels_score_row_subsets_and_blocked_tables() {
-    let device = crate::common::wgpu();
+    let device = wgpu();
     let data = Synthetic::new(3000, 96, 3, 4, 7);
     const { assert!(3000 / 12 > SEGMENT_ROWS, "pairs must span several segments") };
     let table = data.table(&device);
@@ -237,7 +238,7 @@ fn fused_kernels_score_row_subsets_and_blocked_tables() {
 /// rows, so rows past 65,535 drop out of its sums. These cases compare with the graph on flex.
 #[test]
 fn fused_kernels_handle_more_segments_than_a_grid_axis_or_a_loop_holds() {
-    let device = crate::common::wgpu();
+    let device = wgpu();
     // 70,000 outputs, each its own culture: 70,000 one-row segments (> 65,535 cubes per axis),
     // two surface groups of 35,000 segments each, summed in two levels.
     let n = 70_000;

@@ -58,7 +58,7 @@ fn sos_on_demo_table_writes_the_contract_csv() {
 /// A committed file of the independent numpy reference (scripts/fixtures/make_demo_sos_reference.py,
 /// run on `culturelens demo --write`).
 fn numpy_reference(name: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    read_csv(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name))
+    read_csv(&culturelens_testkit::fixture(name))
 }
 
 /// Largest |CLI − reference| over joint-score rows keyed by (model, language, culture); the keys

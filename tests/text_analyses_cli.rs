@@ -1,16 +1,14 @@
 //! End-to-end tests of the visual and textual analyses of the SoS paper (§6.1, App. F–G) and the
 //! tokenizer lens: `culturelens colour` on hand-made images, `culturelens captions` against the
-//! numpy reference of scripts/fixtures/captions_fighting_words.py, `culturelens tokens` against
-//! transformers' tokenizers (scripts/fixtures/tokens_lens_reference.py); bad inputs fail with the
+//! numpy reference of scripts/fixtures/make_captions.py, `culturelens tokens` against
+//! transformers' tokenizers (scripts/fixtures/make_tokens_reference.py); bad inputs fail with the
 //! file and row named and leave no output.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::{Cli, encoder_fixtures, read_csv};
+use culturelens_testkit::{fixture, read_fixture};
 
-fn fixtures(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name)
-}
+use crate::common::{Cli, read_csv};
 
 /// A PNG of `w × h` pixels: the first `n_first` (row-major) are `first`, the rest `rest`.
 fn png(path: &Path, w: u32, h: u32, n_first: u32, first: [u8; 3], rest: [u8; 3]) {
@@ -96,7 +94,7 @@ fn captions_cli(dir: &Path, captions: &Path, manifest: &Path) -> Cli {
 #[test]
 fn captions_match_the_numpy_reference() {
     let dir = tempfile::tempdir().unwrap();
-    let fx = fixtures("captions");
+    let fx = fixture("captions");
     captions_cli(dir.path(), &fx.join("captions.csv"), &fx.join("manifest.csv"))
         .opt("--stereotypes", fx.join("stereotypes.csv"))
         .run_ok();
@@ -163,10 +161,8 @@ fn captions_bad_inputs_name_file_and_row() {
 
 #[test]
 fn tokens_show_jurist_in_and_byte_fallback_as_transformers_splits_them() {
-    let enc = encoder_fixtures();
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures("tokens").join("reference.json")).unwrap())
-            .unwrap();
+    let enc = fixture("encoders");
+    let reference: serde_json::Value = serde_json::from_str(&read_fixture("tokens/reference.json")).unwrap();
     let ids = |model: &str, text: &str| -> Vec<String> {
         reference[model][text]["ids"].as_array().unwrap().iter().map(|i| format!("[{i}]")).collect()
     };

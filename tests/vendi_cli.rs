@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, sha256};
+use crate::common::Cli;
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
+use culturelens_testkit::sha256;
 use serde_json::Value;
 
 fn json(path: &Path) -> Value {

@@ -64,7 +64,7 @@ def main() -> None:
     else:
         # The network and preprocessing the parity fixture was made with.
         sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
-        from make_efficientnet_fixture import PTH, reference_model, reference_processor
+        from make_encoders_efficientnet_lite0 import PTH, reference_model, reference_processor
 
         model, processor = reference_model(), reference_processor()
         if not weights.exists():

@@ -1,6 +1,6 @@
 """The culturelens side of BENCHMARKS.md's half-precision section: `culturelens embed --device wgpu
 --precision f16` on the committed encoder fixtures, and the f16 and f32 speed on the CLIP fixture.
-(The PyTorch side is scripts/fixtures/half_precision_error.py.)
+(The PyTorch side is scripts/bench/half_precision_pytorch.py.)
 
 Prints, per model, the worst relative error ‖f16 − reference‖ / ‖reference‖ over the committed
 images (references made with transformers / open_clip / efficientnet_lite_pytorch in f32), then

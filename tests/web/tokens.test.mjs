@@ -1,6 +1,6 @@
 // The Tokens view (tokenizer lens, web/src/views/tokens.rs) in headless Chromium, against the CLI:
 // the page loads a SentencePiece tokenizer.json by URL (`?tokenizers=`, XLM-R's Metaspace/Unigram,
-// tests/fixtures/tokens/xlm-r, from scripts/fixtures/make_tokens_xlmr_tokenizer_json.py) and CLIP's
+// tests/fixtures/tokens/xlm-r, from scripts/fixtures/make_tokens_xlm_r.py) and CLIP's
 // byte-level BPE tokenizer.json through the file picker; for prompts with MAGBIG's gender star
 // ("Jurist*innen") and scripts the tiny vocabularies lack (Amharic, Chinese) every row's chips
 // (id, piece, text, kind, word end) must equal `culturelens tokens --json` on the same files and

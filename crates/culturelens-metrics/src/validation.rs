@@ -135,10 +135,9 @@ mod tests {
 
     #[test]
     fn clipscore_matches_torchmetrics() {
-        // scripts/fixtures/clipscore_parity.py: torchmetrics' clip_score of one pair (w = 100).
+        // scripts/fixtures/make_clipscore.py: torchmetrics' clip_score of one pair (w = 100).
         let fixture: serde_json::Value =
-            serde_json::from_str(include_str!("../../../tests/fixtures/clipscore/torchmetrics.json"))
-                .unwrap();
+            serde_json::from_str(&culturelens_testkit::read_fixture("clipscore/torchmetrics.json")).unwrap();
         let w = fixture["w"].as_f64().unwrap();
         let vector = |v: &serde_json::Value| {
             v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>()

@@ -409,8 +409,7 @@ mod tests {
     /// syntax error inside the `decoder` object made `tokenizers` panic instead of failing.
     #[test]
     fn a_malformed_tokenizer_json_is_an_error_not_a_panic() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders/clip/tokenizer.json");
+        let path = culturelens_testkit::fixture("encoders/clip/tokenizer.json");
         let good = std::fs::read_to_string(&path).unwrap();
         assert!(tokenizer_from_bytes(good.as_bytes(), &path).is_ok());
         let bad = good.replacen("\"decoder\": {", "\"decoder\":!{", 1);
@@ -423,8 +422,7 @@ mod tests {
     /// 76,146): a fixed padding of 2^32 tokens made every encoding allocate 17 GB.
     #[test]
     fn padding_beyond_the_limit_is_refused() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders/clip/tokenizer.json");
+        let path = culturelens_testkit::fixture("encoders/clip/tokenizer.json");
         let good = std::fs::read_to_string(&path).unwrap();
         let padded = |strategy: serde_json::Value, multiple: serde_json::Value| {
             let mut json: serde_json::Value = serde_json::from_str(&good).unwrap();
@@ -444,8 +442,7 @@ mod tests {
     /// 125,507): a truncation stride at least the length left made encoding panic.
     #[test]
     fn a_truncation_stride_that_does_not_fit_is_refused() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders/clip/tokenizer.json");
+        let path = culturelens_testkit::fixture("encoders/clip/tokenizer.json");
         let mut json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let mut with_stride = |max_length: u64, stride: u64| {

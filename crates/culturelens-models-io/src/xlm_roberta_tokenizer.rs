@@ -305,8 +305,7 @@ mod tests {
     /// error when a text reaches that entry, never a panic.
     #[test]
     fn a_charsmap_offset_past_its_strings_is_an_error() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/fuzz/charsmap_offset_past_the_end.bpe.model");
+        let path = culturelens_testkit::fixture("fuzz/charsmap_offset_past_the_end.bpe.model");
         let bytes = std::fs::read(&path).unwrap();
         let tokenizer = XlmRobertaTokenizer::from_spm_bytes(&bytes, &path, 77).unwrap();
         let err = tokenizer.ids("A photo of a Zimbabwean person, 日本の猫").unwrap_err().to_string();

@@ -5,8 +5,6 @@
 //! the file without the key — the same config, or the same error for a required key — and keys
 //! the hub's files carry as `null` but the fixtures lack read as absent too.
 
-use std::path::{Path, PathBuf};
-
 use burn::tensor::Device;
 use culturelens_models::clip::ClipConfig;
 use culturelens_models::dinov2::Dinov2Config;
@@ -15,11 +13,8 @@ use culturelens_models::open_clip::OpenClipFile;
 use culturelens_models::preprocess::ImageProcessorConfig;
 use culturelens_models::siglip::SiglipConfig;
 use culturelens_models_io::Encoder;
+use culturelens_testkit::fixture;
 use serde_json::{Value, json};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
-}
 
 /// What a config file reads as: the config's debug form (with the pipeline a preprocessor
 /// config resolves to), or the error. `name` is `model/file`; the family of a config.json is
@@ -85,7 +80,7 @@ fn config_files() -> Vec<(String, String)> {
     let mut files = Vec::new();
     for model in ["clip", "siglip", "dinov2", "dinov2_reg", "open_clip"] {
         for file in ["config.json", "preprocessor_config.json", "open_clip_config.json"] {
-            let path = fixtures().join(model).join(file);
+            let path = fixture("encoders").join(model).join(file);
             if path.is_file() {
                 files.push((format!("{model}/{file}"), std::fs::read_to_string(path).unwrap()));
             }
@@ -166,7 +161,7 @@ fn hub_style_null_keys_read_as_absent() {
 #[test]
 fn siglip_folder_with_null_do_convert_rgb_embeds() {
     let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(fixtures().join("siglip")).unwrap() {
+    for entry in std::fs::read_dir(fixture("encoders/siglip")).unwrap() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
     }
@@ -177,9 +172,9 @@ fn siglip_folder_with_null_do_convert_rgb_embeds() {
     std::fs::write(&path, processor.to_string()).unwrap();
 
     let device = Device::flex();
-    let image = fixtures().join("images/c_rgba.png");
+    let image = fixture("encoders/images/c_rgba.png");
     let ours = Encoder::from_dir(tmp.path(), &device).unwrap();
-    let committed = Encoder::from_dir(&fixtures().join("siglip"), &device).unwrap();
+    let committed = Encoder::from_dir(&fixture("encoders/siglip"), &device).unwrap();
     let (a, b) = (ours.pixel_values(&image).unwrap(), committed.pixel_values(&image).unwrap());
     assert_eq!(a, b);
     assert_eq!(ours.embed_pixels(&[a]), committed.embed_pixels(&[b]));

@@ -1,5 +1,5 @@
 //! Parity with diffusers 0.31 on the committed tiny random-weight pipelines
-//! (`scripts/fixtures/make_tiny_diffusion_sd.py`, `make_tiny_diffusion_alt.py`): an SD-1-like
+//! (`scripts/fixtures/make_diffusion_tiny_sd.py`, `make_diffusion_tiny_alt.py`): an SD-1-like
 //! pipeline (quick-GELU CLIP, conv projections, PNDM), an SD-2-like one (GELU tower, linear
 //! projections, per-block heads, v-prediction) and an AltDiffusion-like one (XLM-R with
 //! `has_pre_transformation`, SentencePiece BPE tokenizer, DPM-Solver++). Every case (each
@@ -8,9 +8,7 @@
 //! pipeline from the folder (tokenizer, text encoder, UNet, scheduler, VAE) and compares the
 //! images with diffusers' `output_type="np"` output, on flex (CPU) and wgpu. XLM-R's tokenizer
 //! is checked id for id against transformers' slow `XLMRobertaTokenizer`
-//! (`make_diffusion_alt_tokens.py`), and attention slicing against the unsliced pipeline.
-
-use std::path::PathBuf;
+//! (`make_diffusion_tiny_alt_tokens.py`), and attention slicing against the unsliced pipeline.
 
 use burn::tensor::Device;
 use culturelens_diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
@@ -19,6 +17,7 @@ use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use culturelens_rng::TorchNormalPath;
+use culturelens_testkit::{fixture, wgpu};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -52,16 +51,12 @@ const BOUND: f32 = 1e-5;
 /// scales its difference by 7.5, so float rounding in the text encoder is amplified most there.
 const ALT_BOUND: f32 = 1e-4;
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/diffusion")
-}
-
 /// The cases of `tiny-{references}.json` and the pipeline folder they ran on (`tiny-alt-lens`:
 /// DiffusionLens references on `tiny-alt`).
 fn load(references: &str, device: &Device) -> (PipelineFolder, Vec<Case>) {
     let folder = references.strip_suffix("-lens").unwrap_or(references);
-    let pipeline = PipelineFolder::load(&fixtures().join(format!("tiny-{folder}")), device, None).unwrap();
-    let json = std::fs::read_to_string(fixtures().join(format!("tiny-{references}.json"))).unwrap();
+    let pipeline = PipelineFolder::load(&fixture(&format!("diffusion/tiny-{folder}")), device, None).unwrap();
+    let json = std::fs::read_to_string(fixture(&format!("diffusion/tiny-{references}.json"))).unwrap();
     let fixture: Fixture = serde_json::from_str(&json).unwrap();
     let expected = match references {
         "alt" => 11,
@@ -137,7 +132,7 @@ fn sd1_matches_diffusers_on_wgpu() {
     // prompt and a text layer (lavapipe takes about 15 s a case; every case runs on flex).
     check(
         "sd1",
-        &crate::wgpu(),
+        &wgpu(),
         &["pndm-g1.0", "ddim-g7.5", "dpm-g7.5", "negative", "text-layer-1-no-cfg", "latents-euler"],
     );
 }
@@ -145,7 +140,7 @@ fn sd1_matches_diffusers_on_wgpu() {
 #[test]
 fn sd2_matches_diffusers_on_wgpu() {
     // v-prediction under every scheduler.
-    check("sd2", &crate::wgpu(), &["pndm-g7.5", "ddim-g7.5", "euler-g1.0", "dpm-g1.0"]);
+    check("sd2", &wgpu(), &["pndm-g7.5", "ddim-g7.5", "euler-g1.0", "dpm-g1.0"]);
 }
 
 /// Every AltDiffusion case, the two PNDM ones included: AltDiffusion's scheduler config
@@ -159,8 +154,8 @@ fn alt_matches_diffusers_on_flex() {
 
 #[test]
 fn alt_matches_diffusers_on_wgpu() {
-    check("alt", &crate::wgpu(), &["japanese-negative"]);
-    check("alt-lens", &crate::wgpu(), &["text-layer-1-no-cfg"]);
+    check("alt", &wgpu(), &["japanese-negative"]);
+    check("alt-lens", &wgpu(), &["text-layer-1-no-cfg"]);
 }
 
 /// Attention slicing (`auto`, `max`, a size) gives the unsliced images: each (image, head)
@@ -192,7 +187,7 @@ fn sliced_attention_equals_unsliced_on_flex() {
 #[test]
 fn sliced_attention_equals_unsliced_on_wgpu() {
     // One slice per score matrix: the most slices (about 15 s a run on lavapipe).
-    check_slicing("sd2", "ddim-g7.5", &crate::wgpu(), &[AttentionSlice::Max]);
+    check_slicing("sd2", "ddim-g7.5", &wgpu(), &[AttentionSlice::Max]);
 }
 
 #[derive(Deserialize)]
@@ -212,10 +207,10 @@ fn xlm_roberta_tokenizer_matches_transformers() {
         bpe: Vec<TokenCase>,
         unigram: Vec<TokenCase>,
     }
-    let json = std::fs::read_to_string(fixtures().join("tiny-alt-tokens.json")).unwrap();
+    let json = std::fs::read_to_string(fixture("diffusion/tiny-alt-tokens.json")).unwrap();
     let tokens: Tokens = serde_json::from_str(&json).unwrap();
     for (dir, cases) in [("tiny-alt/tokenizer", tokens.bpe), ("tiny-xlmr-unigram", tokens.unigram)] {
-        let tok = XlmRobertaTokenizer::load(&fixtures().join(dir), 77).unwrap();
+        let tok = XlmRobertaTokenizer::load(&fixture("diffusion").join(dir), 77).unwrap();
         assert_eq!(cases.len(), 11);
         for case in cases {
             assert_eq!(tok.ids(&case.text).unwrap(), case.ids, "{dir}: {:?}", case.text);

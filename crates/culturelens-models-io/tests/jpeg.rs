@@ -2,18 +2,13 @@
 //! the committed files: chroma subsampling 4:2:0, 4:2:2 and 4:4:4, greyscale, progressive,
 //! CMYK (Adobe), a file with an EXIF orientation of 6 (left unrotated, as Pillow's `open` and the
 //! transformers processors leave it) and the encoder fixtures' photo. Reference made by
-//! `scripts/fixtures/make_jpeg_fixture.py` (Pillow 13.0.0 with libjpeg-turbo 3.2.0): the pixels
+//! `scripts/fixtures/make_jpeg.py` (Pillow 13.0.0 with libjpeg-turbo 3.2.0): the pixels
 //! of `Image.open(f).convert("RGB")`.
-
-use std::path::{Path, PathBuf};
 
 use culturelens_models::preprocess::{self, Alpha, to_rgb8};
 use culturelens_models_io::decode_image;
+use culturelens_testkit::fixtures;
 use safetensors::{Dtype, SafeTensors};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
 
 #[test]
 fn jpeg_pixels_equal_pillows() {

@@ -10,15 +10,3 @@ mod efficientnet;
 mod gender_v1;
 mod jpeg;
 mod parity;
-
-use burn::tensor::Device;
-
-/// The wgpu device of this test process (lavapipe on a machine without a GPU), initialised once:
-/// Burn refuses a second initialisation of the same device ("Service already initialized").
-fn wgpu() -> Device {
-    static WGPU: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
-    WGPU.get_or_init(|| {
-        Device::wgpu_options().init().expect("a wgpu adapter (Debian: mesa-vulkan-drivers for lavapipe)")
-    })
-    .clone()
-}

@@ -1,14 +1,13 @@
 //! Parity with transformers on the committed fixtures (made by
-//! `scripts/fixtures/make_encoder_fixtures.py`): tiny random-weight CLIP, SigLIP, DINOv2 and
+//! `scripts/fixtures/make_encoders.py`): tiny random-weight CLIP, SigLIP, DINOv2 and
 //! DINOv2-with-registers folders written by `save_pretrained`, a tiny OpenCLIP folder in the
 //! hub layout of ViT-bigG-14 / ViT-H-14, plus the reference
 //! `pixel_values`, embeddings and token ids. The image and text towers are checked on Burn's
 //! CPU backend (`flex`) and on wgpu (lavapipe on a machine without GPU).
 
-use std::path::{Path, PathBuf};
-
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_models_io::Encoder;
+use culturelens_testkit::{fixture, max_abs, wgpu};
 use safetensors::{Dtype, SafeTensors};
 
 /// Which tower's embeddings a bound is for.
@@ -43,17 +42,13 @@ fn bound(model: &str, tower: Tower) -> f32 {
     }
 }
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/encoders")
-}
-
 struct Reference {
     bytes: Vec<u8>,
 }
 
 impl Reference {
     fn open(model: &str) -> Self {
-        Self { bytes: std::fs::read(fixtures().join(model).join("reference.safetensors")).unwrap() }
+        Self { bytes: std::fs::read(fixture("encoders").join(model).join("reference.safetensors")).unwrap() }
     }
 
     fn tensors(&self) -> SafeTensors<'_> {
@@ -96,19 +91,14 @@ impl Reference {
     }
 }
 
-fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
-
 /// The backends every parity check runs on: flex (CPU) and wgpu (lavapipe without a GPU), the
 /// wgpu device initialised once per test process.
 fn devices() -> [Device; 2] {
-    [Device::flex(), crate::wgpu()]
+    [Device::flex(), wgpu()]
 }
 
 fn load(model: &str, device: &Device) -> Encoder {
-    Encoder::from_dir(&fixtures().join(model), device).unwrap()
+    Encoder::from_dir(&fixture("encoders").join(model), device).unwrap()
 }
 
 /// The model applied to the reference `pixel_values` matches the reference embeddings, on
@@ -149,7 +139,7 @@ fn preprocessing_parity(model: &str) {
     let (shape, want) = reference.f32("pixel_values");
     let per_image = shape[1] * shape[2] * shape[3];
     for (i, name) in reference.images().iter().enumerate() {
-        let got = encoder.pixel_values(&fixtures().join("images").join(name)).unwrap();
+        let got = encoder.pixel_values(&fixture("encoders/images").join(name)).unwrap();
         assert_eq!((got.height, got.width), (shape[2], shape[3]), "{model}/{name}");
         let err = max_abs(&got.data, &want[i * per_image..(i + 1) * per_image]);
         eprintln!("{model}/{name}: pixel_values max abs difference {err:.1e}");
@@ -244,11 +234,11 @@ fn open_clip_preprocessing_matches_its_transform() {
 }
 
 /// Palette and bilevel PNGs, which Pillow resizes with nearest neighbour inside open_clip's
-/// transform (reference from scripts/fixtures/make_pillow_modes_fixture.py).
+/// transform (reference from scripts/fixtures/make_encoders_pillow_modes.py).
 #[test]
 fn open_clip_preprocessing_resizes_palette_and_bilevel_pngs_as_pillow() {
     let encoder = load("open_clip", &Device::flex());
-    let dir = fixtures().join("pillow_modes");
+    let dir = fixture("encoders/pillow_modes");
     let bytes = std::fs::read(dir.join("open_clip_pixel_values.safetensors")).unwrap();
     let tensors = SafeTensors::deserialize(&bytes).unwrap();
     let view = tensors.tensor("pixel_values").unwrap();
@@ -282,18 +272,18 @@ fn open_clip_text_features_match_open_clip() {
 
 /// open_clip's text cleaning (ftfy's character fixes) followed by the CLIP tokenizer.json's
 /// normaliser gives what open_clip's own tokenizer feeds its BPE (reference from
-/// scripts/fixtures/make_open_clip_text_fixture.py: curly quotes, ligatures, full- and halfwidth
+/// scripts/fixtures/make_encoders_open_clip_text.py: curly quotes, ligatures, full- and halfwidth
 /// forms, control characters, line breaks, several scripts).
 #[test]
 fn open_clip_text_cleaning_matches_open_clip() {
     use tokenizers::{NormalizedString, Normalizer};
     let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("open_clip/text_clean_reference.json")).unwrap(),
+        &std::fs::read_to_string(fixture("encoders/open_clip/text_clean_reference.json")).unwrap(),
     )
     .unwrap();
     let texts: Vec<String> = serde_json::from_value(reference["texts"].clone()).unwrap();
     let want: Vec<String> = serde_json::from_value(reference["normalized"].clone()).unwrap();
-    let tokenizer = tokenizers::Tokenizer::from_file(fixtures().join("clip/tokenizer.json")).unwrap();
+    let tokenizer = tokenizers::Tokenizer::from_file(fixture("encoders/clip/tokenizer.json")).unwrap();
     let normalizer = tokenizer.get_normalizer().unwrap();
     let normalized = |text: &str| {
         let mut n = NormalizedString::from(text);
@@ -316,9 +306,9 @@ fn open_clip_text_cleaning_matches_open_clip() {
 fn only_open_clip_folders_clean_texts() {
     let dir = tempfile::tempdir().unwrap();
     for file in ["open_clip_config.json", "open_clip_model.safetensors"] {
-        std::fs::copy(fixtures().join("open_clip").join(file), dir.path().join(file)).unwrap();
+        std::fs::copy(fixture("encoders/open_clip").join(file), dir.path().join(file)).unwrap();
     }
-    std::fs::copy(fixtures().join("clip/tokenizer.json"), dir.path().join("tokenizer.json")).unwrap();
+    std::fs::copy(fixture("encoders/clip/tokenizer.json"), dir.path().join("tokenizer.json")).unwrap();
     let texts = ["it\u{2019}s a photo".to_string(), "it's a photo".to_string()];
     let open_clip = Encoder::from_dir(dir.path(), &Device::flex()).unwrap();
     let ids = open_clip.tokenize(&texts).unwrap();
@@ -332,7 +322,7 @@ fn only_open_clip_folders_clean_texts() {
 fn open_clip_folder_without_safetensors_names_the_pickle() {
     let dir = std::env::temp_dir().join(format!("culturelens-oc-pickle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fixtures().join("open_clip/open_clip_config.json"), dir.join("open_clip_config.json"))
+    std::fs::copy(fixture("encoders/open_clip/open_clip_config.json"), dir.join("open_clip_config.json"))
         .unwrap();
     std::fs::write(dir.join("open_clip_pytorch_model.bin"), b"not read").unwrap();
     let err = Encoder::from_dir(&dir, &Device::flex()).err().expect("must fail").to_string();
@@ -344,7 +334,7 @@ fn open_clip_folder_without_safetensors_names_the_pickle() {
 fn pickled_checkpoints_are_refused_with_a_hint() {
     let dir = std::env::temp_dir().join(format!("culturelens-pickle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fixtures().join("clip/config.json"), dir.join("config.json")).unwrap();
+    std::fs::copy(fixture("encoders/clip/config.json"), dir.join("config.json")).unwrap();
     std::fs::write(dir.join("pytorch_model.bin"), b"not read").unwrap();
     let err = Encoder::from_dir(&dir, &Device::flex()).err().expect("must fail").to_string();
     std::fs::remove_dir_all(&dir).unwrap();
@@ -357,9 +347,9 @@ fn pickled_checkpoints_are_refused_with_a_hint() {
 fn siglip_sentencepiece_tokenizer_matches_transformers() {
     let device = Device::flex();
     let encoder = load("siglip", &device);
-    assert!(!fixtures().join("siglip/tokenizer.json").exists());
+    assert!(!fixture("encoders/siglip/tokenizer.json").exists());
     let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("siglip/tokenizer_reference.json")).unwrap(),
+        &std::fs::read_to_string(fixture("encoders/siglip/tokenizer_reference.json")).unwrap(),
     )
     .unwrap();
     let texts: Vec<String> = serde_json::from_value(reference["texts"].clone()).unwrap();
@@ -382,7 +372,7 @@ fn logit_scale_is_the_exp_of_the_checkpoint_scalar() {
         ("siglip", "model.safetensors"),
         ("open_clip", "open_clip_model.safetensors"),
     ] {
-        let bytes = std::fs::read(fixtures().join(model).join(file)).unwrap();
+        let bytes = std::fs::read(fixture("encoders").join(model).join(file)).unwrap();
         let st = SafeTensors::deserialize(&bytes).unwrap();
         let view = st.tensor("logit_scale").unwrap();
         assert_eq!(view.dtype(), Dtype::F32);

@@ -226,7 +226,7 @@ mod tests {
 
     use super::*;
     use crate::registry::{MAGBIG_FILES, SOS_FILES};
-    use crate::tests_support::mirror;
+    use culturelens_testkit::upstream_mirror;
 
     /// The German gender-star file: small, and its folder name has the colon.
     fn star() -> &'static UpstreamFile {
@@ -292,7 +292,7 @@ mod tests {
     }
 
     fn real_bytes() -> Vec<u8> {
-        std::fs::read(mirror().join(star().mirror_path)).unwrap()
+        std::fs::read(upstream_mirror().join(star().mirror_path)).unwrap()
     }
 
     /// A fetcher with a fresh cache that downloads from [`serve`]'s `route` (its first path
@@ -371,7 +371,7 @@ mod tests {
     #[test]
     fn mirror_files_are_verified_and_missing_ones_named() {
         let cache = tempfile::tempdir().unwrap();
-        let good = Fetcher::new(cache.path().into(), Origin::Mirror(mirror()));
+        let good = Fetcher::new(cache.path().into(), Origin::Mirror(upstream_mirror()));
         assert_eq!(good.fetch(star()).unwrap(), real_bytes());
 
         let fake = tempfile::tempdir().unwrap();
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn licence_is_announced_once_per_set_and_cache() {
         let cache = tempfile::tempdir().unwrap();
-        let fetcher = Fetcher::new(cache.path().into(), Origin::Mirror(mirror()));
+        let fetcher = Fetcher::new(cache.path().into(), Origin::Mirror(upstream_mirror()));
         assert!(fetcher.first_use(PromptSet::Cube));
         assert!(!fetcher.first_use(PromptSet::Cube));
         assert!(fetcher.first_use(PromptSet::Sos));

@@ -106,22 +106,17 @@ pub fn extra_columns(set: PromptSet) -> &'static [Column] {
 
 #[cfg(test)]
 pub(crate) mod tests_support {
-    //! The shared upstream mirror the tests read (`../shared/data/upstream` beside the checkout;
-    //! CI provides it, and a test fails rather than skips without it).
+    //! The tests' reading of the shared upstream mirror (`culturelens_testkit::upstream_mirror`:
+    //! `../shared/data/upstream` beside the checkout; CI provides it, and a test fails rather
+    //! than skips without it).
 
-    use std::path::PathBuf;
+    use culturelens_testkit::upstream_mirror;
 
     use crate::UpstreamFile;
 
-    pub fn mirror() -> PathBuf {
-        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/upstream"));
-        assert!(dir.join("SHA256SUMS").is_file(), "the upstream mirror {} is missing", dir.display());
-        dir
-    }
-
     /// The verified bytes of `file` from the mirror.
     pub fn mirror_bytes(file: &UpstreamFile) -> Vec<u8> {
-        let fetcher = crate::Fetcher::new(std::env::temp_dir(), crate::Origin::Mirror(mirror()));
+        let fetcher = crate::Fetcher::new(std::env::temp_dir(), crate::Origin::Mirror(upstream_mirror()));
         fetcher.fetch(file).unwrap()
     }
 }
@@ -133,7 +128,7 @@ mod tests {
     #[test]
     fn load_checks_set_specific_options() {
         let dir = tempfile::tempdir().unwrap();
-        let fetcher = Fetcher::new(dir.path().into(), Origin::Mirror(tests_support::mirror()));
+        let fetcher = Fetcher::new(dir.path().into(), Origin::Mirror(culturelens_testkit::upstream_mirror()));
         let options = LoadOptions { cultext2i_translations: Some("tr.csv".into()), ..LoadOptions::default() };
         let err = load(PromptSet::Sos, &fetcher, &options).unwrap_err().to_string();
         assert_eq!(err, "a translation file applies to the cultext2i set, not sos");
@@ -146,7 +141,7 @@ mod tests {
     #[test]
     fn every_set_loads_from_the_mirror_with_documented_columns() {
         let dir = tempfile::tempdir().unwrap();
-        let fetcher = Fetcher::new(dir.path().into(), Origin::Mirror(tests_support::mirror()));
+        let fetcher = Fetcher::new(dir.path().into(), Origin::Mirror(culturelens_testkit::upstream_mirror()));
         for set in PromptSet::ALL {
             let t = load(set, &fetcher, &LoadOptions::default()).unwrap();
             assert_eq!(t.column_names()[..4], ["id", "set", "language", "prompt"]);

@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn registry_matches_the_shared_mirror_sums() {
-        let sums = std::fs::read_to_string(crate::tests_support::mirror().join("SHA256SUMS"))
+        let sums = std::fs::read_to_string(culturelens_testkit::upstream_mirror().join("SHA256SUMS"))
             .expect("../shared/data/upstream/SHA256SUMS must exist (CI provides it)");
         let mut listed = 0;
         for line in sums.lines() {

@@ -1,7 +1,7 @@
 //! PyTorch's CPU generator, re-implemented bit for bit: `torch.Generator().manual_seed(s)` followed
 //! by `torch.rand` / `torch.randn` in float32, the draws diffusers makes for initial latents when it
 //! is given a CPU generator. Pinned by `tests/fixtures/diffusion/torch_randn.txt` (real torch,
-//! `scripts/fixtures/make_torch_randn_fixture.py`).
+//! `scripts/fixtures/make_diffusion_torch_randn.py`).
 //!
 //! torch (ATen `CPUGeneratorImpl`, `DistributionKernels.cpp`) draws a float32 `randn` of `n`
 //! elements in one of two ways:

@@ -1,12 +1,10 @@
 //! Bit-exactness of `TorchGenerator` against real torch: every draw of
 //! `tests/fixtures/diffusion/torch_randn.txt` (made by
-//! `scripts/fixtures/make_torch_randn_fixture.py` with ATEN_CPU_CAPABILITY=avx2 and =default),
+//! `scripts/fixtures/make_diffusion_torch_randn.py` with ATEN_CPU_CAPABILITY=avx2 and =default),
 //! compared by FNV-1a hash over all values and value by value over the first 64.
 
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
-
-const FIXTURE: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/diffusion/torch_randn.txt"));
+use culturelens_testkit::read_fixture;
 
 fn fnv1a64(values: &[f32]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -24,7 +22,8 @@ fn matches_torch_bit_for_bit() {
     let mut generator = None;
     let mut path = TorchNormalPath::Avx2;
     let (mut draws, mut cases, mut scalar_cases) = (0, 0, 0);
-    for (lineno, line) in FIXTURE.lines().enumerate() {
+    let fixture = read_fixture("diffusion/torch_randn.txt");
+    for (lineno, line) in fixture.lines().enumerate() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.as_slice() {
             [] => {}

@@ -305,8 +305,7 @@ mod tests {
     /// file whose column chunk has a negative length made the `parquet` crate panic.
     #[test]
     fn a_negative_column_length_is_a_corrupt_file_not_a_panic() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/table/fuzz_negative_column_length.parquet");
+        let path = culturelens_testkit::fixture("table/fuzz_negative_column_length.parquet");
         let err =
             parse_parquet(std::fs::read(&path).unwrap(), &Location::file(&path)).unwrap_err().to_string();
         assert!(err.starts_with(&format!("{}: corrupt Parquet file", path.display())), "{err}");
@@ -319,8 +318,7 @@ mod tests {
     /// `parquet` crate reserve 3.5 GB; the page checks refuse it before any decoding.
     #[test]
     fn a_dictionary_larger_than_its_page_is_refused_before_decoding() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/table/fuzz_dictionary_3_5_gb.parquet");
+        let path = culturelens_testkit::fixture("table/fuzz_dictionary_3_5_gb.parquet");
         let err =
             parse_parquet(std::fs::read(&path).unwrap(), &Location::file(&path)).unwrap_err().to_string();
         assert!(err.contains("corrupt Parquet file: row group 0, column"), "{err}");

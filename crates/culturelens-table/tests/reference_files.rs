@@ -1,18 +1,13 @@
 //! Reads `.npy` files written by numpy and Parquet files written by pyarrow (not by this crate's
 //! writers) and checks every value against what numpy itself reads back. The files and the
-//! expected values come from `scripts/fixtures/make_table_fixtures.py`.
-
-use std::path::{Path, PathBuf};
+//! expected values come from `scripts/fixtures/make_table.py`.
 
 use culturelens_table::{load_table, read_npy, read_parquet};
-
-fn fixture(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/table").join(path)
-}
+use culturelens_testkit::fixture;
 
 /// The 3 × 5 matrix as numpy reads a file of `bits`-bit floats and converts it to float32.
 fn expected(bits: u32) -> Vec<f32> {
-    let text = std::fs::read_to_string(fixture(&format!("npy/expected_f{bits}.csv"))).unwrap();
+    let text = std::fs::read_to_string(fixture(&format!("table/npy/expected_f{bits}.csv"))).unwrap();
     let rows: Vec<Vec<f32>> =
         text.lines().map(|l| l.split(',').map(|v| v.parse::<f32>().unwrap()).collect()).collect();
     assert_eq!(rows.len(), 3);
@@ -41,7 +36,7 @@ fn npy_from_numpy_reads_to_numpys_values() {
         ("f64_be.npy", 64),
         ("f64_v3.npy", 64),
     ] {
-        let m = read_npy(&fixture(&format!("npy/{file}"))).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let m = read_npy(&fixture(&format!("table/npy/{file}"))).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!((m.rows(), m.cols()), (3, 5), "{file}");
         // Bit-exact: the same float32 numpy's `astype(np.float32)` gives.
         assert_numpy_values(file, m.data(), bits);
@@ -56,7 +51,7 @@ fn npy_from_numpy_reads_to_numpys_values() {
 
 #[test]
 fn fortran_ordered_npy_is_refused_by_name() {
-    let path = fixture("npy/f32_fortran.npy");
+    let path = fixture("table/npy/f32_fortran.npy");
     let err = read_npy(&path).unwrap_err().to_string();
     assert!(
         err.contains("f32_fortran.npy")
@@ -73,7 +68,8 @@ fn parquet_from_pyarrow_reads_embeddings_and_metadata() {
         ("list_f64.parquet", 64),
         ("fixed_f16.parquet", 16),
     ] {
-        let t = read_parquet(&fixture(&format!("parquet/{file}"))).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let t = read_parquet(&fixture(&format!("table/parquet/{file}")))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!((t.len(), t.dim()), (3, 5), "{file}");
         assert_numpy_values(file, t.embeddings.data(), bits);
         // Metadata in file order without the embedding column; numbers and booleans as text,
@@ -92,8 +88,8 @@ fn parquet_from_pyarrow_reads_embeddings_and_metadata() {
 #[test]
 fn pyarrow_table_loads_like_the_same_numpy_matrix() {
     // Through the validating entry point every command uses: same embeddings from both formats.
-    let npy = load_table(&fixture("npy/f32_v1.npy"), None).unwrap();
-    let parquet = load_table(&fixture("parquet/list_f32.parquet"), None).unwrap();
+    let npy = load_table(&fixture("table/npy/f32_v1.npy"), None).unwrap();
+    let parquet = load_table(&fixture("table/parquet/list_f32.parquet"), None).unwrap();
     assert_eq!(npy.embeddings, parquet.embeddings);
 }
 
@@ -101,7 +97,7 @@ fn pyarrow_table_loads_like_the_same_numpy_matrix() {
 /// checks of the reader (`parquet_pages.rs`) accept what real writers produce.
 #[test]
 fn pyarrow_constant_columns_pass_the_page_checks() {
-    let t = read_parquet(&fixture("parquet/constant_200k.parquet")).unwrap();
+    let t = read_parquet(&fixture("table/parquet/constant_200k.parquet")).unwrap();
     assert_eq!((t.len(), t.dim()), (200_000, 4));
     assert!(t.embeddings.data().iter().all(|&v| v == 0.0));
     assert!(t.meta.column("model").unwrap().iter().all(|m| m == "sd"));

@@ -698,11 +698,11 @@ mod tests {
         let prompts = tmp.path().join("prompts.csv");
         let table = "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n";
         std::fs::write(&prompts, table).unwrap();
-        let pipeline = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/diffusion/tiny-sd1");
+        let pipeline = culturelens_testkit::fixture("diffusion/tiny-sd1");
         let args = |out: &Path| {
-            let line =
-                ["generate", "--pipeline", pipeline, "--steps", "2", "--height", "16", "--width", "16"];
-            let paths = [("--prompts", prompts.as_path()), ("--out", out)];
+            let line = ["generate", "--steps", "2", "--height", "16", "--width", "16"];
+            let paths =
+                [("--pipeline", pipeline.as_path()), ("--prompts", prompts.as_path()), ("--out", out)];
             let paths = paths.iter().flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()]);
             Cli::parse_from(line.iter().map(|a| a.to_string()).chain(paths)).args
         };

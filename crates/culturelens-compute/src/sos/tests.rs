@@ -1,10 +1,9 @@
 //! Golden and property tests of SoS on the CPU (`flex`) backend. The golden case is computed by
 //! hand in the comments; the wgpu backend is checked against these numbers in `tests/`.
 
-use burn::tensor::Device;
-
 use super::*;
 use culturelens_rng::SplitMix64;
+use culturelens_testkit::cpu;
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -42,10 +41,6 @@ impl Golden {
             person: Some(&self.person),
         }
     }
-}
-
-fn cpu() -> Device {
-    Device::flex()
 }
 
 fn assert_close(a: &[f64], b: &[f64], tol: f64) {

@@ -43,7 +43,7 @@
 //! await `into_data_async` there; [`spectrum`] does both synchronously.
 //!
 //! # Differences from the `vendi-score` package
-//! Checked by the parity fixtures of `scripts/fixtures/vendi_parity.py` (vendi-score 0.0.3):
+//! Checked by the parity fixtures of `scripts/fixtures/make_vendi.py` (vendi-score 0.0.3):
 //! - its `score_X` (kernel route on embeddings) ignores `q` and always returns the Shannon
 //!   (`q = 1`) score, while its `score_dual` and `score_K` honour `q`. Here every route honours
 //!   `q`: Def. 5.1 defines `VS_q` for every order and the two routes have the same non-zero

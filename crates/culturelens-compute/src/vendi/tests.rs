@@ -1,19 +1,16 @@
 //! Hand-computed and cross-route tests of the Vendi family on the CPU (`flex`) backend.
 
-use burn::tensor::{Device, TensorData};
+use burn::tensor::TensorData;
 
 use super::*;
 use culturelens_rng::SplitMix64;
+use culturelens_testkit::{cpu, read_fixture};
 
 const ORDERS: [Order; 5] =
     [Order::Finite(0.0), Order::Finite(0.5), Order::Finite(1.0), Order::Finite(2.0), Order::Infinity];
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
-}
-
-fn cpu() -> Device {
-    Device::flex()
 }
 
 /// Continent [A, A, E, E], country [JP, CN, DE, DE], artifact [a, b, c, c], w = (.5, .3, .2):
@@ -323,11 +320,11 @@ fn bad_embeddings_are_rejected() {
     assert_eq!(categorical_features(&[("country", &[])], &[1.0]).unwrap_err(), VendiError::Empty);
 }
 
-/// Parity with the `vendi-score` package (fixtures from `scripts/fixtures/vendi_parity.py`).
+/// Parity with the `vendi-score` package (fixtures from `scripts/fixtures/make_vendi.py`).
 #[test]
 fn parity_with_vendi_score_package() {
-    let text = include_str!("../../../../tests/fixtures/vendi/parity.json");
-    let fixture: serde_json::Value = serde_json::from_str(text).unwrap();
+    let text = read_fixture("vendi/parity.json");
+    let fixture: serde_json::Value = serde_json::from_str(&text).unwrap();
     for case in fixture["cases"].as_array().unwrap() {
         let (n, d) = (case["n"].as_u64().unwrap() as usize, case["d"].as_u64().unwrap() as usize);
         let x: Vec<f64> = case["x"]

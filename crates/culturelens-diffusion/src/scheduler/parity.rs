@@ -1,4 +1,4 @@
-//! Parity with diffusers 0.31 (`scripts/fixtures/make_tiny_diffusion_schedulers.py`): every
+//! Parity with diffusers 0.31 (`scripts/fixtures/make_diffusion_schedulers.py`): every
 //! case runs the whole denoising loop with the recorded model outputs and compares the
 //! timesteps, the initial noise scale, every scaled UNet input and every step's output.
 
@@ -44,7 +44,7 @@ fn rel_err(got: &Tensor<4>, want: &[f32]) -> f32 {
 #[test]
 fn matches_diffusers_step_by_step() {
     let fixture: Fixture =
-        serde_json::from_str(include_str!("../../../../tests/fixtures/diffusion/schedulers.json")).unwrap();
+        serde_json::from_str(&culturelens_testkit::read_fixture("diffusion/schedulers.json")).unwrap();
     assert!(fixture.cases.len() >= 70);
     let device = Device::flex();
     let mut worst = (0.0f32, String::new());
