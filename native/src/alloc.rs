@@ -99,9 +99,26 @@ mod tests {
     /// After [`keep_freed_blocks`], a 16 MiB block comes from the heap (malloc's mapped bytes
     /// do not grow) and, once freed, stays in the process (the heap's free bytes grow by its
     /// size and the heap does not shrink).
+    ///
+    /// malloc's statistics are process-wide, so the other tests of this binary, allocating on
+    /// their threads at the same time, would move them: the measurement runs in a child process
+    /// of this test binary that runs this test alone, on one thread.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn freed_activation_sized_blocks_stay_in_the_heap() {
+        const CHILD: &str = "CULTURELENS_ALLOC_TEST_CHILD";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["alloc::tests::freed_activation_sized_blocks_stay_in_the_heap", "--exact"])
+                .args(["--test-threads=1", "--nocapture"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text =
+                String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && text.contains("1 passed"), "the child test failed:\n{text}");
+            return;
+        }
         assert!(keep_freed_blocks());
         // SAFETY: mallinfo2 only reads malloc's statistics.
         let info = || unsafe { libc::mallinfo2() };
