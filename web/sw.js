@@ -11,7 +11,9 @@ self.addEventListener("activate", (e) => {
     .then(() => self.clients.claim()));
 });
 self.addEventListener("fetch", (e) => {
-  if (e.request.method !== "GET") return;
+  // Ranged reads (the classroom lens reads safetensors headers so) go straight to the network:
+  // a partial response cannot be cached.
+  if (e.request.method !== "GET" || e.request.headers.has("range")) return;
   e.respondWith(caches.open(CACHE).then(async (cache) => {
     const hit = await cache.match(e.request);
     const net = fetch(e.request).then((r) => {

@@ -53,6 +53,7 @@ pub async fn start() {
     wire_loader();
     wire_views();
     views::tokens::start();
+    views::classroom::start();
     register_offline_cache();
     dom::set_body_attr("data-loader", "ready");
     let p = params();
@@ -127,8 +128,9 @@ fn register_offline_cache() {
     }
 }
 
-/// The shared device: initialised once per page (a wgpu runtime cannot be re-initialised).
-async fn compute_device() -> Compute {
+/// The shared device: initialised once per page (a wgpu runtime cannot be re-initialised); the
+/// classroom lens's encoders run on it too.
+pub async fn compute_device() -> Compute {
     if let Some(c) = COMPUTE.with(|c| c.borrow().clone()) {
         return c;
     }

@@ -20,8 +20,8 @@ use image::error::{DecodingError, ImageFormatHint};
 use image::{DynamicImage, GrayImage, ImageError, ImageFormat, RgbImage};
 use mozjpeg::{ColorSpace, DctMethod, Decompress};
 
-pub use crate::jpeg_rs::is_jpeg;
 use crate::jpeg_rs::adobe_cmyk_to_rgb;
+pub use crate::jpeg_rs::is_jpeg;
 
 /// Decodes a JPEG to the pixels Pillow gives (`L` or `RGB`; CMYK converted as Pillow's
 /// `convert("RGB")` does).

@@ -155,12 +155,14 @@ impl Encoder {
         let (model, default_processor) = if !open_clip {
             let config = folder.read_string("config.json")?;
             let files = encoder_weight_files(folder)?;
-            let model =
-                folder::load_model(folder, &files, &config_path, device, |ck| EncoderModel::load(&config, ck))?;
+            let model = folder::load_model(folder, &files, &config_path, device, |ck| {
+                EncoderModel::load(&config, ck)
+            })?;
             (model, None)
         } else {
             let at_config = |source| LoadError::Model { path: open_clip_path.clone(), source };
-            let file = OpenClipFile::from_json(&folder.read_string("open_clip_config.json")?).map_err(at_config)?;
+            let file =
+                OpenClipFile::from_json(&folder.read_string("open_clip_config.json")?).map_err(at_config)?;
             let clip = file.model_cfg.clip_config().map_err(at_config)?;
             let processor =
                 file.preprocess_cfg.processor(clip.vision_config.image_size as u32).map_err(at_config)?;

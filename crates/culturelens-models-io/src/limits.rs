@@ -61,8 +61,8 @@ impl Summary {
     /// them, and so is a byte range that does not match its shape.
     pub fn of_header(json: &[u8], path: &Path) -> Result<Summary, LoadError> {
         let bad = |message: String| LoadError::Invalid { path: path.to_owned(), message };
-        let map: BTreeMap<String, serde_json::Value> = serde_json::from_slice(json)
-            .map_err(|e| bad(format!("not a safetensors header: {e}")))?;
+        let map: BTreeMap<String, serde_json::Value> =
+            serde_json::from_slice(json).map_err(|e| bad(format!("not a safetensors header: {e}")))?;
         let mut summary = Summary::default();
         for (key, value) in map {
             if key == "__metadata__" {
@@ -194,10 +194,18 @@ mod tests {
         let p = Path::new("model.safetensors");
         assert!(header_len(b"{\"a\"", p).unwrap_err().to_string().contains("too short"));
         let err = header_len(b"<!DOCTYPE html>", p).unwrap_err().to_string();
-        assert!(err.starts_with("model.safetensors: a header of") && err.contains("not a safetensors file"), "{err}");
+        assert!(
+            err.starts_with("model.safetensors: a header of") && err.contains("not a safetensors file"),
+            "{err}"
+        );
         let bad = |json: &str| Summary::of_header(json.as_bytes(), p).unwrap_err().to_string();
-        assert!(bad(r#"{"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}"#).contains("dtype I64"));
-        assert!(bad(r#"{"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}"#).contains("byte range 0..8"));
+        assert!(
+            bad(r#"{"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}"#).contains("dtype I64")
+        );
+        assert!(
+            bad(r#"{"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}"#)
+                .contains("byte range 0..8")
+        );
         assert!(bad("[1, 2]").contains("not a safetensors header"));
     }
 }
