@@ -136,6 +136,8 @@ pub async fn compute_device() -> Compute {
     }
     let preference = Preference::parse(params().get("backend").as_deref());
     let c = compute::init(preference).await;
+    dom::set_body_attr("data-backend", c.backend.attr());
+    dom::set_body_attr("data-adapter", &c.adapter);
     COMPUTE.with(|slot| *slot.borrow_mut() = Some(c.clone()));
     c
 }
@@ -162,8 +164,6 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     let t_loaded = dom::now_ms();
     dom::status("starting the compute backend…");
     let compute = compute_device().await;
-    dom::set_body_attr("data-backend", compute.backend.attr());
-    dom::set_body_attr("data-adapter", &compute.adapter);
     let badge = match (&compute.backend, &compute.fallback_reason) {
         (Backend::WebGpu, _) => format!("WebGPU · {}", compute.adapter),
         (Backend::Cpu, Some(why)) => format!("CPU fallback (flex) · {why}"),
