@@ -170,7 +170,7 @@ async fn load_url(address: &str, compute: &Compute) -> Result<LoadedEncoder, Str
             headers.push(header(&cache, &format!("{base}{name}")).await?);
         }
     }
-    let summary = headers.iter().fold(Summary::default(), |s, (h, _)| s.add(h.clone()));
+    let summary = headers.iter().fold(Summary::default(), |s, (h, _)| s.join(h.clone()));
     check_sizes(&summary, compute)?;
     let total: u64 = headers.iter().map(|(_, size)| size).sum();
     let mut done = 0u64;
@@ -241,7 +241,7 @@ async fn load_files(files: Vec<File>, compute: &Compute) -> Result<LoadedEncoder
         let first = read_file(f, 0, 8).await?;
         let n = header_len(&first, &path).map_err(|e| e.to_string())?;
         let json = read_file(f, 8, 8 + n).await?;
-        summary = summary.add(Summary::of_header(&json, &path).map_err(|e| e.to_string())?);
+        summary = summary.join(Summary::of_header(&json, &path).map_err(|e| e.to_string())?);
     }
     check_sizes(&summary, compute)?;
     let total: u64 = names.iter().map(|n| by_name[n].size() as u64).sum();

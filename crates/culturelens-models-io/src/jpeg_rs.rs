@@ -3,10 +3,10 @@
 //! triangle-filter chroma upsampling, inter-block smoothing of progressive scans: the library
 //! defaults). This is the JPEG path of builds without the crate feature `native` — the browser's
 //! wasm32, where libjpeg-turbo's C sources cannot be built — and `tests/jpeg.rs` checks that it
-//! gives the same bytes as the native path ([`crate::jpeg`], libjpeg-turbo's C decoder through
+//! gives the same bytes as the native path (`jpeg.rs`, libjpeg-turbo's C decoder through
 //! the `mozjpeg` crate) and as Pillow.
 //!
-//! Pillow's modes are followed as in [`crate::jpeg`]: a greyscale JPEG opens as `L`, a YCbCr or
+//! Pillow's modes are followed as in `jpeg.rs`: a greyscale JPEG opens as `L`, a YCbCr or
 //! RGB one as `RGB`, a CMYK or YCCK one as `CMYK` with Adobe's inverted values, converted with
 //! Pillow's `cmyk2rgb` ([`adobe_cmyk_to_rgb`], shared by both paths).
 

@@ -28,7 +28,7 @@ pub fn header_len(first: &[u8], path: &Path) -> Result<u64, LoadError> {
         .and_then(|b| b.try_into().ok())
         .ok_or_else(|| bad(format!("{} bytes: too short for a safetensors file", first.len())))?;
     let n = u64::from_le_bytes(bytes);
-    if n < 2 || n > MAX_HEADER_BYTES {
+    if !(2..=MAX_HEADER_BYTES).contains(&n) {
         return Err(bad(format!(
             "a header of {n} bytes: not a safetensors file (its first 8 bytes are the header length, at most {MAX_HEADER_BYTES})"
         )));
@@ -102,7 +102,7 @@ impl Summary {
     }
 
     /// The summary of several shards together.
-    pub fn add(mut self, other: Summary) -> Summary {
+    pub fn join(mut self, other: Summary) -> Summary {
         self.tensors += other.tensors;
         self.elements += other.elements;
         self.data_bytes += other.data_bytes;
