@@ -48,11 +48,12 @@ cargo fetch --locked --manifest-path web/Cargo.toml
 
 step "wasm size budget"
 # The app's download, gzip-compressed as a static host serves it: the wasm module and its JS glue.
-# Measured on the web-ci profile: WASM_GZIP_BEFORE bytes before the classroom lens brought the
-# encoders (culturelens-models, the byte-level loading of culturelens-models-io, libjpeg-turbo-rs,
-# the image decoders), WASM_GZIP_AFTER with them; the budget leaves 10% above the latter.
-WASM_GZIP_BEFORE=0
-WASM_GZIP_AFTER=0
+# Measured on the web-ci profile (2026-11-27, wasm-bindgen 0.2.130 output, no wasm-opt, with sw.js):
+# WASM_GZIP_BEFORE bytes before the classroom lens brought the encoders (culturelens-models, the
+# byte-level loading of culturelens-models-io, libjpeg-turbo-rs, the image decoders), WASM_GZIP_AFTER
+# with them (+19%); the budget leaves 10% above the latter. Raise it only with a reason in the commit.
+WASM_GZIP_BEFORE=6318298
+WASM_GZIP_AFTER=7517399
 WASM_GZIP_BUDGET=$((WASM_GZIP_AFTER + WASM_GZIP_AFTER / 10))
 size=$(cat web/dist/*.wasm web/dist/*.js | gzip -9 | wc -c)
 printf 'app (wasm + js), gzip -9: %d bytes; budget %d (before the encoders: %d, with them: %d)\n' \
