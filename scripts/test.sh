@@ -50,6 +50,8 @@ cargo clippy --locked -p culturelens --bins -- -D warnings
 
 step "the shared crates build for wasm32-unknown-unknown"
 cargo build --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion --target wasm32-unknown-unknown
+# The encoders' loading as the browser builds it (no file system, no C: `native` off).
+cargo build --locked -p culturelens-models-io --no-default-features --target wasm32-unknown-unknown
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh

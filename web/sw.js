@@ -7,11 +7,15 @@ const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 self.addEventListener("install", (e) => { self.skipWaiting(); });
 self.addEventListener("activate", (e) => {
   e.waitUntil(caches.keys()
-    .then((keys) => Promise.all(keys.filter((k) => k !== CACHE).map((k) => caches.delete(k))))
+    // Older app-shell caches go; the classroom lens's model cache (culturelens-models-*) stays.
+    .then((keys) => Promise.all(keys.filter((k) => k !== CACHE && !k.startsWith("culturelens-models-"))
+      .map((k) => caches.delete(k))))
     .then(() => self.clients.claim()));
 });
 self.addEventListener("fetch", (e) => {
-  if (e.request.method !== "GET") return;
+  // Ranged reads (the classroom lens reads safetensors headers so) go straight to the network:
+  // a partial response cannot be cached.
+  if (e.request.method !== "GET" || e.request.headers.has("range")) return;
   e.respondWith(caches.open(CACHE).then(async (cache) => {
     const hit = await cache.match(e.request);
     const net = fetch(e.request).then((r) => {

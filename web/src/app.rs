@@ -53,6 +53,7 @@ pub async fn start() {
     wire_loader();
     wire_views();
     views::tokens::start();
+    views::classroom::start();
     register_offline_cache();
     dom::set_body_attr("data-loader", "ready");
     let p = params();
@@ -127,13 +128,16 @@ fn register_offline_cache() {
     }
 }
 
-/// The shared device: initialised once per page (a wgpu runtime cannot be re-initialised).
-async fn compute_device() -> Compute {
+/// The shared device: initialised once per page (a wgpu runtime cannot be re-initialised); the
+/// classroom lens's encoders run on it too.
+pub async fn compute_device() -> Compute {
     if let Some(c) = COMPUTE.with(|c| c.borrow().clone()) {
         return c;
     }
     let preference = Preference::parse(params().get("backend").as_deref());
     let c = compute::init(preference).await;
+    dom::set_body_attr("data-backend", c.backend.attr());
+    dom::set_body_attr("data-adapter", &c.adapter);
     COMPUTE.with(|slot| *slot.borrow_mut() = Some(c.clone()));
     c
 }
@@ -160,8 +164,6 @@ async fn load_and_score(source: Source) -> Result<(), String> {
     let t_loaded = dom::now_ms();
     dom::status("starting the compute backend…");
     let compute = compute_device().await;
-    dom::set_body_attr("data-backend", compute.backend.attr());
-    dom::set_body_attr("data-adapter", &compute.adapter);
     let badge = match (&compute.backend, &compute.fallback_reason) {
         (Backend::WebGpu, _) => format!("WebGPU · {}", compute.adapter),
         (Backend::Cpu, Some(why)) => format!("CPU fallback (flex) · {why}"),

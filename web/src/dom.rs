@@ -109,6 +109,18 @@ pub fn progress(label: &str, done: u64, total: u64) {
     set_text("progress-label", &format!("{label}: {} / {}", mib(done), mib(total)));
 }
 
+/// [`progress`] with the time left at the rate since `started_ms` (`now_ms()` when it began).
+pub fn progress_eta(label: &str, done: u64, total: u64, started_ms: f64) {
+    let seconds = (now_ms() - started_ms) / 1000.0;
+    let left = if done > 0 && done < total && seconds > 0.5 {
+        let rate = done as f64 / seconds;
+        format!(" · about {:.0} s left", (total - done) as f64 / rate)
+    } else {
+        String::new()
+    };
+    progress(&format!("{label}{left}"), done, total);
+}
+
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }

@@ -13,9 +13,9 @@
 use std::collections::HashMap;
 
 use culturelens_bundle::{
-    BundleError, MANIFEST, Manifest, build_bundle, check_digest, check_size, decode_embeddings_words,
-    demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report, parse_magbig, parse_metadata,
-    read_bundle, sha256_hex,
+    BundleError, BundleSpec, MANIFEST, Manifest, build_bundle, check_digest, check_size,
+    decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report,
+    parse_magbig, parse_metadata, read_bundle, sha256_hex,
 };
 use culturelens_metrics::magbig::Gender;
 use culturelens_results::cultext2i::{Cultext2iReport, Cultext2iRow};
@@ -41,6 +41,20 @@ pub enum Source {
     Demo,
     Url(String),
     Files(Vec<File>),
+    /// A table made in the page (the classroom lens's embeddings).
+    Table(Box<Table>),
+}
+
+/// An embedding table made in the page, opened as the bundle the CLI's writer would make of it.
+pub struct Table {
+    pub spec: BundleSpec,
+    pub embeddings: Vec<f32>,
+    pub dim: usize,
+    pub columns: Vec<(String, Vec<String>)>,
+    /// Thumbnail files (path inside the bundle, bytes) and how the page shows them.
+    pub thumbnails: Vec<(String, Vec<u8>)>,
+    pub thumbs: Thumbs,
+    pub source_label: String,
 }
 
 /// How the app reaches a bundle's thumbnails.
@@ -109,6 +123,10 @@ pub async fn load(source: Source) -> Result<Loaded, String> {
         Source::Demo => load_demo(),
         Source::Url(url) => load_url(&url).await,
         Source::Files(files) => load_files(files).await,
+        Source::Table(table) => {
+            let Table { spec, embeddings, dim, columns, thumbnails, thumbs, source_label } = *table;
+            in_memory(&spec, &embeddings, dim, &columns, thumbnails, thumbs, source_label)
+        }
     }
 }
 
@@ -116,8 +134,22 @@ pub async fn load(source: Source) -> Result<Loaded, String> {
 /// back by the bundle reader, byte-identical to `culturelens demo-bundle`.
 fn load_demo() -> Result<Loaded, String> {
     let demo = culturelens_metrics::demo::demo_table();
-    let files = build_bundle(&demo_spec(), &demo.embeddings, demo.dim, &demo.columns, Vec::new())
-        .map_err(|e| e.to_string())?;
+    let label = "built-in demo".to_string();
+    in_memory(&demo_spec(), &demo.embeddings, demo.dim, &demo.columns, Vec::new(), Thumbs::None, label)
+}
+
+/// A table written by the bundle writer (with `thumbnails`) and read back by the bundle reader in
+/// memory (the checks of every bundle), shown with `thumbs` when it has a thumbnail column.
+fn in_memory(
+    spec: &BundleSpec,
+    embeddings: &[f32],
+    dim: usize,
+    columns: &[(String, Vec<String>)],
+    thumbnails: Vec<(String, Vec<u8>)>,
+    thumbs: Thumbs,
+    source_label: String,
+) -> Result<Loaded, String> {
+    let files = build_bundle(spec, embeddings, dim, columns, thumbnails).map_err(|e| e.to_string())?;
     let bundle = read_bundle(|path| {
         files
             .iter()
@@ -126,12 +158,13 @@ fn load_demo() -> Result<Loaded, String> {
             .ok_or_else(|| BundleError::new(path, "missing"))
     })
     .map_err(|e| e.to_string())?;
+    let has_thumbs = bundle.columns.iter().any(|(n, _)| n == culturelens_bundle::THUMBNAIL_COLUMN);
     Ok(Loaded {
         manifest: bundle.manifest,
         embeddings: bundle.embeddings,
         columns: bundle.columns,
-        thumbs: Thumbs::None,
-        source_label: "built-in demo".to_string(),
+        thumbs: if has_thumbs { thumbs } else { Thumbs::None },
+        source_label,
         results: Results::default(),
     })
 }

@@ -1,10 +1,12 @@
-//! culturelens in the browser: loads a bundle (built-in demo, URL or local files), scores it with
-//! the same `culturelens-compute` SoS code as the CLI on WebGPU (CPU `flex` fallback), and shows the
-//! explorer views. Entry point: installs the panic hook and starts [`app::start`].
+//! culturelens in the browser: loads a bundle (built-in demo, URL or local files), or embeds the
+//! class's own sentences and photos with an encoder running in the page (the classroom lens), scores
+//! it with the same `culturelens-compute` SoS code as the CLI on WebGPU (CPU `flex` fallback), and
+//! shows the explorer views. Entry point: installs the panic hook and starts [`app::start`].
 
 mod app;
 mod compute;
 mod dom;
+mod encoder;
 mod load;
 mod pca;
 mod state;

@@ -13,17 +13,15 @@
 //! (`CMYK;I`), converted with Pillow's `cmyk2rgb`. (open_clip resizes a CMYK image before it
 //! converts it; that order is not reproduced: CMYK photos are rare and get the conversion first.)
 //! EXIF orientation is not applied, as transformers' processors do not apply it to the images
-//! they are given. Only the native crate links this C code; the core (wasm32) decodes JPEG with
-//! the `image` crate.
+//! they are given. Only the native build links this C code; the browser (wasm32) decodes JPEG
+//! with the pure-Rust port of the same decoder, [`crate::jpeg_rs`].
 
 use image::error::{DecodingError, ImageFormatHint};
 use image::{DynamicImage, GrayImage, ImageError, ImageFormat, RgbImage};
 use mozjpeg::{ColorSpace, DctMethod, Decompress};
 
-/// Whether `bytes` start with a JPEG SOI marker followed by another marker.
-pub fn is_jpeg(bytes: &[u8]) -> bool {
-    bytes.starts_with(&[0xFF, 0xD8, 0xFF])
-}
+use crate::jpeg_rs::adobe_cmyk_to_rgb;
+pub use crate::jpeg_rs::is_jpeg;
 
 /// Decodes a JPEG to the pixels Pillow gives (`L` or `RGB`; CMYK converted as Pillow's
 /// `convert("RGB")` does).
@@ -73,34 +71,9 @@ fn decode_unchecked(bytes: &[u8]) -> std::io::Result<DynamicImage> {
     })
 }
 
-/// One pixel as Pillow reads it (`CMYK;I`: the stored Adobe values inverted) and converts it
-/// (`cmyk2rgb`: `255 - k' - c' · (255 - k') / 255` per channel, with Pillow's rounded
-/// `MULDIV255`, for the inverted `c'`, `k'`).
-fn adobe_cmyk_to_rgb(stored: [u8; 4]) -> [u8; 3] {
-    let [c, m, y, k] = stored.map(|v| 255 - u32::from(v));
-    let nk = 255 - k;
-    let channel = |v: u32| {
-        let t = v * nk + 128;
-        (nk - (((t >> 8) + t) >> 8)) as u8
-    };
-    [channel(c), channel(m), channel(y)]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cmyk_conversion_hand_values() {
-        // Stored (Adobe, inverted) 255 is ink 0: white without black.
-        assert_eq!(adobe_cmyk_to_rgb([255, 255, 255, 255]), [255, 255, 255]);
-        // Full black ink (stored 0) gives black whatever the colour.
-        assert_eq!(adobe_cmyk_to_rgb([0, 128, 255, 0]), [0, 0, 0]);
-        // Cyan 100 % (stored 0), no black: R = 255 - 255·255/255 = 0, G = B = 255.
-        assert_eq!(adobe_cmyk_to_rgb([0, 255, 255, 255]), [0, 255, 255]);
-        // Ink 100 (stored 155), black 55 (stored 200): nk = 200, 200 - round(100·200/255) = 122.
-        assert_eq!(adobe_cmyk_to_rgb([155, 155, 155, 200]), [122, 122, 122]);
-    }
 
     #[test]
     fn garbage_is_a_decoding_error_not_a_panic() {

@@ -1,33 +1,50 @@
-//! Native side of the culturelens encoders: reads a weights folder written by transformers'
-//! `save_pretrained` (config.json, model.safetensors or a sharded index,
-//! preprocessor_config.json, tokenizer.json) or an OpenCLIP hub folder (open_clip_config.json,
-//! open_clip_model.safetensors), builds the Burn model of `culturelens-models` on a
-//! device, and embeds image files and prompts. File I/O and the `tokenizers` crate live here so
-//! that the core stays free of them (and builds for wasm32).
+//! Loading of the culturelens encoders: a weights folder as transformers' `save_pretrained`
+//! writes it (config.json, model.safetensors or a sharded index, preprocessor_config.json,
+//! tokenizer.json or SigLIP's spiece.model) or an OpenCLIP hub folder (open_clip_config.json,
+//! open_clip_model.safetensors), read through [`folder::Folder`] — a directory on disk or files
+//! the browser holds in memory — into the Burn model of `culturelens-models` on a device, with
+//! its image preprocessing and tokenizer. The `tokenizers` crate lives here so that the models
+//! crate stays free of it.
+//!
+//! The crate feature `native` (on by default; the CLI's) adds the file system, JPEG through
+//! libjpeg-turbo's C decoder ([`jpeg`]), diffusers pipeline folders ([`diffusion`]) and the pickle
+//! importer ([`import`]). Without it (the browser, wasm32) the same folders load from memory and
+//! JPEG goes through the pure-Rust port of libjpeg-turbo's decoder ([`jpeg_rs`]), which gives
+//! the same pixels.
 //!
 //! Only safetensors are read: pickled `.bin`/`.pt` checkpoints can run code when unpickled and
 //! are refused with a message saying how to convert them. The one exception is explicit:
 //! [`import::import_pickle`] (`culturelens import-weights --pickle FILE`) converts a pickled state
 //! dict of a known architecture with a reader that never executes the pickle.
 
+#[cfg(feature = "native")]
 pub mod diffusion;
+pub mod folder;
+#[cfg(feature = "native")]
 pub mod import;
+#[cfg(feature = "native")]
 pub mod jpeg;
+pub mod jpeg_rs;
+pub mod limits;
 pub mod open_clip_text;
 pub mod spiece;
+#[cfg(feature = "native")]
 pub mod xlm_roberta_tokenizer;
 
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
+#[cfg(feature = "native")]
 use culturelens_metrics::tokens;
 use culturelens_models::open_clip::OpenClipFile;
 use culturelens_models::preprocess::{
     self, Decoded, ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
 };
+#[cfg(feature = "native")]
 use culturelens_models::weights::Checkpoint;
 use culturelens_models::{EncoderModel, ModelError};
-use serde::Deserialize;
+
+use crate::folder::{Folder, encoder_weight_files};
 
 /// A failure while loading a weights folder or embedding an input, with the file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -42,21 +59,68 @@ pub enum LoadError {
     Preprocess { path: PathBuf, source: PreprocessError },
     #[error("{path}: {message}")]
     Tokenizer { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
     #[error("{path}: cannot read the pickled checkpoint: {message}")]
     Pickle { path: PathBuf, message: String },
     #[error("{path} already exists; culturelens does not overwrite a weights folder")]
     Exists { path: PathBuf },
     #[error("{dir}: no {what} ({hint})")]
     Missing { dir: PathBuf, what: &'static str, hint: String },
+    #[cfg(feature = "native")]
     #[error("{path}: {source}")]
     Scheduler { path: PathBuf, source: culturelens_diffusion::scheduler::SchedulerError },
 }
 
 /// A failure of the output kit (`import-weights` writing its folder): an I/O error at its path.
+#[cfg(feature = "native")]
 impl From<culturelens_files::Error> for LoadError {
     fn from(e: culturelens_files::Error) -> Self {
         LoadError::Io { path: e.path, source: e.source }
     }
+}
+
+#[cfg(feature = "native")]
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
+}
+
+#[cfg(feature = "native")]
+pub(crate) fn read_string(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
+}
+
+/// The safetensors files of `dir`: `model.safetensors`, or the shards named by
+/// `model.safetensors.index.json`.
+#[cfg(feature = "native")]
+pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    Ok(encoder_weight_files(&folder::Dir(dir))?.into_iter().map(|f| dir.join(f)).collect())
+}
+
+/// [`folder::weight_files`] of the directory `dir`, as paths.
+#[cfg(feature = "native")]
+pub(crate) fn weight_files(
+    dir: &Path,
+    stem: &str,
+    pickled: &[&str],
+    convert: impl Fn(&Path) -> String,
+) -> Result<Vec<PathBuf>, LoadError> {
+    let names = folder::weight_files(&folder::Dir(dir), stem, pickled, convert)?;
+    Ok(names.into_iter().map(|f| dir.join(f)).collect())
+}
+
+/// [`folder::load_model`] of files on disk (the diffusers components).
+#[cfg(feature = "native")]
+pub(crate) fn load_model<T>(
+    files: &[PathBuf],
+    config_path: &Path,
+    device: &Device,
+    build: impl FnOnce(&Checkpoint) -> Result<T, ModelError>,
+) -> Result<T, LoadError> {
+    let dir = files[0].parent().unwrap_or(Path::new(""));
+    let names: Vec<String> =
+        files.iter().map(|f| f.strip_prefix(dir).unwrap_or(f).to_string_lossy().into_owned()).collect();
+    folder::load_model(&folder::Dir(dir), &names, config_path, device, build)
 }
 
 /// An encoder loaded from a weights folder, ready to embed on its device.
@@ -72,103 +136,38 @@ pub struct Encoder {
     pub dir: PathBuf,
 }
 
-#[derive(Deserialize)]
-struct ShardIndex {
-    weight_map: std::collections::BTreeMap<String, String>,
-}
-
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
-    std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
-}
-
-pub(crate) fn read_string(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
-}
-
-/// The safetensors files of `dir`: `model.safetensors`, or the shards named by
-/// `model.safetensors.index.json`.
-pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    weight_files(dir, "model", &["pytorch_model.bin", "model.pt", "model.bin"], |dir| {
-        format!(
-            "convert it with `python -c \"from transformers import AutoModel; AutoModel.from_pretrained('{}').save_pretrained('OUT', safe_serialization=True)\"`",
-            dir.display()
-        )
-    })
-}
-
-/// The safetensors files `{stem}.safetensors` or the shards of `{stem}.safetensors.index.json`
-/// in `dir`; when there are none, an error that names the first of `pickled` found (a
-/// checkpoint culturelens does not unpickle) with `convert`'s hint.
-pub(crate) fn weight_files(
-    dir: &Path,
-    stem: &str,
-    pickled: &[&str],
-    convert: impl Fn(&Path) -> String,
-) -> Result<Vec<PathBuf>, LoadError> {
-    let single = dir.join(format!("{stem}.safetensors"));
-    if single.is_file() {
-        return Ok(vec![single]);
-    }
-    let index = dir.join(format!("{stem}.safetensors.index.json"));
-    if index.is_file() {
-        let parsed: ShardIndex = serde_json::from_str(&read_string(&index)?)
-            .map_err(|source| LoadError::Json { path: index.clone(), source })?;
-        let mut files: Vec<PathBuf> = parsed.weight_map.values().map(|f| dir.join(f)).collect();
-        files.sort();
-        files.dedup();
-        return Ok(files);
-    }
-    let hint = match pickled.iter().find(|f| dir.join(f).is_file()) {
-        Some(f) => {
-            format!("found {f}, a pickled checkpoint, which culturelens does not unpickle; {}", convert(dir))
-        }
-        None => format!("expected {stem}.safetensors or {stem}.safetensors.index.json"),
-    };
-    Err(LoadError::Missing { dir: dir.to_owned(), what: "safetensors weights", hint })
-}
-
-/// Reads `files` (the shards of one checkpoint) and builds the model with `build`, mapping a
-/// weights error to the first shard and any other error to `config_path`.
-pub(crate) fn load_model<T>(
-    files: &[PathBuf],
-    config_path: &Path,
-    device: &Device,
-    build: impl FnOnce(&Checkpoint) -> Result<T, ModelError>,
-) -> Result<T, LoadError> {
-    let buffers = files.iter().map(|f| read(f)).collect::<Result<Vec<_>, _>>()?;
-    let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
-    let weights_path = files[0].clone();
-    let checkpoint = Checkpoint::from_shards(&slices, device)
-        .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?;
-    build(&checkpoint).map_err(|source| {
-        let path =
-            if matches!(source, ModelError::Weights(_)) { weights_path } else { config_path.to_owned() };
-        LoadError::Model { path, source }
-    })
-}
-
 impl Encoder {
     /// Loads the model, preprocessing and tokenizer found in `dir` onto `device`: a
     /// transformers folder (`config.json`, `model.safetensors` or shards) or an OpenCLIP one
     /// (`open_clip_config.json`, `open_clip_model.safetensors`, as on the Hugging Face hub).
     /// When both are present the transformers files are used.
+    #[cfg(feature = "native")]
     pub fn from_dir(dir: &Path, device: &Device) -> Result<Self, LoadError> {
-        let config_path = dir.join("config.json");
-        let open_clip_path = dir.join("open_clip_config.json");
-        let open_clip = !config_path.is_file() && open_clip_path.is_file();
+        Self::from_folder(&folder::Dir(dir), device)
+    }
+
+    /// [`Self::from_dir`] of any [`Folder`]: the one reading of a weights folder, on disk or in
+    /// the page's memory.
+    pub fn from_folder<F: Folder + ?Sized>(folder: &F, device: &Device) -> Result<Self, LoadError> {
+        let config_path = folder.path("config.json");
+        let open_clip_path = folder.path("open_clip_config.json");
+        let open_clip = !folder.has("config.json") && folder.has("open_clip_config.json");
         let (model, default_processor) = if !open_clip {
-            let config = read_string(&config_path)?;
-            let files = safetensors_files(dir)?;
-            (load_model(&files, &config_path, device, |ck| EncoderModel::load(&config, ck))?, None)
+            let config = folder.read_string("config.json")?;
+            let files = encoder_weight_files(folder)?;
+            let model = folder::load_model(folder, &files, &config_path, device, |ck| {
+                EncoderModel::load(&config, ck)
+            })?;
+            (model, None)
         } else {
             let at_config = |source| LoadError::Model { path: open_clip_path.clone(), source };
-            let file = OpenClipFile::from_json(&read_string(&open_clip_path)?).map_err(at_config)?;
+            let file =
+                OpenClipFile::from_json(&folder.read_string("open_clip_config.json")?).map_err(at_config)?;
             let clip = file.model_cfg.clip_config().map_err(at_config)?;
             let processor =
                 file.preprocess_cfg.processor(clip.vision_config.image_size as u32).map_err(at_config)?;
-            let weights = dir.join("open_clip_model.safetensors");
-            if !weights.is_file() {
-                let hint = if dir.join("open_clip_pytorch_model.bin").is_file() {
+            if !folder.has("open_clip_model.safetensors") {
+                let hint = if folder.has("open_clip_pytorch_model.bin") {
                     "found open_clip_pytorch_model.bin, a pickled checkpoint, which culturelens does not unpickle; \
                      the LAION repositories also ship open_clip_model.safetensors"
                         .to_string()
@@ -176,23 +175,24 @@ impl Encoder {
                     "expected open_clip_model.safetensors next to open_clip_config.json".to_string()
                 };
                 return Err(LoadError::Missing {
-                    dir: dir.to_owned(),
+                    dir: folder.path(""),
                     what: "OpenCLIP safetensors weights",
                     hint,
                 });
             }
-            let model = load_model(&[weights], &open_clip_path, device, |ck| {
+            let files = ["open_clip_model.safetensors".to_string()];
+            let model = folder::load_model(folder, &files, &open_clip_path, device, |ck| {
                 EncoderModel::load_open_clip(&clip, ck)
             })?;
             (model, Some(processor))
         };
         // An OpenCLIP folder is preprocessed as open_clip does (its preprocess_cfg), even where
         // the hub repository also carries a transformers preprocessor_config.json.
-        let processor_path = dir.join("preprocessor_config.json");
+        let processor_path = folder.path("preprocessor_config.json");
         let processor = if default_processor.is_some() {
             default_processor
-        } else if processor_path.is_file() {
-            let cfg = ImageProcessorConfig::from_json(&read_string(&processor_path)?)
+        } else if folder.has("preprocessor_config.json") {
+            let cfg = ImageProcessorConfig::from_json(&folder.read_string("preprocessor_config.json")?)
                 .map_err(|source| LoadError::Json { path: processor_path.clone(), source })?;
             Some(
                 cfg.processor()
@@ -201,7 +201,7 @@ impl Encoder {
         } else {
             None
         };
-        let tokenizer = match read_tokenizer(dir, matches!(model, EncoderModel::Siglip(_)))? {
+        let tokenizer = match folder_tokenizer(folder, matches!(model, EncoderModel::Siglip(_)))? {
             Some((mut tok, path)) => {
                 if let Some(max) = model.max_text_len() {
                     tok.with_truncation(Some(tokenizers::TruncationParams {
@@ -215,7 +215,7 @@ impl Encoder {
             }
             None => None,
         };
-        Ok(Self { model, processor, tokenizer, open_clip, device: device.clone(), dir: dir.to_owned() })
+        Ok(Self { model, processor, tokenizer, open_clip, device: device.clone(), dir: folder.path("") })
     }
 
     /// The image preprocessing of this folder (an error naming the missing file if it has none).
@@ -228,18 +228,25 @@ impl Encoder {
     }
 
     /// `pixel_values` of the image file at `path`.
+    #[cfg(feature = "native")]
     pub fn pixel_values(&self, path: &Path) -> Result<PixelValues, LoadError> {
         read_pixel_values(self.processor()?, path)
     }
 
     /// Embeds a batch of same-sized `pixel_values` and reads the rows back.
     pub fn embed_pixels(&self, batch: &[PixelValues]) -> Vec<Vec<f32>> {
+        rows(self.image_features(batch))
+    }
+
+    /// The image features of a batch of same-sized `pixel_values`, left on the device (the
+    /// browser reads them back asynchronously).
+    pub fn image_features(&self, batch: &[PixelValues]) -> Tensor<2> {
         let (height, width) = (batch[0].height, batch[0].width);
         assert!(batch.iter().all(|p| (p.height, p.width) == (height, width)), "a batch must share one size");
         let flat: Vec<f32> = batch.iter().flat_map(|p| p.data.iter().copied()).collect();
         let pixels =
             Tensor::<4>::from_data(TensorData::new(flat, [batch.len(), 3, height, width]), &self.device);
-        rows(self.model.image_features(pixels))
+        self.model.image_features(pixels)
     }
 
     /// Token ids of `texts` with the folder's tokenizer (specials added, truncated to the
@@ -277,28 +284,39 @@ impl Encoder {
 
     /// Embeds token ids with the text tower.
     pub fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, LoadError> {
-        let features = self
-            .model
+        Ok(rows(self.text_features(ids)?))
+    }
+
+    /// The text features of token ids, left on the device.
+    pub fn text_features(&self, ids: &[Vec<u32>]) -> Result<Tensor<2>, LoadError> {
+        self.model
             .text_features(ids, &self.device)
-            .map_err(|source| LoadError::Model { path: self.dir.join("config.json"), source })?;
-        Ok(rows(features))
+            .map_err(|source| LoadError::Model { path: self.dir.join("config.json"), source })
     }
 }
 
 /// The tokenizer of the weights folder `dir` and the file it was read from, without the model:
 /// `tokenizer.json`, or (when `spiece`, for SigLIP) the SentencePiece model its repositories ship
 /// instead; `None` when the folder has neither.
+#[cfg(feature = "native")]
 pub fn read_tokenizer(
     dir: &Path,
     spiece: bool,
 ) -> Result<Option<(tokenizers::Tokenizer, PathBuf)>, LoadError> {
-    let json_path = dir.join("tokenizer.json");
-    let spiece_path = dir.join("spiece.model");
-    if json_path.is_file() {
-        let bytes = read(&json_path)?;
-        Ok(Some((tokenizer_from_bytes(&bytes, &json_path)?, json_path)))
-    } else if spiece && spiece_path.is_file() {
-        Ok(Some((spiece::siglip_tokenizer(&spiece_path)?, spiece_path)))
+    folder_tokenizer(&folder::Dir(dir), spiece)
+}
+
+/// [`read_tokenizer`] of any [`Folder`].
+pub fn folder_tokenizer<F: Folder + ?Sized>(
+    folder: &F,
+    spiece: bool,
+) -> Result<Option<(tokenizers::Tokenizer, PathBuf)>, LoadError> {
+    if folder.has("tokenizer.json") {
+        let path = folder.path("tokenizer.json");
+        Ok(Some((tokenizer_from_bytes(&folder.read("tokenizer.json")?, &path)?, path)))
+    } else if spiece && folder.has("spiece.model") {
+        let path = folder.path("spiece.model");
+        Ok(Some((spiece::siglip_tokenizer_from_bytes(&folder.read("spiece.model")?, &path)?, path)))
     } else {
         Ok(None)
     }
@@ -353,6 +371,7 @@ pub fn tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<tokenizers::Tok
 /// covers is the unknown token (SentencePiece's `<unk>`). Byte-level BPE (a `ByteLevel` decoder
 /// or pre-tokenizer, as CLIP's) is read as such, every other tokenizer as SentencePiece pieces
 /// ([`tokens::lens`]).
+#[cfg(feature = "native")]
 pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, LoadError> {
     let open_clip = !dir.join("config.json").is_file() && dir.join("open_clip_config.json").is_file();
     let (mut tok, path) = read_tokenizer(dir, true)?.ok_or_else(|| LoadError::Missing {
@@ -378,17 +397,23 @@ pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, 
 
 /// Reads and decodes the image file at `path` and preprocesses it with `processor` (thread-safe:
 /// the embed command decodes on several threads while the model runs).
+#[cfg(feature = "native")]
 pub fn read_pixel_values(processor: &ImageProcessor, path: &Path) -> Result<PixelValues, LoadError> {
     let decoded = decode_image(&read(path)?)
         .map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })?;
     Ok(processor.pixel_values_decoded(&decoded))
 }
 
-/// Decodes image bytes to the pixels Pillow gives: JPEG with libjpeg-turbo's decoder
-/// ([`jpeg`]), PNG and WebP with the core's [`preprocess::decode`].
+/// Decodes image bytes to the pixels Pillow gives: JPEG with libjpeg-turbo's decoder (its C
+/// code, [`jpeg`], natively; its Rust port, [`jpeg_rs`], without `native`), PNG and WebP with
+/// the models crate's [`preprocess::decode`].
 pub fn decode_image(bytes: &[u8]) -> Result<Decoded, PreprocessError> {
-    if jpeg::is_jpeg(bytes) {
-        Ok(Decoded { image: jpeg::decode(bytes)?, palette_or_bilevel: false })
+    if jpeg_rs::is_jpeg(bytes) {
+        #[cfg(feature = "native")]
+        let image = jpeg::decode(bytes)?;
+        #[cfg(not(feature = "native"))]
+        let image = jpeg_rs::decode(bytes)?;
+        Ok(Decoded { image, palette_or_bilevel: false })
     } else {
         preprocess::decode(bytes)
     }

@@ -1,12 +1,12 @@
-//! JPEG decoding (`src/jpeg.rs`, libjpeg-turbo's decoder) gives Pillow's pixels byte for byte on
-//! the committed files: chroma subsampling 4:2:0, 4:2:2 and 4:4:4, greyscale, progressive,
+//! JPEG decoding (`src/jpeg.rs`, libjpeg-turbo's C decoder, and `src/jpeg_rs.rs`, its Rust port
+//! that the browser runs) gives Pillow's pixels byte for byte on the committed files: chroma subsampling 4:2:0, 4:2:2 and 4:4:4, greyscale, progressive,
 //! CMYK (Adobe), a file with an EXIF orientation of 6 (left unrotated, as Pillow's `open` and the
 //! transformers processors leave it) and the encoder fixtures' photo. Reference made by
 //! `scripts/fixtures/make_jpeg.py` (Pillow 13.0.0 with libjpeg-turbo 3.2.0): the pixels
 //! of `Image.open(f).convert("RGB")`.
 
 use culturelens_models::preprocess::{self, Alpha, to_rgb8};
-use culturelens_models_io::decode_image;
+use culturelens_models_io::{decode_image, jpeg_rs};
 use culturelens_testkit::fixtures;
 use safetensors::{Dtype, SafeTensors};
 
@@ -27,6 +27,10 @@ fn jpeg_pixels_equal_pillows() {
         let ours = to_rgb8(&decode_image(&file).unwrap().image, Alpha::OverWhite);
         assert_eq!([ours.height, ours.width, 3], view.shape(), "{name}: size");
         let differing = ours.data.iter().zip(want).filter(|(a, b)| a != b).count();
+        // The browser's decoder (no C): the same bytes.
+        let port = to_rgb8(&jpeg_rs::decode(&file).unwrap(), Alpha::OverWhite);
+        let port_differing = port.data.iter().zip(want).filter(|(a, b)| a != b).count();
+        assert_eq!(port_differing, 0, "{name}: the Rust port differs from Pillow in {port_differing} bytes");
         // For comparison, the `image` crate's decoder (zune-jpeg), which the core uses.
         let theirs = to_rgb8(&preprocess::decode(&file).unwrap().image, Alpha::OverWhite);
         let theirs_max = theirs.data.iter().zip(want).map(|(a, b)| a.abs_diff(*b)).max().unwrap();

@@ -3,6 +3,7 @@
 //! lists its [`Handler`]s, which change the state and return the [`Update`] the app applies
 //! (URL sync, re-render, recompute); views never call back into the app flow.
 
+pub mod classroom;
 pub mod colour;
 mod correlation;
 mod cultext2i;
@@ -70,6 +71,7 @@ pub fn handlers() -> Vec<Handler> {
     all.extend(vendi::handlers());
     all.extend(educator::handlers());
     all.extend(tokens::handlers());
+    all.extend(classroom::handlers());
     all.extend(tip_handlers("view-tokens"));
     for view in ["view-magbig", "view-cultext2i"] {
         all.extend(tip_handlers(view));

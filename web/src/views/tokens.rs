@@ -334,13 +334,45 @@ fn parse(json: &str, label: String, url: Option<String>) -> Result<Loaded, Strin
         &json(serde_json::to_value(tok.get_decoder())),
         &json(serde_json::to_value(tok.get_pre_tokenizer())),
     );
-    let model = match tok.get_model() {
+    let model = model_name(&tok);
+    Ok(Loaded { label, url, tok, scheme, model })
+}
+
+/// Adds a tokenizer the page already holds (the classroom lens's encoder) as a row.
+pub fn add(label: String, mut tok: Tokenizer) {
+    tok.with_padding(None);
+    let result = match tok.with_truncation(None) {
+        Ok(_) => {
+            let json = |v: Result<serde_json::Value, serde_json::Error>| v.unwrap_or_default();
+            let scheme = Scheme::of_tokenizer(
+                &json(serde_json::to_value(tok.get_decoder())),
+                &json(serde_json::to_value(tok.get_pre_tokenizer())),
+            );
+            let model = model_name(&tok);
+            Ok(Loaded { label, url: None, tok, scheme, model })
+        }
+        Err(e) => Err(format!("{label}: {e}")),
+    };
+    begin();
+    finish(result);
+}
+
+/// Shows how the loaded tokenizers split `text` (the classroom lens's first sentence).
+pub fn show_text(text: &str) {
+    LENS.with(|l| l.borrow_mut().text = text.to_string());
+    if let Ok(area) = dom::by_id("tokens-text").dyn_into::<HtmlTextAreaElement>() {
+        area.set_value(text);
+    }
+    render();
+}
+
+fn model_name(tok: &Tokenizer) -> &'static str {
+    match tok.get_model() {
         ModelWrapper::BPE(_) => "BPE",
         ModelWrapper::Unigram(_) => "Unigram",
         ModelWrapper::WordPiece(_) => "WordPiece",
         ModelWrapper::WordLevel(_) => "WordLevel",
-    };
-    Ok(Loaded { label, url, tok, scheme, model })
+    }
 }
 
 fn begin() {

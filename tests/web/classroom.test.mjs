@@ -1,0 +1,342 @@
+// The classroom lens (web/src/views/classroom.rs, web/src/encoder.rs) in headless Chromium, against
+// the CLI, on the CPU backend and on WebGPU (SwiftShader): the page loads the tiny random-weight
+// CLIP and SigLIP folders of tests/fixtures/encoders from the test server (`?encoder=`), embeds
+// typed sentences and dropped photos (PNG, greyscale, RGBA, JPEG, WebP), and
+// - its text and image embeddings equal `culturelens embed-text` / `culturelens embed` on the same
+//   folder and inputs (max |page − CLI| ≤ EMB_TOL, f32);
+// - the views' SoS (`#sos-results`) equals `culturelens sos` on the CLI's embedding table
+//   (≤ SOS_TOL): the text-side SoS of the sentences, and the SoS of the photos;
+// - a reload loads the model from the browser's cache: the server sees no second download of
+//   model.safetensors (nor a ranged read of it);
+// - a broken folder (an HTML page saved as model.safetensors), an unsupported model (a BERT
+//   config) and an oversized one (a header declaring a 4 GiB tensor; refused from its header
+//   alone, before any download of the weights) end in an error on the page, and the tab stays
+//   responsive;
+// - axe-core finds no serious or critical violation on the lens at 1280 and 375 px.
+//
+// Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as for app.test.mjs; CULTURELENS_WEB_ALLOW_NO_WEBGPU=1
+// skips the WebGPU runs (loudly) where Chromium offers no adapter.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { serve } from "./server.mjs";
+import { csvFields } from "./csv.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../..");
+const BIN = process.env.CULTURELENS_BIN || path.join(repo, "target/debug/culturelens");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const DIST = process.env.WEB_DIST || path.join(repo, "web/dist");
+const TIMEOUT = Number(process.env.WEB_TEST_TIMEOUT_MS || 300000);
+const AXE = fs.readFileSync(path.join(here, "node_modules/axe-core/axe.min.js"), "utf8");
+const BASE_FLAGS = ["--headless", "--no-sandbox", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync"];
+const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"];
+const ENCODERS = path.join(repo, "tests/fixtures/encoders");
+// Page vs CLI, max abs over every embedding value (f32 both; the page's batches are the CLI's).
+// Measured: CPU 0 (the same flex kernels), WebGPU/SwiftShader ≤ 1e-6 (printed by the test).
+const EMB_TOL = 1e-5;
+// SoS: page vs CLI, max abs.
+const SOS_TOL = 1e-5;
+// Sentences: two cultures in three languages, twice each (12 rows).
+const SENTENCES = [
+  ["en", "Japan", "a photo of a Japanese woman"], ["de", "Japan", "ein Foto einer japanischen Frau"],
+  ["es", "Japan", "una foto de una mujer japonesa"], ["en", "Nigeria", "a photo of a Nigerian woman"],
+  ["de", "Nigeria", "ein Foto einer nigerianischen Frau"], ["es", "Nigeria", "una foto de una mujer nigeriana"],
+  ["en", "Japan", "a Japanese teacher in a classroom"], ["de", "Japan", "eine japanische Lehrerin im Klassenzimmer"],
+  ["es", "Japan", "una maestra japonesa en un aula"], ["en", "Nigeria", "a Nigerian teacher in a classroom"],
+  ["de", "Nigeria", "eine nigerianische Lehrerin im Klassenzimmer"], ["es", "Nigeria", "una maestra nigeriana en un aula"],
+];
+// Photos of every kind the CLI reads, labelled by a CSV.
+const PHOTOS = [
+  ["a_rgb.png", "en", "Japan"], ["b_grey.png", "de", "Japan"], ["c_rgba.png", "en", "Nigeria"],
+  ["d_photo.jpg", "de", "Nigeria"], ["e_lossless.webp", "en", "Japan"], ["d_photo.jpg", "de", "Japan"],
+];
+
+let server, origin, work;
+
+before(async () => {
+  assert.ok(fs.existsSync(BIN), `${BIN} missing: cargo build -p culturelens`);
+  assert.ok(fs.existsSync(path.join(DIST, "index.html")), `${DIST} missing: web/ci.sh builds it`);
+  work = fs.mkdtempSync(path.join(os.tmpdir(), "culturelens-classroom-"));
+  makeBadFolders(path.join(work, "bad"));
+  server = await serve({ "/encoders/": ENCODERS, "/bad/": path.join(work, "bad"), "/": DIST });
+  origin = `http://127.0.0.1:${server.address().port}`;
+});
+
+after(async () => {
+  server?.close();
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+/** Folders the page must refuse, each with a reason it must name. */
+function makeBadFolders(dir) {
+  const clip = path.join(ENCODERS, "clip");
+  const copy = (name, files) => {
+    fs.mkdirSync(path.join(dir, name), { recursive: true });
+    for (const f of ["config.json", "preprocessor_config.json", "tokenizer.json"]) {
+      fs.copyFileSync(path.join(clip, f), path.join(dir, name, f));
+    }
+    for (const [f, bytes] of Object.entries(files)) fs.writeFileSync(path.join(dir, name, f), bytes);
+  };
+  // A wrong file: an HTML page saved under the weights' name.
+  copy("html", { "model.safetensors": "<!DOCTYPE html><html><body>Not found</body></html>" });
+  // Unsupported: a BERT config.
+  copy("bert", { "config.json": JSON.stringify({ model_type: "bert", hidden_size: 8 }) });
+  // Oversized: a header declaring a 1,048,576 × 1024 f32 tensor (4 GiB), with no data behind it.
+  const header = JSON.stringify({ "text_model.embeddings.token_embedding.weight":
+    { dtype: "F32", shape: [1048576, 1024], data_offsets: [0, 4294967296] } });
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(header.length));
+  copy("huge", { "model.safetensors": Buffer.concat([len, Buffer.from(header)]) });
+}
+
+function cli(...args) {
+  return execFileSync(BIN, args, { encoding: "utf8" });
+}
+
+/** A float32 `.npy` as rows. */
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString("latin1");
+  assert.match(header, /'descr': '<f4'/);
+  const [rows, dim] = /'shape': \((\d+), (\d+)\)/.exec(header).slice(1).map(Number);
+  const data = new Float32Array(b.buffer.slice(b.byteOffset + 10 + headerLen, b.byteOffset + b.length));
+  return Array.from({ length: rows }, (_, i) => Array.from(data.subarray(i * dim, (i + 1) * dim)));
+}
+
+function readSos(file) {
+  const [header, ...lines] = fs.readFileSync(file, "utf8").trim().split("\n").map(csvFields);
+  const col = (n) => header.indexOf(n);
+  return lines.map((f) => ({ model: f[col("model")], language: f[col("language")], culture: f[col("culture")],
+    n: Number(f[col("n")]), sos: Number(f[col("sos")]) }));
+}
+
+/** `culturelens embed-text` and `culturelens sos` on the sentences, with the folder `model`. */
+function cliText(model) {
+  const csv = path.join(work, `${model}-sentences.csv`);
+  fs.writeFileSync(csv, "model,language,culture,prompt\n" +
+    SENTENCES.map(([l, c, s]) => `${model},${l},${c},"${s}"`).join("\n") + "\n");
+  const out = path.join(work, `${model}-text.npy`);
+  cli("embed-text", "--weights", path.join(ENCODERS, model), "--prompts", csv, "--out", out);
+  const sos = path.join(work, `${model}-text-sos.csv`);
+  cli("sos", "--embeddings", out, "--meta", out.replace(/\.npy$/, ".csv"), "--out", sos);
+  return { rows: readNpy(out), sos: readSos(sos) };
+}
+
+/** `culturelens embed` and `culturelens sos` on the photos. */
+function cliPhotos(model) {
+  const csv = path.join(work, `${model}-photos.csv`);
+  fs.writeFileSync(csv, "image,model,language,culture\n" +
+    PHOTOS.map(([f, l, c]) => `${path.join(ENCODERS, "images", f)},${model},${l},${c}`).join("\n") + "\n");
+  const out = path.join(work, `${model}-photos.npy`);
+  cli("embed", "--weights", path.join(ENCODERS, model), "--images", csv, "--out", out);
+  const sos = path.join(work, `${model}-photos-sos.csv`);
+  cli("sos", "--embeddings", out, "--meta", out.replace(/\.npy$/, ".csv"), "--out", sos);
+  return { rows: readNpy(out), sos: readSos(sos) };
+}
+
+function maxDiff(a, b, label) {
+  assert.equal(a.length, b.length, `${label}: rows`);
+  let worst = 0;
+  a.forEach((row, i) => {
+    assert.equal(row.length, b[i].length, `${label}: row ${i} width`);
+    row.forEach((v, j) => { worst = Math.max(worst, Math.abs(v - b[i][j])); });
+  });
+  return worst;
+}
+
+function assertSameSos(page, cliRows, label) {
+  const key = (r) => `${r.model}|${r.language}|${r.culture}`;
+  assert.equal(page.length, cliRows.length, `${label}: SoS rows`);
+  const want = new Map(cliRows.map((r) => [key(r), r]));
+  let worst = 0;
+  for (const r of page) {
+    const e = want.get(key(r));
+    assert.ok(e, `${label}: unexpected SoS row ${key(r)}`);
+    assert.equal(r.n, e.n, `${label}: n of ${key(r)}`);
+    worst = Math.max(worst, Math.abs(r.sos - e.sos));
+  }
+  assert.ok(worst <= SOS_TOL, `${label}: max |page − CLI| SoS = ${worst}`);
+  return worst;
+}
+
+async function launch(webgpu) {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: webgpu ? [...BASE_FLAGS, ...WEBGPU_FLAGS] : BASE_FLAGS });
+}
+
+async function openPage(browser, query, viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  // The lens probes optional files of a folder (tokenizer.json, spiece.model, …): Chromium logs
+  // each 404 as a console error, which is no error of the page.
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/Failed to load resource: .*404/.test(m.text())) errors.push(m.text());
+  });
+  await page.goto(`${origin}/index.html${query}`);
+  return { page, context, errors };
+}
+
+async function waitLens(page) {
+  await page.waitForFunction(() => {
+    const s = document.getElementById("view-classroom").dataset.state;
+    return s === "ready" || s === "error";
+  });
+  const state = await page.getAttribute("#view-classroom", "data-state");
+  if (state === "error") throw new Error(`lens error: ${await page.textContent("#lens-errors")}`);
+}
+
+async function embedText(page) {
+  await page.fill("#lens-sentences", SENTENCES.map((r) => r.join(", ")).join("\n"));
+  await page.evaluate(() => { document.body.dataset.state = "idle"; });
+  await page.click("#lens-embed-text");
+  await page.waitForFunction(() => document.body.dataset.state === "ready" || document.body.dataset.state === "error");
+  await waitLens(page);
+  assert.equal(await page.getAttribute("body", "data-state"), "ready", await page.textContent("#error"));
+  return {
+    rows: JSON.parse(await page.textContent("#lens-embeddings")),
+    sos: JSON.parse(await page.textContent("#sos-results")),
+  };
+}
+
+async function embedPhotos(page) {
+  await page.setInputFiles("#lens-photos", PHOTOS.map(([f]) => ({ name: f, mimeType: "application/octet-stream",
+    buffer: fs.readFileSync(path.join(ENCODERS, "images", f)) })).filter((f, i, all) => all.findIndex((g) => g.name === f.name) === i));
+  // The duplicate photo (same file, another label) is added again by a second pick.
+  await page.setInputFiles("#lens-photos", [{ name: "d_photo.jpg", mimeType: "image/jpeg",
+    buffer: fs.readFileSync(path.join(ENCODERS, "images", "d_photo.jpg")) }]);
+  // Labels: the CSV for the first five, typed for the last.
+  await page.setInputFiles("#lens-labels", { name: "labels.csv", mimeType: "text/csv",
+    buffer: Buffer.from("image,language,culture\n" + PHOTOS.slice(0, 5).map((p) => p.join(",")).join("\n") + "\n") });
+  await page.waitForFunction(() => document.querySelector("#lens-photo-rows input[data-photo='0']")?.value === "en");
+  await page.fill("#lens-photo-rows input[data-photo='5'][data-field='language']", "de");
+  await page.fill("#lens-photo-rows input[data-photo='5'][data-field='culture']", "Japan");
+  await page.dispatchEvent("#lens-photo-rows input[data-photo='5'][data-field='culture']", "change");
+  await page.dispatchEvent("#lens-photo-rows input[data-photo='5'][data-field='language']", "change");
+  await page.evaluate(() => { document.body.dataset.state = "idle"; });
+  await page.click("#lens-embed-photos");
+  await page.waitForFunction(() => document.body.dataset.state === "ready" || document.body.dataset.state === "error");
+  await waitLens(page);
+  assert.equal(await page.getAttribute("body", "data-state"), "ready", await page.textContent("#error"));
+  return {
+    rows: JSON.parse(await page.textContent("#lens-embeddings")),
+    sos: JSON.parse(await page.textContent("#sos-results")),
+  };
+}
+
+const requestsFor = (suffix) => server.requests.filter((r) => r.path.endsWith(suffix));
+
+for (const backend of ["cpu", "webgpu"]) {
+  test(`classroom lens on ${backend}: CLIP and SigLIP text and photo embeddings and SoS equal the CLI's; a reload reads the cache`, { timeout: TIMEOUT * 4 }, async (t) => {
+    const browser = await launch(backend === "webgpu");
+    try {
+      for (const model of ["clip", "siglip"]) {
+        const weights = `/encoders/${model}/model.safetensors`;
+        const before = requestsFor(weights).length;
+        const { page, context, errors } = await openPage(browser, `?lens=classroom&backend=${backend}&encoder=encoders/${model}/`);
+        await waitLens(page);
+        const got = await page.getAttribute("body", "data-backend");
+        if (got !== backend) {
+          assert.ok(backend === "webgpu" && process.env.CULTURELENS_WEB_ALLOW_NO_WEBGPU === "1",
+            `asked for ${backend}, the page runs on ${got}`);
+          t.skip("no WebGPU adapter in this Chromium");
+          await context.close();
+          return;
+        }
+        assert.equal(await page.getAttribute("body", "data-encoder"), model);
+        const downloads = requestsFor(weights).slice(before);
+        assert.ok(downloads.some((r) => r.range === null), `${model}: the weights were downloaded once`);
+        assert.ok(downloads.some((r) => r.range === "bytes=0-7"), `${model}: the header was read first`);
+
+        const text = await embedText(page);
+        const cliT = cliText(model);
+        const textDiff = maxDiff(text.rows, cliT.rows, `${model} text`);
+        assert.ok(textDiff <= EMB_TOL, `${model} text embeddings: max |page − CLI| = ${textDiff}`);
+        const textSos = assertSameSos(text.sos, cliT.sos, `${model} text SoS`);
+        // The tokenizer lens shows the encoder's tokens of the first sentence.
+        assert.equal(await page.inputValue("#tokens-text"), SENTENCES[0][2]);
+        assert.ok(await page.$(`#tokens-rows .tok-row[data-tokenizer='${model}']`), `${model}: a tokenizer row`);
+
+        const photos = await embedPhotos(page);
+        const cliP = cliPhotos(model);
+        const photoDiff = maxDiff(photos.rows, cliP.rows, `${model} photos`);
+        assert.ok(photoDiff <= EMB_TOL, `${model} photo embeddings: max |page − CLI| = ${photoDiff}`);
+        const photoSos = assertSameSos(photos.sos, cliP.sos, `${model} photo SoS`);
+        console.log(`# ${backend} ${model}: text ${textDiff.toExponential(2)}, photos ${photoDiff.toExponential(2)}, ` +
+          `SoS text ${textSos.toExponential(2)}, photos ${photoSos.toExponential(2)}`);
+
+        // A reload: the model comes from the browser's cache, nothing of the weights is fetched.
+        const beforeReload = requestsFor(weights).length;
+        await page.reload();
+        await waitLens(page);
+        assert.equal(requestsFor(weights).length, beforeReload, `${model}: the reload fetched the weights again`);
+        assert.notEqual(await page.getAttribute("body", "data-encoder-cached"), "0");
+        assert.match(await page.textContent("#enc-status"), /from the browser's cache/);
+        assert.deepEqual(errors, []);
+        await context.close();
+      }
+    } finally {
+      await browser.close();
+    }
+  });
+}
+
+test("classroom lens: a broken, unsupported or oversized folder is an error on the page; the tab stays responsive", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(true);
+  try {
+    const cases = [
+      ["html", /model\.safetensors: a header of \d+ bytes: not a safetensors file/],
+      ["bert", /config\.json: config\.json has model_type `bert`/],
+      ["huge", /too big for this (GPU|page)/],
+    ];
+    for (const [name, message] of cases) {
+      const before = server.requests.length;
+      const { page, context } = await openPage(browser, `?lens=classroom&encoder=bad/${name}/`);
+      await page.waitForSelector("#view-classroom[data-state=error]");
+      assert.match(await page.textContent("#lens-errors"), message, name);
+      const seen = server.requests.slice(before).filter((r) => r.path.endsWith("model.safetensors"));
+      if (name === "huge") {
+        assert.ok(seen.every((r) => r.range !== null), "huge: refused from its header, the weights were never downloaded");
+      }
+      // Responsive: the page answers, and typing still updates the URL.
+      await page.fill("#lens-sentences", "en, Japan, still alive");
+      assert.equal(new URL(page.url()).searchParams.get("sentences"), "en, Japan, still alive");
+      assert.equal(await page.evaluate(() => 1 + 1), 2);
+      await context.close();
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+test("classroom lens: accessible at 1280 and 375 px", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(false);
+  try {
+    for (const viewport of [{ width: 1280, height: 900 }, { width: 375, height: 812 }]) {
+      const { page, context, errors } = await openPage(browser, "?lens=classroom&backend=cpu&encoder=encoders/clip/", viewport);
+      await waitLens(page);
+      await page.setInputFiles("#lens-photos", [{ name: "a_rgb.png", mimeType: "image/png",
+        buffer: fs.readFileSync(path.join(ENCODERS, "images", "a_rgb.png")) }]);
+      const fit = await page.evaluate(() => ({ scroll: document.scrollingElement.scrollWidth, vw: window.innerWidth }));
+      assert.ok(fit.scroll <= fit.vw, `${viewport.width} px: the page scrolls sideways (${JSON.stringify(fit)})`);
+      await page.addScriptTag({ content: AXE });
+      const violations = await page.evaluate(async () => (await window.axe.run(document)).violations
+        .filter((v) => v.impact === "serious" || v.impact === "critical")
+        .map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" ")) })));
+      assert.deepEqual(violations, [], `${viewport.width} px: axe-core serious/critical violations`);
+      assert.deepEqual(errors, []);
+      await context.close();
+    }
+  } finally {
+    await browser.close();
+  }
+});
