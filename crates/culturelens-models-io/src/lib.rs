@@ -15,6 +15,7 @@ pub mod import;
 pub mod jpeg;
 pub mod open_clip_text;
 pub mod spiece;
+pub mod t5_tokenizer;
 pub mod xlm_roberta_tokenizer;
 
 use std::path::{Path, PathBuf};

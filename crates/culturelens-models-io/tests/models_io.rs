@@ -10,6 +10,7 @@ mod efficientnet;
 mod gender_v1;
 mod jpeg;
 mod parity;
+mod t5;
 
 use burn::tensor::Device;
 
