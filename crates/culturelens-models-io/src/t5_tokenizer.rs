@@ -113,6 +113,19 @@ impl T5Tokenizer {
     pub fn max_len(&self) -> usize {
         self.max_len
     }
+
+    /// Pads and truncates to `max_len` tokens from now on.
+    pub fn set_max_len(&mut self, max_len: usize) -> Result<(), LoadError> {
+        let bad = |message: String| LoadError::Tokenizer { path: self.path.clone(), message };
+        if max_len < 1 {
+            return Err(bad("a maximum length of 0 leaves no room for </s>".into()));
+        }
+        self.tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams { max_length: max_len, ..Default::default() }))
+            .map_err(|e| bad(e.to_string()))?;
+        self.max_len = max_len;
+        Ok(())
+    }
 }
 
 /// `extra_ids` of `dir/tokenizer_config.json` (100, transformers' default, without one).

@@ -5,6 +5,7 @@
 //! `mod` line here (`autotests = false`).
 
 mod configs;
+mod diffusion_flow_parity;
 mod diffusion_parity;
 mod efficientnet;
 mod gender_v1;

@@ -175,7 +175,8 @@ fn check_encoders(device: &Device) {
         let model = encoder(name, device);
         assert_eq!(model.num_layers(), 3);
         for k in 0..=3 {
-            let got = model.encode(&ids, k, device).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+            let got =
+                model.encode(&ids, k, device).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
             let want = reference.f32s(&format!("{name}.lens.{k}"));
             assert_eq!(got.len(), want.len());
             let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
