@@ -108,8 +108,8 @@ impl T5Config {
         let c: Self = config::from_json(json, &Self::class_defaults(), &[])?;
         config::check_layers("num_layers", c.num_layers)?;
         let bad = |key: &str, what: String| Err(ModelError::Unsupported(format!("`{key}`: {what}")));
-        if c.num_heads == 0 || c.d_kv == 0 || c.d_model == 0 {
-            return bad("num_heads", "num_heads, d_kv and d_model must be positive".into());
+        if c.num_heads == 0 || c.d_kv == 0 || c.d_model == 0 || c.d_ff == 0 || c.vocab_size == 0 {
+            return bad("num_heads", "num_heads, d_kv, d_model, d_ff and vocab_size must be positive".into());
         }
         if c.relative_attention_num_buckets < 4 {
             return bad("relative_attention_num_buckets", "needs at least 4 buckets".into());
