@@ -8,10 +8,10 @@
 use std::path::PathBuf;
 
 use burn::tensor::Device;
+use culturelens_files::sha256_hex;
 use culturelens_models::t5::{T5Config, T5EncoderModel, relative_position_bucket};
 use culturelens_models::weights::Checkpoint;
 use culturelens_models_io::t5_tokenizer::T5Tokenizer;
-use culturelens_prompts::fetch::sha256_hex;
 use culturelens_prompts::{Fetcher, LoadOptions, Origin, PromptSet};
 use safetensors::SafeTensors;
 use serde::Deserialize;

@@ -640,7 +640,9 @@ impl Job<'_> {
                         values.extend(model.initial_latents(seed, 1, height, width, torch_path())?);
                     }
                 }
-                None => values.extend(model.initial_latents(self.args.seed, k, height, width, torch_path())?),
+                None => {
+                    values.extend(model.initial_latents(self.args.seed, k, height, width, torch_path())?)
+                }
             }
         }
         let request = GenerateRequest {

@@ -264,7 +264,10 @@ mod tests {
         assert_eq!(embed(ModelPrecision::F32).to_string(), "culturelens-embed-v1\t/w/clip\t512");
         assert_eq!(embed(ModelPrecision::F16).to_string(), "culturelens-embed-v1\t/w/clip\t512\tf16");
         assert_eq!(embed(ModelPrecision::F16).width(), 512);
-        let flow_key = |negative_prompt: Option<&str>, latents: Option<&str>, true_cfg, max_sequence_length| RunKey::Generate {
+        let flow_key = |negative_prompt: Option<&str>,
+                        latents: Option<&str>,
+                        true_cfg,
+                        max_sequence_length| RunKey::Generate {
             pipeline: "/p/sd".into(),
             scheduler: "PNDMScheduler",
             steps: 4,
