@@ -18,12 +18,15 @@
 //!    concatenation projected by `proj_out` and gated into the residual).
 //! 4. `AdaLayerNormContinuous(temb)` and `proj_out` on the image tokens.
 //!
+//! In float16, as diffusers, the text stream of each double block and the joined stream of each
+//! single block are clipped to ±65504.
+//!
 //! [`FluxTransformerConfig`] mirrors `transformer/config.json` over diffusers' class defaults.
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::gelu_approximate;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use super::mmdit::{
@@ -215,7 +218,7 @@ impl FluxTransformerBlock {
         let ctx = context + cc[2].clone() * ctx_attn.expect("a joint attention returns the text part");
         let ctx =
             ctx.clone() + cc[5].clone() * self.ff_context.forward(modulate(layer_norm(ctx), &cc[3], &cc[4]));
-        (x, ctx)
+        (x, clip_f16(ctx))
     }
 }
 
@@ -243,8 +246,13 @@ impl FluxSingleTransformerBlock {
         let normed = modulate(layer_norm(joined.clone()), &c[0], &c[1]);
         let mlp = gelu_approximate(self.proj_mlp.forward(normed.clone()));
         let (attn, _) = self.attn.forward(normed, None, JointOrder::TextFirst, Some(rope));
-        joined + c[2].clone() * self.proj_out.forward(Tensor::cat(vec![attn, mlp], 2))
+        clip_f16(joined + c[2].clone() * self.proj_out.forward(Tensor::cat(vec![attn, mlp], 2)))
     }
+}
+
+/// diffusers' `clip(-65504, 65504)` of a float16 stream (other float types pass unchanged).
+fn clip_f16(x: Tensor<3>) -> Tensor<3> {
+    if x.dtype() == DType::F16 { x.clamp(-65504.0, 65504.0) } else { x }
 }
 
 /// diffusers' `FluxTransformer2DModel`.

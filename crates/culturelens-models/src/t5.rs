@@ -15,6 +15,8 @@
 //! - **Feed-forward** by `feed_forward_proj`: `act(wi x)` then `wo` (`relu`, T5 v1.0), or the
 //!   gated `act(wi_0 x) ⊙ wi_1 x` then `wo` (`gated-gelu`, v1.1, whose GELU is the tanh
 //!   approximation `gelu_new`).
+//! - **Half precision**: in float16, as transformers, each sublayer's output is clamped to
+//!   ±65504 (±(65504 − 1000) when it holds an infinity), T5-XXL's activations exceeding f16.
 //! - **Outputs**: `last_hidden_state = final_layer_norm(hidden_states[L])`. DiffusionLens
 //!   (SoS §5.1, Toker et al. 2024, whose DeepFloyd-IF code does exactly this for T5) reads layer
 //!   `K` as `final_layer_norm(hidden_states[K])`, which is `last_hidden_state` at `K = L`.
@@ -27,7 +29,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNor
 use burn::tensor::activation::{gelu, gelu_approximate, relu, silu};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::ModelError;
@@ -271,15 +273,28 @@ impl T5Block {
         let options = AttentionModuleOptions { scale: Some(1.0), softcap: None, is_causal: false };
         let out = attention(q, k, v, None, Some(bias.clone()), options);
         let inner = out.dims()[1] * out.dims()[3];
-        let x = x + self.o.forward(out.swap_dims(1, 2).reshape([batch, len, inner]));
+        let x = clamp_f16(x + self.o.forward(out.swap_dims(1, 2).reshape([batch, len, inner])));
         let h = self.ff_norm.forward(x.clone());
         let hidden = act.forward(self.wi.forward(h.clone()));
         let hidden = match &self.wi_1 {
             Some(wi_1) => hidden * wi_1.forward(h),
             None => hidden,
         };
-        x + self.wo.forward(hidden)
+        clamp_f16(x + self.wo.forward(hidden))
     }
+}
+
+/// transformers' float16 guard after each sublayer of a `T5Block`: the hidden state clamped to
+/// ±(f16 max − 1000) when it holds an infinity and to ±f16 max otherwise; other float types
+/// pass unchanged.
+fn clamp_f16(x: Tensor<3>) -> Tensor<3> {
+    if x.dtype() != DType::F16 {
+        return x;
+    }
+    let max = f64::from(half::f16::MAX);
+    let any_inf = x.clone().is_inf().any().float().cast(FloatDType::F16);
+    let limit = (any_inf * -1000.0 + max).reshape([1, 1, 1]).expand(x.dims());
+    x.min_pair(limit.clone()).max_pair(limit.neg())
 }
 
 impl T5EncoderModel {
@@ -358,6 +373,25 @@ mod tests {
         );
         // Positive offsets use the upper half.
         assert_eq!([b(1), b(7), b(16), b(1000)], [17, 23, 26, 31]);
+    }
+
+    #[test]
+    fn float16_hidden_states_are_clamped_as_transformers_does() {
+        let device = Device::flex();
+        let f16 = |v: &[f32]| {
+            let data = TensorData::new(
+                v.iter().map(|&x| half::f16::from_f32(x)).collect::<Vec<_>>(),
+                [1, 1, v.len()],
+            );
+            Tensor::<3>::from_data(data, (&device, DType::F16))
+        };
+        let values = |t: Tensor<3>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+        // No infinity: ±65504 stay. An infinity: everything within ±(65504 − 1000), which f16
+        // rounds to 64512.
+        assert_eq!(values(clamp_f16(f16(&[1.0, 65504.0, -65504.0]))), [1.0, 65504.0, -65504.0]);
+        assert_eq!(values(clamp_f16(f16(&[1.0, f32::INFINITY, -65504.0]))), [1.0, 64512.0, -64512.0]);
+        let f32_inf = Tensor::<3>::from_data(TensorData::new(vec![f32::INFINITY], [1, 1, 1]), &device);
+        assert_eq!(values(clamp_f16(f32_inf)), [f32::INFINITY], "f32 is left alone");
     }
 
     #[test]
