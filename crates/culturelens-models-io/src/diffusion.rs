@@ -95,6 +95,16 @@ type Components = &'static [(&'static str, &'static [&'static str])];
 const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
 const T5_TOKENIZERS: &[&str] = &["T5Tokenizer", "T5TokenizerFast"];
 
+/// The component folders [`PipelineFolder::load`] reads for the pipeline class `class`
+/// (`model_index.json`'s `_class_name`), the scheduler aside; `None` for a class it does not
+/// run. `generate --model` downloads exactly these.
+pub fn pipeline_components(class: &str) -> Option<Vec<&'static str>> {
+    PIPELINES
+        .iter()
+        .find(|(name, _, _)| *name == class)
+        .map(|(_, _, c)| c.iter().map(|(name, _)| *name).collect())
+}
+
 /// One of a pipeline's tokenizers.
 pub enum PromptTokenizer {
     Clip(Box<ClipTokenizer>),
