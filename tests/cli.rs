@@ -21,6 +21,7 @@ mod faces_cli;
 mod figures_cli;
 mod file_modes;
 mod generate_cli;
+mod generate_flow_cli;
 mod generate_kill;
 mod hub_cli;
 mod merge_cli;

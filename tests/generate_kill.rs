@@ -27,16 +27,17 @@ const SEED: u64 = 13;
 /// Floats of one 16 × 16 image, the width of a resume record with `--out-npy`.
 const PIXELS: usize = 16 * 16 * 3;
 
-fn pipeline() -> PathBuf {
-    culturelens_testkit::fixture("diffusion/tiny-sd1")
+fn pipeline(name: &str) -> PathBuf {
+    culturelens_testkit::fixture(&format!("diffusion/{name}"))
 }
 
-/// The arguments of every run but `--out` and `--out-npy`.
-fn arguments(prompts: &Path) -> Vec<String> {
+/// The arguments of every run on the tiny pipeline `name` but `--out` and `--out-npy`.
+fn arguments(name: &str, prompts: &Path, extra: &[&str]) -> Vec<String> {
     let p = |path: &Path| path.to_string_lossy().into_owned();
-    ["generate", "--pipeline", &p(&pipeline()), "--prompts", &p(prompts), "--steps", "3"]
+    ["generate", "--pipeline", &p(&pipeline(name)), "--prompts", &p(prompts), "--steps", "3"]
         .into_iter()
         .chain(["--height", "16", "--width", "16", "--batch", "2"])
+        .chain(extra.iter().copied())
         .map(String::from)
         .collect()
 }
@@ -127,12 +128,22 @@ impl Killable for Generate {
 
 #[test]
 fn generate_killed_at_random_points_resumes_to_the_uninterrupted_images() {
+    killed_and_resumed("tiny-sd1", &[]);
+}
+
+/// The same on a flow-matching pipeline (FLUX-schnell-like: packed latents, two text encoders).
+#[test]
+fn flux_killed_at_random_points_resumes_to_the_uninterrupted_images() {
+    killed_and_resumed("tiny-flux-schnell", &["--max-sequence-length", "8"]);
+}
+
+fn killed_and_resumed(name: &str, extra: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let prompts = tmp.path().join("prompts.csv");
     let rows: Vec<String> =
         (0..PROMPTS).map(|i| format!("p{i},a photo of the food in china number {i}")).collect();
     std::fs::write(&prompts, format!("id,prompt\n{}\n", rows.join("\n"))).unwrap();
-    let args = arguments(&prompts);
+    let args = arguments(name, &prompts, extra);
 
     // The uninterrupted run.
     let reference = tmp.path().join("reference");
@@ -144,7 +155,7 @@ fn generate_killed_at_random_points_resumes_to_the_uninterrupted_images() {
     let (shape, floats) = culturelens_table::read_npy_nd(&reference.join("images.npy")).unwrap();
     assert_eq!(shape, [PROMPTS, 16, 16, 3]);
     let values = images.keys().cloned().zip(floats.chunks(PIXELS).map(<[f32]>::to_vec)).collect();
-    println!("seed {SEED}; an uninterrupted run takes {whole:.2?}");
+    println!("{name}: seed {SEED}; an uninterrupted run takes {whole:.2?}");
 
     let mut generate = Generate { args, reference, images, values, finished: BTreeSet::new() };
     let (kills, _) = kill_loop(tmp.path(), SEED, MIN_KILLS, whole, &mut generate);

@@ -284,3 +284,42 @@ fn a_repository_without_safetensors_is_refused_by_name() {
     assert!(!hub.requests().iter().any(|p| p.ends_with(".bin")));
     assert!(!out.exists());
 }
+
+/// `generate --model` fetches what the pipeline class's loader reads (here a FLUX-schnell-like
+/// pipeline: two text encoders, two tokenizers, the transformer, the VAE, the scheduler) at one
+/// commit, and makes the images `--pipeline` makes from the same folder.
+#[test]
+fn generate_model_fetches_a_flux_pipeline_and_matches_the_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = Hub::start("test-org/tiny-flux");
+    let folder =
+        culturelens_testkit::fixture("diffusion/tiny-flux-schnell");
+    hub.commit(COMMIT_A, folder.clone()).branch("main", COMMIT_A);
+    let generate = |source: (&str, &str), out: &str| {
+        Cli::new("generate")
+            .opt(source.0, source.1)
+            .opt("--prompt", "a street")
+            .opt("--out", tmp.path().join(out))
+            .opt("--out-npy", tmp.path().join(format!("{out}.npy")))
+            .opt("--steps", "2")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--max-sequence-length", "8")
+            .env("HF_ENDPOINT", &hub.endpoint)
+            .env("HF_HOME", tmp.path().join("hf"))
+            .env_remove("HF_TOKEN")
+            .run()
+    };
+    assert_ok(&generate(("--model", "test-org/tiny-flux"), "hub"), "generate --model");
+    let requested = hub.requests();
+    for file in [
+        "text_encoder_2/model.safetensors",
+        "tokenizer_2/tokenizer.json",
+        "transformer/diffusion_pytorch_model.safetensors",
+    ] {
+        assert!(requested.iter().any(|p| p.ends_with(file)), "{file} not fetched: {requested:?}");
+    }
+    assert_ok(&generate(("--pipeline", folder.to_str().unwrap()), "dir"), "generate --pipeline");
+    let read = |name: &str| std::fs::read(tmp.path().join(name)).unwrap();
+    assert_eq!(read("hub.npy"), read("dir.npy"));
+}

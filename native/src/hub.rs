@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use culturelens_models_io::diffusion::pipeline_components;
 use hf_hub::api::sync::{ApiBuilder, ApiError, ApiRepo};
 use hf_hub::{Repo, RepoType};
 
@@ -100,18 +101,43 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
 }
 
 /// The local snapshot folder of the diffusers pipeline `model` (`generate --model`): its
-/// `model_index.json` fixes the commit, then each component's config and safetensors weights
-/// (single file or shards) and the tokenizer files.
+/// `model_index.json` fixes the commit and names the pipeline class, then each component that
+/// class's loader reads (`pipeline_components`: SD's, SD 3's or FLUX's) is fetched — a
+/// model's config and safetensors weights (single file or shards), a tokenizer's files.
 pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
     let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
     let wanted = parse(model)?;
     let index = required(&api.repo(wanted.clone()), model, "model_index.json")?;
     let repo = api.repo(Repo::with_revision(wanted.url(), RepoType::Model, commit_of(&index)?));
+    let text = std::fs::read_to_string(&index).with_context(|| format!("cannot read {}", index.display()))?;
+    let classes: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", index.display()))?;
+    let class = classes["_class_name"].as_str().unwrap_or("");
+    let components = pipeline_components(class).with_context(|| {
+        format!(
+            "--model {model}: model_index.json `_class_name`: `{class}` is not a pipeline culturelens runs"
+        )
+    })?;
     required(&repo, model, "scheduler/scheduler_config.json")?;
-    for (component, stem) in
-        [("text_encoder", "model"), ("unet", "diffusion_pytorch_model"), ("vae", "diffusion_pytorch_model")]
-    {
+    for component in components {
+        if component.starts_with("tokenizer") {
+            for file in [
+                "tokenizer.json",
+                "vocab.json",
+                "merges.txt",
+                "spiece.model",
+                "sentencepiece.bpe.model",
+                "tokenizer_config.json",
+                "special_tokens_map.json",
+            ] {
+                optional(&repo, model, &format!("{component}/{file}"))?;
+            }
+            continue;
+        }
         required(&repo, model, &format!("{component}/config.json"))?;
+        // transformers' components save `model.safetensors`, diffusers' the longer name.
+        let library = classes[component][0].as_str().unwrap_or("");
+        let stem = if library == "transformers" { "model" } else { "diffusion_pytorch_model" };
         let single = format!("{component}/{stem}.safetensors");
         if optional(&repo, model, &single)?.is_none() {
             let index = optional(&repo, model, &format!("{single}.index.json"))?.with_context(|| {
@@ -121,16 +147,6 @@ pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
                 required(&repo, model, &format!("{component}/{shard}"))?;
             }
         }
-    }
-    for file in [
-        "tokenizer.json",
-        "vocab.json",
-        "merges.txt",
-        "sentencepiece.bpe.model",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-    ] {
-        optional(&repo, model, &format!("tokenizer/{file}"))?;
     }
     index.parent().map(Path::to_path_buf).context("cached file without a folder")
 }

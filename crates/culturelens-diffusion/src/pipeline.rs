@@ -23,29 +23,18 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::scheduler::{Scheduler, SchedulerError};
+pub use super::request::GenerateError;
+use super::request::guided;
+use super::scheduler::Scheduler;
 use super::unet::{AttentionSlice, UNet2DConditionModel};
 use super::vae::VaeDecoder;
 use culturelens_models::ModelError;
-use culturelens_models::clip::{ClipConfig, ClipTextConfig, ClipTextTransformer};
+use culturelens_models::clip::{ClipConfig, ClipTextConfig, ClipTextTransformer, text_model_scope};
 use culturelens_models::config;
 use culturelens_models::vit::pad_ids;
 use culturelens_models::weights::Vars;
 use culturelens_models::xlm_roberta::{RobertaSeries, RobertaSeriesConfig};
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
-
-/// Why a generation request cannot run.
-#[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
-    #[error("height and width must be multiples of 8 (diffusers' rule); got {height}×{width}")]
-    Size { height: usize, width: usize },
-    #[error("--text-layer {layer}: DiffusionLens reads layers 1..={layers} of this text encoder")]
-    Layer { layer: usize, layers: usize },
-    #[error("initial latents have shape {found:?}, the pipeline expects {expected:?}")]
-    Latents { expected: [usize; 4], found: [usize; 4] },
-    #[error(transparent)]
-    Scheduler(#[from] SchedulerError),
-}
 
 /// `text_encoder/` of a pipeline.
 #[derive(Debug)]
@@ -58,12 +47,13 @@ pub enum TextEncoder {
 
 impl TextEncoder {
     /// Builds the CLIP tower of `text_encoder/config.json` (a flat `CLIPTextConfig`, read over
-    /// transformers' defaults) and loads `text_model.*` of its checkpoint.
+    /// transformers' defaults) and loads `text_model.*` of its checkpoint (the root's tensors in
+    /// a `CLIPTextModel` saved by transformers 5).
     pub fn load_clip(json: &str, vars: Vars) -> Result<Self, ModelError> {
         let config: ClipTextConfig =
             config::from_json(json, &ClipConfig::clip_vit_base_patch32().text_config, &[])?;
         let mut model = config.init(vars.device());
-        model.load(vars.pp("text_model"))?;
+        model.load(text_model_scope(&vars))?;
         Ok(Self::Clip { model: Box::new(model), config })
     }
 
@@ -225,14 +215,7 @@ impl StableDiffusion {
                 if cfg { Tensor::cat(vec![latents.clone(), latents.clone()], 0) } else { latents.clone() };
             let input = scheduler.scale_model_input(input, step);
             let prediction = self.unet.forward(input, t, &context);
-            let prediction = if cfg {
-                let mut halves = prediction.chunk(2, 0);
-                let cond = halves.pop().expect("two halves");
-                let uncond = halves.pop().expect("two halves");
-                uncond.clone() + (cond - uncond) * request.guidance
-            } else {
-                prediction
-            };
+            let prediction = if cfg { guided(prediction, request.guidance) } else { prediction };
             latents = scheduler.step(prediction, step, latents);
         }
         Ok(self.vae.decode(latents))

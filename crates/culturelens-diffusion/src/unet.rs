@@ -368,10 +368,7 @@ impl UNetConfig {
         }
         Ok(UNet2DConditionModel {
             conv_in: conv(self.in_channels, c0, self.conv_in_kernel, 1, device),
-            time_embedding: TimestepEmbedding {
-                linear_1: LinearConfig::new(c0, temb).init(device),
-                linear_2: LinearConfig::new(temb, temb).init(device),
-            },
+            time_embedding: TimestepEmbedding::init(c0, temb, device),
             down_blocks,
             mid_block,
             up_blocks,
@@ -390,11 +387,32 @@ impl UNetConfig {
     }
 }
 
-/// `TimestepEmbedding`: `linear_2(silu(linear_1(t)))`.
+/// `TimestepEmbedding`: `linear_2(silu(linear_1(t)))`. The MMDiTs' `PixArtAlphaTextProjection`
+/// with `act_fn="silu"` is the same two layers.
 #[derive(Module, Debug)]
 pub struct TimestepEmbedding {
     pub linear_1: Linear,
     pub linear_2: Linear,
+}
+
+impl TimestepEmbedding {
+    /// `in_dim → out_dim → out_dim`, both layers biased.
+    pub fn init(in_dim: usize, out_dim: usize, device: &Device) -> Self {
+        Self {
+            linear_1: LinearConfig::new(in_dim, out_dim).init(device),
+            linear_2: LinearConfig::new(out_dim, out_dim).init(device),
+        }
+    }
+
+    /// Loads `linear_1` and `linear_2`.
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        load_linear(&mut self.linear_1, vars.pp("linear_1"))?;
+        load_linear(&mut self.linear_2, vars.pp("linear_2"))
+    }
+
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.linear_2.forward(silu(self.linear_1.forward(x)))
+    }
 }
 
 /// `GEGLU` then the output projection: `net.2(h · gelu(g))` with `[h, g] = net.0.proj(x)`.
@@ -716,8 +734,7 @@ impl UNet2DConditionModel {
     /// Loads every tensor of a diffusers `UNet2DConditionModel` state dict.
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         load_conv2d(&mut self.conv_in, vars.pp("conv_in"))?;
-        load_linear(&mut self.time_embedding.linear_1, vars.pp("time_embedding.linear_1"))?;
-        load_linear(&mut self.time_embedding.linear_2, vars.pp("time_embedding.linear_2"))?;
+        self.time_embedding.load(vars.pp("time_embedding"))?;
         for (i, b) in self.down_blocks.iter_mut().enumerate() {
             b.load(vars.pp("down_blocks").pp(i))?;
         }
@@ -737,8 +754,7 @@ impl UNet2DConditionModel {
         let c0 = self.config.block_out_channels[0];
         let emb = timestep_embedding(t, c0, self.config.flip_sin_to_cos, self.config.freq_shift);
         let emb = Tensor::<2>::from_data(TensorData::new(emb, [1, c0]), &device).expand([batch, c0]);
-        let te = &self.time_embedding;
-        let temb = te.linear_2.forward(silu(te.linear_1.forward(emb)));
+        let temb = self.time_embedding.forward(emb);
 
         let run = Run { slice: self.attention_slice, upcast: self.config.upcast_attention };
         let mut x = self.conv_in.forward(sample);

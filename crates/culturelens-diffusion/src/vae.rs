@@ -1,8 +1,10 @@
 //! The decoder half of diffusers' `AutoencoderKL` (Stable Diffusion's VAE): `post_quant_conv`,
 //! `decoder.conv_in`, a mid block of two resnets around one single-head self-attention,
 //! `UpDecoderBlock2D`s with nearest-neighbour upsampling, and the output convolution. Latents
-//! are divided by `scaling_factor` from `vae/config.json` before decoding, and the decoded
-//! image `[-1, 1]` is mapped to `[0, 1]` as diffusers' `VaeImageProcessor.postprocess` does.
+//! are divided by `scaling_factor` from `vae/config.json` before decoding (and `shift_factor`
+//! added where the config has one: the 16-channel VAE of SD 3 and FLUX, whose pipelines decode
+//! `latents / scaling_factor + shift_factor`), and the decoded image `[-1, 1]` is mapped to
+//! `[0, 1]` as diffusers' `VaeImageProcessor.postprocess` does.
 //!
 //! [`VaeConfig`] mirrors `vae/config.json` field by field, preset to SD 1.5's VAE.
 
@@ -86,8 +88,11 @@ impl VaeConfig {
         if c.act_fn != "silu" {
             return bad("act_fn", format!("`{}` is not supported (silu)", c.act_fn));
         }
-        if c.shift_factor.is_some() || c.latents_mean.is_some() || c.latents_std.is_some() {
-            return bad("shift_factor", "latent shifting (SD 3, SDXL refiners) is not supported".into());
+        if c.latents_mean.is_some() || c.latents_std.is_some() {
+            return bad(
+                "latents_mean",
+                "per-channel latent statistics (Playground v2.5) are not supported".into(),
+            );
         }
         if let Some(&ch) = c.block_out_channels.iter().find(|&&ch| !ch.is_multiple_of(c.norm_num_groups)) {
             return bad(
@@ -146,6 +151,7 @@ impl VaeConfig {
             conv_norm_out: group_norm(groups, c0, eps, device),
             conv_out: conv(c0, self.out_channels, 3, 1, device),
             scaling_factor: self.scaling_factor,
+            shift_factor: self.shift_factor,
             scale_factor: self.scale_factor(),
             latent_channels: latent,
             sliced_attention: false,
@@ -188,6 +194,9 @@ pub struct VaeDecoder {
     pub conv_out: Conv2d,
     #[module(skip)]
     pub scaling_factor: f64,
+    /// `shift_factor` (SD 3, FLUX), added after the scaling.
+    #[module(skip)]
+    pub shift_factor: Option<f64>,
     /// How much smaller the latents are than the image ([`VaeConfig::scale_factor`]).
     #[module(skip)]
     pub scale_factor: usize,
@@ -228,9 +237,13 @@ impl VaeDecoder {
         load_conv2d(&mut self.conv_out, dec.pp("conv_out"))
     }
 
-    /// `vae.decode(latents / scaling_factor)`, postprocessed: `[batch, 3, H, W]` in `[0, 1]`.
+    /// `vae.decode(latents / scaling_factor [+ shift_factor])`, postprocessed: `[batch, 3, H, W]`
+    /// in `[0, 1]`.
     pub fn decode(&self, latents: Tensor<4>) -> Tensor<4> {
         let mut x = latents / self.scaling_factor;
+        if let Some(shift) = self.shift_factor {
+            x = x + shift;
+        }
         if let Some(c) = &self.post_quant_conv {
             x = c.forward(x);
         }

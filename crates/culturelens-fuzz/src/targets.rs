@@ -9,15 +9,19 @@ use std::path::Path;
 use burn::tensor::Device;
 use culturelens_bundle::{BundleError, DType, build_bundle, demo_spec, read_bundle};
 use culturelens_diffusion::scheduler::Scheduler;
+use culturelens_diffusion::transformer_flux::FluxTransformerConfig;
+use culturelens_diffusion::transformer_sd3::Sd3TransformerConfig;
 use culturelens_diffusion::unet::UNetConfig;
 use culturelens_diffusion::vae::VaeConfig;
 use culturelens_faces::{FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details};
 use culturelens_models::EncoderModel;
 use culturelens_models::gender_v1::GenderV1;
 use culturelens_models::preprocess::ImageProcessorConfig;
+use culturelens_models::t5::T5Config;
 use culturelens_models::weights::Checkpoint;
 use culturelens_models::xlm_roberta::RobertaSeriesConfig;
 use culturelens_models_io::diffusion::ClipTokenizer;
+use culturelens_models_io::t5_tokenizer::T5Tokenizer;
 use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use culturelens_table::{
     EmbeddingTable, Location, Matrix, Metadata, parse_npy, parse_parquet, read_metadata_csv_from,
@@ -370,7 +374,7 @@ pub fn targets() -> Vec<Target> {
         Target {
             name: "scheduler_config.json",
             parser: "culturelens_diffusion::scheduler::Scheduler::from_config, then set_timesteps(50)",
-            seeds: ["tiny-sd1", "tiny-sd2"]
+            seeds: ["tiny-sd1", "tiny-sd2", "tiny-sd3", "tiny-flux-schnell"]
                 .iter()
                 .map(|p| text(&fixture("diffusion").join(p).join("scheduler/scheduler_config.json")))
                 .collect(),
@@ -382,6 +386,76 @@ pub fn targets() -> Vec<Target> {
                 scheduler.timesteps();
                 Ok(())
             }),
+        },
+        Target {
+            name: "t5-spiece.model",
+            parser: "culturelens_models_io::t5_tokenizer::T5Tokenizer::load (a folder with spiece.model), then ids",
+            seeds: vec![vec![read(&fixture("t5").join("nfkc/spiece.model"))]],
+            mutable: one.clone(),
+            parse: {
+                let scratch = tempfile::tempdir().expect("scratch folder");
+                Box::new(move |input| {
+                    std::fs::write(scratch.path().join("spiece.model"), &input[0]).map_err(err)?;
+                    T5Tokenizer::load(scratch.path(), 16).map_err(err)?.ids(TEXT).map(drop).map_err(err)
+                })
+            },
+        },
+        Target {
+            name: "t5-tokenizer.json",
+            parser: "culturelens_models_io::t5_tokenizer::T5Tokenizer::load (a folder with tokenizer.json), then ids",
+            seeds: vec![text(&fixture("t5").join("identity/tokenizer.json"))],
+            mutable: one.clone(),
+            parse: {
+                let scratch = tempfile::tempdir().expect("scratch folder");
+                Box::new(move |input| {
+                    std::fs::write(scratch.path().join("tokenizer.json"), &input[0]).map_err(err)?;
+                    T5Tokenizer::load(scratch.path(), 16).map_err(err)?.ids(TEXT).map(drop).map_err(err)
+                })
+            },
+        },
+        Target {
+            name: "t5-config.json",
+            parser: "culturelens_models::t5::T5Config::from_json, then init (lazily initialised modules)",
+            seeds: vec![text(&fixture("t5").join("tiny-t5-gated/config.json")), text(&fixture("t5").join("tiny-t5-relu/config.json"))],
+            mutable: one.clone(),
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| {
+                    let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                    T5Config::from_json(json).map_err(err)?.init(&device).map(drop).map_err(err)
+                })
+            },
+        },
+        Target {
+            name: "sd3-transformer-config.json",
+            parser: "culturelens_diffusion::transformer_sd3::Sd3TransformerConfig::from_json, then init (lazily initialised modules)",
+            seeds: ["tiny-sd3", "tiny-sd35"].iter().map(|p| text(&fixture("diffusion").join(p).join("transformer/config.json"))).collect(),
+            mutable: one.clone(),
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| {
+                    let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                    Sd3TransformerConfig::from_json(json).map_err(err)?.init(&device);
+                    Ok(())
+                })
+            },
+        },
+        Target {
+            name: "flux-transformer-config.json",
+            parser: "culturelens_diffusion::transformer_flux::FluxTransformerConfig::from_json, then init (lazily initialised modules)",
+            seeds: ["tiny-flux-dev", "tiny-flux-schnell"]
+                .iter()
+                .map(|p| text(&fixture("diffusion").join(p).join("transformer/config.json")))
+                .collect(),
+            mutable: one.clone(),
+            parse: {
+                let device = Device::flex();
+                Box::new(move |input| {
+                    let json = std::str::from_utf8(&input[0]).map_err(err)?;
+                    FluxTransformerConfig::from_json(json).map_err(err)?.init(&device);
+                    Ok(())
+                })
+            },
         },
         Target {
             name: "xlm-roberta-config.json",

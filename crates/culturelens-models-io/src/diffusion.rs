@@ -1,56 +1,115 @@
 //! Native side of text-to-image generation: reads a diffusers pipeline folder
-//! (`model_index.json`, `text_encoder/`, `tokenizer/`, `unet/`, `vae/`, `scheduler/`, as
-//! `save_pretrained` writes it, safetensors weights only) of a `StableDiffusionPipeline` or an
-//! `AltDiffusionPipeline` and builds the core's [`StableDiffusion`] on a device, with the
-//! tokenizer diffusers uses (CLIP's, or XLM-R's from [`crate::xlm_roberta_tokenizer`]).
+//! (`model_index.json` and one subfolder per component, as `save_pretrained` writes it,
+//! safetensors weights only) and builds the diffusion crate's [`Pipeline`] on a device, with the
+//! tokenizers diffusers uses. `model_index.json`'s `_class_name` picks the family, each loaded by
+//! its own module:
 //!
-//! Every config is read key by key by the core; an unsupported pipeline or component class, a
-//! missing or pickled weights file, a tensor of the wrong shape or an unknown scheduler is an
-//! error naming the file (and the key), before anything is generated.
+//! | `_class_name` | module | components read |
+//! |---|---|---|
+//! | `StableDiffusionPipeline`, `AltDiffusionPipeline` | [`stable_diffusion`] | `text_encoder`, `tokenizer`, `unet`, `vae`, `scheduler` |
+//! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
+//! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
+//!
+//! Every config is read key by key by the model crates; an unsupported pipeline or component
+//! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
+//! round), a missing or pickled weights file, a tensor of the wrong shape or an unknown
+//! scheduler is an error naming the file (and the key), before anything is generated.
+//!
+//! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
+
+mod flux;
+mod stable_diffusion;
+mod stable_diffusion_3;
 
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use culturelens_diffusion::pipeline::{StableDiffusion, TextEncoder};
+use culturelens_diffusion::pipelines::{Pipeline, PromptIds};
 use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
-use culturelens_diffusion::unet::UNetConfig;
-use culturelens_diffusion::vae::VaeConfig;
 use culturelens_models::ModelError;
 use serde_json::{Value, json};
 
+use crate::t5_tokenizer::T5Tokenizer;
 use crate::xlm_roberta_tokenizer::XlmRobertaTokenizer;
-use crate::{LoadError, load_model, read_string, weight_files};
+use crate::{LoadError, read_string, weight_files};
 
-/// The pipeline classes culturelens runs, the component classes each must have, and whether
-/// its text side is AltDiffusion's (XLM-R) rather than CLIP.
-const PIPELINES: &[(&str, Components, bool)] = &[
+/// The families culturelens runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    StableDiffusion,
+    AltDiffusion,
+    StableDiffusion3,
+    Flux,
+}
+
+/// The pipeline classes culturelens runs and the component classes each must have.
+const PIPELINES: &[(&str, Family, Components)] = &[
     (
         "StableDiffusionPipeline",
+        Family::StableDiffusion,
         &[
             ("text_encoder", &["CLIPTextModel"]),
-            ("tokenizer", &["CLIPTokenizer", "CLIPTokenizerFast"]),
+            ("tokenizer", CLIP_TOKENIZERS),
             ("unet", &["UNet2DConditionModel"]),
             ("vae", &["AutoencoderKL"]),
         ],
-        false,
     ),
     (
         "AltDiffusionPipeline",
+        Family::AltDiffusion,
         &[
             ("text_encoder", &["RobertaSeriesModelWithTransformation"]),
             ("tokenizer", &["XLMRobertaTokenizer", "XLMRobertaTokenizerFast"]),
             ("unet", &["UNet2DConditionModel"]),
             ("vae", &["AutoencoderKL"]),
         ],
-        true,
+    ),
+    (
+        "StableDiffusion3Pipeline",
+        Family::StableDiffusion3,
+        &[
+            ("text_encoder", &["CLIPTextModelWithProjection"]),
+            ("text_encoder_2", &["CLIPTextModelWithProjection"]),
+            ("text_encoder_3", &["T5EncoderModel"]),
+            ("tokenizer", CLIP_TOKENIZERS),
+            ("tokenizer_2", CLIP_TOKENIZERS),
+            ("tokenizer_3", T5_TOKENIZERS),
+            ("transformer", &["SD3Transformer2DModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+    ),
+    (
+        "FluxPipeline",
+        Family::Flux,
+        &[
+            ("text_encoder", &["CLIPTextModel"]),
+            ("text_encoder_2", &["T5EncoderModel"]),
+            ("tokenizer", CLIP_TOKENIZERS),
+            ("tokenizer_2", T5_TOKENIZERS),
+            ("transformer", &["FluxTransformer2DModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
     ),
 ];
 type Components = &'static [(&'static str, &'static [&'static str])];
+const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
+const T5_TOKENIZERS: &[&str] = &["T5Tokenizer", "T5TokenizerFast"];
 
-/// A pipeline's tokenizer.
+/// The component folders [`PipelineFolder::load`] reads for the pipeline class `class`
+/// (`model_index.json`'s `_class_name`), the scheduler aside; `None` for a class it does not
+/// run. `generate --model` downloads exactly these.
+pub fn pipeline_components(class: &str) -> Option<Vec<&'static str>> {
+    PIPELINES
+        .iter()
+        .find(|(name, _, _)| *name == class)
+        .map(|(_, _, c)| c.iter().map(|(name, _)| *name).collect())
+}
+
+/// One of a pipeline's tokenizers.
 pub enum PromptTokenizer {
     Clip(Box<ClipTokenizer>),
     XlmRoberta(XlmRobertaTokenizer),
+    T5(Box<T5Tokenizer>),
 }
 
 impl PromptTokenizer {
@@ -59,6 +118,7 @@ impl PromptTokenizer {
         match self {
             Self::Clip(t) => t.ids(text),
             Self::XlmRoberta(t) => t.ids(text),
+            Self::T5(t) => t.ids(text),
         }
     }
 }
@@ -66,15 +126,46 @@ impl PromptTokenizer {
 /// A loaded pipeline folder.
 pub struct PipelineFolder {
     pub dir: PathBuf,
-    pub model: StableDiffusion,
-    pub tokenizer: PromptTokenizer,
+    pub model: Pipeline,
+    /// `tokenizer`, `tokenizer_2`, … in that order, one per id row of a prompt.
+    pub tokenizers: Vec<PromptTokenizer>,
     /// `scheduler/scheduler_config.json`, already checked to build.
     pub scheduler_config: String,
     pub scheduler_path: PathBuf,
 }
 
-fn unsupported(path: &Path, message: String) -> LoadError {
+pub(crate) fn unsupported(path: &Path, message: String) -> LoadError {
     LoadError::Model { path: path.to_owned(), source: ModelError::Unsupported(message) }
+}
+
+/// A component subfolder: its `config.json` path and text, and its safetensors files
+/// (`{stem}.safetensors` or shards).
+pub(crate) struct Component {
+    pub config_path: PathBuf,
+    pub json: String,
+    pub files: Vec<PathBuf>,
+}
+
+impl Component {
+    /// Reads `dir/name/config.json` and finds the weights `dir/name/{stem}.safetensors`.
+    pub(crate) fn read(dir: &Path, name: &str, stem: &str) -> Result<Self, LoadError> {
+        let sub = dir.join(name);
+        let config_path = sub.join("config.json");
+        let json = read_string(&config_path)?;
+        let files = weight_files(&sub, stem, &[format!("{stem}.bin").as_str(), "pytorch_model.bin"], |_| {
+            "re-save the pipeline with `pipe.save_pretrained(OUT, safe_serialization=True)`".into()
+        })?;
+        Ok(Self { config_path, json, files })
+    }
+
+    /// Builds the component's model with `build` from its config text and checkpoint.
+    pub(crate) fn load<T>(
+        &self,
+        device: &Device,
+        build: impl FnOnce(&str, culturelens_models::weights::Vars) -> Result<T, ModelError>,
+    ) -> Result<T, LoadError> {
+        crate::load_model(&self.files, &self.config_path, device, |ck| build(&self.json, ck.vars()))
+    }
 }
 
 impl PipelineFolder {
@@ -85,7 +176,7 @@ impl PipelineFolder {
         let index: Value = serde_json::from_str(&read_string(&index_path)?)
             .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;
         let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
-        let Some(&(_, components, alt)) = PIPELINES.iter().find(|(name, _, _)| *name == class) else {
+        let Some(&(_, family, components)) = PIPELINES.iter().find(|(name, _, _)| *name == class) else {
             let names: Vec<&str> = PIPELINES.iter().map(|(name, _, _)| *name).collect();
             return Err(unsupported(
                 &index_path,
@@ -106,51 +197,60 @@ impl PipelineFolder {
         }
         let scheduler_path = dir.join("scheduler").join("scheduler_config.json");
         let scheduler_config = read_string(&scheduler_path)?;
-        Scheduler::from_config(&scheduler_config, scheduler)
+        let built = Scheduler::from_config(&scheduler_config, scheduler)
             .map_err(|source| LoadError::Scheduler { path: scheduler_path.clone(), source })?;
-
-        let component =
-            |name: &str, stem: &str, config: &str| -> Result<(PathBuf, String, Vec<PathBuf>), LoadError> {
-                let sub = dir.join(name);
-                let config_path = sub.join(config);
-                let json = read_string(&config_path)?;
-                let files =
-                    weight_files(&sub, stem, &[format!("{stem}.bin").as_str(), "pytorch_model.bin"], |_| {
-                        "re-save the pipeline with `pipe.save_pretrained(OUT, safe_serialization=True)`"
-                            .into()
-                    })?;
-                Ok((config_path, json, files))
+        let flow = matches!(family, Family::StableDiffusion3 | Family::Flux);
+        if built.kind().is_flow_matching() != flow {
+            let (what, key) = if scheduler.is_some() { ("--scheduler", "") } else { ("", "`_class_name`: ") };
+            let needs = if flow {
+                "a flow-matching scheduler (FlowMatchEulerDiscreteScheduler)"
+            } else {
+                "a noise-prediction scheduler (DDIM, PNDM, Euler, DPM-Solver)"
             };
-        let (text_cfg, text_json, text_files) = component("text_encoder", "model", "config.json")?;
-        let load_text = if alt { TextEncoder::load_roberta } else { TextEncoder::load_clip };
-        let text_encoder = load_model(&text_files, &text_cfg, device, |ck| load_text(&text_json, ck.vars()))?;
-        let (unet_cfg, unet_json, unet_files) = component("unet", "diffusion_pytorch_model", "config.json")?;
-        let unet = load_model(&unet_files, &unet_cfg, device, |ck| UNetConfig::load(&unet_json, ck.vars()))?;
-        let (vae_cfg, vae_json, vae_files) = component("vae", "diffusion_pytorch_model", "config.json")?;
-        let vae = load_model(&vae_files, &vae_cfg, device, |ck| VaeConfig::load(&vae_json, ck.vars()))?;
-        let model = StableDiffusion::new(text_encoder, unet, vae)
-            .map_err(|source| LoadError::Model { path: unet_cfg.clone(), source })?;
-        let tokenizer = match &model.text_encoder {
-            TextEncoder::Clip { config, .. } => {
-                let tokenizer = ClipTokenizer::load(&dir.join("tokenizer"), config.max_position_embeddings)?;
-                PromptTokenizer::Clip(Box::new(tokenizer))
+            return Err(unsupported(
+                &scheduler_path,
+                format!(
+                    "{key}{what}{}{} does not fit {class}, which needs {needs}",
+                    if what.is_empty() { "" } else { " " },
+                    built.kind().class_name()
+                ),
+            ));
+        }
+        let (model, tokenizers) = match family {
+            Family::StableDiffusion | Family::AltDiffusion => {
+                stable_diffusion::load(dir, device, family == Family::AltDiffusion)?
             }
-            TextEncoder::Roberta(encoder) => {
-                let max_len = model_max_length(&dir.join("tokenizer"))?;
-                let c = &encoder.config;
-                if max_len + c.pad_token_id as usize + 1 > c.max_position_embeddings {
-                    return Err(unsupported(
-                        &text_cfg,
-                        format!(
-                            "`max_position_embeddings` {} is too small for the tokenizer's `model_max_length` {max_len} (positions start after the padding index {})",
-                            c.max_position_embeddings, c.pad_token_id
-                        ),
-                    ));
-                }
-                PromptTokenizer::XlmRoberta(XlmRobertaTokenizer::load(&dir.join("tokenizer"), max_len)?)
-            }
+            Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
+            Family::Flux => flux::load(dir, device)?,
         };
-        Ok(Self { dir: dir.to_owned(), model, tokenizer, scheduler_config, scheduler_path })
+        Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
+    }
+
+    /// A prompt's token ids, one row per tokenizer.
+    pub fn ids(&self, text: &str) -> Result<PromptIds, LoadError> {
+        self.tokenizers.iter().map(|t| t.ids(text)).collect()
+    }
+
+    /// Pads and truncates the T5 tokenizer's ids to `n` tokens (diffusers'
+    /// `max_sequence_length`, at most 512; the pipelines' defaults are 256 for SD 3 and 512 for
+    /// FLUX); an error for a pipeline without T5.
+    pub fn set_max_sequence_length(&mut self, n: usize) -> Result<(), LoadError> {
+        if n == 0 || n > 512 {
+            return Err(unsupported(
+                &self.dir,
+                format!("--max-sequence-length {n}: must be between 1 and 512 (diffusers' limit)"),
+            ));
+        }
+        let t5 = self.tokenizers.iter_mut().find_map(|t| match t {
+            PromptTokenizer::T5(t5) => Some(t5),
+            _ => None,
+        });
+        match t5 {
+            Some(t5) => t5.set_max_len(n),
+            None => {
+                Err(unsupported(&self.dir, "--max-sequence-length: this pipeline has no T5 tokenizer".into()))
+            }
+        }
     }
 
     /// A fresh scheduler of the folder's config (`kind` overrides its class).
@@ -162,7 +262,7 @@ impl PipelineFolder {
 
 /// `model_max_length` of `dir/tokenizer_config.json`: the length diffusers pads and truncates
 /// XLM-R's ids to.
-fn model_max_length(dir: &Path) -> Result<usize, LoadError> {
+pub(crate) fn model_max_length(dir: &Path) -> Result<usize, LoadError> {
     let path = dir.join("tokenizer_config.json");
     let config: Value = serde_json::from_str(&read_string(&path)?)
         .map_err(|source| LoadError::Json { path: path.clone(), source })?;

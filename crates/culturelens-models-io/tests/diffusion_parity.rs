@@ -11,7 +11,8 @@
 //! (`make_diffusion_tiny_alt_tokens.py`), and attention slicing against the unsliced pipeline.
 
 use burn::tensor::Device;
-use culturelens_diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
+use culturelens_diffusion::pipeline::images_hwc;
+use culturelens_diffusion::pipelines::GenerateRequest;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_models_io::diffusion::PipelineFolder;
@@ -69,26 +70,32 @@ fn load(references: &str, device: &Device) -> (PipelineFolder, Vec<Case>) {
 
 /// diffusers' images of `case` run by culturelens on `pipeline`'s device.
 fn generate(pipeline: &PipelineFolder, case: &Case, device: &Device) -> (Vec<f32>, [usize; 4]) {
-    let tok = &pipeline.tokenizer;
-    let prompt_ids = vec![tok.ids(&case.prompt).unwrap()];
-    let negative_ids = vec![tok.ids(case.negative_prompt.as_deref().unwrap_or("")).unwrap()];
+    let prompt_ids = vec![pipeline.ids(&case.prompt).unwrap()];
+    let negative_ids = vec![pipeline.ids(case.negative_prompt.as_deref().unwrap_or("")).unwrap()];
     let model = &pipeline.model;
-    let shape = model.latent_shape(case.images_per_prompt, case.height, case.width).unwrap();
-    let values = match (&case.latents, case.seed) {
+    let k = case.images_per_prompt;
+    let latents = match (&case.latents, case.seed) {
         (Some(latents), _) => latents.clone(),
-        (None, Some(seed)) => seed_latents(seed, shape, TorchNormalPath::Avx2),
+        (None, Some(seed)) => {
+            model.initial_latents(seed, k, case.height, case.width, TorchNormalPath::Avx2).unwrap()
+        }
         (None, None) => panic!("{}: neither seed nor latents", case.name),
     };
-    let request = Request {
+    let request = GenerateRequest {
         prompt_ids: &prompt_ids,
         negative_ids: &negative_ids,
+        negative_given: case.negative_prompt.is_some(),
+        images_per_prompt: k,
+        height: case.height,
+        width: case.width,
         steps: case.steps,
         guidance: case.guidance,
+        true_cfg: 1.0,
         layer: case.text_layer,
-        latents: latents_tensor(values, shape, device),
+        latents: &latents,
     };
     let mut scheduler = pipeline.scheduler(Some(SchedulerKind::parse(&case.scheduler).unwrap())).unwrap();
-    images_hwc(model.generate(&request, &mut scheduler).unwrap())
+    images_hwc(model.generate(&request, &mut scheduler, device).unwrap())
 }
 
 /// Runs the cases of `tiny-{variant}.json` named in `only` (all when empty) on `device`.

@@ -5,8 +5,10 @@
 //! `mod` line here (`autotests = false`).
 
 mod configs;
+mod diffusion_flow_parity;
 mod diffusion_parity;
 mod efficientnet;
 mod gender_v1;
 mod jpeg;
 mod parity;
+mod t5;

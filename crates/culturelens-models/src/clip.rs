@@ -3,6 +3,11 @@
 //! [`Clip::text_features`] return exactly what transformers' `get_image_features` /
 //! `get_text_features` return (projected, not normalised). OpenAI CLIP and the LAION/OpenCLIP
 //! checkpoints converted to transformers share this code; they differ only in `hidden_act`.
+//!
+//! [`ClipTextModelWithProjection`] is the text tower alone with its projection, the class the
+//! diffusion pipelines load as `text_encoder`/`text_encoder_2` (SD 3's CLIP-L and bigG, SDXL's
+//! bigG): one pass gives a raw hidden state `hidden_states[n]` (the pipelines read the
+//! penultimate one) and `text_embeds`, the projected pooled token.
 
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -31,6 +36,15 @@ pub struct ClipTextConfig {
     pub max_position_embeddings: usize,
     pub eos_token_id: u32,
     pub pad_token_id: Option<u32>,
+}
+
+/// `config.json` of a `CLIPTextModelWithProjection`: a flat `CLIPTextConfig` with
+/// `projection_dim`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClipTextWithProjectionConfig {
+    #[serde(flatten)]
+    pub text: ClipTextConfig,
+    pub projection_dim: usize,
 }
 
 /// `vision_config` of a `CLIPConfig`.
@@ -96,6 +110,79 @@ impl ClipConfig {
         )?;
         Ok(c)
     }
+}
+
+/// transformers' `CLIPTextModelWithProjection`: `text_model` and a bias-free `text_projection`.
+#[derive(Module, Debug)]
+pub struct ClipTextModelWithProjection {
+    pub text_model: ClipTextTransformer,
+    pub text_projection: Linear,
+    #[module(skip)]
+    pub config: ClipTextWithProjectionConfig,
+}
+
+impl ClipTextWithProjectionConfig {
+    /// Reads a text tower's `config.json` over transformers' `CLIPTextConfig` defaults
+    /// (`projection_dim` 512) and checks the tower's shape.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        let defaults = ClipConfig::clip_vit_base_patch32();
+        let preset = Self { text: defaults.text_config, projection_dim: defaults.projection_dim };
+        let c: Self = config::from_json(json, &preset, &[])?;
+        config::check_layers("num_hidden_layers", c.text.encoder.num_hidden_layers)?;
+        config::check_tower("", c.text.encoder.hidden_size, c.text.encoder.num_attention_heads, None)?;
+        Ok(c)
+    }
+
+    pub fn init(&self, device: &Device) -> ClipTextModelWithProjection {
+        ClipTextModelWithProjection {
+            text_model: self.text.init(device),
+            text_projection: LinearConfig::new(self.text.encoder.hidden_size, self.projection_dim)
+                .with_bias(false)
+                .init(device),
+            config: self.clone(),
+        }
+    }
+
+    /// Builds the tower of `json` and loads `text_model.*` and `text_projection` of its checkpoint.
+    pub fn load(json: &str, vars: Vars) -> Result<ClipTextModelWithProjection, super::ModelError> {
+        let mut model = Self::from_json(json)?.init(vars.device());
+        model.text_model.load(text_model_scope(&vars))?;
+        load_linear(&mut model.text_projection, vars.pp("text_projection"))?;
+        Ok(model)
+    }
+}
+
+impl ClipTextModelWithProjection {
+    /// The number of encoder layers, `L` (`hidden_states` has `L + 1` entries).
+    pub fn num_layers(&self) -> usize {
+        self.text_model.encoder.layers.len()
+    }
+
+    /// One pass over token-id rows of equal length (padded with any id, which the causal mask
+    /// keeps from the pooled token): `hidden_states[n]` `[rows, len, hidden]` (raw, before the
+    /// final layer norm) and `text_embeds` `[rows, projection_dim]`.
+    pub fn forward(&self, ids: &[Vec<u32>], n: usize, device: &Device) -> (Tensor<3>, Tensor<2>) {
+        let text = &self.config.text;
+        let tower = &self.text_model;
+        let mut x = tower.embeddings.forward(pad_ids(ids, 0, device));
+        let [batch, len, d] = x.dims();
+        let layers = &tower.encoder;
+        x = layers.forward_range(x, true, 0..n);
+        let hidden = x.clone();
+        x = tower.final_layer_norm.forward(layers.forward_range(x, true, n..self.num_layers()));
+        let rows: Vec<i64> =
+            ids.iter().enumerate().map(|(b, row)| (b * len + text.pooled_position(row)) as i64).collect();
+        let rows = Tensor::<1, Int>::from_data(TensorData::new(rows, [batch]), device);
+        (hidden, self.text_projection.forward(x.reshape([batch * len, d]).select(0, rows)))
+    }
+}
+
+/// The scope of a text tower's `text_model` in a `CLIPTextModel` or
+/// `CLIPTextModelWithProjection` checkpoint: `text_model.*` as transformers 4 saves them, or the
+/// root, where transformers 5 saves a `CLIPTextModel`'s tower.
+pub fn text_model_scope<'c, 'a>(vars: &Vars<'c, 'a>) -> Vars<'c, 'a> {
+    let nested = vars.pp("text_model");
+    if nested.contains("embeddings.token_embedding.weight") { nested } else { vars.clone() }
 }
 
 /// `vision_model` of `CLIPModel` (`CLIPVisionTransformer`).

@@ -21,6 +21,7 @@ pub mod open_clip;
 pub mod preprocess;
 pub mod resample;
 pub mod siglip;
+pub mod t5;
 pub mod vit;
 pub mod weights;
 pub mod xlm_roberta;

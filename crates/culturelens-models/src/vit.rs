@@ -361,8 +361,14 @@ impl Encoder {
 
     /// The hidden state after the first `n` layers (transformers' `hidden_states[n]`; `n = 0`
     /// is the embeddings).
-    pub fn forward_layers(&self, mut x: Tensor<3>, causal: bool, n: usize) -> Tensor<3> {
-        for layer in &self.layers[..n] {
+    pub fn forward_layers(&self, x: Tensor<3>, causal: bool, n: usize) -> Tensor<3> {
+        self.forward_range(x, causal, 0..n)
+    }
+
+    /// `x` through the layers `range` (a hidden state after `range.start` layers in, the one
+    /// after `range.end` out).
+    pub fn forward_range(&self, mut x: Tensor<3>, causal: bool, range: std::ops::Range<usize>) -> Tensor<3> {
+        for layer in &self.layers[range] {
             let h = layer.layer_norm1.forward(x.clone());
             let q = linear(&layer.self_attn.q_proj, h.clone(), None, None);
             x = layer.self_attn.attend_plus(

@@ -1,6 +1,7 @@
-//! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x or AltDiffusion pipeline in the
-//! diffusers folder layout, run by `culturelens-diffusion` on the chosen device
-//! (issue 13; SoS §3 "Image Generation", §5.1 DiffusionLens).
+//! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
+//! Stable Diffusion 3 / 3.5 or FLUX.1 pipeline in the diffusers folder layout (`model_index.json`'s
+//! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13 and 30;
+//! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
 //! Output: one PNG per image in `--out` and `--out/manifest.csv` (the prompt table's columns,
 //! then `image,model,seed,layer,steps,guidance,scheduler`), which `culturelens embed --images
@@ -8,8 +9,9 @@
 //! `(N, H, W, 3)` array in `[0, 1]` (diffusers' `output_type="np"`).
 //!
 //! Seeds: every prompt starts from `torch.Generator().manual_seed(S)` drawing one
-//! `(K, 4, h, w)` tensor for its K images (diffusers with a CPU generator); `--seed-per-image`
-//! gives image k its own generator seeded `S + k`. `--latents FILE.npy` replaces the draw.
+//! `(K, c, h, w)` tensor for its K images (diffusers with a CPU generator; FLUX packs it into
+//! `(K, tokens, 4c)`); `--seed-per-image` gives image k its own generator seeded `S + k`.
+//! `--latents FILE.npy` replaces the draw with the array the pipeline's `latents=` takes.
 //!
 //! Work: `--shard K/N` takes a contiguous range of prompts; each image is written atomically and
 //! then logged to `OUT/manifest.csv.resume` (`crate::work`), so a rerun skips finished images
@@ -22,7 +24,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
-use culturelens_diffusion::pipeline::{Request, images_hwc, latents_tensor, seed_latents};
+use culturelens_diffusion::pipeline::images_hwc;
+use culturelens_diffusion::pipelines::GenerateRequest;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
@@ -48,11 +51,13 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x or AltDiffusion pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, Stable Diffusion 3 / 3.5 or FLUX.1 pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
-    /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, unet/, vae/,
-    /// text_encoder/, tokenizer/, scheduler/; safetensors weights).
+    /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
+    /// per component — unet/ or transformer/, vae/, text_encoder*/, tokenizer*/, scheduler/;
+    /// safetensors weights). `_class_name` picks the pipeline: StableDiffusionPipeline,
+    /// AltDiffusionPipeline, StableDiffusion3Pipeline or FluxPipeline.
     #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
     pub pipeline: Option<PathBuf>,
     /// Hugging Face hub pipeline ORG/NAME[@REVISION], downloaded (safetensors only) into the
@@ -89,35 +94,49 @@ pub struct GenerateArgs {
     /// Seed of torch's CPU generator for each prompt's initial latents.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Images per prompt (K): one (K, 4, h, w) draw per prompt.
+    /// Images per prompt (K): one (K, c, h, w) draw per prompt.
     #[arg(long, default_value_t = 1)]
     pub images_per_prompt: usize,
     /// Seed image k of each prompt with S + k (CUBE's consecutive seeds) instead of one draw.
     #[arg(long)]
     pub seed_per_image: bool,
-    /// Denoising steps.
-    #[arg(long, default_value_t = 50)]
-    pub steps: usize,
-    /// Classifier-free guidance scale (1.0 or less: no guidance).
-    #[arg(long, default_value_t = 7.5)]
-    pub guidance: f64,
-    /// Image height in pixels, a multiple of 8 (default: the UNet's sample_size × 8).
+    /// Denoising steps (default: diffusers' for the pipeline, 50 for SD 1.x/2.x, 28 for SD 3 and
+    /// FLUX).
+    #[arg(long)]
+    pub steps: Option<usize>,
+    /// Guidance scale: classifier-free guidance for SD and SD 3 (1.0 or less: none), FLUX-dev's
+    /// distilled guidance embedding (schnell ignores it). Default: diffusers' for the pipeline
+    /// (7.5 SD, 7.0 SD 3, 3.5 FLUX).
+    #[arg(long)]
+    pub guidance: Option<f64>,
+    /// FLUX: `true_cfg_scale`, a second transformer call on the negative prompt per step
+    /// (with a negative prompt and a scale above 1 only, as diffusers).
+    #[arg(long, default_value_t = 1.0)]
+    pub true_cfg: f64,
+    /// SD 3 and FLUX: T5 tokens (diffusers' `max_sequence_length`, at most 512; default 256 for
+    /// SD 3, 512 for FLUX).
+    #[arg(long, value_name = "N")]
+    pub max_sequence_length: Option<usize>,
+    /// Image height in pixels, a multiple of 8 (16 for SD 3 and FLUX) (default: diffusers', e.g.
+    /// the UNet's sample_size × 8).
     #[arg(long)]
     pub height: Option<usize>,
-    /// Image width in pixels, a multiple of 8 (default: the UNet's sample_size × 8).
+    /// Image width in pixels, as --height.
     #[arg(long)]
     pub width: Option<usize>,
-    /// Scheduler instead of the pipeline's: ddim, pndm, euler, dpm (or a diffusers class name).
+    /// Scheduler instead of the pipeline's: ddim, pndm, euler, dpm for the UNet pipelines,
+    /// flow-euler for SD 3 and FLUX (or a diffusers class name).
     #[arg(long, value_name = "NAME")]
     pub scheduler: Option<String>,
-    /// Initial latents (float32 .npy of shape (K, 4, h, w)) instead of the seed, for every
-    /// prompt.
+    /// Initial latents instead of the seed, for every prompt: the float32 .npy the pipeline's
+    /// `latents=` takes, (K, c, h, w), or FLUX's packed (K, (h/2)(w/2), 4c).
     #[arg(long, value_name = "FILE.npy")]
     pub latents: Option<PathBuf>,
     /// Also write the decoded images as float32 (N, H, W, 3) in [0, 1], in manifest order.
     #[arg(long, value_name = "FILE.npy")]
     pub out_npy: Option<PathBuf>,
-    /// DiffusionLens: condition on text-encoder layer K through the final layer norm.
+    /// DiffusionLens: condition on text-encoder layer K through the final layer norm (SD 3 and
+    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs).
     #[arg(long, value_name = "K", conflicts_with = "text_layers")]
     pub text_layer: Option<usize>,
     /// DiffusionLens sweep: `every:N` (layers N, 2N, …, and the last) or a list `K,K,…`.
@@ -261,13 +280,16 @@ struct Read {
     stages: Stages,
     height: usize,
     width: usize,
-    /// One prompt's latents `(K, 4, h, w)`.
-    shape: [usize; 4],
+    /// `--steps` and `--guidance`, or the pipeline's defaults.
+    steps: usize,
+    guidance: f64,
     layers: Vec<Option<usize>>,
     /// `--latents`, for each prompt.
     given: Option<Vec<f32>>,
     scheduler_name: &'static str,
     negatives: Vec<String>,
+    /// Whether a negative prompt was given (`--negative-prompt` or the table's column).
+    negative_given: bool,
     /// The manifest's `model` column.
     model_name: String,
 }
@@ -293,14 +315,19 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     let mut stages = Stages::new(args.timings);
     let mut pipeline = PipelineFolder::load(&dir, &device, kind)?;
     pipeline.model.set_attention_slice(args.attention_slice).context("--attention-slice")?;
+    if let Some(n) = args.max_sequence_length {
+        pipeline.set_max_sequence_length(n)?;
+    }
     let model = &pipeline.model;
     eprintln!("loaded the pipeline {} in {:.1?}", dir.display(), started.elapsed());
     stages.lap("load");
     let default = model.default_size();
     let (height, width) = (args.height.unwrap_or(default), args.width.unwrap_or(default));
+    let steps = args.steps.unwrap_or(model.default_steps());
+    let guidance = args.guidance.unwrap_or(model.default_guidance());
     let k = args.images_per_prompt;
     let shape = model.latent_shape(k, height, width)?;
-    let layers = parse_layers(args, model.text_encoder.lens_layers())?;
+    let layers = parse_layers(args, model.lens_layers())?;
     for &layer in &layers {
         model.check_layer(layer)?;
     }
@@ -318,6 +345,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         None => None,
     };
     let scheduler_name = pipeline.scheduler(kind)?.kind().class_name();
+    let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
     let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
         (Some(n), _) => vec![n.clone(); prompts.len()],
         (None, Some(column)) => column.to_vec(),
@@ -339,11 +367,13 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         stages,
         height,
         width,
-        shape,
+        steps,
+        guidance,
         layers,
         given,
         scheduler_name,
         negatives,
+        negative_given,
         model_name,
     })
 }
@@ -378,8 +408,8 @@ fn plan(args: &GenerateArgs, read: &Read) -> Result<Plan> {
     let key = RunKey::Generate {
         pipeline: canonical(&read.dir),
         scheduler: read.scheduler_name,
-        steps: args.steps,
-        guidance: args.guidance,
+        steps: read.steps,
+        guidance: read.guidance,
         height,
         width,
         images_per_prompt: k,
@@ -389,6 +419,8 @@ fn plan(args: &GenerateArgs, read: &Read) -> Result<Plan> {
         latents: args.latents.clone(),
         precision: args.precision,
         pixels,
+        true_cfg: args.true_cfg,
+        max_sequence_length: args.max_sequence_length,
     };
     let (log, finished) = ResumeLog::open(&manifest_path, &key)?;
     let is_done = |item: &Item| (0..k).all(|i| finished.contains_key(&image_name(*item, i, sweep)));
@@ -424,8 +456,11 @@ fn generate(
         args,
         prompts: &read.prompts,
         negatives: &read.negatives,
+        negative_given: read.negative_given,
+        steps: read.steps,
+        guidance: read.guidance,
         given: read.given.as_deref(),
-        shape: read.shape,
+        size: [read.height, read.width],
         device: &read.device,
     };
     for batch in batches {
@@ -461,7 +496,7 @@ fn generate(
 /// when no prompt failed, the part file of a shard, the provenance and the removal of the log.
 fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, String)]) -> Result<()> {
     let (height, width, k) = (read.height, read.width, args.images_per_prompt);
-    let lens_layers = read.pipeline.model.text_encoder.lens_layers();
+    let lens_layers = read.pipeline.model.lens_layers();
     let mut manifest_rows = Vec::new();
     let mut extra: Vec<Vec<String>> = vec![Vec::new(); MANIFEST_COLUMNS.len()];
     let mut array = Vec::new();
@@ -481,8 +516,8 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
                 read.model_name.clone(),
                 seed,
                 layer,
-                args.steps.to_string(),
-                args.guidance.to_string(),
+                read.steps.to_string(),
+                read.guidance.to_string(),
                 read.scheduler_name.into(),
             ];
             for (column, cell) in extra.iter_mut().zip(cells) {
@@ -511,15 +546,16 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
     }
     if let Some(shard) = args.shard {
         let settings = format!(
-            "scheduler={} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={:?}",
+            "scheduler={} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={:?}{}",
             read.scheduler_name,
-            args.steps,
-            args.guidance,
+            read.steps,
+            read.guidance,
             args.seed,
             args.seed_per_image,
             args.negative_prompt,
             args.latents,
             read.layers,
+            flow_settings(args),
         );
         let rows_per_item = k * read.layers.len();
         let rows = ShardRows { items: read.prompts.len(), rows: manifest.n_rows(), rows_per_item, settings };
@@ -552,6 +588,19 @@ fn failure_report(failures: &[(usize, String)], prompts: &[String]) -> String {
     report
 }
 
+/// The settings only the SD 3 and FLUX pipelines read, as a shard's part file records them
+/// (empty at their defaults, so SD runs keep their settings line).
+fn flow_settings(args: &GenerateArgs) -> String {
+    let mut s = String::new();
+    if args.true_cfg != 1.0 {
+        s.push_str(&format!(" true_cfg={}", args.true_cfg));
+    }
+    if let Some(n) = args.max_sequence_length {
+        s.push_str(&format!(" max_sequence_length={n}"));
+    }
+    s
+}
+
 /// What every batch of a run shares.
 struct Job<'a> {
     pipeline: &'a PipelineFolder,
@@ -559,10 +608,13 @@ struct Job<'a> {
     args: &'a GenerateArgs,
     prompts: &'a [String],
     negatives: &'a [String],
+    negative_given: bool,
+    steps: usize,
+    guidance: f64,
     /// `--latents`, for each prompt.
     given: Option<&'a [f32]>,
-    /// One prompt's latents `(K, 4, h, w)`.
-    shape: [usize; 4],
+    /// `[height, width]` of the images.
+    size: [usize; 2],
     device: &'a Device,
 }
 
@@ -570,35 +622,45 @@ impl Job<'_> {
     /// The images of `batch` (prompts sharing a text layer): each item's K images as
     /// `K × H × W × 3` floats.
     fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
-        let tok = &self.pipeline.tokenizer;
+        let pipeline = self.pipeline;
         let prompt_ids =
-            batch.iter().map(|it| tok.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
+            batch.iter().map(|it| pipeline.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
         let negative_ids =
-            batch.iter().map(|it| tok.ids(&self.negatives[it.row])).collect::<Result<Vec<_>, _>>()?;
-        let [k, c, h, w] = self.shape;
-        let mut values = Vec::with_capacity(batch.len() * k * c * h * w);
+            batch.iter().map(|it| pipeline.ids(&self.negatives[it.row])).collect::<Result<Vec<_>, _>>()?;
+        let k = self.args.images_per_prompt;
+        let [height, width] = self.size;
+        let model = &pipeline.model;
+        let mut values = Vec::new();
         for _ in batch {
             match &self.given {
                 Some(v) => values.extend_from_slice(v),
                 None if self.args.seed_per_image => {
                     for i in 0..k {
-                        values.extend(seed_latents(self.args.seed + i as u64, [1, c, h, w], torch_path()));
+                        let seed = self.args.seed + i as u64;
+                        values.extend(model.initial_latents(seed, 1, height, width, torch_path())?);
                     }
                 }
-                None => values.extend(seed_latents(self.args.seed, self.shape, torch_path())),
+                None => {
+                    values.extend(model.initial_latents(self.args.seed, k, height, width, torch_path())?)
+                }
             }
         }
-        let request = Request {
+        let request = GenerateRequest {
             prompt_ids: &prompt_ids,
             negative_ids: &negative_ids,
-            steps: self.args.steps,
-            guidance: self.args.guidance,
+            negative_given: self.negative_given,
+            images_per_prompt: k,
+            height,
+            width,
+            steps: self.steps,
+            guidance: self.guidance,
+            true_cfg: self.args.true_cfg,
             layer: batch[0].layer,
-            latents: latents_tensor(values, [batch.len() * k, c, h, w], self.device),
+            latents: &values,
         };
-        let mut scheduler = self.pipeline.scheduler(self.kind)?;
+        let mut scheduler = pipeline.scheduler(self.kind)?;
         let (images, [_, height, width, _]) =
-            images_hwc(self.pipeline.model.generate(&request, &mut scheduler)?);
+            images_hwc(model.generate(&request, &mut scheduler, self.device)?);
         let per_item = k * height * width * 3;
         Ok(batch.iter().zip(images.chunks(per_item)).map(|(it, chunk)| (*it, chunk.to_vec())).collect())
     }

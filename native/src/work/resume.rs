@@ -49,6 +49,10 @@ pub enum RunKey {
         latents: Option<PathBuf>,
         precision: ModelPrecision,
         pixels: usize,
+        /// FLUX's `--true-cfg` (1: off) and the T5 length of SD 3 and FLUX; written only when set,
+        /// so the other pipelines' headers keep their bytes.
+        true_cfg: f64,
+        max_sequence_length: Option<usize>,
     },
 }
 
@@ -92,13 +96,24 @@ impl fmt::Display for RunKey {
                 latents,
                 precision,
                 pixels,
-            } => write!(
-                f,
-                "culturelens-generate-v1\t{}\t{scheduler}\t{steps}\t{guidance}\t{height}x{width}\t\
-                 {images_per_prompt}\t{seed}\t{seed_per_image}\t{negative_prompt:?}\t{latents:?}\t\
-                 {precision:?}\t{pixels}",
-                pipeline.display()
-            ),
+                true_cfg,
+                max_sequence_length,
+            } => {
+                write!(
+                    f,
+                    "culturelens-generate-v1\t{}\t{scheduler}\t{steps}\t{guidance}\t{height}x{width}\t\
+                     {images_per_prompt}\t{seed}\t{seed_per_image}\t{negative_prompt:?}\t{latents:?}\t\
+                     {precision:?}\t{pixels}",
+                    pipeline.display()
+                )?;
+                if *true_cfg != 1.0 {
+                    write!(f, "\ttrue_cfg={true_cfg}")?;
+                }
+                if let Some(n) = max_sequence_length {
+                    write!(f, "\tmax_sequence_length={n}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -249,7 +264,10 @@ mod tests {
         assert_eq!(embed(ModelPrecision::F32).to_string(), "culturelens-embed-v1\t/w/clip\t512");
         assert_eq!(embed(ModelPrecision::F16).to_string(), "culturelens-embed-v1\t/w/clip\t512\tf16");
         assert_eq!(embed(ModelPrecision::F16).width(), 512);
-        let generate = |negative_prompt: Option<&str>, latents: Option<&str>| RunKey::Generate {
+        let flow_key = |negative_prompt: Option<&str>,
+                        latents: Option<&str>,
+                        true_cfg,
+                        max_sequence_length| RunKey::Generate {
             pipeline: "/p/sd".into(),
             scheduler: "PNDMScheduler",
             steps: 4,
@@ -263,7 +281,10 @@ mod tests {
             latents: latents.map(PathBuf::from),
             precision: ModelPrecision::F32,
             pixels: 1152,
+            true_cfg,
+            max_sequence_length,
         };
+        let generate = |negative_prompt, latents| flow_key(negative_prompt, latents, 1.0, None);
         assert_eq!(
             generate(None, None).to_string(),
             "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152"
@@ -273,6 +294,11 @@ mod tests {
             r#"culturelens-generate-v1	/p/sd	PNDMScheduler	4	7.5	16x24	2	42	true	Some("a \"street\"\tat night")	Some("l.npy")	F32	1152"#
         );
         assert_eq!(generate(None, None).width(), 1152);
+        // FLUX's true CFG and a T5 length are appended only when set.
+        assert_eq!(
+            flow_key(None, None, 4.0, Some(256)).to_string(),
+            "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152\ttrue_cfg=4\tmax_sequence_length=256"
+        );
     }
 
     fn record(key: &str, values: &[f32]) -> Vec<u8> {

@@ -1,5 +1,5 @@
-//! Noise schedulers as diffusers 0.31 implements them (DDIM, PNDM, EulerDiscrete,
-//! DPMSolverMultistep), read from `scheduler_config.json` key by key the way diffusers'
+//! Noise schedulers as diffusers implements them (DDIM, PNDM, EulerDiscrete,
+//! DPMSolverMultistep as of 0.31; FlowMatchEulerDiscrete as of 0.42), read from `scheduler_config.json` key by key the way diffusers'
 //! `from_config` does: a key the file sets wins, a key it lacks takes the default of the class
 //! that is instantiated (so `--scheduler ddim` on an SD 1.x PNDM config keeps its
 //! `clip_sample: false`, `set_alpha_to_one: false`, `steps_offset: 1`).
@@ -15,6 +15,7 @@
 mod ddim;
 mod dpm_solver;
 mod euler;
+mod flow_match_euler;
 mod pndm;
 
 #[cfg(test)]
@@ -27,6 +28,7 @@ use serde_json::Value;
 pub use ddim::Ddim;
 pub use dpm_solver::DpmSolverMultistep;
 pub use euler::EulerDiscrete;
+pub use flow_match_euler::FlowMatchEulerDiscrete;
 pub use pndm::Pndm;
 
 /// Most training timesteps a scheduler config may declare: every released schedule has 1,000;
@@ -42,7 +44,7 @@ pub enum SchedulerError {
     #[error("scheduler_config.json: key `{key}`: {message}")]
     Key { key: String, message: String },
     #[error(
-        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler)"
+        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, flow-euler, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"
     )]
     Unknown(String),
     #[error("{0}")]
@@ -60,6 +62,7 @@ pub enum SchedulerKind {
     Pndm,
     EulerDiscrete,
     DpmSolverMultistep,
+    FlowMatchEulerDiscrete,
 }
 
 impl SchedulerKind {
@@ -72,6 +75,9 @@ impl SchedulerKind {
             "dpm" | "dpmsolver" | "dpmsolvermultistep" | "dpmsolvermultistepscheduler" => {
                 Ok(Self::DpmSolverMultistep)
             }
+            "flow-euler" | "flowmatcheulerdiscrete" | "flowmatcheulerdiscretescheduler" => {
+                Ok(Self::FlowMatchEulerDiscrete)
+            }
             _ => Err(SchedulerError::Unknown(name.to_string())),
         }
     }
@@ -83,7 +89,14 @@ impl SchedulerKind {
             Self::Pndm => "PNDMScheduler",
             Self::EulerDiscrete => "EulerDiscreteScheduler",
             Self::DpmSolverMultistep => "DPMSolverMultistepScheduler",
+            Self::FlowMatchEulerDiscrete => "FlowMatchEulerDiscreteScheduler",
         }
+    }
+
+    /// Whether the scheduler is a flow-matching one (the SD3 and FLUX pipelines' kind), whose
+    /// model predicts a velocity, rather than a noise-prediction one (the UNet pipelines').
+    pub fn is_flow_matching(self) -> bool {
+        matches!(self, Self::FlowMatchEulerDiscrete)
     }
 }
 
@@ -343,6 +356,7 @@ pub enum Scheduler {
     Pndm(Box<Pndm>),
     EulerDiscrete(EulerDiscrete),
     DpmSolverMultistep(DpmSolverMultistep),
+    FlowMatchEulerDiscrete(FlowMatchEulerDiscrete),
 }
 
 impl Scheduler {
@@ -359,7 +373,7 @@ impl Scheduler {
                 SchedulerKind::parse(&class).map_err(|_| {
                     key_error(
                         "_class_name",
-                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler)"),
+                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"),
                     )
                 })?
             }
@@ -369,6 +383,9 @@ impl Scheduler {
             SchedulerKind::Pndm => Self::Pndm(Box::new(Pndm::new(&reader)?)),
             SchedulerKind::EulerDiscrete => Self::EulerDiscrete(EulerDiscrete::new(&reader)?),
             SchedulerKind::DpmSolverMultistep => Self::DpmSolverMultistep(DpmSolverMultistep::new(&reader)?),
+            SchedulerKind::FlowMatchEulerDiscrete => {
+                Self::FlowMatchEulerDiscrete(FlowMatchEulerDiscrete::new(&reader)?)
+            }
         })
     }
 
@@ -378,15 +395,16 @@ impl Scheduler {
             Self::Pndm(_) => SchedulerKind::Pndm,
             Self::EulerDiscrete(_) => SchedulerKind::EulerDiscrete,
             Self::DpmSolverMultistep(_) => SchedulerKind::DpmSolverMultistep,
+            Self::FlowMatchEulerDiscrete(_) => SchedulerKind::FlowMatchEulerDiscrete,
         }
     }
 
-    pub fn prediction(&self) -> Prediction {
+    /// The flow-matching scheduler, which the SD3 and FLUX pipelines drive themselves (σs and μ
+    /// from the pipeline, latents of any rank); `None` for the noise-prediction schedulers.
+    pub fn flow_match(&mut self) -> Option<&mut FlowMatchEulerDiscrete> {
         match self {
-            Self::Ddim(s) => s.prediction,
-            Self::Pndm(s) => s.prediction,
-            Self::EulerDiscrete(s) => s.prediction,
-            Self::DpmSolverMultistep(s) => s.prediction,
+            Self::FlowMatchEulerDiscrete(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -397,6 +415,7 @@ impl Scheduler {
             Self::Pndm(s) => s.train_steps(),
             Self::EulerDiscrete(s) => s.train_steps(),
             Self::DpmSolverMultistep(s) => s.train_steps(),
+            Self::FlowMatchEulerDiscrete(s) => s.train_steps(),
         };
         if n == 0 || n > train {
             return Err(SchedulerError::Steps(format!(
@@ -408,6 +427,7 @@ impl Scheduler {
             Self::Pndm(s) => s.set_timesteps(n)?,
             Self::EulerDiscrete(s) => s.set_timesteps(n),
             Self::DpmSolverMultistep(s) => s.set_timesteps(n),
+            Self::FlowMatchEulerDiscrete(s) => s.set_timesteps(n, None, None)?,
         }
         Ok(())
     }
@@ -420,6 +440,7 @@ impl Scheduler {
             Self::Pndm(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
             Self::EulerDiscrete(s) => s.timesteps.clone(),
             Self::DpmSolverMultistep(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
+            Self::FlowMatchEulerDiscrete(s) => s.timesteps().to_vec(),
         }
     }
 
@@ -446,6 +467,7 @@ impl Scheduler {
             Self::Pndm(s) => s.step(model_output, step, sample),
             Self::EulerDiscrete(s) => s.step(model_output, step, sample),
             Self::DpmSolverMultistep(s) => s.step(model_output, step, sample),
+            Self::FlowMatchEulerDiscrete(s) => s.step(model_output, step, sample),
         }
     }
 }

@@ -94,3 +94,90 @@ fn pndm_runge_kutta_warm_up_timesteps_and_its_step_floor() {
     let e = s.set_timesteps(3).unwrap_err();
     assert!(e.to_string().contains("`skip_prk_steps`"), "{e}");
 }
+
+#[derive(Deserialize)]
+struct FlowFixture {
+    cases: Vec<FlowCase>,
+}
+
+#[derive(Deserialize)]
+struct FlowCase {
+    name: String,
+    config: String,
+    steps: usize,
+    sigmas_given: Option<Vec<f64>>,
+    mu: Option<f64>,
+    timesteps: Vec<f32>,
+    sigmas: Vec<f32>,
+    initial: Vec<f32>,
+    calls: Vec<FlowCall>,
+}
+
+#[derive(Deserialize)]
+struct FlowCall {
+    model_output: Vec<f32>,
+    out: Vec<f32>,
+}
+
+/// `FlowMatchEulerDiscreteScheduler` against diffusers 0.42
+/// (`scripts/fixtures/make_flow_match_scheduler.py`): SD3's and both FLUX configs, the class
+/// defaults, a linear time shift, `shift_terminal` and 500 training steps, each set as SD3's
+/// pipeline sets it (`n` steps, μ when shifting dynamically) and as FLUX's does (given σs and
+/// μ from `calculate_shift`): the whole schedule bit for bit, μ, and the first steps' outputs.
+#[test]
+fn flow_matching_matches_diffusers() {
+    let fixture: FlowFixture =
+        serde_json::from_str(include_str!("../../../../tests/fixtures/diffusion/flow_match.json")).unwrap();
+    assert!(fixture.cases.len() >= 70);
+    let device = Device::flex();
+    for case in &fixture.cases {
+        let mut scheduler =
+            Scheduler::from_config(&case.config, None).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        assert_eq!(scheduler.kind(), SchedulerKind::FlowMatchEulerDiscrete);
+        let flow = scheduler.flow_match().unwrap();
+        if let (Some(mu), Some(seq)) = (case.mu, seq_len(&case.name)) {
+            assert_eq!(flow.mu(seq), mu, "{}: calculate_shift", case.name);
+        }
+        flow.set_timesteps(case.steps, case.sigmas_given.as_deref(), case.mu).unwrap();
+        assert_eq!(flow.timesteps(), case.timesteps, "{}: timesteps", case.name);
+        assert_eq!(flow.sigmas(), case.sigmas, "{}: sigmas", case.name);
+        let mut sample = tensor(&case.initial, &device);
+        for (i, call) in case.calls.iter().enumerate() {
+            sample = flow.step(tensor(&call.model_output, &device), i, sample);
+            let e = rel_err(&sample, &call.out);
+            assert!(e == 0.0, "{} call {i}: step output off by {e}", case.name);
+            sample = tensor(&call.out, &device);
+        }
+    }
+}
+
+/// The image sequence length a case's μ was computed for (`…-seq4096`).
+fn seq_len(name: &str) -> Option<usize> {
+    name.rsplit_once("-seq").and_then(|(_, n)| n.parse().ok())
+}
+
+#[test]
+fn flow_matching_refuses_what_it_does_not_implement() {
+    let e = Scheduler::from_config(
+        r#"{"_class_name": "FlowMatchEulerDiscreteScheduler", "invert_sigmas": true}"#,
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`invert_sigmas`"), "{e}");
+    let e = Scheduler::from_config(
+        r#"{"_class_name": "FlowMatchEulerDiscreteScheduler", "time_shift_type": "cubic"}"#,
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`time_shift_type`: `cubic`"), "{e}");
+    let dynamic = r#"{"_class_name": "FlowMatchEulerDiscreteScheduler", "use_dynamic_shifting": true}"#;
+    let e = Scheduler::from_config(dynamic, None).unwrap().set_timesteps(4).unwrap_err();
+    assert!(e.to_string().contains("needs μ"), "{e}");
+    // The schedule by hand: shift 3 at σ = 1/2 gives 3·0.5 / (1 + 2·0.5) = 0.75.
+    let mut s =
+        Scheduler::from_config(r#"{"shift": 3.0}"#, Some(SchedulerKind::FlowMatchEulerDiscrete)).unwrap();
+    let flow = s.flow_match().unwrap();
+    flow.set_timesteps(2, Some(&[1.0, 0.5]), None).unwrap();
+    assert_eq!(flow.sigmas(), [1.0, 0.75, 0.0]);
+    assert_eq!(flow.timesteps(), [1000.0, 750.0]);
+}

@@ -1,0 +1,209 @@
+//! The text-to-image pipelines culturelens runs, one variant per diffusers pipeline family, and
+//! the request every one of them takes. `culturelens-models-io` picks the variant from
+//! `model_index.json`'s `_class_name` and loads its components; the CLI then only asks the
+//! [`Pipeline`] for its defaults, shapes and images. A new family (SDXL, Kandinsky, …) is a new
+//! variant here, its `pipeline_*.rs` beside the others, and its loader in models-io.
+//!
+//! | variant | diffusers classes | tokenizers (one id row each) |
+//! |---|---|---|
+//! | [`Pipeline::StableDiffusion`] | `StableDiffusionPipeline`, `AltDiffusionPipeline` | `tokenizer` |
+//! | [`Pipeline::StableDiffusion3`] | `StableDiffusion3Pipeline` | `tokenizer`, `tokenizer_2`, `tokenizer_3` |
+//! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
+//!
+//! Initial latents are the array the pipeline's own `latents=` argument takes
+//! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
+//! `torch.Generator().manual_seed(seed)` as diffusers draws them with a CPU generator
+//! ([`Pipeline::initial_latents`]: FLUX draws the unpacked `(K, c, h, w)` and packs it).
+
+use burn::tensor::{Device, Tensor};
+
+use super::pipeline::{Request, StableDiffusion, seed_latents};
+use super::pipeline_flux::Flux;
+use super::pipeline_stable_diffusion_3::StableDiffusion3;
+pub use super::request::{GenerateError, GenerateRequest, PromptIds};
+use super::scheduler::Scheduler;
+use super::unet::AttentionSlice;
+use culturelens_models::ModelError;
+use culturelens_rng::TorchNormalPath;
+
+/// A loaded text-to-image pipeline.
+#[derive(Debug)]
+pub enum Pipeline {
+    StableDiffusion(Box<StableDiffusion>),
+    StableDiffusion3(Box<StableDiffusion3>),
+    Flux(Box<Flux>),
+}
+
+impl Pipeline {
+    /// The number of token-id rows a prompt has (one per tokenizer).
+    pub fn tokenizers(&self) -> usize {
+        match self {
+            Self::StableDiffusion(_) => 1,
+            Self::StableDiffusion3(_) => 3,
+            Self::Flux(_) => 2,
+        }
+    }
+
+    /// diffusers' default height and width.
+    pub fn default_size(&self) -> usize {
+        match self {
+            Self::StableDiffusion(p) => p.default_size(),
+            Self::StableDiffusion3(p) => p.default_size(),
+            Self::Flux(p) => p.default_size(),
+        }
+    }
+
+    /// diffusers' default `num_inference_steps`.
+    pub fn default_steps(&self) -> usize {
+        match self {
+            Self::StableDiffusion(_) => 50,
+            Self::StableDiffusion3(_) | Self::Flux(_) => 28,
+        }
+    }
+
+    /// diffusers' default `guidance_scale`.
+    pub fn default_guidance(&self) -> f64 {
+        match self {
+            Self::StableDiffusion(_) => 7.5,
+            Self::StableDiffusion3(_) => 7.0,
+            Self::Flux(_) => 3.5,
+        }
+    }
+
+    /// Whether the pipeline needs a flow-matching scheduler.
+    pub fn flow_matching(&self) -> bool {
+        !matches!(self, Self::StableDiffusion(_))
+    }
+
+    /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
+    /// conditioning (SD: the text encoder's; SD 3 and FLUX: T5's).
+    pub fn lens_layers(&self) -> usize {
+        match self {
+            Self::StableDiffusion(p) => p.text_encoder.lens_layers(),
+            Self::StableDiffusion3(p) => p.lens_layers(),
+            Self::Flux(p) => p.lens_layers(),
+        }
+    }
+
+    /// Checks a DiffusionLens layer against the text encoder it reads.
+    pub fn check_layer(&self, layer: Option<usize>) -> Result<(), GenerateError> {
+        let layers = self.lens_layers();
+        match layer {
+            Some(k) if k == 0 || k > layers => Err(GenerateError::Layer { layer: k, layers }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The shape of the pipeline's `latents=` for `images` images of `height × width`.
+    pub fn latent_shape(
+        &self,
+        images: usize,
+        height: usize,
+        width: usize,
+    ) -> Result<Vec<usize>, GenerateError> {
+        Ok(match self {
+            Self::StableDiffusion(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::StableDiffusion3(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
+        })
+    }
+
+    /// `images` images' initial latents from one `torch.Generator().manual_seed(seed)` draw, in
+    /// [`Self::latent_shape`].
+    pub fn initial_latents(
+        &self,
+        seed: u64,
+        images: usize,
+        height: usize,
+        width: usize,
+        path: TorchNormalPath,
+    ) -> Result<Vec<f32>, GenerateError> {
+        Ok(match self {
+            Self::StableDiffusion(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::StableDiffusion3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::Flux(p) => {
+                let shape = p.unpacked_shape(images, height, width)?;
+                pack_host(&seed_latents(seed, shape, path), shape)
+            }
+        })
+    }
+
+    /// Attention slicing (diffusers' `set_attention_slice`): the SD UNet's; the transformer
+    /// pipelines have none and refuse a setting.
+    pub fn set_attention_slice(&mut self, slice: Option<AttentionSlice>) -> Result<(), ModelError> {
+        match (self, slice) {
+            (Self::StableDiffusion(p), _) => p.set_attention_slice(slice),
+            (_, None) => Ok(()),
+            (_, Some(_)) => Err(ModelError::Unsupported(
+                "attention slicing applies to the UNet pipelines (SD 1.x/2.x, AltDiffusion)".into(),
+            )),
+        }
+    }
+
+    /// Runs the pipeline: `[P·K, 3, H, W]` images in `[0, 1]` on `device` (the caller reads
+    /// them back). `scheduler` is reset to `request.steps`.
+    pub fn generate(
+        &self,
+        request: &GenerateRequest,
+        scheduler: &mut Scheduler,
+        device: &Device,
+    ) -> Result<Tensor<4>, GenerateError> {
+        match self {
+            Self::StableDiffusion(p) => {
+                let first = |rows: &[PromptIds]| rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>();
+                let shape = p.latent_shape(
+                    request.prompt_ids.len() * request.images_per_prompt,
+                    request.height,
+                    request.width,
+                )?;
+                let (prompt_ids, negative_ids) = (first(request.prompt_ids), first(request.negative_ids));
+                let sd = Request {
+                    prompt_ids: &prompt_ids,
+                    negative_ids: &negative_ids,
+                    steps: request.steps,
+                    guidance: request.guidance,
+                    layer: request.layer,
+                    latents: request.latents(shape, device)?,
+                };
+                p.generate(&sd, scheduler)
+            }
+            Self::StableDiffusion3(p) => p.generate(request, scheduler, device),
+            Self::Flux(p) => p.generate(request, scheduler, device),
+        }
+    }
+}
+
+/// FLUX's `_pack_latents` of host values `[n, c, h, w]` (as [`crate::transformer_flux::pack_latents`]
+/// on a device).
+fn pack_host(values: &[f32], [n, c, h, w]: [usize; 4]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(values.len());
+    for b in 0..n {
+        for i in 0..h / 2 {
+            for j in 0..w / 2 {
+                for ch in 0..c {
+                    for (di, dj) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                        out.push(values[((b * c + ch) * h + 2 * i + di) * w + 2 * j + dj]);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+
+    use super::*;
+    use crate::transformer_flux::pack_latents;
+
+    #[test]
+    fn host_packing_equals_the_device_packing() {
+        let shape = [2, 3, 4, 6];
+        let values: Vec<f32> = (0..shape.iter().product::<usize>()).map(|v| v as f32).collect();
+        let device = Device::flex();
+        let packed = pack_latents(Tensor::from_data(TensorData::new(values.clone(), shape), &device));
+        assert_eq!(pack_host(&values, shape), packed.into_data().try_into_vec::<f32>().unwrap());
+    }
+}

@@ -1,0 +1,124 @@
+//! What every pipeline of `pipelines.rs` takes and the steps their loops share: a batch of
+//! prompts' token ids with the run's settings ([`GenerateRequest`]), each prompt's conditioning
+//! repeated for its images ([`repeat_rows`]), classifier-free guidance over a `[uncond; cond]`
+//! batch ([`guided`]), and the flow-matching scheduler the transformer pipelines need
+//! ([`flow_scheduler`]); and why a request cannot run ([`GenerateError`]).
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use super::scheduler::{FlowMatchEulerDiscrete, Scheduler, SchedulerError};
+
+/// Why a generation request cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("height and width must be multiples of 8 (diffusers' rule); got {height}×{width}")]
+    Size { height: usize, width: usize },
+    #[error("--text-layer {layer}: DiffusionLens reads layers 1..={layers} of this text encoder")]
+    Layer { layer: usize, layers: usize },
+    #[error("initial latents have shape {found:?}, the pipeline expects {expected:?}")]
+    Latents { expected: [usize; 4], found: [usize; 4] },
+    #[error("height and width must be multiples of {multiple} for this pipeline; got {height}×{width}")]
+    SizeMultiple { height: usize, width: usize, multiple: usize },
+    #[error("initial latents have shape {found:?}, the pipeline expects {expected:?}")]
+    LatentShape { expected: Vec<usize>, found: Vec<usize> },
+    #[error(
+        "the {pipeline} pipeline runs with a flow-matching scheduler (FlowMatchEulerDiscreteScheduler), not {scheduler}"
+    )]
+    NotFlowMatching { pipeline: &'static str, scheduler: &'static str },
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+}
+
+/// One prompt's token ids: one row per tokenizer of the pipeline, in the order `tokenizer`,
+/// `tokenizer_2`, …, each padded to its tokenizer's length.
+pub type PromptIds = Vec<Vec<u32>>;
+
+/// One batch of prompts for any [`Pipeline`].
+pub struct GenerateRequest<'a> {
+    pub prompt_ids: &'a [PromptIds],
+    /// Each prompt's negative prompt (the ids of `""` when none is given).
+    pub negative_ids: &'a [PromptIds],
+    /// Whether a negative prompt was given: FLUX's true CFG runs only then (diffusers'
+    /// `negative_prompt is not None`); the other pipelines guide with `""` without one.
+    pub negative_given: bool,
+    pub images_per_prompt: usize,
+    pub height: usize,
+    pub width: usize,
+    pub steps: usize,
+    /// `guidance_scale`: classifier-free guidance (SD, SD 3; off at ≤ 1) or FLUX-dev's distilled
+    /// guidance embedding.
+    pub guidance: f64,
+    /// FLUX's `true_cfg_scale` (with a negative prompt; off at ≤ 1). The others ignore it.
+    pub true_cfg: f64,
+    /// DiffusionLens text layer (`None`: the pipeline's own conditioning).
+    pub layer: Option<usize>,
+    /// The initial latents of all `P·K` images, in the pipeline's `latent_shape`, before any
+    /// scaling by the scheduler.
+    pub latents: &'a [f32],
+}
+
+impl GenerateRequest<'_> {
+    /// The latents on `device` after checking they fill `shape`.
+    pub fn latents<const D: usize>(
+        &self,
+        shape: [usize; D],
+        device: &Device,
+    ) -> Result<Tensor<D>, GenerateError> {
+        if self.latents.len() != shape.iter().product::<usize>() || self.prompt_ids.is_empty() {
+            return Err(GenerateError::Input(format!(
+                "{} latent values for {} prompt(s) of shape {shape:?}",
+                self.latents.len(),
+                self.prompt_ids.len()
+            )));
+        }
+        if self.negative_ids.len() != self.prompt_ids.len() {
+            return Err(GenerateError::Input("one negative prompt per prompt".into()));
+        }
+        Ok(Tensor::from_data(TensorData::new(self.latents.to_vec(), shape), device))
+    }
+}
+
+/// Each row of `t` repeated `k` times in place (`[a, b]` → `[a, a, b, b]`): one prompt's
+/// conditioning for its `k` images, as diffusers' `repeat(1, k, …).view(…)`.
+pub fn repeat_rows<const D: usize>(t: Tensor<D>, k: usize) -> Tensor<D> {
+    if k == 1 {
+        return t;
+    }
+    let n = t.dims()[0];
+    let index: Vec<i64> = (0..n as i64).flat_map(|i| std::iter::repeat_n(i, k)).collect();
+    let device = t.device();
+    t.select(0, Tensor::<1, Int>::from_data(TensorData::new(index, [n * k]), &device))
+}
+
+/// `uncond + scale · (cond − uncond)` of a prediction over `[uncond; cond]` rows (diffusers'
+/// `noise_pred.chunk(2)` and guidance).
+pub fn guided<const D: usize>(prediction: Tensor<D>, scale: f64) -> Tensor<D> {
+    let mut halves = prediction.chunk(2, 0);
+    let cond = halves.pop().expect("two halves");
+    let uncond = halves.pop().expect("two halves");
+    uncond.clone() + (cond - uncond) * scale
+}
+
+/// The flow-matching scheduler of `pipeline` (the SD 3 and FLUX pipelines run with no other).
+pub fn flow_scheduler<'s>(
+    scheduler: &'s mut Scheduler,
+    pipeline: &'static str,
+) -> Result<&'s mut FlowMatchEulerDiscrete, GenerateError> {
+    let kind = scheduler.kind();
+    scheduler.flow_match().ok_or(GenerateError::NotFlowMatching { pipeline, scheduler: kind.class_name() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_repeat_in_place() {
+        let device = Device::flex();
+        let t = Tensor::<2>::from_data(TensorData::new(vec![1f32, 2., 3., 4.], [2, 2]), &device);
+        let r = repeat_rows(t, 3).into_data().try_into_vec::<f32>().unwrap();
+        assert_eq!(r, [1., 2., 1., 2., 1., 2., 3., 4., 3., 4., 3., 4.]);
+    }
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""`culturelens generate` against diffusers 0.42 on the committed tiny flow-matching pipelines
+(tests/fixtures/diffusion/tiny-sd3, tiny-sd35, tiny-flux-dev, tiny-flux-schnell), side by side:
+seconds per denoising step and their ratio (issue 30).
+
+Each side runs one prompt at 16 × 16 with 16 T5 tokens and the pipeline's default guidance (SD 3:
+7.0, so the transformer sees a batch of 2; FLUX: 3.5 into dev's guidance embedding, one call).
+A step's time is measured by difference, as `bench_generate_cpu.py` does (whose `per_step` this
+reuses): the whole generation at `--steps-high` minus at `--steps-low`, over the difference, so
+loading, the text encoders and the VAE cancel out. culturelens' time is its `--timings` stage
+`generate`; diffusers' the wall time of `pipe(...)` under `torch.inference_mode()`; each the best of
+`--repeats` runs. The high-step images must agree within 1e-5 max abs or the script fails.
+
+These pipelines are tiny (widths 16–32, tens of tokens), so the numbers measure per-step overhead
+(dispatch, small kernels), not arithmetic throughput. Run on a quiet machine:
+
+    /work/venv/bin/python scripts/bench/bench_generate_flow_cpu.py --bin target/release/culturelens
+
+(needs torch, diffusers 0.42.1, transformers 5.23.0).
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from bench_generate_cpu import per_step
+
+PROMPT = "a photo of the food in china"
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "diffusion"
+SIZE = 16
+TOKENS = 16
+
+
+def culturelens_run(binary, pipeline, steps, out_npy):
+    """Seconds of `generate`'s `generate` stage."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [binary, "generate", "--pipeline", str(pipeline), "--prompt", PROMPT, "--out", out, "--steps", str(steps),
+               "--height", str(SIZE), "--width", str(SIZE), "--max-sequence-length", str(TOKENS), "--timings",
+               "--out-npy", out_npy]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+        lap = re.search(r"^timing generate ([\d.]+)$", proc.stderr, re.M)
+        if lap is None:
+            sys.exit(f"culturelens generate printed no `timing generate` line:\n{proc.stderr}")
+        return float(lap.group(1))
+
+
+def diffusers_run(pipe, steps):
+    import torch
+
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        out = pipe(PROMPT, num_inference_steps=steps, height=SIZE, width=SIZE, max_sequence_length=TOKENS,
+                   generator=torch.Generator().manual_seed(0), output_type="np").images
+    return time.perf_counter() - t0, out
+
+
+def compare(binary, variant, low, high, repeats, work):
+    import diffusers
+    import torch
+    from diffusers import DiffusionPipeline
+
+    pipeline = FIXTURES / f"tiny-{variant}"
+    pipe = DiffusionPipeline.from_pretrained(pipeline)
+    pipe.set_progress_bar_config(disable=True)
+    diffusers_run(pipe, low)  # warm-up
+    peer, peer_images = per_step(lambda n: diffusers_run(pipe, n), low, high, repeats)
+    npy = os.path.join(work, f"{variant}.npy")
+
+    def ours_run(steps):
+        return culturelens_run(binary, pipeline, steps, npy), np.load(npy)
+
+    ours, ours_images = per_step(ours_run, low, high, repeats)
+    agreement = float(np.abs(ours_images - peer_images).max())
+    return dict(workload=f"generate-tiny-{variant}-cpu", culturelens_s_per_step=ours,
+                peer=f"diffusers {diffusers.__version__} torch {torch.__version__} float32", peer_s_per_step=peer,
+                ratio=peer / ours, max_abs_image_difference=agreement)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True, help="the culturelens release binary")
+    ap.add_argument("--steps-low", type=int, default=4)
+    ap.add_argument("--steps-high", type=int, default=28)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch intra-op threads")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as work:
+        for variant in ["sd3", "sd35", "flux-dev", "flux-schnell"]:
+            result = compare(args.bin, variant, args.steps_low, args.steps_high, args.repeats, work)
+            if result["max_abs_image_difference"] > 1e-5:
+                sys.exit(f"the images disagree: {result}")
+            print(json.dumps(dict(threads=args.threads, **result)))
+
+
+if __name__ == "__main__":
+    main()

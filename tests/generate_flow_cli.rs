@@ -1,0 +1,294 @@
+//! End-to-end tests of `culturelens generate` on the committed tiny SD-3-like, SD-3.5-like,
+//! FLUX-dev-like and FLUX-schnell-like pipelines (`scripts/fixtures/make_tiny_diffusion_sd3.py`,
+//! `make_tiny_diffusion_flux.py`): images equal to diffusers' within the library's bound (1e-5)
+//! from `--seed` alone and from `--latents` (packed for FLUX), guidance, negative prompts and
+//! FLUX's true CFG, a DiffusionLens T5 layer, the manifest, requests the pipelines refuse, shards
+//! that merge into the unsharded run, and the chain prompts export → generate → embed → sos.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{Cli, read_csv};
+use culturelens_testkit::{fixture, max_abs};
+
+/// The bound of `culturelens-models-io`'s `diffusion_flow_parity`: the CLI is held to it.
+const BOUND: f32 = 1e-5;
+
+fn diffusion_fixtures() -> PathBuf {
+    culturelens_testkit::fixture("diffusion")
+}
+
+/// The case `name` of `tiny-{variant}.json`.
+fn case(variant: &str, name: &str) -> serde_json::Value {
+    let path = diffusion_fixtures().join(format!("tiny-{variant}.json"));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap().clone()
+}
+
+fn floats(value: &serde_json::Value) -> Vec<f32> {
+    value.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
+}
+
+/// `generate` on `tiny-{variant}` with the arguments of the fixture case `name` (prompt, seed or
+/// `--latents`, steps, guidance, size, T5 length, negative prompt, true CFG, text layer), writing
+/// `--out-npy`; returns the max abs difference from diffusers' images and the output folder.
+fn run_case(tmp: &Path, variant: &str, name: &str) -> (f32, PathBuf) {
+    let c = case(variant, name);
+    let out = tmp.join(format!("{variant}-{name}"));
+    let npy = tmp.join(format!("{variant}-{name}.npy"));
+    let number = |key: &str| c[key].to_string();
+    let mut cli = Cli::new("generate")
+        .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+        .opt("--out", &out)
+        .opt("--out-npy", &npy)
+        .opt("--prompt", c["prompt"].as_str().unwrap())
+        .opt("--steps", number("steps"))
+        .opt("--guidance", number("guidance"))
+        .opt("--height", number("height"))
+        .opt("--width", number("width"))
+        .opt("--images-per-prompt", number("images_per_prompt"))
+        .opt("--max-sequence-length", number("max_sequence_length"));
+    if let Some(negative) = c["negative_prompt"].as_str() {
+        cli = cli.opt("--negative-prompt", negative);
+    }
+    if let Some(scale) = c.get("true_cfg") {
+        cli = cli.opt("--true-cfg", scale.to_string());
+    }
+    if let Some(layer) = c["text_layer"].as_u64() {
+        cli = cli.opt("--text-layer", layer.to_string());
+    }
+    if c["latents"].is_null() {
+        cli = cli.opt("--seed", number("seed"));
+    } else {
+        let shape: Vec<usize> =
+            c["latents_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+        let path = tmp.join(format!("{variant}-{name}-latents.npy"));
+        let mut bytes = Vec::new();
+        culturelens_table::write_npy_nd(&mut bytes, &shape, &floats(&c["latents"])).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        cli = cli.opt("--latents", &path);
+    }
+    cli.run_ok();
+    let (shape, images) = culturelens_table::read_npy_nd(&npy).unwrap();
+    let want: Vec<usize> =
+        c["image_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    assert_eq!(shape, want, "{variant} {name}");
+    let err = max_abs(&images, &floats(&c["images"]));
+    println!("{variant} {name} through the CLI: max abs {err:.2e}");
+    (err, out)
+}
+
+#[test]
+fn sd3_images_match_diffusers_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (variant, name) in [
+        ("sd3", "negative"),
+        ("sd3", "latents"),
+        ("sd3", "two-images"),
+        ("sd3", "text-layer-1"),
+        ("sd35", "cfg"),
+    ] {
+        let (err, out) = run_case(tmp.path(), variant, name);
+        assert!(err <= BOUND, "{variant} {name}: max abs {err:.2e} from diffusers");
+        let (header, rows) = read_csv(&out.join("manifest.csv"));
+        let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+        // The layer column holds T5's layer: the pipeline's own (2 of the tiny T5's 2) or --text-layer.
+        let layer = if name == "text-layer-1" { "1" } else { "2" };
+        assert_eq!(
+            (rows[0][col("layer")].as_str(), rows[0][col("scheduler")].as_str()),
+            (layer, "FlowMatchEulerDiscreteScheduler"),
+            "{variant} {name}"
+        );
+    }
+}
+
+#[test]
+fn flux_images_match_diffusers_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (variant, name) in [
+        ("flux-dev", "true-cfg"),
+        ("flux-dev", "latents"),
+        ("flux-dev", "non-square"),
+        ("flux-dev", "text-layer-1"),
+        ("flux-schnell", "base"),
+        ("flux-schnell", "text-layer-1-true-cfg"),
+    ] {
+        let (err, _) = run_case(tmp.path(), variant, name);
+        assert!(err <= BOUND, "{variant} {name}: max abs {err:.2e} from diffusers");
+    }
+}
+
+/// Without --steps and --guidance a run takes diffusers' defaults for the pipeline (28 steps;
+/// guidance 3.5 for FLUX, 7.0 for SD 3), and the manifest records them.
+#[test]
+fn defaults_are_the_pipelines_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (variant, guidance) in [("flux-schnell", "3.5"), ("sd3", "7")] {
+        let out = tmp.path().join(variant);
+        Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--out", &out)
+            .opt("--prompt", "a street")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--max-sequence-length", "8")
+            .run_ok();
+        let (header, rows) = read_csv(&out.join("manifest.csv"));
+        let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+        assert_eq!(
+            (rows[0][col("steps")].as_str(), rows[0][col("guidance")].as_str()),
+            ("28", guidance),
+            "{variant}"
+        );
+    }
+}
+
+#[test]
+fn requests_the_flow_pipelines_refuse_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        (
+            "sd3",
+            &["--scheduler", "ddim"],
+            &["scheduler_config.json", "DDIMScheduler does not fit StableDiffusion3Pipeline"],
+        ),
+        ("flux-dev", &["--attention-slice", "max"], &["--attention-slice", "UNet pipelines"]),
+        ("flux-dev", &["--max-sequence-length", "600"], &["--max-sequence-length 600", "between 1 and 512"]),
+        ("flux-dev", &["--height", "18"], &["multiples of 4", "18×16"]),
+        ("sd3", &["--text-layer", "3"], &["--text-layer 3", "1..=2"]),
+        (
+            "flux-schnell",
+            &["--latents", "LATENTS"],
+            &["latents of shape [1, 16, 16, 16]", "need [1, 16, 64]"],
+        ),
+    ];
+    for (variant, extra, wanted) in cases {
+        let out = tmp.path().join("out");
+        let latents = tmp.path().join("unpacked.npy");
+        let mut bytes = Vec::new();
+        culturelens_table::write_npy_nd(&mut bytes, &[1, 16, 16, 16], &vec![0.0; 16 * 16 * 16]).unwrap();
+        std::fs::write(&latents, bytes).unwrap();
+        let mut cli = Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--prompt", "a street")
+            .opt("--out", &out)
+            .opt("--steps", "2");
+        if !extra.contains(&"--height") {
+            cli = cli.opt("--height", "16");
+        }
+        cli = cli.opt("--width", "16");
+        for a in *extra {
+            cli = if *a == "LATENTS" { cli.arg(&latents) } else { cli.arg(a) };
+        }
+        let err = cli.run_fails().stderr;
+        for w in *wanted {
+            assert!(err.contains(w), "{variant} {extra:?}: {w:?} not in: {err}");
+        }
+        assert!(!out.exists(), "nothing may be written: {err}");
+    }
+}
+
+/// Two shards of a FLUX run merge into the unsharded run's folder, byte for byte.
+#[test]
+fn flux_shards_merge_into_the_unsharded_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("prompts.csv");
+    std::fs::write(
+        &prompts,
+        "id,prompt\np1,a photo of the food in china\np2,a street in japan\np3,a wedding\n",
+    )
+    .unwrap();
+    let run = |out: &str, shard: Option<&str>| {
+        let mut cli = Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join("tiny-flux-dev"))
+            .opt("--out", tmp.path().join(out))
+            .opt("--prompts", &prompts)
+            .opt("--steps", "2")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--max-sequence-length", "8");
+        if let Some(shard) = shard {
+            cli = cli.opt("--shard", shard);
+        }
+        cli.run_ok();
+        tmp.path().join(out)
+    };
+    let one = run("one", None);
+    let (first, second) = (run("s1", Some("1/2")), run("s2", Some("2/2")));
+    let merged = tmp.path().join("merged");
+    Cli::new("merge").opt("--out", &merged).arg(&first).arg(&second).run_ok();
+    assert_eq!(
+        std::fs::read(merged.join("manifest.csv")).unwrap(),
+        std::fs::read(one.join("manifest.csv")).unwrap()
+    );
+    for name in ["000000_00.png", "000001_00.png", "000002_00.png"] {
+        assert_eq!(
+            std::fs::read(merged.join(name)).unwrap(),
+            std::fs::read(one.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+/// The SoS prompts of two cultures in English and German through each new family, embedded with
+/// the tiny CLIP and scored: prompts export → generate → embed → sos.
+#[test]
+fn prompts_export_generate_embed_sos_for_each_family() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mirror = culturelens_testkit::upstream_mirror();
+    let exported = tmp.path().join("sos.csv");
+    Cli::new("prompts")
+        .arg("export")
+        .arg("sos")
+        .opt("--out", &exported)
+        .opt("--languages", "en,de")
+        .opt("--mirror", &mirror)
+        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
+        .run_ok();
+    let (header, rows) = read_csv(&exported);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let first = &rows[0];
+    let mut cultures: Vec<&str> = rows.iter().map(|r| r[col("culture")].as_str()).collect();
+    cultures.dedup();
+    let keep: Vec<&Vec<String>> = rows
+        .iter()
+        .filter(|r| {
+            cultures[..2].contains(&r[col("culture")].as_str())
+                && r[col("template")] == first[col("template")]
+                && r[col("person")] == first[col("person")]
+        })
+        .collect();
+    assert_eq!(keep.len(), 4);
+    let subset = tmp.path().join("subset.csv");
+    let mut w = csv::Writer::from_path(&subset).unwrap();
+    w.write_record(&header).unwrap();
+    for r in keep {
+        w.write_record(r).unwrap();
+    }
+    w.flush().unwrap();
+    for variant in ["sd3", "flux-dev"] {
+        let images = tmp.path().join(variant);
+        Cli::new("generate")
+            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--out", &images)
+            .opt("--prompts", &subset)
+            .opt("--steps", "2")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--max-sequence-length", "16")
+            .run_ok();
+        let embeddings = tmp.path().join(format!("{variant}-emb.npy"));
+        Cli::new("embed")
+            .opt("--images", images.join("manifest.csv"))
+            .opt("--weights", fixture("encoders").join("clip"))
+            .opt("--out", &embeddings)
+            .run_ok();
+        let scores = tmp.path().join(format!("{variant}-sos.csv"));
+        Cli::new("sos")
+            .opt("--embeddings", &embeddings)
+            .opt("--meta", tmp.path().join(format!("{variant}-emb.csv")))
+            .opt("--out", &scores)
+            .run_ok();
+        let (sos_header, sos_rows) = read_csv(&scores);
+        assert!(!sos_rows.is_empty() && sos_header.iter().any(|h| h == "model"), "{variant}: {sos_header:?}");
+    }
+}
