@@ -307,8 +307,10 @@ impl AlphaSchedule {
 
 /// `torch.linspace(start, end, n, dtype=float32)` on the CPU: a float32 step, the first half
 /// counted up from `start` and the second half down from `end`, each point one fused
-/// multiply-add (torch's kernel is compiled with FMA contraction: `start + step·i` is rounded
-/// once, which a separate product and sum are not); `[start]` for one point.
+/// multiply-add, `[start]` for one point. That is torch's AVX2 and AVX-512 kernels (compiled with
+/// FMA contraction: `start + step·i` rounded once), checked bit for bit against torch 2.15; its
+/// DEFAULT-capability kernel (no FMA, e.g. `ATEN_CPU_CAPABILITY=default`) rounds the product and
+/// the sum apart, which moves some points of a long ramp (a 1,000-step beta schedule) by an ulp.
 fn torch_linspace_f32(start: f32, end: f32, n: usize) -> Vec<f32> {
     if n == 1 {
         return vec![start];
