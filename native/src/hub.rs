@@ -100,39 +100,75 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
 }
 
 /// The local snapshot folder of the diffusers pipeline `model` (`generate --model`): its
-/// `model_index.json` fixes the commit, then each component's config and safetensors weights
-/// (single file or shards) and the tokenizer files.
+/// `model_index.json` fixes the commit and names the components; then the scheduler's config,
+/// each model component's `config.json` and safetensors weights (single file or shards; stem
+/// `model` for transformers' classes, `diffusion_pytorch_model` for diffusers'), and each
+/// tokenizer's files. Only the components `generate` reads are fetched (`text_encoder*`,
+/// `tokenizer*`, `unet`, `transformer`, `vae`, `scheduler`; not a safety checker or an image
+/// encoder), and no weight variants (`*.fp16.safetensors`).
 pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
     let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
     let wanted = parse(model)?;
     let index = required(&api.repo(wanted.clone()), model, "model_index.json")?;
     let repo = api.repo(Repo::with_revision(wanted.url(), RepoType::Model, commit_of(&index)?));
-    required(&repo, model, "scheduler/scheduler_config.json")?;
-    for (component, stem) in
-        [("text_encoder", "model"), ("unet", "diffusion_pytorch_model"), ("vae", "diffusion_pytorch_model")]
-    {
-        required(&repo, model, &format!("{component}/config.json"))?;
-        let single = format!("{component}/{stem}.safetensors");
-        if optional(&repo, model, &single)?.is_none() {
-            let index = optional(&repo, model, &format!("{single}.index.json"))?.with_context(|| {
-                format!("--model {model}: no {single} or its .index.json (culturelens reads only safetensors weights)")
-            })?;
-            for shard in shard_files(&index)? {
-                required(&repo, model, &format!("{component}/{shard}"))?;
+    let text = std::fs::read_to_string(&index).with_context(|| format!("cannot read {}", index.display()))?;
+    for (component, library) in pipeline_components(&text).with_context(|| format!("{}", index.display()))? {
+        if component == "scheduler" {
+            required(&repo, model, "scheduler/scheduler_config.json")?;
+        } else if component.starts_with("tokenizer") {
+            for file in TOKENIZER_FILES {
+                optional(&repo, model, &format!("{component}/{file}"))?;
+            }
+        } else {
+            required(&repo, model, &format!("{component}/config.json"))?;
+            let stem = if library == "transformers" { "model" } else { "diffusion_pytorch_model" };
+            let single = format!("{component}/{stem}.safetensors");
+            if optional(&repo, model, &single)?.is_none() {
+                let index = optional(&repo, model, &format!("{single}.index.json"))?.with_context(|| {
+                    format!("--model {model}: no {single} or its .index.json (culturelens reads only safetensors weights)")
+                })?;
+                for shard in shard_files(&index)? {
+                    required(&repo, model, &format!("{component}/{shard}"))?;
+                }
             }
         }
     }
-    for file in [
-        "tokenizer.json",
-        "vocab.json",
-        "merges.txt",
-        "sentencepiece.bpe.model",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-    ] {
-        optional(&repo, model, &format!("tokenizer/{file}"))?;
-    }
     index.parent().map(Path::to_path_buf).context("cached file without a folder")
+}
+
+/// The files a pipeline's tokenizer folder may have, each fetched when the repository has it.
+const TOKENIZER_FILES: [&str; 8] = [
+    "tokenizer.json",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+];
+
+/// The `(component, library)` pairs of a `model_index.json` that `generate` reads: entries
+/// `"name": [library, class]` with both set, named `text_encoder*`, `tokenizer*`, `unet`,
+/// `transformer`, `vae` or `scheduler`, in key order.
+fn pipeline_components(model_index: &str) -> Result<Vec<(String, String)>> {
+    let value: serde_json::Value = serde_json::from_str(model_index).context("not JSON")?;
+    let fields = value.as_object().context("not a JSON object")?;
+    let read = |name: &str| {
+        ["unet", "transformer", "vae", "scheduler"].contains(&name)
+            || name.starts_with("text_encoder")
+            || name.starts_with("tokenizer")
+    };
+    Ok(fields
+        .iter()
+        .filter(|(name, _)| read(name))
+        .filter_map(|(name, entry)| match entry.as_array().map(Vec::as_slice) {
+            Some([serde_json::Value::String(library), serde_json::Value::String(_)]) => {
+                Some((name.clone(), library.clone()))
+            }
+            _ => None,
+        })
+        .collect())
 }
 
 /// The shard file names of a `model.safetensors.index.json`.
@@ -156,6 +192,27 @@ fn shard_files(index: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipeline_components_are_the_ones_generate_reads() {
+        let index = r#"{"_class_name": "StableDiffusionXLPipeline", "_diffusers_version": "0.42.1",
+            "feature_extractor": [null, null], "force_zeros_for_empty_prompt": true,
+            "image_encoder": [null, null], "safety_checker": ["stable_diffusion", "StableDiffusionSafetyChecker"],
+            "scheduler": ["diffusers", "EulerDiscreteScheduler"],
+            "text_encoder": ["transformers", "CLIPTextModel"],
+            "text_encoder_2": ["transformers", "CLIPTextModelWithProjection"],
+            "tokenizer": ["transformers", "CLIPTokenizer"], "tokenizer_2": ["transformers", "CLIPTokenizer"],
+            "unet": ["diffusers", "UNet2DConditionModel"], "vae": ["diffusers", "AutoencoderKL"]}"#;
+        let got = pipeline_components(index).unwrap();
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["scheduler", "text_encoder", "text_encoder_2", "tokenizer", "tokenizer_2", "unet", "vae"]
+        );
+        assert_eq!(got[1].1, "transformers");
+        assert_eq!(got[5].1, "diffusers");
+        assert!(pipeline_components("[1]").is_err());
+    }
 
     #[test]
     fn model_ids_parse_with_optional_revision() {

@@ -31,10 +31,11 @@
 //!   the scheduler's `init_noise_sigma` (√(σ_max² + 1) for the EDM schedulers); `H` and `W`
 //!   multiples of 8.
 //! - **VAE**: `latents / scaling_factor`, or `latents · latents_std / scaling_factor +
-//!   latents_mean` (Playground v2.5), decoded ([`crate::vae`]); with `force_upcast` a VAE stored
-//!   in half precision decodes in float32 ([`Self::decode`]).
+//!   latents_mean` (Playground v2.5), decoded ([`crate::vae`]); with `force_upcast` (SDXL's and
+//!   Playground's VAEs overflow in float16) a VAE stored in half precision decodes in float32
+//!   ([`StableDiffusionXl::new`]).
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{DType, Device, Tensor};
 
 use super::pipeline::{denoise, unet_latent_shape};
 use super::request::{GenerateError, GenerateRequest, PromptIds, repeat_rows};
@@ -102,6 +103,10 @@ impl StableDiffusionXl {
                 ),
             );
         }
+        // diffusers upcasts a half-precision VAE with `force_upcast` at every decode and casts it
+        // back after; keeping the float32 copy is the same arithmetic.
+        let half = matches!(vae.dtype(), DType::F16 | DType::BF16);
+        let vae = if half && vae.force_upcast { vae.upcast() } else { vae };
         Ok(Self {
             text_encoder,
             text_encoder_config,
@@ -202,9 +207,10 @@ impl StableDiffusionXl {
         Ok(self.decode(latents))
     }
 
-    /// The VAE's decode as the SDXL pipeline runs it.
+    /// The VAE's decode as the SDXL pipeline runs it: the latents in the VAE's float type (float32
+    /// after the `force_upcast` rule, [`Self::new`]).
     pub fn decode(&self, latents: Tensor<4>) -> Tensor<4> {
-        self.vae.decode(latents)
+        self.vae.decode(latents.cast(self.vae.dtype()))
     }
 }
 

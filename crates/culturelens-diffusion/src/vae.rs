@@ -10,12 +10,12 @@
 //!
 //! [`VaeConfig`] mirrors `vae/config.json` field by field, preset to SD 1.5's VAE.
 
-use burn::module::Module;
+use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::conv::Conv2d;
 use burn::nn::{GroupNorm, LinearConfig};
 use burn::tensor::Device;
 use burn::tensor::activation::silu;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::blocks::{ResnetBlock2D, Upsample2D, conv, group_norm};
@@ -234,6 +234,25 @@ pub struct VaeDecoder {
 }
 
 impl VaeDecoder {
+    /// The float type the decoder's weights are stored in.
+    pub fn dtype(&self) -> DType {
+        self.conv_out.weight.val().dtype()
+    }
+
+    /// The decoder with its weights in float32 (diffusers' `vae.to(torch.float32)`, which the SDXL
+    /// pipeline does for a half-precision VAE with `force_upcast`): each half-precision weight
+    /// widened exactly.
+    pub fn upcast(self) -> Self {
+        /// Casts every float parameter to float32.
+        struct ToF32;
+        impl ModuleMapper for ToF32 {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+                param.map(|t| t.cast(FloatDType::F32))
+            }
+        }
+        self.map(&mut ToF32)
+    }
+
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         if let Some(c) = &mut self.post_quant_conv {
             load_conv2d(c, vars.pp("post_quant_conv"))?;
@@ -268,9 +287,10 @@ impl VaeDecoder {
         let mut x = match &self.latents_mean_std {
             None => latents / self.scaling_factor,
             Some((mean, std)) => {
-                let device = latents.device();
+                // In the latents' float type, as diffusers' `.to(latents.device, latents.dtype)`.
+                let (device, dtype) = (latents.device(), latents.dtype());
                 let channel = |v: &Vec<f32>| {
-                    Tensor::<4>::from_data(TensorData::new(v.clone(), [1, v.len(), 1, 1]), &device)
+                    Tensor::<4>::from_data(TensorData::new(v.clone(), [1, v.len(), 1, 1]), (&device, dtype))
                 };
                 (latents * channel(std)) / self.scaling_factor + channel(mean)
             }

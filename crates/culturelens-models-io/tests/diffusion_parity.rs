@@ -58,9 +58,9 @@ struct Case {
     images: Vec<f32>,
 }
 
-/// The images' bound: about 3× the worst case measured on flex and wgpu (3.5e-6, SD-2 PNDM with
-/// guidance; SDXL 1.2e-6, Playground 2.4e-6; every case is printed with `--nocapture`), well
-/// inside issue 13's 1e-3 and issue 30's 1e-5.
+/// The images' bound: about 2× the worst case measured on flex and wgpu (4.6e-6, SD-2 PNDM with
+/// guidance on wgpu; SDXL 1.3e-6, Playground 2.4e-6; every case is printed with `--nocapture`),
+/// well inside issue 13's 1e-3, and issue 30's 1e-5.
 const BOUND: f32 = 1e-5;
 /// The AltDiffusion pipeline's: about 2× its worst case (5.3e-5, DDIM with guidance; the others
 /// are below 3e-6). DDIM's first step divides the noise prediction by √ᾱ ≈ 0.07 and guidance
