@@ -23,6 +23,7 @@ mod file_modes;
 mod generate_cli;
 mod generate_flow_cli;
 mod generate_kill;
+mod generate_xl_cli;
 mod hub_cli;
 mod merge_cli;
 mod prompts_cli;

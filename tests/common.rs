@@ -181,6 +181,116 @@ pub fn reference_texts(model: &str) -> Vec<String> {
     serde_json::from_str(header["__metadata__"]["texts"].as_str().unwrap()).unwrap()
 }
 
+/// A copy of the tiny pipeline `tests/fixtures/diffusion/{name}` in `tmp/pipe`, with `edit`
+/// applied.
+pub fn copy_pipeline(tmp: &Path, name: &str, edit: impl FnOnce(&Path)) -> std::path::PathBuf {
+    let dir = tmp.join("pipe");
+    let src = culturelens_testkit::fixture("diffusion").join(name);
+    for entry in walk(&src) {
+        let to = dir.join(entry.strip_prefix(&src).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    edit(&dir);
+    dir
+}
+
+/// Every file under `dir`.
+pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+/// Replaces `from` (which must be there) by `to` in the text file `path`.
+pub fn replace_in(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{}: no {from}", path.display());
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+/// The case `name` of `tiny-{variant}.json`.
+pub fn diffusion_case(variant: &str, name: &str) -> serde_json::Value {
+    let path = culturelens_testkit::fixture("diffusion").join(format!("tiny-{variant}.json"));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap().clone()
+}
+
+pub fn floats(value: &serde_json::Value) -> Vec<f32> {
+    value.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
+}
+
+/// `generate` on `pipeline` with the arguments of the case `name` of `tiny-{variant}.json`
+/// (prompt, seed or `--latents`, steps, guidance, size, and where the case has them the
+/// scheduler, T5 length, negative prompt, true CFG and text layer), writing `--out-npy`; returns
+/// the max abs difference from diffusers' images and the output folder.
+pub fn generate_case(tmp: &Path, variant: &str, name: &str, pipeline: &Path) -> (f32, std::path::PathBuf) {
+    let c = diffusion_case(variant, name);
+    let out = tmp.join(format!("{variant}-{name}"));
+    let npy = tmp.join(format!("{variant}-{name}.npy"));
+    let number = |key: &str| c[key].to_string();
+    let mut cli = Cli::new("generate")
+        .opt("--pipeline", pipeline)
+        .opt("--out", &out)
+        .opt("--out-npy", &npy)
+        .opt("--prompt", c["prompt"].as_str().unwrap())
+        .opt("--steps", number("steps"))
+        .opt("--guidance", number("guidance"))
+        .opt("--height", number("height"))
+        .opt("--width", number("width"))
+        .opt("--images-per-prompt", number("images_per_prompt"));
+    if let Some(n) = c.get("max_sequence_length") {
+        cli = cli.opt("--max-sequence-length", n.to_string());
+    }
+    if let Some(scheduler) = c.get("scheduler").and_then(|s| s.as_str()) {
+        cli = cli.opt("--scheduler", scheduler);
+    }
+    if let Some(negative) = c["negative_prompt"].as_str() {
+        cli = cli.opt("--negative-prompt", negative);
+    }
+    if let Some(scale) = c.get("true_cfg") {
+        cli = cli.opt("--true-cfg", scale.to_string());
+    }
+    if let Some(layer) = c["text_layer"].as_u64() {
+        cli = cli.opt("--text-layer", layer.to_string());
+    }
+    if c["latents"].is_null() {
+        cli = cli.opt("--seed", number("seed"));
+    } else {
+        let shape: Vec<usize> =
+            c["latents_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+        let path = tmp.join(format!("{variant}-{name}-latents.npy"));
+        let mut bytes = Vec::new();
+        culturelens_table::write_npy_nd(&mut bytes, &shape, &floats(&c["latents"])).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        cli = cli.opt("--latents", &path);
+    }
+    cli.run_ok();
+    let (shape, images) = culturelens_table::read_npy_nd(&npy).unwrap();
+    let want: Vec<usize> =
+        c["image_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    assert_eq!(shape, want, "{variant} {name}");
+    let err = culturelens_testkit::max_abs(&images, &floats(&c["images"]));
+    println!("{variant} {name} through the CLI: max abs {err:.2e}");
+    (err, out)
+}
+
+/// The wgpu device of this test process (lavapipe on a machine without a GPU), initialised once:
+/// every test file is a module of one test binary, and Burn refuses a second initialisation of
+/// the same device ("Service already initialized").
+pub fn wgpu() -> burn::tensor::Device {
+    static WGPU: std::sync::OnceLock<burn::tensor::Device> = std::sync::OnceLock::new();
+    WGPU.get_or_init(|| {
+        burn::tensor::Device::wgpu_options().init().unwrap_or_else(|e| {
+            panic!("no wgpu adapter ({e}); install a Vulkan driver, e.g. mesa-vulkan-drivers")
+        })
+    })
+    .clone()
+}
+
 /// One command under the kill loop of [`kill_loop`]: how to start an attempt, and what to check
 /// after each attempt and each finished run.
 pub trait Killable {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use culturelens_testkit::{fixture, max_abs, read_fixture, upstream_mirror};
 
-use crate::common::{Cli, read_csv};
+use crate::common::{Cli, copy_pipeline, read_csv, replace_in};
 
 /// diffusers' images of the case `name` of `tiny-sd1.json`.
 fn reference(name: &str) -> Vec<f32> {
@@ -274,34 +274,6 @@ fn an_interrupted_run_resumes_without_redoing_finished_images() {
     }
 }
 
-/// A copy of the tiny SD-1 pipeline with `edit` applied.
-fn broken_pipeline(tmp: &Path, edit: impl FnOnce(&Path)) -> PathBuf {
-    let dir = tmp.join("pipe");
-    let src = fixture("diffusion/tiny-sd1");
-    for entry in walk(&src) {
-        let to = dir.join(entry.strip_prefix(&src).unwrap());
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, &to).unwrap();
-    }
-    edit(&dir);
-    dir
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let path = e.unwrap().path();
-        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
-    }
-    files
-}
-
-fn replace_in(path: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{}: no {from}", path.display());
-    std::fs::write(path, text.replace(from, to)).unwrap();
-}
-
 #[test]
 fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
     type Edit = Box<dyn FnOnce(&Path)>;
@@ -380,7 +352,7 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
     ];
     for (edit, extra, wanted) in cases {
         let tmp = tempfile::tempdir().unwrap();
-        let pipeline = broken_pipeline(tmp.path(), edit);
+        let pipeline = copy_pipeline(tmp.path(), "tiny-sd1", edit);
         let out = tmp.path().join("out");
         let mut cli = Cli::new("generate")
             .opt("--pipeline", &pipeline)

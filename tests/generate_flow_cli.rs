@@ -1,80 +1,21 @@
 //! End-to-end tests of `culturelens generate` on the committed tiny SD-3-like, SD-3.5-like,
-//! FLUX-dev-like and FLUX-schnell-like pipelines (`scripts/fixtures/make_tiny_diffusion_sd3.py`,
-//! `make_tiny_diffusion_flux.py`): images equal to diffusers' within the library's bound (1e-5)
+//! FLUX-dev-like and FLUX-schnell-like pipelines (`scripts/fixtures/make_diffusion_tiny_sd3.py`,
+//! `make_diffusion_tiny_flux.py`): images equal to diffusers' within the library's bound (1e-5)
 //! from `--seed` alone and from `--latents` (packed for FLUX), guidance, negative prompts and
 //! FLUX's true CFG, a DiffusionLens T5 layer, the manifest, requests the pipelines refuse, shards
 //! that merge into the unsharded run, and the chain prompts export → generate → embed → sos.
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Cli, read_csv};
-use culturelens_testkit::{fixture, max_abs};
+use crate::common::{Cli, generate_case, read_csv};
+use culturelens_testkit::fixture;
 
 /// The bound of `culturelens-models-io`'s `diffusion_flow_parity`: the CLI is held to it.
 const BOUND: f32 = 1e-5;
 
-fn diffusion_fixtures() -> PathBuf {
-    culturelens_testkit::fixture("diffusion")
-}
-
-/// The case `name` of `tiny-{variant}.json`.
-fn case(variant: &str, name: &str) -> serde_json::Value {
-    let path = diffusion_fixtures().join(format!("tiny-{variant}.json"));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    json["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap().clone()
-}
-
-fn floats(value: &serde_json::Value) -> Vec<f32> {
-    value.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
-}
-
-/// `generate` on `tiny-{variant}` with the arguments of the fixture case `name` (prompt, seed or
-/// `--latents`, steps, guidance, size, T5 length, negative prompt, true CFG, text layer), writing
-/// `--out-npy`; returns the max abs difference from diffusers' images and the output folder.
+/// `generate` on `tiny-{variant}` with the arguments of its fixture case `name`.
 fn run_case(tmp: &Path, variant: &str, name: &str) -> (f32, PathBuf) {
-    let c = case(variant, name);
-    let out = tmp.join(format!("{variant}-{name}"));
-    let npy = tmp.join(format!("{variant}-{name}.npy"));
-    let number = |key: &str| c[key].to_string();
-    let mut cli = Cli::new("generate")
-        .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
-        .opt("--out", &out)
-        .opt("--out-npy", &npy)
-        .opt("--prompt", c["prompt"].as_str().unwrap())
-        .opt("--steps", number("steps"))
-        .opt("--guidance", number("guidance"))
-        .opt("--height", number("height"))
-        .opt("--width", number("width"))
-        .opt("--images-per-prompt", number("images_per_prompt"))
-        .opt("--max-sequence-length", number("max_sequence_length"));
-    if let Some(negative) = c["negative_prompt"].as_str() {
-        cli = cli.opt("--negative-prompt", negative);
-    }
-    if let Some(scale) = c.get("true_cfg") {
-        cli = cli.opt("--true-cfg", scale.to_string());
-    }
-    if let Some(layer) = c["text_layer"].as_u64() {
-        cli = cli.opt("--text-layer", layer.to_string());
-    }
-    if c["latents"].is_null() {
-        cli = cli.opt("--seed", number("seed"));
-    } else {
-        let shape: Vec<usize> =
-            c["latents_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
-        let path = tmp.join(format!("{variant}-{name}-latents.npy"));
-        let mut bytes = Vec::new();
-        culturelens_table::write_npy_nd(&mut bytes, &shape, &floats(&c["latents"])).unwrap();
-        std::fs::write(&path, bytes).unwrap();
-        cli = cli.opt("--latents", &path);
-    }
-    cli.run_ok();
-    let (shape, images) = culturelens_table::read_npy_nd(&npy).unwrap();
-    let want: Vec<usize> =
-        c["image_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
-    assert_eq!(shape, want, "{variant} {name}");
-    let err = max_abs(&images, &floats(&c["images"]));
-    println!("{variant} {name} through the CLI: max abs {err:.2e}");
-    (err, out)
+    generate_case(tmp, variant, name, &fixture("diffusion").join(format!("tiny-{variant}")))
 }
 
 #[test]
@@ -125,7 +66,7 @@ fn defaults_are_the_pipelines_own() {
     for (variant, guidance) in [("flux-schnell", "3.5"), ("sd3", "7")] {
         let out = tmp.path().join(variant);
         Cli::new("generate")
-            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--pipeline", fixture("diffusion").join(format!("tiny-{variant}")))
             .opt("--out", &out)
             .opt("--prompt", "a street")
             .opt("--height", "16")
@@ -168,7 +109,7 @@ fn requests_the_flow_pipelines_refuse_write_nothing() {
         culturelens_table::write_npy_nd(&mut bytes, &[1, 16, 16, 16], &vec![0.0; 16 * 16 * 16]).unwrap();
         std::fs::write(&latents, bytes).unwrap();
         let mut cli = Cli::new("generate")
-            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+            .opt("--pipeline", fixture("diffusion").join(format!("tiny-{variant}")))
             .opt("--prompt", "a street")
             .opt("--out", &out)
             .opt("--steps", "2");
@@ -190,6 +131,12 @@ fn requests_the_flow_pipelines_refuse_write_nothing() {
 /// Two shards of a FLUX run merge into the unsharded run's folder, byte for byte.
 #[test]
 fn flux_shards_merge_into_the_unsharded_run() {
+    shards_merge_into_the_unsharded_run("flux-dev", &["--max-sequence-length", "8"]);
+}
+
+/// Two shards of a run of `tiny-{variant}` (with `extra` arguments) merge into the unsharded
+/// run's folder, byte for byte.
+pub fn shards_merge_into_the_unsharded_run(variant: &str, extra: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let prompts = tmp.path().join("prompts.csv");
     std::fs::write(
@@ -199,13 +146,15 @@ fn flux_shards_merge_into_the_unsharded_run() {
     .unwrap();
     let run = |out: &str, shard: Option<&str>| {
         let mut cli = Cli::new("generate")
-            .opt("--pipeline", diffusion_fixtures().join("tiny-flux-dev"))
+            .opt("--pipeline", fixture("diffusion").join(format!("tiny-{variant}")))
             .opt("--out", tmp.path().join(out))
             .opt("--prompts", &prompts)
             .opt("--steps", "2")
             .opt("--height", "16")
-            .opt("--width", "16")
-            .opt("--max-sequence-length", "8");
+            .opt("--width", "16");
+        for a in extra {
+            cli = cli.arg(a);
+        }
         if let Some(shard) = shard {
             cli = cli.opt("--shard", shard);
         }
@@ -229,8 +178,8 @@ fn flux_shards_merge_into_the_unsharded_run() {
     }
 }
 
-/// The SoS prompts of two cultures in English and German through each new family, embedded with
-/// the tiny CLIP and scored: prompts export → generate → embed → sos.
+/// The SoS prompts of two cultures in English and German through each new family (SD 3, FLUX,
+/// SDXL), embedded with the tiny CLIP and scored: prompts export → generate → embed → sos.
 #[test]
 fn prompts_export_generate_embed_sos_for_each_family() {
     let tmp = tempfile::tempdir().unwrap();
@@ -265,17 +214,20 @@ fn prompts_export_generate_embed_sos_for_each_family() {
         w.write_record(r).unwrap();
     }
     w.flush().unwrap();
-    for variant in ["sd3", "flux-dev"] {
+    let t5 = ["--max-sequence-length", "16"];
+    for (variant, extra) in [("sd3", &t5[..]), ("flux-dev", &t5[..]), ("sdxl", &[][..])] {
         let images = tmp.path().join(variant);
-        Cli::new("generate")
-            .opt("--pipeline", diffusion_fixtures().join(format!("tiny-{variant}")))
+        let mut cli = Cli::new("generate")
+            .opt("--pipeline", fixture("diffusion").join(format!("tiny-{variant}")))
             .opt("--out", &images)
             .opt("--prompts", &subset)
             .opt("--steps", "2")
             .opt("--height", "16")
-            .opt("--width", "16")
-            .opt("--max-sequence-length", "16")
-            .run_ok();
+            .opt("--width", "16");
+        for a in extra {
+            cli = cli.arg(a);
+        }
+        cli.run_ok();
         let embeddings = tmp.path().join(format!("{variant}-emb.npy"));
         Cli::new("embed")
             .opt("--images", images.join("manifest.csv"))

@@ -137,6 +137,13 @@ fn flux_killed_at_random_points_resumes_to_the_uninterrupted_images() {
     killed_and_resumed("tiny-flux-schnell", &["--max-sequence-length", "8"]);
 }
 
+/// The same on the SDXL pipeline class (Playground-v2.5-like: two CLIP towers, text_time, the
+/// EDM DPM-Solver++ scheduler).
+#[test]
+fn sdxl_killed_at_random_points_resumes_to_the_uninterrupted_images() {
+    killed_and_resumed("tiny-playground", &[]);
+}
+
 fn killed_and_resumed(name: &str, extra: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let prompts = tmp.path().join("prompts.csv");

@@ -292,8 +292,7 @@ fn a_repository_without_safetensors_is_refused_by_name() {
 fn generate_model_fetches_a_flux_pipeline_and_matches_the_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let hub = Hub::start("test-org/tiny-flux");
-    let folder =
-        culturelens_testkit::fixture("diffusion/tiny-flux-schnell");
+    let folder = culturelens_testkit::fixture("diffusion/tiny-flux-schnell");
     hub.commit(COMMIT_A, folder.clone()).branch("main", COMMIT_A);
     let generate = |source: (&str, &str), out: &str| {
         Cli::new("generate")
@@ -322,4 +321,45 @@ fn generate_model_fetches_a_flux_pipeline_and_matches_the_folder() {
     assert_ok(&generate(("--pipeline", folder.to_str().unwrap()), "dir"), "generate --pipeline");
     let read = |name: &str| std::fs::read(tmp.path().join(name)).unwrap();
     assert_eq!(read("hub.npy"), read("dir.npy"));
+}
+
+/// `generate --model` fetches the components `model_index.json` names (here an SDXL pipeline's
+/// two text encoders and tokenizers, UNet, VAE, scheduler: transformers' `model.safetensors`,
+/// diffusers' `diffusion_pytorch_model.safetensors`), and generates what `--pipeline` on the
+/// same folder generates.
+#[test]
+fn generate_model_fetches_every_component_of_the_model_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hf_home = tmp.path().join("hf");
+    let tiny = fixture("diffusion").join("tiny-sdxl");
+    let hub = Hub::start("test-org/tiny-sdxl");
+    hub.commit(COMMIT_A, tiny.clone()).branch("main", COMMIT_A);
+    let generate = |source: (&str, &Path), out: &Path| {
+        Cli::new("generate")
+            .opt(source.0, source.1)
+            .opt("--prompt", "a street")
+            .opt("--steps", "2")
+            .opt("--out", out)
+            .env("HF_ENDPOINT", &hub.endpoint)
+            .env("HF_HOME", &hf_home)
+            .env_remove("HF_TOKEN")
+            .run()
+    };
+    let via_hub = tmp.path().join("hub");
+    assert_ok(&generate(("--model", Path::new("test-org/tiny-sdxl")), &via_hub), "generate --model");
+    let requested = hub.requests();
+    for file in [
+        "text_encoder_2/model.safetensors",
+        "tokenizer_2/vocab.json",
+        "unet/diffusion_pytorch_model.safetensors",
+    ] {
+        assert!(requested.iter().any(|p| p.ends_with(file)), "{file} not fetched: {requested:?}");
+    }
+    assert!(!requested.iter().any(|p| p.ends_with(".bin")), "never asks for pickles: {requested:?}");
+    let local = tmp.path().join("local");
+    assert_ok(&generate(("--pipeline", &tiny), &local), "generate --pipeline");
+    assert_eq!(
+        std::fs::read(via_hub.join("000000_00.png")).unwrap(),
+        std::fs::read(local.join("000000_00.png")).unwrap()
+    );
 }

@@ -39,6 +39,9 @@ pub enum ModelPrecision {
     /// Half precision on a GPU: weights and activations in f16, as PyTorch's `model.half()`;
     /// the embeddings are read back as f32.
     F16,
+    /// bfloat16 on a GPU whose backend has it (CUDA; wgpu where the adapter offers it): weights
+    /// and activations in bf16, as PyTorch's `model.to(torch.bfloat16)`.
+    Bf16,
 }
 
 /// The float type a result was computed in, as its provenance manifest records it: a model's
@@ -46,15 +49,17 @@ pub enum ModelPrecision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FloatType {
     F16,
+    Bf16,
     F32,
     F64,
 }
 
 impl FloatType {
-    /// The manifest's name: `f16`, `f32`, `f64`.
+    /// The manifest's name: `f16`, `bf16`, `f32`, `f64`.
     pub fn name(self) -> &'static str {
         match self {
             FloatType::F16 => "f16",
+            FloatType::Bf16 => "bf16",
             FloatType::F32 => "f32",
             FloatType::F64 => "f64",
         }
@@ -66,6 +71,7 @@ impl From<ModelPrecision> for FloatType {
         match precision {
             ModelPrecision::F32 => FloatType::F32,
             ModelPrecision::F16 => FloatType::F16,
+            ModelPrecision::Bf16 => FloatType::Bf16,
         }
     }
 }
@@ -80,24 +86,27 @@ impl From<ProductPrecision> for FloatType {
 }
 
 /// [`select_device`], then makes `precision` the device's float type: every tensor created on it
-/// afterwards (weights, inputs) is stored and computed in that type. f16 needs a GPU backend
-/// whose device supports it (wgpu with the adapter's `SHADER_F16`, or CUDA).
+/// afterwards (weights, inputs) is stored and computed in that type. f16 and bf16 need a GPU
+/// backend whose device supports them (wgpu with the adapter's `SHADER_F16` for f16, or CUDA).
 pub fn select_device_with(choice: DeviceChoice, precision: ModelPrecision) -> Result<Device> {
     let mut device = select_device(choice)?;
-    if precision == ModelPrecision::F16 {
-        if choice == DeviceChoice::Cpu {
-            bail!("--precision f16 runs on a GPU (--device wgpu or cuda); the CPU backend computes in f32");
-        }
-        if !device.supports_dtype(FloatDType::F16) {
-            bail!(
-                "--precision f16: this {choice:?} device does not support f16 arithmetic \
-                 (for wgpu the adapter lacks SHADER_F16); use --precision f32"
-            );
-        }
-        device.configure(FloatDType::F16).map_err(|e| {
-            anyhow::anyhow!("--precision f16: could not make f16 the device's float type: {e:?}")
-        })?;
+    let (dtype, name) = match precision {
+        ModelPrecision::F32 => return Ok(device),
+        ModelPrecision::F16 => (FloatDType::F16, "f16"),
+        ModelPrecision::Bf16 => (FloatDType::BF16, "bf16"),
+    };
+    if choice == DeviceChoice::Cpu {
+        bail!("--precision {name} runs on a GPU (--device wgpu or cuda); the CPU backend computes in f32");
     }
+    if !device.supports_dtype(dtype) {
+        bail!(
+            "--precision {name}: this {choice:?} device does not support {name} arithmetic \
+             (for wgpu the adapter lacks it, e.g. SHADER_F16 for f16); use --precision f32"
+        );
+    }
+    device.configure(dtype).map_err(|e| {
+        anyhow::anyhow!("--precision {name}: could not make {name} the device's float type: {e:?}")
+    })?;
     Ok(device)
 }
 

@@ -102,7 +102,7 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
 
 /// The local snapshot folder of the diffusers pipeline `model` (`generate --model`): its
 /// `model_index.json` fixes the commit and names the pipeline class, then each component that
-/// class's loader reads (`pipeline_components`: SD's, SD 3's or FLUX's) is fetched — a
+/// class's loader reads (`pipeline_components`: SD's, SDXL's, SD 3's or FLUX's) is fetched — a
 /// model's config and safetensors weights (single file or shards), a tokenizer's files.
 pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
     let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
@@ -121,15 +121,7 @@ pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
     required(&repo, model, "scheduler/scheduler_config.json")?;
     for component in components {
         if component.starts_with("tokenizer") {
-            for file in [
-                "tokenizer.json",
-                "vocab.json",
-                "merges.txt",
-                "spiece.model",
-                "sentencepiece.bpe.model",
-                "tokenizer_config.json",
-                "special_tokens_map.json",
-            ] {
+            for file in TOKENIZER_FILES {
                 optional(&repo, model, &format!("{component}/{file}"))?;
             }
             continue;
@@ -150,6 +142,18 @@ pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
     }
     index.parent().map(Path::to_path_buf).context("cached file without a folder")
 }
+
+/// The files a pipeline's tokenizer folder may have, each fetched when the repository has it.
+const TOKENIZER_FILES: [&str; 8] = [
+    "tokenizer.json",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+];
 
 /// The shard file names of a `model.safetensors.index.json`.
 fn shard_files(index: &Path) -> Result<Vec<String>> {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""`culturelens generate` against diffusers 0.42 on the committed tiny flow-matching pipelines
-(tests/fixtures/diffusion/tiny-sd3, tiny-sd35, tiny-flux-dev, tiny-flux-schnell), side by side:
-seconds per denoising step and their ratio (issue 30).
+"""`culturelens generate` against diffusers 0.42 on the committed tiny pipelines of issue 30
+(tests/fixtures/diffusion/tiny-sd3, tiny-sd35, tiny-flux-dev, tiny-flux-schnell, tiny-sdxl,
+tiny-playground), side by side: seconds per denoising step and their ratio.
 
-Each side runs one prompt at 16 × 16 with 16 T5 tokens and the pipeline's default guidance (SD 3:
-7.0, so the transformer sees a batch of 2; FLUX: 3.5 into dev's guidance embedding, one call).
+Each side runs one prompt at 16 × 16 (with 16 T5 tokens where the pipeline has T5) and the
+pipeline's default guidance (SD 3: 7.0 and SDXL: 5.0, so the denoiser sees a batch of 2; FLUX:
+3.5 into dev's guidance embedding, one call).
 A step's time is measured by difference, as `bench_generate_cpu.py` does (whose `per_step` this
 reuses): the whole generation at `--steps-high` minus at `--steps-low`, over the difference, so
 loading, the text encoders and the VAE cancel out. culturelens' time is its `--timings` stage
@@ -38,12 +39,16 @@ SIZE = 16
 TOKENS = 16
 
 
-def culturelens_run(binary, pipeline, steps, out_npy):
+def has_t5(variant):
+    return variant not in ("sdxl", "playground")
+
+
+def culturelens_run(binary, pipeline, steps, out_npy, t5=True):
     """Seconds of `generate`'s `generate` stage."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [binary, "generate", "--pipeline", str(pipeline), "--prompt", PROMPT, "--out", out, "--steps", str(steps),
-               "--height", str(SIZE), "--width", str(SIZE), "--max-sequence-length", str(TOKENS), "--timings",
-               "--out-npy", out_npy]
+               "--height", str(SIZE), "--width", str(SIZE), "--timings", "--out-npy", out_npy]
+        cmd += ["--max-sequence-length", str(TOKENS)] if t5 else []
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
@@ -53,13 +58,14 @@ def culturelens_run(binary, pipeline, steps, out_npy):
         return float(lap.group(1))
 
 
-def diffusers_run(pipe, steps):
+def diffusers_run(pipe, steps, t5=True):
     import torch
 
     t0 = time.perf_counter()
+    extra = dict(max_sequence_length=TOKENS) if t5 else {}
     with torch.inference_mode():
-        out = pipe(PROMPT, num_inference_steps=steps, height=SIZE, width=SIZE, max_sequence_length=TOKENS,
-                   generator=torch.Generator().manual_seed(0), output_type="np").images
+        out = pipe(PROMPT, num_inference_steps=steps, height=SIZE, width=SIZE,
+                   generator=torch.Generator().manual_seed(0), output_type="np", **extra).images
     return time.perf_counter() - t0, out
 
 
@@ -69,14 +75,15 @@ def compare(binary, variant, low, high, repeats, work):
     from diffusers import DiffusionPipeline
 
     pipeline = FIXTURES / f"tiny-{variant}"
+    t5 = has_t5(variant)
     pipe = DiffusionPipeline.from_pretrained(pipeline)
     pipe.set_progress_bar_config(disable=True)
-    diffusers_run(pipe, low)  # warm-up
-    peer, peer_images = per_step(lambda n: diffusers_run(pipe, n), low, high, repeats)
+    diffusers_run(pipe, low, t5)  # warm-up
+    peer, peer_images = per_step(lambda n: diffusers_run(pipe, n, t5), low, high, repeats)
     npy = os.path.join(work, f"{variant}.npy")
 
     def ours_run(steps):
-        return culturelens_run(binary, pipeline, steps, npy), np.load(npy)
+        return culturelens_run(binary, pipeline, steps, npy, t5), np.load(npy)
 
     ours, ours_images = per_step(ours_run, low, high, repeats)
     agreement = float(np.abs(ours_images - peer_images).max())
@@ -92,12 +99,13 @@ def main():
     ap.add_argument("--steps-high", type=int, default=28)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch intra-op threads")
+    ap.add_argument("--variants", nargs="+", default=["sd3", "sd35", "flux-dev", "flux-schnell", "sdxl", "playground"])
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as work:
-        for variant in ["sd3", "sd35", "flux-dev", "flux-schnell"]:
+        for variant in args.variants:
             result = compare(args.bin, variant, args.steps_low, args.steps_high, args.repeats, work)
             if result["max_abs_image_difference"] > 1e-5:
                 sys.exit(f"the images disagree: {result}")

@@ -1,15 +1,18 @@
-//! Text-to-image diffusion (issues 13 and 30): diffusers' Stable Diffusion 1.x/2.x, Stable
-//! Diffusion 3 / 3.5 and FLUX.1 pipelines re-implemented in Burn, written once for every backend.
+//! Text-to-image diffusion (issues 13 and 30): diffusers' Stable Diffusion 1.x/2.x, SDXL (and
+//! Playground v2.5), Stable Diffusion 3 / 3.5 and FLUX.1 pipelines re-implemented in Burn,
+//! written once for every backend.
 //!
-//! - [`scheduler`]: the noise schedulers (and SD 3 / FLUX's flow-matching one), pure math over
-//!   latents, read from a pipeline's `scheduler/scheduler_config.json`.
+//! - [`scheduler`]: the noise schedulers (EDM ones for Playground v2.5, and SD 3 / FLUX's
+//!   flow-matching one), pure math over latents, read from a pipeline's
+//!   `scheduler/scheduler_config.json`.
 //! - [`unet`]: `UNet2DConditionModel`; [`vae`]: the `AutoencoderKL` decoder; [`blocks`]: the
 //!   resnet and resampling blocks both share.
 //! - [`transformer_sd3`]: `SD3Transformer2DModel`; [`transformer_flux`]:
 //!   `FluxTransformer2DModel`; [`mmdit`]: the adaptive norms, embeddings and joint attention
 //!   both share.
 //! - [`pipeline`]: `StableDiffusionPipeline` (the text encoder, classifier-free guidance,
-//!   DiffusionLens layers and the denoising loop); [`pipeline_stable_diffusion_3`]:
+//!   DiffusionLens layers and the denoising loop); [`pipeline_stable_diffusion_xl`]:
+//!   `StableDiffusionXLPipeline`; [`pipeline_stable_diffusion_3`]:
 //!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take.
 //!
@@ -22,6 +25,7 @@ pub mod mmdit;
 pub mod pipeline;
 pub mod pipeline_flux;
 pub mod pipeline_stable_diffusion_3;
+pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;
 pub mod request;
 pub mod scheduler;

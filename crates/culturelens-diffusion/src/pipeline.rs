@@ -26,7 +26,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 pub use super::request::GenerateError;
 use super::request::guided;
 use super::scheduler::Scheduler;
-use super::unet::{AttentionSlice, UNet2DConditionModel};
+use super::unet::{AttentionSlice, TextTime, UNet2DConditionModel};
 use super::vae::VaeDecoder;
 use culturelens_models::ModelError;
 use culturelens_models::clip::{ClipConfig, ClipTextConfig, ClipTextTransformer, text_model_scope};
@@ -166,11 +166,7 @@ impl StableDiffusion {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        if !height.is_multiple_of(8) || !width.is_multiple_of(8) || height == 0 || width == 0 {
-            return Err(GenerateError::Size { height, width });
-        }
-        let f = self.vae.scale_factor;
-        Ok([images, self.unet.config.in_channels, height / f, width / f])
+        unet_latent_shape(&self.unet, &self.vae, images, height, width)
     }
 
     /// Checks a DiffusionLens layer against the text encoder.
@@ -209,17 +205,56 @@ impl StableDiffusion {
         let [n, len, d] = embeds.dims();
         // Each row repeated for its prompt's K images: [negatives × K; prompts × K].
         let context = embeds.unsqueeze_dim::<4>(1).expand([n, k, len, d]).reshape([n * k, len, d]);
-        let mut latents = request.latents.clone() * scheduler.init_noise_sigma();
-        for (step, &t) in scheduler.timesteps().iter().enumerate() {
-            let input =
-                if cfg { Tensor::cat(vec![latents.clone(), latents.clone()], 0) } else { latents.clone() };
-            let input = scheduler.scale_model_input(input, step);
-            let prediction = self.unet.forward(input, t, &context);
-            let prediction = if cfg { guided(prediction, request.guidance) } else { prediction };
-            latents = scheduler.step(prediction, step, latents);
-        }
+        let guidance = cfg.then_some(request.guidance);
+        let latents = denoise(&self.unet, scheduler, request.latents.clone(), &context, None, guidance);
         Ok(self.vae.decode(latents))
     }
+}
+
+/// The shape of `images` latents `(images, in_channels, H/f, W/f)` of a UNet pipeline, after
+/// checking that `height` and `width` are multiples of 8 (diffusers' rule for SD and SDXL).
+pub fn unet_latent_shape(
+    unet: &UNet2DConditionModel,
+    vae: &VaeDecoder,
+    images: usize,
+    height: usize,
+    width: usize,
+) -> Result<[usize; 4], GenerateError> {
+    if !height.is_multiple_of(8) || !width.is_multiple_of(8) || height == 0 || width == 0 {
+        return Err(GenerateError::Size { height, width });
+    }
+    let f = vae.scale_factor;
+    Ok([images, unet.config.in_channels, height / f, width / f])
+}
+
+/// The UNet pipelines' denoising loop (`StableDiffusionPipeline` and `StableDiffusionXLPipeline`
+/// alike), the scheduler already set to its steps: the latents times `init_noise_sigma`, then per
+/// timestep the UNet on the scheduler's scaled input (`[latents; latents]` against
+/// `[negative; prompt]` conditioning when `guidance` is `Some`, then `ε_u + g (ε_c − ε_u)`) and
+/// the scheduler's step.
+pub fn denoise(
+    unet: &UNet2DConditionModel,
+    scheduler: &mut Scheduler,
+    latents: Tensor<4>,
+    context: &Tensor<3>,
+    added: Option<&TextTime>,
+    guidance: Option<f64>,
+) -> Tensor<4> {
+    let mut latents = latents * scheduler.init_noise_sigma();
+    for (step, &t) in scheduler.timesteps().iter().enumerate() {
+        let input = match guidance {
+            Some(_) => Tensor::cat(vec![latents.clone(), latents.clone()], 0),
+            None => latents.clone(),
+        };
+        let input = scheduler.scale_model_input(input, step);
+        let prediction = unet.forward_with(input, t, context, added);
+        let prediction = match guidance {
+            Some(g) => guided(prediction, g),
+            None => prediction,
+        };
+        latents = scheduler.step(prediction, step, latents);
+    }
+    latents
 }
 
 /// `[K, 3, H, W]` images as diffusers' `output_type="np"`: `(K, H, W, 3)` float32 in `[0, 1]`,

@@ -1,12 +1,13 @@
 //! The text-to-image pipelines culturelens runs, one variant per diffusers pipeline family, and
 //! the request every one of them takes. `culturelens-models-io` picks the variant from
 //! `model_index.json`'s `_class_name` and loads its components; the CLI then only asks the
-//! [`Pipeline`] for its defaults, shapes and images. A new family (SDXL, Kandinsky, …) is a new
-//! variant here, its `pipeline_*.rs` beside the others, and its loader in models-io.
+//! [`Pipeline`] for its defaults, shapes and images. A new family (Kandinsky, …) is a new variant
+//! here, its `pipeline_*.rs` beside the others, and its loader in models-io.
 //!
 //! | variant | diffusers classes | tokenizers (one id row each) |
 //! |---|---|---|
 //! | [`Pipeline::StableDiffusion`] | `StableDiffusionPipeline`, `AltDiffusionPipeline` | `tokenizer` |
+//! | [`Pipeline::StableDiffusionXl`] | `StableDiffusionXLPipeline` (SDXL, Playground v2.5) | `tokenizer`, `tokenizer_2` |
 //! | [`Pipeline::StableDiffusion3`] | `StableDiffusion3Pipeline` | `tokenizer`, `tokenizer_2`, `tokenizer_3` |
 //! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
 //!
@@ -20,6 +21,7 @@ use burn::tensor::{Device, Tensor};
 use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_flux::Flux;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
+use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
 use super::scheduler::Scheduler;
 use super::unet::AttentionSlice;
@@ -30,6 +32,7 @@ use culturelens_rng::TorchNormalPath;
 #[derive(Debug)]
 pub enum Pipeline {
     StableDiffusion(Box<StableDiffusion>),
+    StableDiffusionXl(Box<StableDiffusionXl>),
     StableDiffusion3(Box<StableDiffusion3>),
     Flux(Box<Flux>),
 }
@@ -40,7 +43,7 @@ impl Pipeline {
         match self {
             Self::StableDiffusion(_) => 1,
             Self::StableDiffusion3(_) => 3,
-            Self::Flux(_) => 2,
+            Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
     }
 
@@ -48,6 +51,7 @@ impl Pipeline {
     pub fn default_size(&self) -> usize {
         match self {
             Self::StableDiffusion(p) => p.default_size(),
+            Self::StableDiffusionXl(p) => p.default_size(),
             Self::StableDiffusion3(p) => p.default_size(),
             Self::Flux(p) => p.default_size(),
         }
@@ -56,7 +60,7 @@ impl Pipeline {
     /// diffusers' default `num_inference_steps`.
     pub fn default_steps(&self) -> usize {
         match self {
-            Self::StableDiffusion(_) => 50,
+            Self::StableDiffusion(_) | Self::StableDiffusionXl(_) => 50,
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
         }
     }
@@ -65,6 +69,7 @@ impl Pipeline {
     pub fn default_guidance(&self) -> f64 {
         match self {
             Self::StableDiffusion(_) => 7.5,
+            Self::StableDiffusionXl(_) => 5.0,
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
         }
@@ -72,14 +77,16 @@ impl Pipeline {
 
     /// Whether the pipeline needs a flow-matching scheduler.
     pub fn flow_matching(&self) -> bool {
-        !matches!(self, Self::StableDiffusion(_))
+        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_))
     }
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
-    /// conditioning (SD: the text encoder's; SD 3 and FLUX: T5's).
+    /// conditioning (SD: the text encoder's; SDXL: `text_encoder_2`'s penultimate; SD 3 and
+    /// FLUX: T5's).
     pub fn lens_layers(&self) -> usize {
         match self {
             Self::StableDiffusion(p) => p.text_encoder.lens_layers(),
+            Self::StableDiffusionXl(p) => p.lens_layers(),
             Self::StableDiffusion3(p) => p.lens_layers(),
             Self::Flux(p) => p.lens_layers(),
         }
@@ -103,6 +110,7 @@ impl Pipeline {
     ) -> Result<Vec<usize>, GenerateError> {
         Ok(match self {
             Self::StableDiffusion(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::StableDiffusionXl(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::StableDiffusion3(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
@@ -120,6 +128,7 @@ impl Pipeline {
     ) -> Result<Vec<f32>, GenerateError> {
         Ok(match self {
             Self::StableDiffusion(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::StableDiffusionXl(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::StableDiffusion3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::Flux(p) => {
                 let shape = p.unpacked_shape(images, height, width)?;
@@ -133,9 +142,10 @@ impl Pipeline {
     pub fn set_attention_slice(&mut self, slice: Option<AttentionSlice>) -> Result<(), ModelError> {
         match (self, slice) {
             (Self::StableDiffusion(p), _) => p.set_attention_slice(slice),
+            (Self::StableDiffusionXl(p), _) => p.set_attention_slice(slice),
             (_, None) => Ok(()),
             (_, Some(_)) => Err(ModelError::Unsupported(
-                "attention slicing applies to the UNet pipelines (SD 1.x/2.x, AltDiffusion)".into(),
+                "attention slicing applies to the UNet pipelines (SD 1.x/2.x, AltDiffusion, SDXL)".into(),
             )),
         }
     }
@@ -167,6 +177,7 @@ impl Pipeline {
                 };
                 p.generate(&sd, scheduler)
             }
+            Self::StableDiffusionXl(p) => p.generate(request, scheduler, device),
             Self::StableDiffusion3(p) => p.generate(request, scheduler, device),
             Self::Flux(p) => p.generate(request, scheduler, device),
         }

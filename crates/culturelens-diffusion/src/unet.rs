@@ -1,12 +1,21 @@
-//! diffusers' `UNet2DConditionModel` as Stable Diffusion 1.x and 2.x use it: sinusoidal time
+//! diffusers' `UNet2DConditionModel` as Stable Diffusion 1.x, 2.x and XL use it: sinusoidal time
 //! embedding, `CrossAttnDownBlock2D` / `DownBlock2D` down path, `UNetMidBlock2DCrossAttn`,
 //! `UpBlock2D` / `CrossAttnUpBlock2D` up path with skip connections, and `Transformer2DModel`
 //! blocks (group norm, 1×1-convolution or linear `proj_in`/`proj_out`, self-attention,
-//! cross-attention on the text embeddings, GEGLU feed-forward).
+//! cross-attention on the text embeddings, GEGLU feed-forward), `transformer_layers_per_block`
+//! of them per block (SDXL's `[1, 2, 10]`; reversed on the way up, the last block's in the
+//! middle).
+//!
+//! SDXL's micro-conditioning is `addition_embed_type: "text_time"` ([`TextTime`]): each of the
+//! `time_ids` (original height and width, crop top and left, target height and width) gets its
+//! own sinusoidal embedding of `addition_time_embed_dim` (with the time embedding's
+//! `flip_sin_to_cos` and `freq_shift`), they are laid after the pooled text embedding
+//! (`projection_class_embeddings_input_dim` wide in all), and `add_embedding` (a
+//! `TimestepEmbedding`) of that vector is added to the time embedding.
 //!
 //! [`UNetConfig`] mirrors `unet/config.json` field by field with SD 1.5's values as the preset;
-//! options outside the SD family (class or addition embeddings, other time embeddings, …) are
-//! refused by [`UNetConfig::check`] naming the key. Note diffusers' naming quirk, reproduced
+//! options outside SD 1.x/2.x/XL (class embeddings, other addition embeddings, other time
+//! embeddings, …) are refused by [`UNetConfig::check`] naming the key. Note diffusers' naming quirk, reproduced
 //! here: `attention_head_dim` is the number of heads per block when `num_attention_heads` is
 //! unset (SD 2's `[5, 10, 20, 20]`), and each head is `channels / heads` wide.
 //!
@@ -80,6 +89,11 @@ pub struct UNetConfig {
     pub upcast_attention: bool,
     pub class_embed_type: Option<String>,
     pub addition_embed_type: Option<String>,
+    /// Width of each `time_ids` entry's sinusoidal embedding (`text_time`; SDXL: 256).
+    pub addition_time_embed_dim: Option<usize>,
+    /// Input width of `add_embedding` (`text_time`: the pooled text width plus 6 ×
+    /// `addition_time_embed_dim`; SDXL: 1280 + 6 · 256 = 2816).
+    pub projection_class_embeddings_input_dim: Option<usize>,
     pub num_class_embeds: Option<usize>,
     pub encoder_hid_dim: Option<usize>,
     pub encoder_hid_dim_type: Option<String>,
@@ -140,6 +154,8 @@ impl UNetConfig {
             upcast_attention: false,
             class_embed_type: None,
             addition_embed_type: None,
+            addition_time_embed_dim: None,
+            projection_class_embeddings_input_dim: None,
             num_class_embeds: None,
             encoder_hid_dim: None,
             encoder_hid_dim_type: None,
@@ -213,9 +229,38 @@ impl UNetConfig {
                 return bad(key, "true is not supported".into());
             }
         }
+        match self.addition_embed_type.as_deref() {
+            None => {
+                let dims = [
+                    ("addition_time_embed_dim", self.addition_time_embed_dim),
+                    ("projection_class_embeddings_input_dim", self.projection_class_embeddings_input_dim),
+                ];
+                if let Some((key, _)) = dims.iter().find(|(_, d)| d.is_some()) {
+                    return bad(key, "is set but `addition_embed_type` is null".into());
+                }
+            }
+            Some("text_time") => {
+                for (key, dim) in [
+                    ("addition_time_embed_dim", self.addition_time_embed_dim),
+                    ("projection_class_embeddings_input_dim", self.projection_class_embeddings_input_dim),
+                ] {
+                    if !matches!(dim, Some(d) if d > 0) {
+                        return bad(
+                            key,
+                            "`addition_embed_type: \"text_time\"` needs a positive width".into(),
+                        );
+                    }
+                }
+            }
+            Some(other) => {
+                return bad(
+                    "addition_embed_type",
+                    format!("`{other}` is not supported (null, or SDXL's `text_time`)"),
+                );
+            }
+        }
         let options = [
             ("class_embed_type", self.class_embed_type.is_some()),
-            ("addition_embed_type", self.addition_embed_type.is_some()),
             ("num_class_embeds", self.num_class_embeds.is_some()),
             ("encoder_hid_dim", self.encoder_hid_dim.is_some()),
             ("encoder_hid_dim_type", self.encoder_hid_dim_type.is_some()),
@@ -228,7 +273,7 @@ impl UNetConfig {
         ];
         for (key, set) in options {
             if set {
-                return bad(key, "only null is supported (Stable Diffusion 1.x/2.x UNets)".into());
+                return bad(key, "only null is supported (Stable Diffusion 1.x/2.x/XL UNets)".into());
             }
         }
         let names = [
@@ -366,9 +411,14 @@ impl UNetConfig {
             let upsamplers = if i + 1 < n { vec![Upsample2D::init(c_out, device)] } else { Vec::new() };
             up_blocks.push(Block { resnets, attentions, downsamplers: Vec::new(), upsamplers });
         }
+        let add_embedding = match (&self.addition_embed_type, self.projection_class_embeddings_input_dim) {
+            (Some(_), Some(width)) => Some(TimestepEmbedding::init(width, temb, device)),
+            _ => None,
+        };
         Ok(UNet2DConditionModel {
             conv_in: conv(self.in_channels, c0, self.conv_in_kernel, 1, device),
             time_embedding: TimestepEmbedding::init(c0, temb, device),
+            add_embedding,
             down_blocks,
             mid_block,
             up_blocks,
@@ -413,6 +463,16 @@ impl TimestepEmbedding {
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         self.linear_2.forward(silu(self.linear_1.forward(x)))
     }
+}
+
+/// `added_cond_kwargs` of the `text_time` addition embedding (SDXL): the pooled text
+/// embeddings, one row per UNet batch row, and the `time_ids` every row shares (diffusers'
+/// `add_time_ids`, `(original_size, crops_coords_top_left, target_size)`).
+#[derive(Clone, Debug)]
+pub struct TextTime {
+    /// `[batch, projection_dim]`.
+    pub text_embeds: Tensor<2>,
+    pub time_ids: Vec<f32>,
 }
 
 /// `GEGLU` then the output projection: `net.2(h · gelu(g))` with `[h, g] = net.0.proj(x)`.
@@ -620,6 +680,8 @@ impl Block {
 pub struct UNet2DConditionModel {
     pub conv_in: Conv2d,
     pub time_embedding: TimestepEmbedding,
+    /// `add_embedding` of `addition_embed_type: "text_time"` (SDXL).
+    pub add_embedding: Option<TimestepEmbedding>,
     pub down_blocks: Vec<Block>,
     pub mid_block: Block,
     pub up_blocks: Vec<Block>,
@@ -705,6 +767,26 @@ pub fn timestep_embedding(t: f32, dim: usize, flip_sin_to_cos: bool, shift: f64)
 }
 
 impl UNet2DConditionModel {
+    /// `concat([text_embeds, add_time_proj(time_ids)])`, `add_embedding`'s input: the time ids'
+    /// sinusoidal embeddings, computed on the host as the time step's are.
+    fn text_time_embeds(&self, added: &TextTime) -> Tensor<2> {
+        let dim = self.config.addition_time_embed_dim.unwrap_or(0);
+        let (flip, shift) = (self.config.flip_sin_to_cos, self.config.freq_shift);
+        let ids: Vec<f32> =
+            added.time_ids.iter().flat_map(|&id| timestep_embedding(id, dim, flip, shift)).collect();
+        let [batch, _] = added.text_embeds.dims();
+        let width = ids.len();
+        let device = added.text_embeds.device();
+        let ids = Tensor::<2>::from_data(TensorData::new(ids, [1, width]), &device).expand([batch, width]);
+        Tensor::cat(vec![added.text_embeds.clone(), ids], 1)
+    }
+
+    /// The width `add_embedding` takes (`projection_class_embeddings_input_dim`), `None` without
+    /// the `text_time` embedding.
+    pub fn text_time_width(&self) -> Option<usize> {
+        self.add_embedding.as_ref().and(self.config.projection_class_embeddings_input_dim)
+    }
+
     /// The head counts of every attention module (self- and cross-attention of each transformer
     /// block), in module order.
     fn attention_heads(&self) -> Vec<usize> {
@@ -735,6 +817,9 @@ impl UNet2DConditionModel {
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         load_conv2d(&mut self.conv_in, vars.pp("conv_in"))?;
         self.time_embedding.load(vars.pp("time_embedding"))?;
+        if let Some(add) = &mut self.add_embedding {
+            add.load(vars.pp("add_embedding"))?;
+        }
         for (i, b) in self.down_blocks.iter_mut().enumerate() {
             b.load(vars.pp("down_blocks").pp(i))?;
         }
@@ -749,12 +834,27 @@ impl UNet2DConditionModel {
     /// One UNet call: `sample` `[batch, c, h, w]` at timestep `t` (the same for every row),
     /// conditioned on `context` `[batch, tokens, cross_attention_dim]`.
     pub fn forward(&self, sample: Tensor<4>, t: f32, context: &Tensor<3>) -> Tensor<4> {
+        self.forward_with(sample, t, context, None)
+    }
+
+    /// [`Self::forward`] with the `text_time` conditioning (`added_cond_kwargs`), which a UNet
+    /// with `addition_embed_type: "text_time"` needs and any other ignores.
+    pub fn forward_with(
+        &self,
+        sample: Tensor<4>,
+        t: f32,
+        context: &Tensor<3>,
+        added: Option<&TextTime>,
+    ) -> Tensor<4> {
         let batch = sample.dims()[0];
         let device = sample.device();
         let c0 = self.config.block_out_channels[0];
         let emb = timestep_embedding(t, c0, self.config.flip_sin_to_cos, self.config.freq_shift);
         let emb = Tensor::<2>::from_data(TensorData::new(emb, [1, c0]), &device).expand([batch, c0]);
-        let temb = self.time_embedding.forward(emb);
+        let mut temb = self.time_embedding.forward(emb);
+        if let (Some(add), Some(added)) = (&self.add_embedding, added) {
+            temb = temb + add.forward(self.text_time_embeds(added));
+        }
 
         let run = Run { slice: self.attention_slice, upcast: self.config.upcast_attention };
         let mut x = self.conv_in.forward(sample);
@@ -863,12 +963,63 @@ mod tests {
         assert_eq!(c.heads().unwrap(), [5, 10, 20, 20]);
         let c = UNetConfig::from_json(r#"{"attention_head_dim": 8, "num_attention_heads": 4}"#).unwrap();
         assert_eq!(c.heads().unwrap(), [4; 4]);
+        let e = UNetConfig::from_json(r#"{"addition_embed_type": "text"}"#).unwrap_err();
+        assert!(e.to_string().contains("`addition_embed_type`: `text` is not supported"), "{e}");
         let e = UNetConfig::from_json(r#"{"addition_embed_type": "text_time"}"#).unwrap_err();
-        assert!(e.to_string().contains("`addition_embed_type`"), "{e}");
+        assert!(e.to_string().contains("`addition_time_embed_dim`"), "{e}");
+        let e = UNetConfig::from_json(r#"{"projection_class_embeddings_input_dim": 8}"#).unwrap_err();
+        assert!(e.to_string().contains("`projection_class_embeddings_input_dim`: is set"), "{e}");
         let e = UNetConfig::from_json(r#"{"attention_head_dim": [5, 10]}"#).unwrap_err();
         assert!(e.to_string().contains("`attention_head_dim` lists 2 values for 4 blocks"), "{e}");
         let e = UNetConfig::from_json(r#"{"down_block_types": ["SimpleCrossAttnDownBlock2D", "DownBlock2D", "DownBlock2D", "DownBlock2D"]}"#)
             .unwrap_err();
         assert!(e.to_string().contains("SimpleCrossAttnDownBlock2D"), "{e}");
     }
+
+    /// `stabilityai/stable-diffusion-xl-base-1.0`'s `unet/config.json` as published: every key
+    /// is read (or, for `text`-only and class-embedding options it leaves null, ignored), the
+    /// UNet builds, and its `text_time` widths add up (1280 + 6 × 256 = 2816).
+    #[test]
+    fn sdxl_base_unet_config_builds() {
+        let c = UNetConfig::from_json(SDXL_BASE_UNET).unwrap();
+        assert_eq!(c.heads().unwrap(), [5, 10, 20]);
+        assert_eq!(c.transformer_layers_per_block, PerBlock::Each(vec![1, 2, 10]));
+        assert_eq!(
+            (c.addition_time_embed_dim, c.projection_class_embeddings_input_dim),
+            (Some(256), Some(2816))
+        );
+        let unet = c.init(&Device::flex()).unwrap();
+        assert_eq!(unet.text_time_width(), Some(2816));
+        // Down: DownBlock2D, then 2 resnets × 2 and × 10 transformer layers; the up path
+        // mirrors it with 3 resnets per block: 10 per attention in the first up block.
+        let layers = |b: &Block| b.attentions.iter().map(|a| a.transformer_blocks.len()).collect::<Vec<_>>();
+        assert_eq!(layers(&unet.down_blocks[0]), Vec::<usize>::new());
+        assert_eq!(layers(&unet.down_blocks[2]), [10, 10]);
+        assert_eq!(layers(&unet.mid_block), [10]);
+        assert_eq!(layers(&unet.up_blocks[0]), [10, 10, 10]);
+        assert_eq!(layers(&unet.up_blocks[1]), [2, 2, 2]);
+    }
+
+    const SDXL_BASE_UNET: &str = r#"{
+      "_class_name": "UNet2DConditionModel", "_diffusers_version": "0.19.0.dev0", "act_fn": "silu",
+      "addition_embed_type": "text_time", "addition_embed_type_num_heads": 64,
+      "addition_time_embed_dim": 256, "attention_head_dim": [5, 10, 20],
+      "block_out_channels": [320, 640, 1280], "center_input_sample": false,
+      "class_embed_type": null, "class_embeddings_concat": false, "conv_in_kernel": 3,
+      "conv_out_kernel": 3, "cross_attention_dim": 2048, "cross_attention_norm": null,
+      "down_block_types": ["DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"],
+      "downsample_padding": 1, "dual_cross_attention": false, "encoder_hid_dim": null,
+      "encoder_hid_dim_type": null, "flip_sin_to_cos": true, "freq_shift": 0, "in_channels": 4,
+      "layers_per_block": 2, "mid_block_only_cross_attention": null, "mid_block_scale_factor": 1,
+      "mid_block_type": "UNetMidBlock2DCrossAttn", "norm_eps": 1e-05, "norm_num_groups": 32,
+      "num_attention_heads": null, "num_class_embeds": null, "only_cross_attention": false,
+      "out_channels": 4, "projection_class_embeddings_input_dim": 2816,
+      "resnet_out_scale_factor": 1.0, "resnet_skip_time_act": false,
+      "resnet_time_scale_shift": "default", "sample_size": 128, "time_cond_proj_dim": null,
+      "time_embedding_act_fn": null, "time_embedding_dim": null,
+      "time_embedding_type": "positional", "timestep_post_act": null,
+      "transformer_layers_per_block": [1, 2, 10],
+      "up_block_types": ["CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"],
+      "upcast_attention": null, "use_linear_projection": true
+    }"#;
 }

@@ -3,17 +3,19 @@
 //! `UpDecoderBlock2D`s with nearest-neighbour upsampling, and the output convolution. Latents
 //! are divided by `scaling_factor` from `vae/config.json` before decoding (and `shift_factor`
 //! added where the config has one: the 16-channel VAE of SD 3 and FLUX, whose pipelines decode
-//! `latents / scaling_factor + shift_factor`), and the decoded image `[-1, 1]` is mapped to
-//! `[0, 1]` as diffusers' `VaeImageProcessor.postprocess` does.
+//! `latents / scaling_factor + shift_factor`; where it has per-channel `latents_mean` and
+//! `latents_std` instead, Playground v2.5's, they become `latents · std / scaling_factor + mean`
+//! as the SDXL pipeline decodes them), and the decoded image `[-1, 1]` is mapped to `[0, 1]` as
+//! diffusers' `VaeImageProcessor.postprocess` does.
 //!
 //! [`VaeConfig`] mirrors `vae/config.json` field by field, preset to SD 1.5's VAE.
 
-use burn::module::Module;
+use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::conv::Conv2d;
 use burn::nn::{GroupNorm, LinearConfig};
 use burn::tensor::Device;
-use burn::tensor::Tensor;
 use burn::tensor::activation::silu;
+use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::blocks::{ResnetBlock2D, Upsample2D, conv, group_norm};
@@ -88,11 +90,23 @@ impl VaeConfig {
         if c.act_fn != "silu" {
             return bad("act_fn", format!("`{}` is not supported (silu)", c.act_fn));
         }
-        if c.latents_mean.is_some() || c.latents_std.is_some() {
-            return bad(
-                "latents_mean",
-                "per-channel latent statistics (Playground v2.5) are not supported".into(),
-            );
+        if c.shift_factor.is_some() && c.latents_mean.is_some() {
+            return bad("shift_factor", "and latents_mean both set: no pipeline reads both".into());
+        }
+        match (&c.latents_mean, &c.latents_std) {
+            (None, None) => {}
+            (Some(mean), Some(std)) if mean.len() == c.latent_channels && std.len() == c.latent_channels => {}
+            (Some(_), Some(_)) => {
+                return bad(
+                    "latents_mean",
+                    format!(
+                        "latents_mean and latents_std need latent_channels = {} values each",
+                        c.latent_channels
+                    ),
+                );
+            }
+            (Some(_), None) => return bad("latents_std", "missing while latents_mean is set".into()),
+            (None, Some(_)) => return bad("latents_mean", "missing while latents_std is set".into()),
         }
         if let Some(&ch) = c.block_out_channels.iter().find(|&&ch| !ch.is_multiple_of(c.norm_num_groups)) {
             return bad(
@@ -152,6 +166,11 @@ impl VaeConfig {
             conv_out: conv(c0, self.out_channels, 3, 1, device),
             scaling_factor: self.scaling_factor,
             shift_factor: self.shift_factor,
+            latents_mean_std: self.latents_mean.as_ref().zip(self.latents_std.as_ref()).map(|(mean, std)| {
+                let floats = |v: &Vec<f64>| v.iter().map(|&x| x as f32).collect();
+                (floats(mean), floats(std))
+            }),
+            force_upcast: self.force_upcast,
             scale_factor: self.scale_factor(),
             latent_channels: latent,
             sliced_attention: false,
@@ -197,6 +216,12 @@ pub struct VaeDecoder {
     /// `shift_factor` (SD 3, FLUX), added after the scaling.
     #[module(skip)]
     pub shift_factor: Option<f64>,
+    /// `latents_mean` and `latents_std`, float32 (Playground v2.5's VAE).
+    #[module(skip)]
+    pub latents_mean_std: Option<(Vec<f32>, Vec<f32>)>,
+    /// `force_upcast`: the SDXL pipeline decodes in float32 when the VAE is float16.
+    #[module(skip)]
+    pub force_upcast: bool,
     /// How much smaller the latents are than the image ([`VaeConfig::scale_factor`]).
     #[module(skip)]
     pub scale_factor: usize,
@@ -209,6 +234,25 @@ pub struct VaeDecoder {
 }
 
 impl VaeDecoder {
+    /// The float type the decoder's weights are stored in.
+    pub fn dtype(&self) -> DType {
+        self.conv_out.weight.val().dtype()
+    }
+
+    /// The decoder with its weights in float32 (diffusers' `vae.to(torch.float32)`, which the SDXL
+    /// pipeline does for a half-precision VAE with `force_upcast`): each half-precision weight
+    /// widened exactly.
+    pub fn upcast(self) -> Self {
+        /// Casts every float parameter to float32.
+        struct ToF32;
+        impl ModuleMapper for ToF32 {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+                param.map(|t| t.cast(FloatDType::F32))
+            }
+        }
+        self.map(&mut ToF32)
+    }
+
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
         if let Some(c) = &mut self.post_quant_conv {
             load_conv2d(c, vars.pp("post_quant_conv"))?;
@@ -237,10 +281,20 @@ impl VaeDecoder {
         load_conv2d(&mut self.conv_out, dec.pp("conv_out"))
     }
 
-    /// `vae.decode(latents / scaling_factor [+ shift_factor])`, postprocessed: `[batch, 3, H, W]`
-    /// in `[0, 1]`.
+    /// `vae.decode(latents / scaling_factor [+ shift_factor])` (`latents · std / scaling_factor
+    /// + mean` with per-channel statistics), postprocessed: `[batch, 3, H, W]` in `[0, 1]`.
     pub fn decode(&self, latents: Tensor<4>) -> Tensor<4> {
-        let mut x = latents / self.scaling_factor;
+        let mut x = match &self.latents_mean_std {
+            None => latents / self.scaling_factor,
+            Some((mean, std)) => {
+                // In the latents' float type, as diffusers' `.to(latents.device, latents.dtype)`.
+                let (device, dtype) = (latents.device(), latents.dtype());
+                let channel = |v: &Vec<f32>| {
+                    Tensor::<4>::from_data(TensorData::new(v.clone(), [1, v.len(), 1, 1]), (&device, dtype))
+                };
+                (latents * channel(std)) / self.scaling_factor + channel(mean)
+            }
+        };
         if let Some(shift) = self.shift_factor {
             x = x + shift;
         }

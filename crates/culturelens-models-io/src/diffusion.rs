@@ -7,6 +7,7 @@
 //! | `_class_name` | module | components read |
 //! |---|---|---|
 //! | `StableDiffusionPipeline`, `AltDiffusionPipeline` | [`stable_diffusion`] | `text_encoder`, `tokenizer`, `unet`, `vae`, `scheduler` |
+//! | `StableDiffusionXLPipeline` | [`stable_diffusion_xl`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `unet`, `vae`, `scheduler` |
 //! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
 //!
@@ -20,6 +21,7 @@
 mod flux;
 mod stable_diffusion;
 mod stable_diffusion_3;
+mod stable_diffusion_xl;
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +40,7 @@ use crate::{LoadError, read_string, weight_files};
 enum Family {
     StableDiffusion,
     AltDiffusion,
+    StableDiffusionXl,
     StableDiffusion3,
     Flux,
 }
@@ -60,6 +63,18 @@ const PIPELINES: &[(&str, Family, Components)] = &[
         &[
             ("text_encoder", &["RobertaSeriesModelWithTransformation"]),
             ("tokenizer", &["XLMRobertaTokenizer", "XLMRobertaTokenizerFast"]),
+            ("unet", &["UNet2DConditionModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+    ),
+    (
+        "StableDiffusionXLPipeline",
+        Family::StableDiffusionXl,
+        &[
+            ("text_encoder", &["CLIPTextModel"]),
+            ("text_encoder_2", &["CLIPTextModelWithProjection"]),
+            ("tokenizer", CLIP_TOKENIZERS),
+            ("tokenizer_2", CLIP_TOKENIZERS),
             ("unet", &["UNet2DConditionModel"]),
             ("vae", &["AutoencoderKL"]),
         ],
@@ -205,7 +220,7 @@ impl PipelineFolder {
             let needs = if flow {
                 "a flow-matching scheduler (FlowMatchEulerDiscreteScheduler)"
             } else {
-                "a noise-prediction scheduler (DDIM, PNDM, Euler, DPM-Solver)"
+                "a noise-prediction scheduler (DDIM, PNDM, Euler, DPM-Solver, EDM Euler, EDM DPM-Solver)"
             };
             return Err(unsupported(
                 &scheduler_path,
@@ -220,6 +235,7 @@ impl PipelineFolder {
             Family::StableDiffusion | Family::AltDiffusion => {
                 stable_diffusion::load(dir, device, family == Family::AltDiffusion)?
             }
+            Family::StableDiffusionXl => stable_diffusion_xl::load(dir, &index, &index_path, device)?,
             Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
             Family::Flux => flux::load(dir, device)?,
         };

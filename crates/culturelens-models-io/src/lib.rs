@@ -28,6 +28,7 @@ pub mod jpeg_rs;
 pub mod limits;
 pub mod open_clip_text;
 pub mod spiece;
+#[cfg(feature = "native")]
 pub mod t5_tokenizer;
 #[cfg(feature = "native")]
 pub mod xlm_roberta_tokenizer;

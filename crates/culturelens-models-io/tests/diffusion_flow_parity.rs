@@ -1,5 +1,5 @@
 //! Parity with diffusers 0.42 on the committed tiny random-weight flow-matching pipelines
-//! (`scripts/fixtures/make_tiny_diffusion_sd3.py`, `make_tiny_diffusion_flux.py`): an SD-3-like
+//! (`scripts/fixtures/make_diffusion_tiny_sd3.py`, `make_diffusion_tiny_flux.py`): an SD-3-like
 //! and an SD-3.5-like pipeline (qk RMS norms, a dual-attention block), a FLUX.1-dev-like one
 //! (guidance embedding, dynamic shifting) and a FLUX.1-schnell-like one. Every case (guidance on
 //! and off, negative prompts, FLUX's true CFG, two images per seed, non-square sizes, the

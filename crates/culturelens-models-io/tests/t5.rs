@@ -1,4 +1,4 @@
-//! T5 against transformers 5.23 on the fixtures of `scripts/fixtures/make_t5_fixtures.py`:
+//! T5 against transformers 5.23 on the fixtures of `scripts/fixtures/make_t5.py`:
 //! the tokenizer's ids on 1,400 prompts of the four prompt sets in all their 35 (set, language)
 //! pairs, read here with culturelens-prompts from the data mirror (a SentencePiece model with
 //! NFKC read from `spiece.model`, a second one from transformers' `tokenizer.json`), and the

@@ -79,6 +79,7 @@ impl fmt::Display for RunKey {
                 let tag = match precision {
                     ModelPrecision::F32 => "",
                     ModelPrecision::F16 => "\tf16",
+                    ModelPrecision::Bf16 => "\tbf16",
                 };
                 write!(f, "culturelens-embed-v1\t{}\t{dim}{tag}", weights.display())
             }

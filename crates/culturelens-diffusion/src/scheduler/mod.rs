@@ -1,5 +1,7 @@
 //! Noise schedulers as diffusers implements them (DDIM, PNDM, EulerDiscrete,
-//! DPMSolverMultistep as of 0.31; FlowMatchEulerDiscrete as of 0.42), read from `scheduler_config.json` key by key the way diffusers'
+//! DPMSolverMultistep as of 0.31; FlowMatchEulerDiscrete, and EDMEuler and
+//! EDMDPMSolverMultistep, SDXL's and Playground v2.5's, as of 0.42), read from
+//! `scheduler_config.json` key by key the way diffusers'
 //! `from_config` does: a key the file sets wins, a key it lacks takes the default of the class
 //! that is instantiated (so `--scheduler ddim` on an SD 1.x PNDM config keeps its
 //! `clip_sample: false`, `set_alpha_to_one: false`, `steps_offset: 1`).
@@ -14,6 +16,8 @@
 
 mod ddim;
 mod dpm_solver;
+mod edm_dpm_solver;
+mod edm_euler;
 mod euler;
 mod flow_match_euler;
 mod pndm;
@@ -27,6 +31,8 @@ use serde_json::Value;
 
 pub use ddim::Ddim;
 pub use dpm_solver::DpmSolverMultistep;
+pub use edm_dpm_solver::EdmDpmSolverMultistep;
+pub use edm_euler::EdmEuler;
 pub use euler::EulerDiscrete;
 pub use flow_match_euler::FlowMatchEulerDiscrete;
 pub use pndm::Pndm;
@@ -44,7 +50,7 @@ pub enum SchedulerError {
     #[error("scheduler_config.json: key `{key}`: {message}")]
     Key { key: String, message: String },
     #[error(
-        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, flow-euler, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"
+        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, edm-euler, edm-dpm, flow-euler, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, EDMEulerScheduler, EDMDPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"
     )]
     Unknown(String),
     #[error("{0}")]
@@ -62,6 +68,8 @@ pub enum SchedulerKind {
     Pndm,
     EulerDiscrete,
     DpmSolverMultistep,
+    EdmEuler,
+    EdmDpmSolverMultistep,
     FlowMatchEulerDiscrete,
 }
 
@@ -74,6 +82,10 @@ impl SchedulerKind {
             "euler" | "eulerdiscrete" | "eulerdiscretescheduler" => Ok(Self::EulerDiscrete),
             "dpm" | "dpmsolver" | "dpmsolvermultistep" | "dpmsolvermultistepscheduler" => {
                 Ok(Self::DpmSolverMultistep)
+            }
+            "edm-euler" | "edmeuler" | "edmeulerscheduler" => Ok(Self::EdmEuler),
+            "edm-dpm" | "edmdpmsolver" | "edmdpmsolvermultistep" | "edmdpmsolvermultistepscheduler" => {
+                Ok(Self::EdmDpmSolverMultistep)
             }
             "flow-euler" | "flowmatcheulerdiscrete" | "flowmatcheulerdiscretescheduler" => {
                 Ok(Self::FlowMatchEulerDiscrete)
@@ -89,6 +101,8 @@ impl SchedulerKind {
             Self::Pndm => "PNDMScheduler",
             Self::EulerDiscrete => "EulerDiscreteScheduler",
             Self::DpmSolverMultistep => "DPMSolverMultistepScheduler",
+            Self::EdmEuler => "EDMEulerScheduler",
+            Self::EdmDpmSolverMultistep => "EDMDPMSolverMultistepScheduler",
             Self::FlowMatchEulerDiscrete => "FlowMatchEulerDiscreteScheduler",
         }
     }
@@ -291,13 +305,36 @@ impl AlphaSchedule {
     }
 }
 
-/// `torch.linspace(start, end, n, dtype=float32)` on the CPU: float32 step, the first half counted
-/// up from `start` and the second half down from `end`.
+/// `torch.linspace(start, end, n, dtype=float32)` on the CPU: a float32 step, the first half
+/// counted up from `start` and the second half down from `end`, each point one fused
+/// multiply-add, `[start]` for one point. That is torch's AVX2 and AVX-512 kernels (compiled with
+/// FMA contraction: `start + step·i` rounded once), checked bit for bit against torch 2.15; its
+/// DEFAULT-capability kernel (no FMA, e.g. `ATEN_CPU_CAPABILITY=default`) rounds the product and
+/// the sum apart, which moves some points of a long ramp (a 1,000-step beta schedule) by an ulp.
 fn torch_linspace_f32(start: f32, end: f32, n: usize) -> Vec<f32> {
+    if n == 1 {
+        return vec![start];
+    }
     let step = (end - start) / (n - 1) as f32;
     let halfway = n / 2;
     (0..n)
-        .map(|i| if i < halfway { start + step * i as f32 } else { end - step * (n - i - 1) as f32 })
+        .map(|i| {
+            if i < halfway { step.mul_add(i as f32, start) } else { (-step).mul_add((n - i - 1) as f32, end) }
+        })
+        .collect()
+}
+
+/// [`torch_linspace_f32`] in float64 (`dtype=torch.float64`).
+fn torch_linspace_f64(start: f64, end: f64, n: usize) -> Vec<f64> {
+    if n == 1 {
+        return vec![start];
+    }
+    let step = (end - start) / (n - 1) as f64;
+    let halfway = n / 2;
+    (0..n)
+        .map(|i| {
+            if i < halfway { step.mul_add(i as f64, start) } else { (-step).mul_add((n - i - 1) as f64, end) }
+        })
         .collect()
 }
 
@@ -356,6 +393,8 @@ pub enum Scheduler {
     Pndm(Box<Pndm>),
     EulerDiscrete(EulerDiscrete),
     DpmSolverMultistep(DpmSolverMultistep),
+    EdmEuler(EdmEuler),
+    EdmDpmSolverMultistep(EdmDpmSolverMultistep),
     FlowMatchEulerDiscrete(FlowMatchEulerDiscrete),
 }
 
@@ -373,7 +412,7 @@ impl Scheduler {
                 SchedulerKind::parse(&class).map_err(|_| {
                     key_error(
                         "_class_name",
-                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"),
+                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, EDMEulerScheduler, EDMDPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"),
                     )
                 })?
             }
@@ -383,6 +422,10 @@ impl Scheduler {
             SchedulerKind::Pndm => Self::Pndm(Box::new(Pndm::new(&reader)?)),
             SchedulerKind::EulerDiscrete => Self::EulerDiscrete(EulerDiscrete::new(&reader)?),
             SchedulerKind::DpmSolverMultistep => Self::DpmSolverMultistep(DpmSolverMultistep::new(&reader)?),
+            SchedulerKind::EdmEuler => Self::EdmEuler(EdmEuler::new(&reader)?),
+            SchedulerKind::EdmDpmSolverMultistep => {
+                Self::EdmDpmSolverMultistep(EdmDpmSolverMultistep::new(&reader)?)
+            }
             SchedulerKind::FlowMatchEulerDiscrete => {
                 Self::FlowMatchEulerDiscrete(FlowMatchEulerDiscrete::new(&reader)?)
             }
@@ -395,6 +438,8 @@ impl Scheduler {
             Self::Pndm(_) => SchedulerKind::Pndm,
             Self::EulerDiscrete(_) => SchedulerKind::EulerDiscrete,
             Self::DpmSolverMultistep(_) => SchedulerKind::DpmSolverMultistep,
+            Self::EdmEuler(_) => SchedulerKind::EdmEuler,
+            Self::EdmDpmSolverMultistep(_) => SchedulerKind::EdmDpmSolverMultistep,
             Self::FlowMatchEulerDiscrete(_) => SchedulerKind::FlowMatchEulerDiscrete,
         }
     }
@@ -415,6 +460,8 @@ impl Scheduler {
             Self::Pndm(s) => s.train_steps(),
             Self::EulerDiscrete(s) => s.train_steps(),
             Self::DpmSolverMultistep(s) => s.train_steps(),
+            Self::EdmEuler(s) => s.train_steps(),
+            Self::EdmDpmSolverMultistep(s) => s.train_steps(),
             Self::FlowMatchEulerDiscrete(s) => s.train_steps(),
         };
         if n == 0 || n > train {
@@ -427,19 +474,23 @@ impl Scheduler {
             Self::Pndm(s) => s.set_timesteps(n)?,
             Self::EulerDiscrete(s) => s.set_timesteps(n),
             Self::DpmSolverMultistep(s) => s.set_timesteps(n),
+            Self::EdmEuler(s) => s.set_timesteps(n),
+            Self::EdmDpmSolverMultistep(s) => s.set_timesteps(n),
             Self::FlowMatchEulerDiscrete(s) => s.set_timesteps(n, None, None)?,
         }
         Ok(())
     }
 
     /// The timesteps the UNet is called with, in order (PNDM repeats one; Euler's may be
-    /// fractional).
+    /// fractional; the EDM schedulers' are `c_noise = ¼ ln σ`).
     pub fn timesteps(&self) -> Vec<f32> {
         match self {
             Self::Ddim(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
             Self::Pndm(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
             Self::EulerDiscrete(s) => s.timesteps.clone(),
             Self::DpmSolverMultistep(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
+            Self::EdmEuler(s) => s.timesteps.clone(),
+            Self::EdmDpmSolverMultistep(s) => s.timesteps.clone(),
             Self::FlowMatchEulerDiscrete(s) => s.timesteps().to_vec(),
         }
     }
@@ -448,6 +499,8 @@ impl Scheduler {
     pub fn init_noise_sigma(&self) -> f32 {
         match self {
             Self::EulerDiscrete(s) => s.init_noise_sigma(),
+            Self::EdmEuler(s) => s.init_noise_sigma(),
+            Self::EdmDpmSolverMultistep(s) => s.init_noise_sigma(),
             _ => 1.0,
         }
     }
@@ -456,6 +509,8 @@ impl Scheduler {
     pub fn scale_model_input(&self, sample: Tensor<4>, step: usize) -> Tensor<4> {
         match self {
             Self::EulerDiscrete(s) => s.scale_model_input(sample, step),
+            Self::EdmEuler(s) => s.scale_model_input(sample, step),
+            Self::EdmDpmSolverMultistep(s) => s.scale_model_input(sample, step),
             _ => sample,
         }
     }
@@ -467,6 +522,8 @@ impl Scheduler {
             Self::Pndm(s) => s.step(model_output, step, sample),
             Self::EulerDiscrete(s) => s.step(model_output, step, sample),
             Self::DpmSolverMultistep(s) => s.step(model_output, step, sample),
+            Self::EdmEuler(s) => s.step(model_output, step, sample),
+            Self::EdmDpmSolverMultistep(s) => s.step(model_output, step, sample),
             Self::FlowMatchEulerDiscrete(s) => s.step(model_output, step, sample),
         }
     }

@@ -1,15 +1,28 @@
-//! Parity with diffusers 0.31 (`scripts/fixtures/make_diffusion_schedulers.py`): every
-//! case runs the whole denoising loop with the recorded model outputs and compares the
-//! timesteps, the initial noise scale, every scaled UNet input and every step's output.
+//! Parity with diffusers 0.42 (`scripts/fixtures/make_diffusion_schedulers.py`; its cases
+//! of diffusers 0.31's schedulers give the same values under both): every case runs the whole
+//! denoising loop with the recorded model outputs and compares the timesteps, the initial noise
+//! scale, every scaled UNet input and every step's output; and `torch.linspace`, which every
+//! schedule starts from, point for point.
 
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::Deserialize;
 
-use super::{Scheduler, SchedulerKind};
+use super::{Scheduler, SchedulerKind, torch_linspace_f32, torch_linspace_f64};
 
 #[derive(Deserialize)]
 struct Fixture {
     cases: Vec<Case>,
+    linspace: Vec<Linspace>,
+}
+
+#[derive(Deserialize)]
+struct Linspace {
+    /// `start` and `end` (Python floats) as float64 bit patterns.
+    start_end: [u64; 2],
+    n: usize,
+    dtype: String,
+    /// torch's values as bit patterns.
+    bits: Vec<u64>,
 }
 
 #[derive(Deserialize)]
@@ -43,9 +56,11 @@ fn rel_err(got: &Tensor<4>, want: &[f32]) -> f32 {
 
 #[test]
 fn matches_diffusers_step_by_step() {
-    let fixture: Fixture =
-        serde_json::from_str(&culturelens_testkit::read_fixture("diffusion/schedulers.json")).unwrap();
-    assert!(fixture.cases.len() >= 70);
+    let fixture = fixture();
+    assert!(fixture.cases.len() >= 100);
+    for kind in ["EDMEulerScheduler", "EDMDPMSolverMultistepScheduler"] {
+        assert!(fixture.cases.iter().filter(|c| c.scheduler == kind).count() >= 8, "{kind}");
+    }
     let device = Device::flex();
     let mut worst = (0.0f32, String::new());
     for case in &fixture.cases {
@@ -53,7 +68,18 @@ fn matches_diffusers_step_by_step() {
         let mut scheduler =
             Scheduler::from_config(&case.config, Some(kind)).unwrap_or_else(|e| panic!("{}: {e}", case.name));
         scheduler.set_timesteps(case.steps).unwrap();
-        assert_eq!(scheduler.timesteps(), case.timesteps, "{}: timesteps", case.name);
+        let timesteps = scheduler.timesteps();
+        if matches!(kind, SchedulerKind::EdmEuler | SchedulerKind::EdmDpmSolverMultistep) {
+            // `c_noise = ¼ ln σ`: torch's float32 `pow` and `log` are its vectorised ones (within
+            // an ulp of the correctly rounded results culturelens takes, not equal to them), so
+            // σ may differ in its last bit and `c_noise` by about 1e-8 (σ's relative error / 4).
+            assert_eq!(timesteps.len(), case.timesteps.len(), "{}: timesteps", case.name);
+            for (got, want) in timesteps.iter().zip(&case.timesteps) {
+                assert!((got - want).abs() <= 5e-8, "{}: timestep {got} vs {want}", case.name);
+            }
+        } else {
+            assert_eq!(timesteps, case.timesteps, "{}: timesteps", case.name);
+        }
         let sigma = scheduler.init_noise_sigma();
         assert!(
             (sigma - case.init_noise_sigma).abs() <= 1e-6 * case.init_noise_sigma,
@@ -77,6 +103,28 @@ fn matches_diffusers_step_by_step() {
         }
     }
     eprintln!("worst relative step error {:.2e} at {}", worst.0, worst.1);
+}
+
+fn fixture() -> Fixture {
+    serde_json::from_str(&culturelens_testkit::read_fixture("diffusion/schedulers.json")).unwrap()
+}
+
+/// `torch.linspace` in float32 and float64, bit for bit: one fused multiply-add per point.
+#[test]
+fn linspace_matches_torch() {
+    let fixture = fixture();
+    assert!(fixture.linspace.len() >= 50);
+    for case in &fixture.linspace {
+        let [start, end] = case.start_end.map(f64::from_bits);
+        let got: Vec<u64> = match case.dtype.as_str() {
+            "f32" => torch_linspace_f32(start as f32, end as f32, case.n)
+                .into_iter()
+                .map(|v| u64::from(v.to_bits()))
+                .collect(),
+            _ => torch_linspace_f64(start, end, case.n).into_iter().map(f64::to_bits).collect(),
+        };
+        assert_eq!(got, case.bits, "linspace({start}, {end}, {}, {})", case.n, case.dtype);
+    }
 }
 
 #[test]
@@ -120,7 +168,7 @@ struct FlowCall {
 }
 
 /// `FlowMatchEulerDiscreteScheduler` against diffusers 0.42
-/// (`scripts/fixtures/make_flow_match_scheduler.py`): SD3's and both FLUX configs, the class
+/// (`scripts/fixtures/make_diffusion_flow_match.py`): SD3's and both FLUX configs, the class
 /// defaults, a linear time shift, `shift_terminal` and 500 training steps, each set as SD3's
 /// pipeline sets it (`n` steps, μ when shifting dynamically) and as FLUX's does (given σs and
 /// μ from `calculate_shift`): the whole schedule bit for bit, μ, and the first steps' outputs.
