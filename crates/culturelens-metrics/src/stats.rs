@@ -10,7 +10,7 @@
 //!
 //! The standard normal distribution: [`normal_cdf`] `Φ(x) = erfc(−x/√2)/2` (scipy's `ndtr`) and
 //! its inverse [`normal_quantile`] `Φ⁻¹(p)` (scipy's `ndtri`), by Wichura's algorithm AS 241
-//! (`PPND16`, relative error about 1e-16), used by the BCa intervals of [`crate::bootstrap`].
+//! (`PPND16`, relative error about 1e-16), used by the BCa intervals of the bootstrap module.
 
 /// Arithmetic mean (`NaN` for an empty slice).
 pub fn mean(values: &[f64]) -> f64 {
