@@ -198,7 +198,7 @@ impl Replicates {
     pub fn of_ratio(sums: &[f64], sizes: &[f64], draws: &Draws) -> Replicates {
         assert_eq!(sums.len(), sizes.len(), "one size per unit");
         assert_eq!(draws.units(), sums.len(), "the draws resample these units");
-        let (s, c) = (sums.iter().sum::<f64>(), sizes.iter().sum::<f64>());
+        let (estimate, jackknife) = ratio_jackknife(sums, sizes);
         let values = draws
             .iter()
             .map(|idx| {
@@ -210,12 +210,7 @@ impl Replicates {
                 num / den
             })
             .collect();
-        let jackknife = if sums.len() < 2 {
-            Vec::new()
-        } else {
-            sums.iter().zip(sizes).map(|(si, ci)| (s - si) / (c - ci)).collect()
-        };
-        Replicates { estimate: s / c, values, jackknife }
+        Replicates { estimate, values, jackknife }
     }
 
     /// The mean of `values` over `draws` ([`Replicates::of_ratio`] with unit sizes).
@@ -252,6 +247,18 @@ impl Replicates {
             CiMethod::Bca => bca_interval(self.estimate, &self.values, &self.jackknife, level),
         }
     }
+}
+
+/// The ratio mean `Σ sums / Σ sizes` of units and its jackknife values `(S − sᵢ) / (C − cᵢ)`
+/// (none for a single unit), the parts of [`Replicates::of_ratio`] that need no resamples.
+pub fn ratio_jackknife(sums: &[f64], sizes: &[f64]) -> (f64, Vec<f64>) {
+    let (s, c) = (sums.iter().sum::<f64>(), sizes.iter().sum::<f64>());
+    let jackknife = if sums.len() < 2 {
+        Vec::new()
+    } else {
+        sums.iter().zip(sizes).map(|(si, ci)| (s - si) / (c - ci)).collect()
+    };
+    (s / c, jackknife)
 }
 
 /// `α = (1 − level) / 2`.
