@@ -19,7 +19,8 @@
 //!   `[q(α₁), q(α₂)]` with
 //!   `α₁ = Φ(ẑ₀ + (ẑ₀ + z_α) / (1 − â(ẑ₀ + z_α)))`, `α₂` the same with `z_{1−α}`, where
 //!   - `ẑ₀ = Φ⁻¹((#{θ̂*_b < θ̂} + #{θ̂*_b ≤ θ̂}) / 2B)` (the bias correction, ties counted half, as
-//!     scipy's `_percentile_of_score`);
+//!     scipy's `_percentile_of_score`; a replicate equal to `θ̂` up to round-off is a tie,
+//!     [`TIE_ULPS`]);
 //!   - `â = Σ U_i³ / (6 (Σ U_i²)^{3/2})`, `U_i = (n − 1)(θ̂_(·) − θ̂_(i))`, from the jackknife values
 //!     `θ̂_(i)` (the statistic without unit `i`) and their mean `θ̂_(·)` (the acceleration, Eq. 14.15).
 //!
@@ -287,12 +288,22 @@ pub fn bca_interval(estimate: f64, replicates: &[f64], jackknife: &[f64], level:
     quantile_pair(replicates, adjusted(z_alpha), adjusted(-z_alpha))
 }
 
-/// `ẑ₀ = Φ⁻¹((#{θ̂* < θ̂} + #{θ̂* ≤ θ̂}) / 2B)`.
+/// `ẑ₀ = Φ⁻¹((#{θ̂* < θ̂} + #{θ̂* ≤ θ̂}) / 2B)`, where a replicate within [`TIE_ULPS`] units of
+/// roundoff of `θ̂` counts as equal to it.
 pub fn bias_correction(estimate: f64, replicates: &[f64]) -> f64 {
-    let below = replicates.iter().filter(|&&v| v < estimate).count();
-    let at_most = replicates.iter().filter(|&&v| v <= estimate).count();
+    let scale = replicates.iter().fold(estimate.abs(), |m, v| m.max(v.abs()));
+    let tie = TIE_ULPS * f64::EPSILON * scale;
+    let below = replicates.iter().filter(|&&v| v < estimate - tie).count();
+    let at_most = replicates.iter().filter(|&&v| v <= estimate + tie).count();
     normal_quantile((below + at_most) as f64 / (2 * replicates.len()) as f64)
 }
+
+/// A replicate within `TIE_ULPS · ε · max(|θ̂|, |θ̂*|)` of the estimate is a tie in BCa's bias
+/// correction. A resample that permutes the sample has the estimate's value in exact arithmetic
+/// but, summed in another order, may differ from it in the last bits (and differently on another
+/// backend); counting it as a tie keeps `ẑ₀`, hence the interval, from jumping with the summation
+/// order. Replicates that differ for real differ by far more.
+pub const TIE_ULPS: f64 = 256.0;
 
 /// `â = Σ U³ / n³ / (6 (Σ U² / n²)^{3/2})`, `U_i = (n − 1)(mean − θ̂_(i))` (scipy's arithmetic); 0
 /// for fewer than two values or a constant jackknife.
@@ -416,6 +427,19 @@ mod tests {
         }
         assert_ne!(stream_seed(1, "de/X"), stream_seed(1, "de/Y"));
         assert_eq!(stream_seed(0, ""), 0xcbf2_9ce4_8422_2325);
+    }
+
+    #[test]
+    fn round_off_ties_count_half() {
+        // A permuted sample's mean may differ from the estimate in the last bit: still a tie.
+        let x = [0.1, 0.7, 0.2, -0.3, 0.05, 0.9, 0.33];
+        let estimate = x.iter().sum::<f64>() / 7.0;
+        let permuted = [x[6], x[5], x[4], x[3], x[2], x[1], x[0]].iter().sum::<f64>() / 7.0;
+        let nudged = if permuted == estimate { estimate + estimate * f64::EPSILON } else { permuted };
+        assert_ne!(nudged, estimate);
+        // One tie and one value above: (0 + 1) / 4 → Φ⁻¹(0.25).
+        assert_eq!(bias_correction(estimate, &[nudged, 1.0]), normal_quantile(0.25));
+        assert_eq!(bias_correction(estimate, &[estimate, 1.0]), normal_quantile(0.25));
     }
 
     #[test]
