@@ -10,6 +10,7 @@ mod finished_run;
 
 mod analyses_cli;
 mod bundle_cli;
+mod ci_cli;
 mod classify_cli;
 mod cluster_manifests;
 mod cultext2i_cli;

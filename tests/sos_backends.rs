@@ -11,10 +11,11 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use culturelens_compute::sos::{
-    GROUP_MEMBERS, Pooling, SEGMENT_ROWS, SosColumns, SosLayout, fused_kernels_on, sos, sos_packed,
-    sos_tensor,
+    CellUnits, GROUP_MEMBERS, Pooling, SEGMENT_ROWS, SosColumns, SosLayout, fused_kernels_on, sos,
+    sos_exact_intervals, sos_fast_intervals, sos_packed, sos_tensor, unpack,
 };
 use culturelens_compute::tensor::id_tensor;
+use culturelens_metrics::bootstrap::{CiMethod, CiSpec};
 use culturelens_metrics::demo::demo_table;
 use culturelens_rng::SplitMix64;
 use culturelens_testkit::wgpu;
@@ -78,6 +79,44 @@ fn cpu_and_device_agree(gpu: &Device, name: &str) {
         assert!(f64::from(max_diff) <= BOUND, "{pooling:?}: per-image max |cpu - {name}| = {max_diff}");
         assert!(max_joint <= BOUND, "{pooling:?}: joint max |cpu - {name}| = {max_joint}");
     }
+}
+
+/// The same seed gives the same intervals on the CPU and on wgpu: the same resample indices
+/// (drawn on the host), so the bounds differ only by the scores' f32 rounding. Fast mode with BCa,
+/// exact mode (SoS on every resample, the fused kernels on wgpu over repeated rows) with
+/// percentile bounds.
+#[test]
+fn intervals_agree_on_cpu_and_wgpu_from_the_same_seed() {
+    let demo = demo_table();
+    let cols = SosColumns {
+        model: demo.column("model").unwrap(),
+        language: demo.column("language").unwrap(),
+        culture: demo.column("culture").unwrap(),
+        layer: None,
+        person: None,
+    };
+    let layout = SosLayout::new(cols, Pooling::All).unwrap();
+    let units = CellUnits::outputs(&layout);
+    let intervals = |device: &Device| {
+        let table =
+            Tensor::<2>::from_data(TensorData::new(demo.embeddings.clone(), [demo.len(), demo.dim]), device);
+        let scores =
+            unpack(sos_packed(std::slice::from_ref(&table), None, &layout, None).into_data(), &layout)
+                .unwrap();
+        let fast = CiSpec::new(0.95, 500, 3, CiMethod::Bca).unwrap();
+        let exact = CiSpec::new(0.95, 20, 3, CiMethod::Percentile).unwrap();
+        let f = sos_fast_intervals(&layout, &units, &scores.per_image, fast);
+        let e = sos_exact_intervals(&[table], &layout, &units, &scores.per_image, exact, None).unwrap();
+        (f, e)
+    };
+    let (cpu, gpu) = (intervals(&Device::flex()), intervals(&wgpu()));
+    let mut worst = 0f64;
+    for (a, b) in cpu.0.iter().chain(&cpu.1).zip(gpu.0.iter().chain(&gpu.1)) {
+        let (a, b) = (a.unwrap(), b.unwrap());
+        worst = worst.max((a.lo - b.lo).abs()).max((a.hi - b.hi).abs());
+    }
+    println!("intervals: max |cpu - wgpu| of a bound = {worst:.3e} (bound {BOUND:.0e})");
+    assert!(worst <= BOUND, "interval bounds differ by {worst}");
 }
 
 /// A synthetic SoS table: `n` rows of width `d` drawn from `seed`, with `languages` × `cultures`

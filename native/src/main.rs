@@ -14,6 +14,7 @@ mod output;
 mod prompt_sets;
 mod provenance;
 mod timing;
+mod uncertainty;
 mod work;
 
 use clap::{Parser, Subcommand};

@@ -5,7 +5,8 @@
 //! fully resolved arguments (a JSON object keyed by argument name, defaults included), the sha256
 //! of every input (a folder: of its sorted file list with each file's sha256), model ids with the
 //! sha256 of each file of their weights folder, seeds, prompt-set names with the repository,
-//! commit, path and sha256 of each set's pinned upstream files, backend and precision. It holds
+//! commit, path and sha256 of each set's pinned upstream files, backend and precision, and with
+//! `--ci` the bootstrap's settings and resampling unit (`uncertainty`). It holds
 //! no clock time, so the same run gives the same manifest. Written atomically, once per command,
 //! after the results.
 
@@ -48,6 +49,7 @@ pub struct Provenance {
     prompt_sets: Vec<String>,
     device: Map<String, Value>,
     parts: Vec<Value>,
+    uncertainty: Option<Value>,
 }
 
 /// Every file under `dir` (recursively, symlinks followed), as paths relative to `dir` with `/`
@@ -161,6 +163,7 @@ impl Provenance {
             prompt_sets: Vec::new(),
             device: Map::new(),
             parts: Vec::new(),
+            uncertainty: None,
         }
     }
 
@@ -214,6 +217,13 @@ impl Provenance {
         self
     }
 
+    /// Records how the confidence intervals were computed (`uncertainty::CiArgs::record`: level,
+    /// resamples, method, seed, the resampling unit); nothing without `--ci`.
+    pub fn uncertainty(&mut self, record: Option<Value>) -> &mut Self {
+        self.uncertainty = record;
+        self
+    }
+
     /// Records the manifest of one shard a `merge` joins (the part's own `provenance.json`, or
     /// `null` when the shard wrote none), so the merged result keeps its models, seeds and inputs.
     pub fn part(&mut self, manifest: &Path) -> Result<&mut Self> {
@@ -245,6 +255,9 @@ impl Provenance {
         });
         if !self.parts.is_empty() {
             value["parts"] = Value::Array(self.parts.clone());
+        }
+        if let Some(u) = &self.uncertainty {
+            value["uncertainty"] = u.clone();
         }
         value
     }

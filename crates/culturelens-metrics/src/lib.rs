@@ -7,15 +7,19 @@
 //! - [`validation`]: CLIPScore and the SoS validation's labelling rules (SoS §4.2, Table 2);
 //! - [`colour`]: the SoS colour analysis (App. F); [`words`]: the caption analysis (§6.1, App. G);
 //! - [`tokens`]: the tokenizer lens; [`stats`]: the shared statistics conventions;
-//!   [`demo`]: the synthetic demo table.
+//!   [`demo`]: the synthetic demo table;
+//! - [`bootstrap`]: seeded bootstrap confidence intervals (percentile, BCa) of every metric;
+//!   [`permutation`]: the sign-flip test of paired differences and Holm's correction.
 //!
 //! Invariants: no file or network I/O (callers hand in slices and strings).
 
 pub mod agreement;
+pub mod bootstrap;
 pub mod colour;
 pub mod cultext2i;
 pub mod demo;
 pub mod magbig;
+pub mod permutation;
 pub mod stats;
 pub mod tokens;
 pub mod validation;

@@ -7,6 +7,10 @@
 //!
 //! The Wilcoxon signed-rank test ([`wilcoxon`]) follows `scipy.stats.wilcoxon` with its defaults
 //! (`zero_method="wilcox"`, `correction=False`, `alternative="two-sided"`, `method="auto"`).
+//!
+//! The standard normal distribution: [`normal_cdf`] `Φ(x) = erfc(−x/√2)/2` (scipy's `ndtr`) and
+//! its inverse [`normal_quantile`] `Φ⁻¹(p)` (scipy's `ndtri`), by Wichura's algorithm AS 241
+//! (`PPND16`, relative error about 1e-16), used by the BCa intervals of the bootstrap module.
 
 /// Arithmetic mean (`NaN` for an empty slice).
 pub fn mean(values: &[f64]) -> f64 {
@@ -202,6 +206,104 @@ pub fn softmax(logits: &[f64]) -> Vec<f64> {
     exp.iter().map(|e| e / total).collect()
 }
 
+/// `Φ(x)`, the standard normal distribution function: `erfc(−x/√2) / 2`.
+pub fn normal_cdf(x: f64) -> f64 {
+    0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+/// `Φ⁻¹(p)`, the standard normal quantile, for `0 ≤ p ≤ 1` (`−∞` at 0, `+∞` at 1, NaN outside):
+/// Wichura's AS 241 `PPND16` (Applied Statistics 37, 1988), accurate to about 1e-16.
+pub fn normal_quantile(p: f64) -> f64 {
+    if p.is_nan() || !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p == 1.0 {
+        return f64::INFINITY;
+    }
+    let poly = |c: &[f64], x: f64| c.iter().rev().fold(0.0, |acc, &k| acc * x + k);
+    let q = p - 0.5;
+    if q.abs() <= 0.425 {
+        let r = 0.180625 - q * q;
+        return q * poly(&AS241_A, r) / poly(&AS241_B, r);
+    }
+    let r = if q < 0.0 { p } else { 1.0 - p };
+    let r = (-r.ln()).sqrt();
+    let x = if r <= 5.0 {
+        let r = r - 1.6;
+        poly(&AS241_C, r) / poly(&AS241_D, r)
+    } else {
+        let r = r - 5.0;
+        poly(&AS241_E, r) / poly(&AS241_F, r)
+    };
+    if q < 0.0 { -x } else { x }
+}
+
+/// AS 241's coefficients, lowest degree first: the central region `|p − ½| ≤ 0.425` (A/B), the
+/// intermediate tail `√(−ln p) ≤ 5` (C/D) and the far tail (E/F).
+const AS241_A: [f64; 8] = [
+    3.387_132_872_796_366_5,
+    133.141_667_891_784_38,
+    1_971.590_950_306_551_3,
+    13_731.693_765_509_46,
+    45_921.953_931_549_87,
+    67_265.770_927_008_7,
+    33_430.575_583_588_13,
+    2_509.080_928_730_122_7,
+];
+const AS241_B: [f64; 8] = [
+    1.0,
+    42.313_330_701_600_91,
+    687.187_007_492_057_9,
+    5_394.196_021_424_751,
+    21_213.794_301_586_597,
+    39_307.895_800_092_71,
+    28_729.085_735_721_943,
+    5_226.495_278_852_545,
+];
+const AS241_C: [f64; 8] = [
+    1.423_437_110_749_683_5,
+    4.630_337_846_156_546,
+    5.769_497_221_460_691,
+    3.647_848_324_763_204_5,
+    1.270_458_252_452_368_4,
+    0.241_780_725_177_450_6,
+    0.022_723_844_989_269_184,
+    7.745_450_142_783_414e-4,
+];
+const AS241_D: [f64; 8] = [
+    1.0,
+    2.053_191_626_637_759,
+    1.676_384_830_183_803_8,
+    0.689_767_334_985_1,
+    0.148_103_976_427_480_08,
+    0.015_198_666_563_616_457,
+    5.475_938_084_995_345e-4,
+    1.050_750_071_644_416_9e-9,
+];
+const AS241_E: [f64; 8] = [
+    6.657_904_643_501_103,
+    5.463_784_911_164_114,
+    1.784_826_539_917_291_3,
+    0.296_560_571_828_504_9,
+    0.026_532_189_526_576_124,
+    0.001_242_660_947_388_078_4,
+    2.711_555_568_743_487_6e-5,
+    2.010_334_399_292_288_1e-7,
+];
+const AS241_F: [f64; 8] = [
+    1.0,
+    0.599_832_206_555_888,
+    0.136_929_880_922_735_8,
+    0.014_875_361_290_850_615,
+    7.868_691_311_456_133e-4,
+    1.846_318_317_510_054_8e-5,
+    1.421_511_758_316_446e-7,
+    2.044_263_103_389_939_8e-15,
+];
+
 /// Index of the largest value, the first one on ties.
 pub fn argmax(values: &[f64]) -> usize {
     let mut best = 0;
@@ -237,6 +339,26 @@ mod tests {
         assert!((pearson(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 4.0]).unwrap() - 0.8).abs() < 1e-15);
         assert_eq!(pearson(&[1.0, 1.0], &[1.0, 2.0]), None);
         assert_eq!(pearson(&[1.0], &[1.0]), None);
+    }
+
+    #[test]
+    fn normal_quantile_inverts_the_cdf() {
+        // Φ⁻¹(0.975) = 1.959963984540054 (scipy.special.ndtri), Φ⁻¹(½) = 0, the tails are infinite.
+        assert!((normal_quantile(0.975) - 1.959_963_984_540_054).abs() < 1e-15);
+        assert_eq!(normal_quantile(0.5), 0.0);
+        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
+        assert_eq!(normal_quantile(1.0), f64::INFINITY);
+        assert!(normal_quantile(1.5).is_nan());
+        // ndtri(1e-300) = −37.0470962993612: the far tail (E/F) region.
+        assert!((normal_quantile(1e-300) + 37.047_096_299_361_2).abs() < 1e-12);
+        for p in [1e-12, 1e-5, 0.01, 0.2, 0.4, 0.6, 0.9, 0.999] {
+            let x = normal_quantile(p);
+            assert!((normal_cdf(x) - p).abs() < 1e-14 * p.max(1e-3), "Φ(Φ⁻¹({p})) = {}", normal_cdf(x));
+            if p >= 1e-5 {
+                assert!((normal_quantile(1.0 - p) + x).abs() < 1e-9, "symmetry at {p}");
+            }
+        }
+        assert!((normal_cdf(1.959_963_984_540_054) - 0.975).abs() < 1e-16);
     }
 
     #[test]

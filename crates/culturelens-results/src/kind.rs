@@ -12,6 +12,8 @@ pub enum ResultKind {
     SosJoint,
     SosPerImage,
     SosReport,
+    /// `sos --compare-out`: paired differences between two models or languages.
+    SosComparison,
     Vendi,
     Magbig,
     /// `magbig --report`: read by no other command (no schema here).
@@ -34,6 +36,7 @@ impl ResultKind {
             ResultKind::SosJoint => sos::Joint::SOURCE,
             ResultKind::SosPerImage => sos::PerImage::SOURCE,
             ResultKind::SosReport => sos::REPORT_SOURCE,
+            ResultKind::SosComparison => sos::Comparison::SOURCE,
             ResultKind::Vendi => crate::vendi::SOURCE,
             ResultKind::Magbig => magbig::Magbig::SOURCE,
             ResultKind::MagbigReport => "culturelens magbig --report",
@@ -59,6 +62,7 @@ impl ResultKind {
         let kinds = [
             (ResultKind::SosJoint, fits::<sos::Joint>(header)),
             (ResultKind::SosPerImage, fits::<sos::PerImage>(header)),
+            (ResultKind::SosComparison, fits::<sos::Comparison>(header)),
             (ResultKind::Magbig, fits::<magbig::Magbig>(header)),
             (ResultKind::Cultext2i, fits::<cultext2i::Groups>(header)),
             (ResultKind::ColourDominant, fits::<colour::Dominant>(header)),
@@ -105,7 +109,15 @@ const fn in_folder(name: &'static str, kind: ResultKind) -> Output {
 const OUTPUTS: &[(&str, &[Output])] = {
     use ResultKind::*;
     &[
-        ("sos", &[flag("--out", SosJoint), flag("--per-image", SosPerImage), flag("--report", SosReport)]),
+        (
+            "sos",
+            &[
+                flag("--out", SosJoint),
+                flag("--per-image", SosPerImage),
+                flag("--report", SosReport),
+                flag("--compare-out", SosComparison),
+            ],
+        ),
         ("demo", &[in_folder(sos::DEMO_JOINT, SosJoint)]),
         ("vendi", &[flag("--out", Vendi)]),
         ("magbig", &[flag("--out", Magbig), flag("--report", MagbigReport)]),

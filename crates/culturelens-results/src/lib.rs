@@ -17,13 +17,15 @@
 //! A CSV table is a [`CsvSchema`] (header from its variable columns, row to cells and back),
 //! written by [`write`] and read by [`read`]; a JSON file is a serde type with its module's
 //! `write…`/`read…`, which keep the file's key order and number format. [`kind`] says which
-//! command writes which file, for readers that start from a provenance manifest.
+//! command writes which file, for readers that start from a provenance manifest. [`ci`] is the
+//! one convention of confidence-interval columns (`<metric>_lo`, `<metric>_hi` with `--ci`).
 //!
 //! Invariants: no I/O beyond the readers and writers handed in, no Burn, builds for wasm32 (the
 //! browser reads bundles' result tables through it). Changing a writer changes its reader with it;
 //! the bytes a command writes are a contract (tests outside the project read them).
 
 pub mod captions;
+pub mod ci;
 pub mod colour;
 mod csv_file;
 pub mod cultext2i;

@@ -2,12 +2,13 @@
 //!
 //! | file | schema | columns / keys |
 //! |------|--------|----------------|
-//! | `--out` CSV | [`Joint`] | `model,[layer,]language,culture,n,sos`: one row per joint-score cell |
+//! | `--out` CSV | [`Joint`] | `model,[layer,]language,culture,n,sos[,sos_lo,sos_hi]`: one row per joint-score cell |
 //! | `--per-image` CSV | [`PerImage`] | `row,model,[layer,]language,culture,[person,]sos`: one row per output |
 //! | `--report` JSON | [`SosReport`] | `joint`, `per_model`, `language_medians`, `strong_surface_threshold`, `language_correlation`, `person_means` |
 //!
 //! `layer` is there when the input had a `layer` column (SoS §5.1), `person` when it had a
-//! `person` column. Joint scores and the report are f64 in full precision; per-output scores are
+//! `person` column; `sos_lo`, `sos_hi` (and the report's `sos_ci`) with `--ci` ([`crate::ci`]).
+//! `--compare-models`/`--compare-languages` write [`Comparison`] tables. Joint scores and the report are f64 in full precision; per-output scores are
 //! the device's f32 values. `culturelens demo --write DIR` writes the joint scores as
 //! `DIR/`[`DEMO_JOINT`]. The aggregation itself is `culturelens_compute::sos::sos_report`.
 
@@ -17,6 +18,7 @@ use std::io::{Read, Write};
 use culturelens_metrics::stats::Summary;
 use serde::{Deserialize, Serialize};
 
+use crate::ci::{Interval, bound_cells, with_bounds};
 use crate::csv_file::{Cells, CsvSchema, header_error};
 use crate::error::SchemaError;
 
@@ -71,15 +73,20 @@ pub struct JointScore {
     pub culture: String,
     pub n: usize,
     pub sos: f64,
+    /// With `--ci`: the bootstrap interval of `sos` (`None` where undefined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sos_ci: Option<Interval>,
 }
 
 /// The joint-score table (`sos --out`).
 pub struct Joint;
 
-/// The optional column of a joint-score table.
+/// The optional columns of a joint-score table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JointColumns {
     pub layer: bool,
+    /// `sos_lo`, `sos_hi` after `sos` (`--ci`).
+    pub ci: bool,
 }
 
 impl CsvSchema for Joint {
@@ -88,12 +95,13 @@ impl CsvSchema for Joint {
     const SOURCE: &'static str = "culturelens sos --out";
 
     fn header(c: &JointColumns) -> Vec<String> {
-        present(&JOINT_COLUMNS, |n| n != LAYER || c.layer)
+        with_bounds(&present(&JOINT_COLUMNS, |n| n != LAYER || c.layer), &["sos"], c.ci)
     }
 
     fn columns(file: &str, header: &[String]) -> Result<JointColumns, SchemaError> {
-        let all = [false, true].map(|layer| JointColumns { layer });
-        one_of::<Self>(file, header, all, &shown(&JOINT_COLUMNS, &[LAYER]))
+        let all = [(false, false), (true, false), (false, true), (true, true)]
+            .map(|(layer, ci)| JointColumns { layer, ci });
+        one_of::<Self>(file, header, all, &(shown(&JOINT_COLUMNS, &[LAYER]) + "[,sos_lo,sos_hi]"))
     }
 
     fn record(c: &JointColumns, j: &JointScore) -> Vec<String> {
@@ -102,6 +110,9 @@ impl CsvSchema for Joint {
             row.push(j.layer.clone().expect("every row of a table with a layer column has a layer"));
         }
         row.extend([j.language.clone(), j.culture.clone(), j.n.to_string(), j.sos.to_string()]);
+        if c.ci {
+            row.extend(bound_cells(j.sos_ci));
+        }
         row
     }
 
@@ -114,6 +125,7 @@ impl CsvSchema for Joint {
             culture: cells.key(2 + k)?,
             n: cells.count(3 + k)?,
             sos: cells.finite(4 + k)?,
+            sos_ci: if c.ci { cells.interval(5 + k)? } else { None },
         })
     }
 }
@@ -256,4 +268,116 @@ pub fn read_report(file: &str, reader: impl Read) -> Result<SosReport, SchemaErr
         .column("language_correlation.r"));
     }
     Ok(report)
+}
+
+/// What `sos --compare-models A,B` or `--compare-languages A,B` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Factor {
+    /// Two models, per (language, culture) cell.
+    Models,
+    /// Two languages, per (model, culture) cell.
+    Languages,
+}
+
+impl Factor {
+    /// The compared column (`model`, `language`) and the column the compared cells share
+    /// (`language`, `model`).
+    pub fn columns(self) -> (&'static str, &'static str) {
+        match self {
+            Factor::Models => ("model", "language"),
+            Factor::Languages => ("language", "model"),
+        }
+    }
+}
+
+/// The columns of a comparison table after the compared pair (`model_a,model_b` or
+/// `language_a,language_b`), the shared column and the optional layer:
+pub const COMPARISON_TAIL: [&str; 8] =
+    ["culture", "n_pairs", "diff", "diff_lo", "diff_hi", "p_value", "p_holm", "exact"];
+
+/// The paired difference of one cell between A and B (`sos --compare-out`): the mean over the
+/// cell's output pairs (A's and B's outputs with equal `--pair-by` values) of `SoS_A − SoS_B`,
+/// its bootstrap interval over the pairs, the two-sided sign-flip permutation p-value, and that
+/// p-value Holm-adjusted over every cell of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedDifference {
+    pub a: String,
+    pub b: String,
+    /// The language (comparing models) or the model (comparing languages) both cells share.
+    pub shared: String,
+    pub layer: Option<String>,
+    pub culture: String,
+    pub n_pairs: usize,
+    pub diff: f64,
+    /// `None` where the interval is undefined.
+    pub diff_ci: Option<Interval>,
+    pub p_value: f64,
+    pub p_holm: f64,
+    /// Whether the permutation distribution enumerated all `2^n` sign patterns.
+    pub exact: bool,
+}
+
+/// A comparison table (`sos --compare-out`).
+pub struct Comparison;
+
+/// The header variants of a comparison table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ComparisonColumns {
+    pub factor: Factor,
+    pub layer: bool,
+}
+
+impl CsvSchema for Comparison {
+    type Columns = ComparisonColumns;
+    type Row = PairedDifference;
+    const SOURCE: &'static str = "culturelens sos --compare-out";
+
+    fn header(c: &ComparisonColumns) -> Vec<String> {
+        let (compared, shared) = c.factor.columns();
+        let mut header = vec![format!("{compared}_a"), format!("{compared}_b"), shared.to_string()];
+        if c.layer {
+            header.push(LAYER.to_string());
+        }
+        header.extend(COMPARISON_TAIL.iter().map(|s| s.to_string()));
+        header
+    }
+
+    fn columns(file: &str, header: &[String]) -> Result<ComparisonColumns, SchemaError> {
+        let all = [Factor::Models, Factor::Languages]
+            .into_iter()
+            .flat_map(|factor| [false, true].map(|layer| ComparisonColumns { factor, layer }));
+        let want = format!(
+            "model_a,model_b,language|language_a,language_b,model,[layer,]{}",
+            COMPARISON_TAIL.join(",")
+        );
+        one_of::<Self>(file, header, all, &want)
+    }
+
+    fn record(c: &ComparisonColumns, r: &PairedDifference) -> Vec<String> {
+        let mut row = vec![r.a.clone(), r.b.clone(), r.shared.clone()];
+        if c.layer {
+            row.push(r.layer.clone().expect("every row of a table with a layer column has a layer"));
+        }
+        row.extend([r.culture.clone(), r.n_pairs.to_string(), r.diff.to_string()]);
+        row.extend(bound_cells(r.diff_ci));
+        row.extend([r.p_value.to_string(), r.p_holm.to_string(), r.exact.to_string()]);
+        row
+    }
+
+    fn parse(c: &ComparisonColumns, cells: &Cells<'_>) -> Result<PairedDifference, SchemaError> {
+        let k = usize::from(c.layer);
+        Ok(PairedDifference {
+            a: cells.key(0)?,
+            b: cells.key(1)?,
+            shared: cells.key(2)?,
+            layer: if c.layer { Some(cells.key(3)?) } else { None },
+            culture: cells.key(3 + k)?,
+            n_pairs: cells.count(4 + k)?,
+            diff: cells.finite(5 + k)?,
+            diff_ci: cells.interval(6 + k)?,
+            p_value: cells.finite(8 + k)?,
+            p_holm: cells.finite(9 + k)?,
+            exact: cells.boolean(10 + k)?,
+        })
+    }
 }

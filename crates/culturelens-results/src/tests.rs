@@ -9,13 +9,14 @@ use culturelens_metrics::stats::Summary;
 use serde_json::json;
 
 use crate::captions::{CoverageRow, TermRow, TopTermRow};
+use crate::ci::Interval;
 use crate::colour::{DominantRow, PaletteColour, PaletteRow, ValueRow};
 use crate::cultext2i::{CcsMatrix, Confusion, Cultext2iReport, Cultext2iRow, VqaScore};
 use crate::kind::{Place, ResultKind, commands, outputs};
 use crate::magbig::MagbigRow;
 use crate::sos::{
-    JointColumns, JointScore, LanguageCorrelation, LanguageMedian, PerImageColumns, PerImageScore,
-    PersonMean, SosReport,
+    ComparisonColumns, Factor, JointColumns, JointScore, LanguageCorrelation, LanguageMedian,
+    PairedDifference, PerImageColumns, PerImageScore, PersonMean, SosReport,
 };
 use crate::validate::ValidationRow;
 use crate::vendi::{Order, Protocol, VendiFile, VendiScores};
@@ -46,20 +47,29 @@ fn joint(layer: Option<&str>, culture: &str, sos: f64) -> JointScore {
         culture: culture.into(),
         n: 3,
         sos,
+        sos_ci: None,
     }
 }
 
 #[test]
 fn sos_tables_round_trip() {
     round_trip::<sos::Joint>(
-        JointColumns { layer: false },
+        JointColumns { layer: false, ci: false },
         vec![joint(None, "Japan", 0.1), joint(None, "India, \"north\"", -0.25)],
         "model,language,culture,n,sos\nm,en,Japan,3,0.1\nm,en,\"India, \"\"north\"\"\",3,-0.25\n",
     );
     round_trip::<sos::Joint>(
-        JointColumns { layer: true },
+        JointColumns { layer: true, ci: false },
         vec![joint(Some("10"), "Japan", 1.0 / 3.0)],
         "model,layer,language,culture,n,sos\nm,10,en,Japan,3,0.3333333333333333\n",
+    );
+    // With --ci: the bounds after the estimate, an undefined interval as two empty cells.
+    let with_ci =
+        JointScore { sos_ci: Some(Interval { lo: -0.5, hi: 0.25 }), ..joint(Some("4"), "Japan", 0.125) };
+    round_trip::<sos::Joint>(
+        JointColumns { layer: true, ci: true },
+        vec![with_ci, joint(Some("4"), "Chad", 0.5)],
+        "model,layer,language,culture,n,sos,sos_lo,sos_hi\nm,4,en,Japan,3,0.125,-0.5,0.25\nm,4,en,Chad,3,0.5,,\n",
     );
     let score = |layer: Option<&str>, person: Option<&str>| PerImageScore {
         row: 7,
@@ -466,8 +476,13 @@ fn every_schema_header_names_its_kind_alone() {
         ResultKind::of_header(&S::header(columns))
     }
     let groups = vec!["model".to_string(), "language".to_string()];
-    assert_eq!(kind_of::<sos::Joint>(&JointColumns { layer: true }), Some(ResultKind::SosJoint));
-    assert_eq!(kind_of::<sos::Joint>(&JointColumns { layer: false }), Some(ResultKind::SosJoint));
+    for (layer, ci) in [(false, false), (true, false), (false, true), (true, true)] {
+        assert_eq!(kind_of::<sos::Joint>(&JointColumns { layer, ci }), Some(ResultKind::SosJoint));
+    }
+    for factor in [Factor::Models, Factor::Languages] {
+        let columns = ComparisonColumns { factor, layer: false };
+        assert_eq!(kind_of::<sos::Comparison>(&columns), Some(ResultKind::SosComparison));
+    }
     let per_image = PerImageColumns { layer: true, person: false };
     assert_eq!(kind_of::<sos::PerImage>(&per_image), Some(ResultKind::SosPerImage));
     assert_eq!(kind_of::<magbig::Magbig>(&()), Some(ResultKind::Magbig));
@@ -495,6 +510,51 @@ fn every_flag_output_is_named_after_its_command() {
             }
         }
     }
-    assert_eq!(outputs("sos").len(), 3);
+    assert_eq!(outputs("sos").len(), 4);
     assert!(outputs("embed").is_empty());
+}
+
+#[test]
+fn comparison_table_round_trips() {
+    let row = |a: &str, b: &str, shared: &str, layer: Option<&str>, ci| PairedDifference {
+        a: a.into(),
+        b: b.into(),
+        shared: shared.into(),
+        layer: layer.map(str::to_string),
+        culture: "Japan".into(),
+        n_pairs: 9,
+        diff: -0.125,
+        diff_ci: ci,
+        p_value: 0.0078125,
+        p_holm: 0.5,
+        exact: true,
+    };
+    let ci = Some(Interval { lo: -0.25, hi: 0.0625 });
+    round_trip::<sos::Comparison>(
+        ComparisonColumns { factor: Factor::Models, layer: false },
+        vec![row("SD21", "K3", "de", None, ci), row("SD21", "K3", "fi", None, None)],
+        "model_a,model_b,language,culture,n_pairs,diff,diff_lo,diff_hi,p_value,p_holm,exact\n\
+         SD21,K3,de,Japan,9,-0.125,-0.25,0.0625,0.0078125,0.5,true\n\
+         SD21,K3,fi,Japan,9,-0.125,,,0.0078125,0.5,true\n",
+    );
+    round_trip::<sos::Comparison>(
+        ComparisonColumns { factor: Factor::Languages, layer: true },
+        vec![row("de", "en", "SD21", Some("8"), ci)],
+        "language_a,language_b,model,layer,culture,n_pairs,diff,diff_lo,diff_hi,p_value,p_holm,exact\n\
+         de,en,SD21,8,Japan,9,-0.125,-0.25,0.0625,0.0078125,0.5,true\n",
+    );
+}
+
+#[test]
+fn interval_cells_are_checked() {
+    let header = "model,language,culture,n,sos,sos_lo,sos_hi\n";
+    for (row, column, message) in [
+        ("m,en,X,3,0.1,,0.2", "sos_lo", "empty lower bound"),
+        ("m,en,X,3,0.1,0.3,0.2", "sos_lo", "above the upper bound"),
+        ("m,en,X,3,0.1,0.0,inf", "sos_hi", "not a finite number"),
+    ] {
+        let text = format!("{header}{row}\n");
+        let e = read::<sos::Joint>("j.csv", text.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("j.csv") && e.contains(column) && e.contains(message), "{e}");
+    }
 }

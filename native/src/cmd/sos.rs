@@ -4,21 +4,30 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use burn::tensor::Tensor;
 use culturelens_compute::device::{Processor, upload_rows};
 use culturelens_compute::sos::{
-    Blocking, Pooling, SosColumns, SosLayout, SosReport, SosValues, sos_packed, sos_report, unpack,
+    Blocking, CellUnits, Comparison, Factor, Pooling, SosCiMode, SosColumns, SosLayout, SosReport, SosValues,
+    paired_differences, sos_exact_replicates, sos_fast_replicates, sos_packed, sos_report, unpack,
 };
+use culturelens_metrics::bootstrap::CiSpec;
 use culturelens_metrics::demo::demo_table;
-use culturelens_results::sos::{self as schema, DEMO_JOINT, JointColumns, PerImageColumns, PerImageScore};
+use culturelens_metrics::permutation::DEFAULT_PERMUTATIONS;
+use culturelens_results::sos::{
+    self as schema, ComparisonColumns, DEMO_JOINT, JointColumns, PerImageColumns, PerImageScore,
+};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
+use serde_json::json;
 
 use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::input::load_bundle_table;
-use crate::provenance::Provenance;
+use crate::provenance::{Provenance, value_enum};
 use crate::timing::Stages;
+use crate::uncertainty::CiArgs;
 
-const CONVENTIONS: &str = "\
+const CONVENTIONS: &str = concat!(
+    "\
 Computes the Surface-over-Semantics score of the SoS paper, Eq. (1):
 
     SoS(o) = cos(sem_c, e_o) - cos(sur_l, e_o)        in [-1, 1]
@@ -48,7 +57,28 @@ Input: --embeddings E.npy --meta M.csv (float32/float16 N x d, C order; CSV with
 --embeddings T.parquet (list column `embedding` plus metadata columns) or --bundle DIR (a
 bundle written by `culturelens bundle`/`demo-bundle`; checksums are verified). Required metadata
 columns: model, language, culture; optional: layer, person. Values must be non-empty; rows
-must be finite with non-zero norm. Outputs are written atomically.";
+must be finite with non-zero norm. Outputs are written atomically.
+
+Unit resampled by --ci: the outputs of each (model, [layer,] language, culture) cell, with
+replacement, every cell keeping its size (the joint score is the mean over them); with
+--cluster COLS, the groups of outputs of a cell with equal COLS values (e.g. template,person when
+several seeds share a prompt) instead, the statistic then being the ratio mean. --ci-mode fast
+(default) holds the references at the full-table estimate and resamples the per-output scores
+(B resamples cost B x N additions); exact recomputes sur_l and sem_c from every resample (each
+resample costs about one point estimate). OUT.csv gets sos_lo,sos_hi; the report's joint entries
+sos_ci; the mode is printed and recorded in the provenance.
+
+Comparisons (--compare-models A,B or --compare-languages A,B, with --ci, --pair-by COLS and
+--compare-out FILE): per cell A and B share (same language and culture for models, same model and
+culture for languages; same layer), the outputs are paired by their --pair-by values and
+diff = mean(SoS_A - SoS_B) over the pairs (references of the full table), its bootstrap interval
+over the pairs, the two-sided sign-flip permutation p-value of mean(d) = 0 (all 2^n sign patterns
+when 2^n <= --permutations, else that many seeded random ones; as scipy.stats.permutation_test)
+and p_holm, Holm's step-down adjustment over all compared cells.
+
+",
+    crate::uncertainty::ci_help!()
+);
 
 /// Arguments of `culturelens sos`.
 #[derive(clap::Args, Debug, serde::Serialize)]
@@ -85,6 +115,51 @@ pub struct SosArgs {
     /// Print the wall time of each stage (load, device init, score, write) to stderr.
     #[arg(long)]
     pub timings: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub ci: CiArgs,
+    /// With --ci: hold the references at the full-table estimate (fast) or recompute them from
+    /// every resample (exact).
+    #[arg(long, value_enum, default_value_t = CiModeArg::Fast)]
+    pub ci_mode: CiModeArg,
+    /// With --ci: resample clusters of outputs with equal values in these metadata columns (e.g.
+    /// template,person when seeds share a prompt) instead of single outputs.
+    #[arg(long, value_delimiter = ',', value_name = "COLS", requires = "ci")]
+    pub cluster: Vec<String>,
+    /// Paired differences of two models per (language, culture) cell, A - B.
+    #[arg(long, value_delimiter = ',', value_name = "A,B", conflicts_with = "compare_languages",
+          requires_all = ["ci", "pair_by", "compare_out"])]
+    pub compare_models: Vec<String>,
+    /// Paired differences of two languages per (model, culture) cell, A - B.
+    #[arg(long, value_delimiter = ',', value_name = "A,B", requires_all = ["ci", "pair_by", "compare_out"])]
+    pub compare_languages: Vec<String>,
+    /// Metadata columns that pair the outputs of two compared cells (e.g. template,person,seed).
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
+    pub pair_by: Vec<String>,
+    /// Output CSV of the comparison: one row per compared cell.
+    #[arg(long, value_name = "FILE")]
+    pub compare_out: Option<PathBuf>,
+    /// Sign patterns of the comparison's permutation test (all 2^n when 2^n is not larger).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PERMUTATIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub permutations: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CiModeArg {
+    Fast,
+    Exact,
+}
+
+value_enum!(CiModeArg);
+
+impl From<CiModeArg> for SosCiMode {
+    fn from(m: CiModeArg) -> Self {
+        match m {
+            CiModeArg::Fast => SosCiMode::Fast,
+            CiModeArg::Exact => SosCiMode::Exact,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -93,7 +168,7 @@ pub enum PoolArg {
     PerModel,
 }
 
-crate::provenance::value_enum!(PoolArg);
+value_enum!(PoolArg);
 
 impl From<PoolArg> for Pooling {
     fn from(p: PoolArg) -> Self {
@@ -106,11 +181,14 @@ impl From<PoolArg> for Pooling {
 
 pub fn run(args: &SosArgs) -> Result<()> {
     let mut clock = Stages::new(args.timings);
+    let compare = comparison(args)?;
     let table = match (&args.bundle, &args.embeddings) {
         (Some(dir), _) => load_bundle_table(dir)?,
         (None, Some(embeddings)) => load_table(embeddings, args.meta.as_deref())?,
         (None, None) => anyhow::bail!("give --embeddings or --bundle"),
     };
+    let cluster = key_columns(&table.meta, &args.cluster)?;
+    let pair_key = if compare.is_some() { key_columns(&table.meta, &args.pair_by)? } else { None };
     clock.lap("load");
     let device = select_device(args.device)?;
     clock.lap("device init");
@@ -119,23 +197,167 @@ pub fn run(args: &SosArgs) -> Result<()> {
         None => Blocking::Default(args.device.processor()),
     };
     let processor = args.device.processor();
-    let (layout, values, report) =
+    let dim = table.dim();
+    let Scored { layout, values, mut report, blocks } =
         score_table(table, args.pool.into(), &device, processor, blocking, &mut clock)?;
-    write_joint_csv(&args.out, &report)?;
+    let spec = args.ci.spec();
+    if let Some(spec) = spec {
+        let units = match &cluster {
+            Some(key) => CellUnits::clusters(&layout, &key.iter().map(Vec::as_slice).collect::<Vec<_>>()),
+            None => CellUnits::outputs(&layout),
+        };
+        let replicates = match SosCiMode::from(args.ci_mode) {
+            SosCiMode::Fast => sos_fast_replicates(&layout, &units, &values.per_image, spec),
+            SosCiMode::Exact => {
+                let chunk_rows = blocking.chunk_rows(dim);
+                sos_exact_replicates(&blocks, &layout, &units, &values.per_image, spec, chunk_rows, |_| {})
+                    .context("SoS cannot be computed on a bootstrap resample")?
+            }
+        };
+        for (joint, r) in report.joint.iter_mut().zip(&replicates) {
+            joint.sos_ci = r.interval(spec.level, spec.method);
+        }
+        clock.lap("bootstrap");
+    }
+    drop(blocks);
+    // Every result is computed before the first file is written: a refused comparison leaves none.
+    let differences = match (compare, &pair_key, spec) {
+        (Some((factor, a, b)), Some(keys), Some(spec)) => {
+            let pair_key = joined(keys, layout.len());
+            let comparison =
+                Comparison { factor, a, b, pair_key: &pair_key, permutations: args.permutations as usize };
+            let rows = paired_differences(&layout, &values.per_image, comparison, spec)?;
+            clock.lap("compare");
+            Some((ComparisonColumns { factor, layer: layout.has_layer }, rows))
+        }
+        _ => None,
+    };
+    write_joint_csv(&args.out, &report, spec.is_some())?;
     if let Some(path) = &args.per_image {
         write_per_image_csv(path, &layout, &values)?;
     }
     if let Some(path) = &args.report {
         write_atomic(path, |w| schema::write_report(w, &report))?;
     }
+    if let (Some((columns, rows)), Some(path)) = (&differences, &args.compare_out) {
+        write_atomic(path, |w| culturelens_results::write::<schema::Comparison>(w, columns, rows))?;
+    }
     let mut provenance = Provenance::new("sos", args);
     for path in [&args.bundle, &args.embeddings, &args.meta].into_iter().flatten() {
         provenance.input(path)?;
     }
+    provenance.uncertainty(uncertainty_record(args));
     provenance.device(args.device, FloatType::F32).write_beside(&args.out)?;
+    if let Some(path) = args.compare_out.as_ref().filter(|_| differences.is_some()) {
+        provenance.write_beside(path)?;
+    }
     clock.lap("write");
-    print_summary(&layout, &report, &mut std::io::stdout().lock())?;
+    let out = &mut std::io::stdout().lock();
+    print_summary(&layout, &report, out)?;
+    if let Some(spec) = spec {
+        print_intervals(args, spec, &report, out)?;
+    }
+    if let Some((_, rows)) = &differences {
+        let significant = rows.iter().filter(|r| r.p_holm < 0.05).count();
+        writeln!(
+            out,
+            "\nPaired differences {} - {}: {} cells, {significant} with Holm-adjusted p < 0.05 ({})",
+            rows[0].a,
+            rows[0].b,
+            rows.len(),
+            args.compare_out.as_ref().expect("written").display()
+        )?;
+    }
     Ok(())
+}
+
+/// The comparison asked for: the factor and the two values (`A,B`), or `None`.
+fn comparison(args: &SosArgs) -> Result<Option<(Factor, &str, &str)>> {
+    let (factor, flag, values) = match (&args.compare_models[..], &args.compare_languages[..]) {
+        ([], []) => return Ok(None),
+        (v, []) => (Factor::Models, "--compare-models", v),
+        (_, v) => (Factor::Languages, "--compare-languages", v),
+    };
+    match values {
+        [a, b] if !a.trim().is_empty() && !b.trim().is_empty() => Ok(Some((factor, a.as_str(), b.as_str()))),
+        _ => bail!("{flag} takes two values, A,B (got {})", values.join(",")),
+    }
+}
+
+/// The values of the metadata columns `names` (non-empty values), `None` for no names.
+fn key_columns(meta: &Metadata, names: &[String]) -> Result<Option<Vec<Vec<String>>>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let columns = names.iter().map(|n| meta.require_nonempty_column(n).map(<[String]>::to_vec));
+    Ok(Some(columns.collect::<Result<_, _>>()?))
+}
+
+/// One key per row: the values of `columns` joined by U+001F.
+fn joined(columns: &[Vec<String>], rows: usize) -> Vec<String> {
+    (0..rows).map(|r| columns.iter().map(|c| c[r].as_str()).collect::<Vec<_>>().join("\u{1f}")).collect()
+}
+
+/// What `--ci` resampled and how, for the provenance.
+fn uncertainty_record(args: &SosArgs) -> Option<serde_json::Value> {
+    let unit = if args.cluster.is_empty() {
+        "outputs within (model, [layer,] language, culture) cells".to_string()
+    } else {
+        format!(
+            "clusters of outputs with equal {} within (model, [layer,] language, culture) cells",
+            args.cluster.join(",")
+        )
+    };
+    let mode = SosCiMode::from(args.ci_mode);
+    let references = match mode {
+        SosCiMode::Fast => "held at the full-table estimate",
+        SosCiMode::Exact => "recomputed from every resample",
+    };
+    let mut extra = json!({"mode": mode.name(), "references": references});
+    if !args.compare_models.is_empty() || !args.compare_languages.is_empty() {
+        extra["comparison"] = json!({
+            "unit": format!("pairs of outputs with equal {}", args.pair_by.join(",")),
+            "references": "held at the full-table estimate",
+            "test": "two-sided sign-flip permutation test of the mean difference, Holm-adjusted over cells",
+            "permutations": args.permutations,
+        });
+    }
+    args.ci.record(&unit, extra)
+}
+
+/// States the interval settings and the widest intervals.
+fn print_intervals(
+    args: &SosArgs,
+    spec: CiSpec,
+    report: &SosReport,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mode = SosCiMode::from(args.ci_mode);
+    let unit = if args.cluster.is_empty() {
+        "outputs".to_string()
+    } else {
+        format!("clusters ({})", args.cluster.join(","))
+    };
+    let references = match mode {
+        SosCiMode::Fast => "references fixed at the full-table estimate",
+        SosCiMode::Exact => "references recomputed per resample",
+    };
+    writeln!(
+        out,
+        "\nConfidence intervals: {}% {} bootstrap, {} resamples of {unit} within cells, seed {}, {} mode ({references})",
+        spec.level * 100.0,
+        spec.method.name(),
+        spec.resamples,
+        spec.seed,
+        mode.name(),
+    )?;
+    let undefined = report.joint.iter().filter(|j| j.sos_ci.is_none()).count();
+    let covers_zero = report.joint.iter().filter(|j| j.sos_ci.is_some_and(|c| c.covers(0.0))).count();
+    writeln!(
+        out,
+        "  {} cells: {covers_zero} intervals cover 0, {undefined} undefined (written empty)",
+        report.joint.len()
+    )
 }
 
 /// Arguments of `culturelens demo`.
@@ -169,14 +391,14 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
     let device = select_device(args.device)?;
     let processor = args.device.processor();
     let blocking = Blocking::Default(processor);
-    let (layout, _, report) =
+    let Scored { layout, report, .. } =
         score_table(table.clone(), Pooling::All, &device, processor, blocking, &mut Stages::new(false))?;
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {
         std::fs::create_dir_all(dir)?;
         save_table(&table, &dir.join("embeddings.npy"), Some(&dir.join("meta.csv")))?;
-        write_joint_csv(&dir.join(DEMO_JOINT), &report)?;
+        write_joint_csv(&dir.join(DEMO_JOINT), &report, false)?;
         Provenance::new("demo", args).device(args.device, FloatType::F32).write_for_dir(dir)?;
         println!("\nwrote {}/{{embeddings.npy, meta.csv, {DEMO_JOINT}}}", dir.display());
     }
@@ -195,7 +417,7 @@ pub fn score_table(
     processor: Processor,
     blocking: Blocking,
     clock: &mut Stages,
-) -> Result<(SosLayout, SosValues, SosReport)> {
+) -> Result<Scored> {
     let EmbeddingTable { embeddings, meta } = table;
     let (dim, meta) = (embeddings.cols(), &meta);
     let cols = SosColumns {
@@ -215,12 +437,21 @@ pub fn score_table(
     clock.lap("device");
     let report = sos_report(&layout, &values.per_image);
     clock.lap("report");
-    Ok((layout, values, report))
+    Ok(Scored { layout, values, report, blocks })
 }
 
-/// Writes the joint scores (`culturelens_results::sos::Joint`).
-pub fn write_joint_csv(path: &Path, report: &SosReport) -> Result<()> {
-    let columns = JointColumns { layer: report.joint.first().is_some_and(|j| j.layer.is_some()) };
+/// A scored table: its layout, per-output scores, report, and the table's row blocks on the
+/// device (kept for the exact mode of `--ci`).
+pub struct Scored {
+    pub layout: SosLayout,
+    pub values: SosValues,
+    pub report: SosReport,
+    pub blocks: Vec<Tensor<2>>,
+}
+
+/// Writes the joint scores (`culturelens_results::sos::Joint`), with `sos_lo`, `sos_hi` when `ci`.
+pub fn write_joint_csv(path: &Path, report: &SosReport, ci: bool) -> Result<()> {
+    let columns = JointColumns { layer: report.joint.first().is_some_and(|j| j.layer.is_some()), ci };
     write_atomic(path, |w| culturelens_results::write::<schema::Joint>(w, &columns, &report.joint))?;
     Ok(())
 }

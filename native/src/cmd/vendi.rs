@@ -309,11 +309,10 @@ fn check_flags(args: &VendiArgs, kernel: KernelArg) -> Result<()> {
 }
 
 /// The protocol seed of one group: `seed` mixed with the FNV-1a hash of the group value, so a
-/// group's batches do not change when other groups are added or removed.
+/// group's batches do not change when other groups are added or removed (the bootstrap's
+/// per-stratum streams are seeded the same way).
 fn group_seed(seed: u64, group: &str) -> u64 {
-    let hash =
-        group.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    seed ^ hash
+    culturelens_metrics::bootstrap::stream_seed(seed, group)
 }
 
 fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> {

@@ -163,6 +163,36 @@ impl SosLayout {
         })
     }
 
+    /// The layout of the table made of the outputs `rows` (in that order, repeats allowed): the
+    /// same groups, pairs and cells, each output keeping its own. A bootstrap resample that draws
+    /// outputs within cells is such a table (every cell, hence every group, stays non-empty).
+    pub fn select(&self, rows: &[u32]) -> SosLayout {
+        let pick = |ids: &[u32]| rows.iter().map(|&r| ids[r as usize]).collect::<Vec<u32>>();
+        SosLayout {
+            pooling: self.pooling,
+            has_layer: self.has_layer,
+            sur_group: pick(&self.sur_group),
+            sem_group: pick(&self.sem_group),
+            sur_names: self.sur_names.clone(),
+            sem_names: self.sem_names.clone(),
+            pair: pick(&self.pair),
+            pair_sur: self.pair_sur.clone(),
+            pair_sem: self.pair_sem.clone(),
+            cell: pick(&self.cell),
+            cells: self.cells.clone(),
+            person: self.person.as_ref().map(|p| rows.iter().map(|&r| p[r as usize].clone()).collect()),
+        }
+    }
+
+    /// The rows of every cell, in row order (cells in [`SosLayout::cells`] order).
+    pub fn cell_rows(&self) -> Vec<Vec<u32>> {
+        let mut rows = vec![Vec::new(); self.cells.len()];
+        for (row, &c) in self.cell.iter().enumerate() {
+            rows[c as usize].push(row as u32);
+        }
+        rows
+    }
+
     /// Number of outputs.
     pub fn len(&self) -> usize {
         self.cell.len()
@@ -230,6 +260,29 @@ mod tests {
         let layer = s(&["4", "4", "4", "8"]);
         let with_layer = SosLayout::new(SosColumns { layer: Some(&layer), ..cols }, Pooling::All).unwrap();
         assert_eq!(with_layer.sur_names, ["A/layer 4/en", "A/layer 4/de", "B/layer 4/en", "B/layer 8/de"]);
+    }
+
+    #[test]
+    fn select_keeps_groups_pairs_and_cells() {
+        let model = s(&["A", "A", "B", "B"]);
+        let language = s(&["en", "de", "en", "de"]);
+        let culture = s(&["X", "X", "Y", "X"]);
+        let person = s(&["w", "m", "w", "m"]);
+        let cols = SosColumns {
+            model: &model,
+            language: &language,
+            culture: &culture,
+            layer: None,
+            person: Some(&person),
+        };
+        let layout = SosLayout::new(cols, Pooling::All).unwrap();
+        assert_eq!(layout.select(&[0, 1, 2, 3]), layout);
+        let picked = layout.select(&[3, 3, 0]);
+        assert_eq!(picked.cell, [layout.cell[3], layout.cell[3], layout.cell[0]]);
+        assert_eq!(picked.pair, [1, 1, 0]);
+        assert_eq!(picked.person.as_deref(), Some(&s(&["m", "m", "w"])[..]));
+        assert_eq!((picked.cells.len(), picked.pair_sur.len()), (layout.cells.len(), layout.pair_sur.len()));
+        assert_eq!(layout.cell_rows().concat().len(), 4);
     }
 
     #[test]

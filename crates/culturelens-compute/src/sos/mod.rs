@@ -16,7 +16,15 @@
 //! the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
 //! [`sos_report`] (host, f64). The CLI and the browser both go through [`sos_packed`], on the
 //! table's row blocks as [`crate::device::upload_rows`] put it on the device.
+//!
+//! Confidence intervals of the joint scores (`sos --ci`): `bootstrap.rs`, outputs (or clusters of
+//! outputs) resampled within cells, references held fixed ([`sos_fast_intervals`], on the host) or
+//! recomputed per resample ([`sos_exact_intervals`], [`sos_packed`] per resample); paired
+//! differences between two models or languages with a sign-flip test: `compare.rs`
+//! ([`paired_differences`]).
 
+mod bootstrap;
+mod compare;
 mod compute;
 mod fused;
 #[cfg(feature = "cube")]
@@ -25,6 +33,11 @@ mod layout;
 mod plan;
 mod report;
 
+pub use bootstrap::{
+    CellUnits, ExactResamples, SosCiMode, cell_key, sos_exact_intervals, sos_exact_replicates,
+    sos_fast_intervals, sos_fast_replicates,
+};
+pub use compare::{CompareError, Comparison, Factor, PairedDifference, comparison_key, paired_differences};
 pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_packed, sos_tensor, unpack};
 pub use fused::fused_kernels_on;
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};

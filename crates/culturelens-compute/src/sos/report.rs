@@ -31,6 +31,7 @@ pub fn sos_report(layout: &SosLayout, per_image: &[f32]) -> SosReport {
             culture: c.culture.clone(),
             n: v.len(),
             sos: stats::mean(v),
+            sos_ci: None,
         })
         .collect();
 

@@ -351,3 +351,214 @@ fn sos_packed_on_selected_rows_equals_scoring_those_rows_alone() {
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
     }
 }
+
+mod bootstrap {
+    //! The SoS intervals: the exact mode against SoS recomputed from scratch on a materialised
+    //! resample, the fast mode against the metrics crate's ratio bootstrap, clusters, determinism.
+    use super::*;
+    use culturelens_metrics::bootstrap::{CiMethod, CiSpec, Replicates};
+
+    fn spec(resamples: usize, method: CiMethod) -> CiSpec {
+        CiSpec::new(0.9, resamples, 17, method).unwrap()
+    }
+
+    fn table(emb: Vec<f32>, n: usize, d: usize) -> Tensor<2> {
+        Tensor::<2>::from_data(TensorData::new(emb, [n, d]), &cpu())
+    }
+
+    #[test]
+    fn exact_replicates_are_sos_on_the_materialised_resample() {
+        let d = 12;
+        let (emb, [model, language, culture]) = random_case(3, 2, 3, 2, 4, d);
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let (layout, point, report) = sos(emb.clone(), d, cols, Pooling::All, &cpu(), None).unwrap();
+        let units = CellUnits::outputs(&layout);
+        let s = spec(3, CiMethod::Percentile);
+        let n = model.len();
+        let got = sos_exact_replicates(
+            &[table(emb.clone(), n, d)],
+            &layout,
+            &units,
+            &point.per_image,
+            s,
+            Some(7),
+            |_| {},
+        )
+        .unwrap();
+        let mut draws = ExactResamples::new(&layout, &units, s);
+        for b in 0..3 {
+            // The resample as a table of its own: its rows copied, its metadata picked, SoS from scratch.
+            let rows = draws.next_rows().unwrap();
+            assert_eq!(rows.len(), n, "every cell keeps its size");
+            let pick =
+                |v: &[String]| -> Vec<String> { rows.iter().map(|&r| v[r as usize].clone()).collect() };
+            let (m, l, c) = (pick(&model), pick(&language), pick(&culture));
+            let sub: Vec<f32> =
+                rows.iter().flat_map(|&r| emb[r as usize * d..(r as usize + 1) * d].to_vec()).collect();
+            let cols = SosColumns { model: &m, language: &l, culture: &c, layer: None, person: None };
+            let (_, _, alone) = sos(sub, d, cols, Pooling::All, &cpu(), None).unwrap();
+            for (cell, j) in alone.joint.iter().enumerate() {
+                assert_eq!(
+                    (&j.model, &j.language, &j.culture),
+                    (&report.joint[cell].model, &report.joint[cell].language, &report.joint[cell].culture)
+                );
+                assert!(
+                    (got[cell].values[b] - j.sos).abs() < 1e-6,
+                    "resample {b} cell {cell}: {} vs {}",
+                    got[cell].values[b],
+                    j.sos
+                );
+            }
+        }
+        assert!(draws.next_rows().is_none());
+        // The estimate is the joint score of the full table.
+        for (r, j) in got.iter().zip(&report.joint) {
+            assert!((r.estimate - j.sos).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn fast_mode_resamples_the_point_scores_per_cell() {
+        let d = 10;
+        let (emb, [model, language, culture]) = random_case(8, 2, 2, 3, 9, d);
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let (layout, point, report) = sos(emb, d, cols, Pooling::All, &cpu(), None).unwrap();
+        let s = spec(200, CiMethod::Bca);
+        let got = sos_fast_intervals(&layout, &CellUnits::outputs(&layout), &point.per_image, s);
+        for (c, cell) in layout.cells.iter().enumerate() {
+            let scores: Vec<f64> =
+                layout.cell_rows()[c].iter().map(|&r| f64::from(point.per_image[r as usize])).collect();
+            let want = Replicates::of_mean(&scores, &s.draws(scores.len(), &cell_key(cell)))
+                .interval(0.9, CiMethod::Bca);
+            assert_eq!(got[c], want);
+            let ci = got[c].unwrap();
+            assert!(
+                ci.lo < report.joint[c].sos && report.joint[c].sos < ci.hi,
+                "{ci:?} around {}",
+                report.joint[c].sos
+            );
+        }
+        // Seeded: the same seed gives the same intervals, another seed others.
+        assert_eq!(got, sos_fast_intervals(&layout, &CellUnits::outputs(&layout), &point.per_image, s));
+        let other = CiSpec { seed: 18, ..s };
+        assert_ne!(got, sos_fast_intervals(&layout, &CellUnits::outputs(&layout), &point.per_image, other));
+    }
+
+    #[test]
+    fn clusters_resample_whole_prompts() {
+        let d = 8;
+        let (emb, [model, language, culture]) = random_case(4, 1, 2, 2, 6, d);
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let (layout, point, _) = sos(emb.clone(), d, cols, Pooling::All, &cpu(), None).unwrap();
+        // Three prompts of two seeds each per cell.
+        let prompt: Vec<String> = (0..model.len()).map(|r| format!("p{}", (r % 6) / 2)).collect();
+        let units = CellUnits::clusters(&layout, &[&prompt]);
+        assert!(
+            (0..units.len()).all(|c| units.cell(c).len() == 3 && units.cell(c).iter().all(|u| u.len() == 2))
+        );
+        // A key unique per output gives the outputs themselves.
+        let row: Vec<String> = (0..model.len()).map(|r| r.to_string()).collect();
+        assert_eq!(CellUnits::clusters(&layout, &[&row]), CellUnits::outputs(&layout));
+        // Every exact resample draws whole prompts: its rows come in seed pairs.
+        let mut draws = ExactResamples::new(&layout, &units, spec(5, CiMethod::Percentile));
+        while let Some(rows) = draws.next_rows() {
+            assert!(
+                rows.chunks(2).all(|p| prompt[p[0] as usize] == prompt[p[1] as usize] && p[0] + 1 == p[1])
+            );
+        }
+        let s = spec(100, CiMethod::Percentile);
+        let fast = sos_fast_intervals(&layout, &units, &point.per_image, s);
+        let exact =
+            sos_exact_intervals(&[table(emb, model.len(), d)], &layout, &units, &point.per_image, s, None)
+                .unwrap();
+        assert!(fast.iter().chain(&exact).all(Option::is_some));
+    }
+
+    #[test]
+    fn fast_and_exact_agree_when_references_pool_many_outputs() {
+        // 12 languages × 12 cultures × 9 outputs: every reference pools 108 outputs, so a cell's
+        // resampled (and duplicated) outputs move their own references little.
+        let d = 32;
+        let (emb, [model, language, culture]) = random_case(21, 1, 12, 12, 9, d);
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let (layout, point, _) = sos(emb.clone(), d, cols, Pooling::All, &cpu(), None).unwrap();
+        let units = CellUnits::outputs(&layout);
+        let s = spec(100, CiMethod::Percentile);
+        let fast = sos_fast_intervals(&layout, &units, &point.per_image, s);
+        let exact =
+            sos_exact_intervals(&[table(emb, model.len(), d)], &layout, &units, &point.per_image, s, None)
+                .unwrap();
+        // Per cell the two differ by the references' own sampling noise; over the 144 cells the
+        // exact intervals are a little wider (that noise added) and centred alike.
+        let (mut shift_lo, mut shift_hi, mut width) = (0.0, 0.0, 0.0);
+        for (f, e) in fast.iter().zip(&exact) {
+            let (f, e) = (f.unwrap(), e.unwrap());
+            shift_lo += (e.lo - f.lo) / (f.hi - f.lo);
+            shift_hi += (e.hi - f.hi) / (f.hi - f.lo);
+            width += (e.hi - e.lo) / (f.hi - f.lo);
+        }
+        let k = fast.len() as f64;
+        let (shift_lo, shift_hi, width) = (shift_lo / k, shift_hi / k, width / k);
+        assert!((1.0..1.25).contains(&width), "exact / fast width {width}");
+        assert!(shift_lo.abs() < 0.1 && shift_hi.abs() < 0.1, "mean shifts {shift_lo}, {shift_hi} widths");
+    }
+}
+
+mod compare {
+    //! Paired differences by hand: the pairs, the exact sign-flip p-values and Holm.
+    use super::*;
+    use culturelens_metrics::bootstrap::{CiMethod, CiSpec};
+
+    #[test]
+    fn paired_differences_by_hand() {
+        // Cells (model, language, culture X), three outputs each, paired by prompt p0..p2:
+        //   en: A 0.3, 0.2, 0.1 vs B 0.1, 0.1, 0.1 → d = 0.2, 0.1, 0 (mean 0.1)
+        //   de: A 0.5, 0.5, 0.5 vs B 0.0, 0.1, 0.2 → d = 0.5, 0.4, 0.3 (mean 0.4)
+        // Sign flips (2³ = 8, exact): en's means ±0.1 (twice each, the 0 flips), ±0.0333…: two
+        // reach 0.1, p = 2·2/8 = 0.5; de: only the identity reaches 0.4, p = 2·1/8 = 0.25.
+        // Holm over (de, en): 2·0.25 = 0.5, then max(0.5, 1·0.5) = 0.5.
+        let model = s(&["A", "A", "A", "B", "B", "B", "A", "A", "A", "B", "B", "B"]);
+        let language = s(&["en", "en", "en", "en", "en", "en", "de", "de", "de", "de", "de", "de"]);
+        let culture = s(&["X"; 12]);
+        let key = s(&["p0", "p1", "p2", "p2", "p1", "p0", "p0", "p1", "p2", "p0", "p1", "p2"]);
+        let scores = [0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.5, 0.0, 0.1, 0.2];
+        let cols =
+            SosColumns { model: &model, language: &language, culture: &culture, layer: None, person: None };
+        let layout = SosLayout::new(cols, Pooling::All).unwrap();
+        let spec = CiSpec::new(0.95, 200, 1, CiMethod::Percentile).unwrap();
+        let cmp = Comparison { factor: Factor::Models, a: "A", b: "B", pair_key: &key, permutations: 9999 };
+        let rows = paired_differences(&layout, &scores, cmp, spec).unwrap();
+        let got: Vec<(&str, usize, f64, f64, f64, bool)> = rows
+            .iter()
+            .map(|r| (r.shared.as_str(), r.n_pairs, r.diff, r.p_value, r.p_holm, r.exact))
+            .collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].0, got[1].0), ("de", "en"));
+        assert!((got[0].2 - 0.4).abs() < 1e-7 && (got[1].2 - 0.1).abs() < 1e-7, "{got:?}");
+        assert_eq!((got[0].3, got[1].3), (0.25, 0.5));
+        assert_eq!((got[0].4, got[1].4), (0.5, 0.5));
+        assert!(got.iter().all(|g| g.1 == 3 && g.5));
+        let ci = rows[0].diff_ci.unwrap();
+        assert!(ci.lo >= 0.3 - 1e-7 && ci.hi <= 0.5 + 1e-7 && ci.covers(rows[0].diff));
+
+        // Comparing languages pairs de with en within each model: A's d = 0.5−0.3, 0.5−0.2, 0.5−0.1.
+        let cmp =
+            Comparison { factor: Factor::Languages, a: "de", b: "en", pair_key: &key, permutations: 9999 };
+        let rows = paired_differences(&layout, &scores, cmp, spec).unwrap();
+        assert_eq!(rows.iter().map(|r| r.shared.as_str()).collect::<Vec<_>>(), ["A", "B"]);
+        assert!((rows[0].diff - 0.3).abs() < 1e-7);
+
+        // Errors name what is wrong.
+        let unknown = Comparison { factor: Factor::Models, a: "A", b: "Z", pair_key: &key, permutations: 10 };
+        let e = paired_differences(&layout, &scores, unknown, spec).unwrap_err().to_string();
+        assert!(e.contains("model `Z`") && e.contains("A, B"), "{e}");
+        let same = s(&["p0"; 12]);
+        let dup = Comparison { factor: Factor::Models, a: "A", b: "B", pair_key: &same, permutations: 10 };
+        let e = paired_differences(&layout, &scores, dup, spec).unwrap_err().to_string();
+        assert!(e.contains("same pairing key `p0`") && e.contains("B/de/X"), "{e}");
+    }
+}

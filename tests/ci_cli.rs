@@ -1,0 +1,263 @@
+//! End-to-end tests of the confidence-interval flags (`--ci`, `--bootstrap`, `--ci-method`,
+//! `--seed`) of every metric command, their comparisons and their errors.
+
+use std::path::Path;
+
+use crate::common::{fails, ok, p, read_csv};
+
+/// The demo table (embeddings.npy, meta.csv, sos.csv) in a fresh directory.
+fn demo_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["demo", "--write", p(dir.path())]);
+    dir
+}
+
+/// `culturelens sos` on the demo table with `extra` flags, writing `out`.
+fn sos(d: &Path, out: &Path, extra: &[&str]) -> String {
+    let (emb, meta) = (d.join("embeddings.npy"), d.join("meta.csv"));
+    let mut args = vec!["sos", "--embeddings", p(&emb), "--meta", p(&meta), "--out", p(out)];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
+fn sos_fails(d: &Path, extra: &[&str]) -> String {
+    let (emb, meta, out) = (d.join("embeddings.npy"), d.join("meta.csv"), d.join("never.csv"));
+    let mut args = vec!["sos", "--embeddings", p(&emb), "--meta", p(&meta), "--out", p(&out)];
+    args.extend_from_slice(extra);
+    let stderr = fails(&args);
+    assert!(!out.exists(), "a failed run leaves no output");
+    stderr
+}
+
+fn number(cell: &str) -> f64 {
+    cell.parse().unwrap_or_else(|_| panic!("`{cell}` is not a number"))
+}
+
+fn manifest(out: &Path) -> serde_json::Value {
+    let path = out.with_file_name(format!("{}.provenance.json", out.file_name().unwrap().to_string_lossy()));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn sos_ci_adds_bounds_beside_the_estimate_and_nothing_else() {
+    let dir = demo_dir();
+    let d = dir.path();
+    let (plain, with_ci, report) = (d.join("plain.csv"), d.join("ci.csv"), d.join("report.json"));
+    sos(d, &plain, &[]);
+    // Without --ci the bytes are the command's as before: the demo's own joint table.
+    assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(d.join("sos.csv")).unwrap());
+    assert!(manifest(&plain).get("uncertainty").is_none());
+    let stdout = sos(d, &with_ci, &["--ci", "0.9", "--report", p(&report)]);
+    assert!(stdout.contains("90% bca bootstrap, 1000 resamples of outputs within cells"), "{stdout}");
+    assert!(stdout.contains("fast mode (references fixed at the full-table estimate)"), "{stdout}");
+    let (header, rows) = read_csv(&with_ci);
+    assert_eq!(header, ["model", "language", "culture", "n", "sos", "sos_lo", "sos_hi"]);
+    let (_, plain_rows) = read_csv(&plain);
+    let mut inside = 0;
+    for (row, before) in rows.iter().zip(&plain_rows) {
+        assert_eq!(row[..5], before[..], "the estimate columns are unchanged");
+        let (sos, lo, hi) = (number(&row[4]), number(&row[5]), number(&row[6]));
+        assert!(lo <= hi && hi - lo < 0.5, "{row:?}");
+        inside += usize::from(lo <= sos && sos <= hi);
+    }
+    assert!(inside >= rows.len() * 19 / 20, "{inside} of {} intervals hold their estimate", rows.len());
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let first = &json["joint"][0];
+    assert_eq!(first["sos_ci"]["lo"].as_f64().unwrap(), number(&rows[0][5]));
+    let u = &manifest(&with_ci)["uncertainty"];
+    assert_eq!(
+        (u["level"].as_f64(), u["resamples"].as_u64(), u["mode"].as_str()),
+        (Some(0.9), Some(1000), Some("fast"))
+    );
+    assert_eq!(u["unit"], "outputs within (model, [layer,] language, culture) cells");
+    assert_eq!(u["method"], "bootstrap (bca)");
+
+    // Seeded: the same seed gives the same bytes, another seed other intervals.
+    let again = d.join("again.csv");
+    sos(d, &again, &["--ci", "0.9"]);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&with_ci).unwrap());
+    let seeded = d.join("seeded.csv");
+    sos(d, &seeded, &["--ci", "0.9", "--seed", "5"]);
+    assert_ne!(read_csv(&seeded).1, rows);
+}
+
+#[test]
+fn sos_exact_mode_clusters_and_percentile() {
+    let dir = demo_dir();
+    let d = dir.path();
+    let (fast, exact) = (d.join("fast.csv"), d.join("exact.csv"));
+    sos(d, &fast, &["--ci", "0.95", "--bootstrap", "40", "--ci-method", "percentile"]);
+    let stdout = sos(
+        d,
+        &exact,
+        &["--ci", "0.95", "--bootstrap", "40", "--ci-method", "percentile", "--ci-mode", "exact"],
+    );
+    assert!(stdout.contains("exact mode (references recomputed per resample)"), "{stdout}");
+    assert_eq!(manifest(&exact)["uncertainty"]["references"], "recomputed from every resample");
+    let (f, e) = (read_csv(&fast).1, read_csv(&exact).1);
+    // Same resamples, the references moving in exact mode: close bounds, not equal ones.
+    let mut differ = 0;
+    for (a, b) in f.iter().zip(&e) {
+        assert_eq!(a[..5], b[..5]);
+        let (w, dl) = (number(&a[6]) - number(&a[5]), (number(&a[5]) - number(&b[5])).abs());
+        assert!(dl <= w, "exact and fast lower bounds differ by more than a width: {a:?} {b:?}");
+        differ += usize::from(a[5] != b[5]);
+    }
+    assert!(differ > 0);
+    // Clusters of outputs sharing a template: three units per cell instead of nine.
+    let clustered = d.join("clustered.csv");
+    let stdout = sos(d, &clustered, &["--ci", "0.95", "--bootstrap", "40", "--cluster", "template"]);
+    assert!(stdout.contains("resamples of clusters (template) within cells"), "{stdout}");
+    assert!(
+        manifest(&clustered)["uncertainty"]["unit"]
+            .as_str()
+            .unwrap()
+            .starts_with("clusters of outputs with equal template")
+    );
+    assert_ne!(read_csv(&clustered).1, read_csv(&fast).1);
+}
+
+#[test]
+fn sos_compare_models_and_languages() {
+    let dir = demo_dir();
+    let d = dir.path();
+    let (out, cmp) = (d.join("o.csv"), d.join("cmp.csv"));
+    let pair = ["--pair-by", "template,person"];
+    let stdout = sos(
+        d,
+        &out,
+        &[&["--ci", "0.95", "--compare-languages", "de,en", "--compare-out", p(&cmp)][..], &pair[..]]
+            .concat(),
+    );
+    assert!(stdout.contains("Paired differences de - en: 30 cells"), "{stdout}");
+    let (header, rows) = read_csv(&cmp);
+    assert_eq!(
+        header,
+        [
+            "language_a",
+            "language_b",
+            "model",
+            "culture",
+            "n_pairs",
+            "diff",
+            "diff_lo",
+            "diff_hi",
+            "p_value",
+            "p_holm",
+            "exact"
+        ]
+    );
+    assert_eq!(rows.len(), 3 * 10, "one row per (model, culture)");
+    for r in &rows {
+        assert_eq!((r[0].as_str(), r[1].as_str(), r[4].as_str(), r[10].as_str()), ("de", "en", "9", "true"));
+        let (diff, lo, hi, pv, holm) =
+            (number(&r[5]), number(&r[6]), number(&r[7]), number(&r[8]), number(&r[9]));
+        assert!(lo <= hi && (-2.0..=2.0).contains(&diff));
+        // Nine pairs: the exact p-values are multiples of 2/512; Holm never lowers them.
+        assert!((pv * 256.0 - (pv * 256.0).round()).abs() < 1e-9 && holm >= pv && holm <= 1.0, "{r:?}");
+    }
+    assert_eq!(
+        manifest(&cmp)["uncertainty"]["comparison"]["unit"],
+        "pairs of outputs with equal template,person"
+    );
+    // Models: the planted bilingual-vs-monolingual gap is positive in every am cell.
+    let cmp_models = d.join("models.csv");
+    sos(
+        d,
+        &out,
+        &[
+            &[
+                "--ci",
+                "0.95",
+                "--compare-models",
+                "synth-bilingual,synth-monolingual",
+                "--compare-out",
+                p(&cmp_models),
+            ][..],
+            &pair[..],
+        ]
+        .concat(),
+    );
+    let (header, rows) = read_csv(&cmp_models);
+    assert_eq!(header[..3], ["model_a", "model_b", "language"]);
+    assert_eq!(rows.len(), 8 * 10);
+    let am: Vec<&Vec<String>> = rows.iter().filter(|r| r[2] == "am").collect();
+    assert!(am.iter().all(|r| number(&r[6]) > 0.0), "the am gap's lower bounds are positive");
+}
+
+#[test]
+fn sos_bad_ci_input_is_refused_with_a_clear_error() {
+    let dir = demo_dir();
+    let d = dir.path();
+    for (extra, expected) in [
+        (
+            &["--ci", "1.5"][..],
+            "invalid value '1.5' for '--ci <LEVEL>': a confidence level lies strictly between 0 and 1",
+        ),
+        (&["--ci", "0"][..], "strictly between 0 and 1"),
+        (&["--ci", "ninety"][..], "`ninety` is not a number"),
+        (
+            &["--ci", "0.9", "--bootstrap", "0"][..],
+            "invalid value '0' for '--bootstrap <B>': the bootstrap needs at least 1 resample",
+        ),
+        (&["--ci", "0.9", "--cluster", "nope"][..], "column nope: required column is missing"),
+        (&["--cluster", "template"][..], "--ci <LEVEL>"),
+        (
+            &[
+                "--compare-models",
+                "synth-bilingual,synth-monolingual",
+                "--pair-by",
+                "template",
+                "--compare-out",
+                "x.csv",
+            ][..],
+            "--ci <LEVEL>",
+        ),
+        (
+            &["--ci", "0.9", "--compare-models", "a", "--pair-by", "template", "--compare-out", "x.csv"][..],
+            "--compare-models takes two values, A,B (got a)",
+        ),
+        (
+            &[
+                "--ci",
+                "0.9",
+                "--compare-models",
+                "synth-bilingual,nobody",
+                "--pair-by",
+                "template",
+                "--compare-out",
+                "x.csv",
+            ][..],
+            "model `nobody` is not in the table (models present: synth-bilingual, synth-monolingual, synth-multilingual)",
+        ),
+        (
+            &[
+                "--ci",
+                "0.9",
+                "--compare-languages",
+                "de,en",
+                "--pair-by",
+                "template",
+                "--compare-out",
+                "x.csv",
+            ][..],
+            "with the same pairing key",
+        ),
+        (
+            &[
+                "--ci",
+                "0.9",
+                "--compare-languages",
+                "de,de",
+                "--pair-by",
+                "template,person",
+                "--compare-out",
+                "x.csv",
+            ][..],
+            "compare two different languages",
+        ),
+    ] {
+        let stderr = sos_fails(d, extra);
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+    }
+}
