@@ -540,6 +540,21 @@ mod tests {
         assert!(figures[0].svg.contains(">-0.40<") && figures[1].svg.contains(">0.50<"));
     }
 
+    /// SoS of random-weight models is of the order 1e-4: the cells and the colour bar keep two
+    /// significant digits instead of printing "0.00" and "0, 0, 0".
+    #[test]
+    fn small_scores_keep_their_significant_digits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sos.csv");
+        let rows = "m,en,Japan,1,-0.00011638\nm,ja,Japan,1,0.0000624\n";
+        std::fs::write(&path, format!("model,language,culture,n,sos\n{rows}")).unwrap();
+        let svg = &sos_joint(&path).unwrap()[0].svg;
+        assert!(svg.contains(">-0.00012<") && svg.contains(">0.000062<"), "{svg}");
+        // The colour bar: ±limit and 0.
+        assert!(svg.contains(">0.00012<") && svg.contains(">0<"), "{svg}");
+        assert!(!svg.contains(">0.00<") && !svg.contains(">-0<"), "{svg}");
+    }
+
     #[test]
     fn bad_number_names_file_row_and_column() {
         let dir = tempfile::tempdir().unwrap();

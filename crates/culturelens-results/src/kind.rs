@@ -4,7 +4,7 @@
 //! command that wrote the folder `DIR`).
 
 use crate::csv_file::CsvSchema;
-use crate::{captions, colour, cultext2i, magbig, sos, validate};
+use crate::{captions, colour, cultext2i, magbig, sos, validate, vendi};
 
 /// The kind of a result file: which command output it is, so which schema reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -13,6 +13,8 @@ pub enum ResultKind {
     SosPerImage,
     SosReport,
     Vendi,
+    /// `vendi --csv`: the scores as a table.
+    VendiTable,
     Magbig,
     /// `magbig --report`: read by no other command (no schema here).
     MagbigReport,
@@ -34,7 +36,8 @@ impl ResultKind {
             ResultKind::SosJoint => sos::Joint::SOURCE,
             ResultKind::SosPerImage => sos::PerImage::SOURCE,
             ResultKind::SosReport => sos::REPORT_SOURCE,
-            ResultKind::Vendi => crate::vendi::SOURCE,
+            ResultKind::Vendi => vendi::SOURCE,
+            ResultKind::VendiTable => vendi::Table::SOURCE,
             ResultKind::Magbig => magbig::Magbig::SOURCE,
             ResultKind::MagbigReport => "culturelens magbig --report",
             ResultKind::Cultext2i => cultext2i::Groups::SOURCE,
@@ -59,6 +62,7 @@ impl ResultKind {
         let kinds = [
             (ResultKind::SosJoint, fits::<sos::Joint>(header)),
             (ResultKind::SosPerImage, fits::<sos::PerImage>(header)),
+            (ResultKind::VendiTable, fits::<vendi::Table>(header)),
             (ResultKind::Magbig, fits::<magbig::Magbig>(header)),
             (ResultKind::Cultext2i, fits::<cultext2i::Groups>(header)),
             (ResultKind::ColourDominant, fits::<colour::Dominant>(header)),
@@ -107,7 +111,7 @@ const OUTPUTS: &[(&str, &[Output])] = {
     &[
         ("sos", &[flag("--out", SosJoint), flag("--per-image", SosPerImage), flag("--report", SosReport)]),
         ("demo", &[in_folder(sos::DEMO_JOINT, SosJoint)]),
-        ("vendi", &[flag("--out", Vendi)]),
+        ("vendi", &[flag("--out", Vendi), flag("--csv", VendiTable)]),
         ("magbig", &[flag("--out", Magbig), flag("--report", MagbigReport)]),
         ("cultext2i", &[flag("--out", Cultext2i), flag("--report", Cultext2iReport)]),
         (

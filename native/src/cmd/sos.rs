@@ -111,6 +111,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
         (None, Some(embeddings)) => load_table(embeddings, args.meta.as_deref())?,
         (None, None) => anyhow::bail!("give --embeddings or --bundle"),
     };
+    let images = table.meta.column(schema::IMAGE).map(<[String]>::to_vec);
     clock.lap("load");
     let device = select_device(args.device)?;
     clock.lap("device init");
@@ -123,7 +124,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
         score_table(table, args.pool.into(), &device, processor, blocking, &mut clock)?;
     write_joint_csv(&args.out, &report)?;
     if let Some(path) = &args.per_image {
-        write_per_image_csv(path, &layout, &values)?;
+        write_per_image_csv(path, &layout, &values, images.as_deref())?;
     }
     if let Some(path) = &args.report {
         write_atomic(path, |w| schema::write_report(w, &report))?;
@@ -225,14 +226,22 @@ pub fn write_joint_csv(path: &Path, report: &SosReport) -> Result<()> {
     Ok(())
 }
 
-/// Writes every output's score in row order (`culturelens_results::sos::PerImage`).
-fn write_per_image_csv(path: &Path, layout: &SosLayout, values: &SosValues) -> Result<()> {
+/// Writes every output's score in row order (`culturelens_results::sos::PerImage`), with the
+/// input's `image` cells when it has that column.
+fn write_per_image_csv(
+    path: &Path,
+    layout: &SosLayout,
+    values: &SosValues,
+    images: Option<&[String]>,
+) -> Result<()> {
     assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
-    let columns = PerImageColumns { layer: layout.has_layer, person: layout.person.is_some() };
+    let columns =
+        PerImageColumns { image: images.is_some(), layer: layout.has_layer, person: layout.person.is_some() };
     let rows = layout.cell.iter().zip(&values.per_image).enumerate().map(|(row, (cell, score))| {
         let c = &layout.cells[*cell as usize];
         PerImageScore {
             row,
+            image: images.map(|i| i[row].clone()),
             model: c.model.clone(),
             layer: c.layer.clone(),
             language: c.language.clone(),
