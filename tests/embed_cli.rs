@@ -176,6 +176,25 @@ fn skip_bad_writes_the_good_rows() {
     assert_eq!(table(&out), table(&clean), "the good images' rows, as a clean run writes them");
 }
 
+/// A JPEG cut short (here the photo's first 1,200 of 1,802 bytes) decodes to a grey-filled image
+/// that is not the photo; Pillow, and so transformers, refuse it ("image file is truncated").
+/// `embed` refuses it by that name, naming the file once, and `--skip-bad` leaves it out.
+#[test]
+fn a_truncated_jpeg_is_refused_by_name_and_skipped_with_skip_bad() {
+    let (tmp, images, clean) = clean_run("clip", "npy", "16");
+    let photo = std::fs::read(images.join("d_photo.jpg")).unwrap();
+    std::fs::write(images.join("zz_cut.jpg"), &photo[..1200]).unwrap();
+    let out = tmp.path().join("e.npy");
+    let stderr = embed(&images, "clip", &out).run_fails().stderr;
+    let cut = images.join("zz_cut.jpg").display().to_string();
+    assert!(stderr.contains(&format!("  {cut}: cannot decode image: image file is truncated")), "{stderr}");
+    assert_eq!(stderr.matches(&cut).count(), 1, "the file is named once: {stderr}");
+    assert!(!out.exists());
+    let stderr = embed(&images, "clip", &out).flag("--skip-bad").run_ok().stderr;
+    assert!(stderr.contains("image file is truncated"), "{stderr}");
+    assert_eq!(table(&out), table(&clean), "the intact images' rows only");
+}
+
 #[test]
 fn embed_text_matches_get_text_features() {
     let tmp = tempfile::tempdir().unwrap();

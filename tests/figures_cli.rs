@@ -84,9 +84,14 @@ fn every_figure_type_from_the_cli_outputs_deterministically() {
         assert!(!read(&a, name).contains(">-0.00<"), "{name} prints -0.00");
     }
 
-    // The per-layer table gives lines per model, layers in numeric order.
+    // The per-layer table gives a heatmap per layer and lines per model, layers in numeric order.
     let layers = root.path().join("layers");
     Cli::new("figures").opt("--sos", &run.layers).opt("--out", &layers).run_ok();
+    let drawn = names(&layers);
+    for layer in ["0", "1", "10"] {
+        assert!(drawn.contains(&format!("sos_heatmap_layer{layer}.svg")), "layer {layer}: {drawn:?}");
+    }
+    assert!(!drawn.contains("sos_heatmap.svg"), "one model swept over layers: {drawn:?}");
     let svg = read(&layers, "sos_layers_m.svg");
     let (l1, l10) = (svg.find(">1<").unwrap(), svg.find(">10<").unwrap());
     assert!(l1 < l10, "layer 1 is drawn before layer 10");

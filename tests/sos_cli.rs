@@ -78,6 +78,42 @@ fn max_joint_difference(cli: &[Vec<String>], reference: &[Vec<String>]) -> f64 {
 /// model–language medians and language correlations of the demo table: measured 9.2e-8 (flex).
 const NUMPY_BOUND: f64 = 2e-7;
 
+/// A table `generate` → `embed` made has an `image` column: the per-image CSV carries it (so a
+/// score finds its image in pandas or R), and every score is the device's f32 in full (its exact
+/// value as f64 text, not rounded to 10 decimals).
+#[test]
+fn per_image_scores_name_their_image_in_full_precision() {
+    let dir = demo_dir();
+    let d = dir.path();
+    let meta = std::fs::read_to_string(d.join("meta.csv")).unwrap();
+    let mut lines = meta.lines();
+    let mut with_images = format!("{},image\n", lines.next().unwrap());
+    for (i, line) in lines.enumerate() {
+        with_images += &format!("{line},imgs/{i:06}_00.png\n");
+    }
+    std::fs::write(d.join("meta_images.csv"), with_images).unwrap();
+    let per_image = d.join("per_image.csv");
+    ok(&[
+        "sos",
+        "--embeddings",
+        p(&d.join("embeddings.npy")),
+        "--meta",
+        p(&d.join("meta_images.csv")),
+        "--out",
+        p(&d.join("out.csv")),
+        "--per-image",
+        p(&per_image),
+    ]);
+    let (header, rows) = read_csv(&per_image);
+    assert_eq!(header, ["row", "image", "model", "language", "culture", "person", "sos"]);
+    assert_eq!(rows[5][1], "imgs/000005_00.png");
+    for row in &rows {
+        let text = &row[6];
+        let value: f64 = text.parse().unwrap();
+        assert_eq!(value, f64::from(value as f32), "{text} is an f32 written in full");
+    }
+}
+
 #[test]
 fn sos_on_demo_table_equals_the_numpy_reference() {
     let dir = demo_dir();

@@ -315,6 +315,38 @@ fn protocol_groups_are_seeded_by_value() {
     assert_eq!(a["p1"], b["p1"]);
 }
 
+/// `--csv FILE` writes the scores as a table for pandas and R: one row per group, the group
+/// column first, every number as the JSON has it.
+#[test]
+fn csv_output_holds_the_json_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("m.csv");
+    let mut text = String::from("country,artifact,prompt\n");
+    for g in ["p1", "p2"] {
+        for i in 0..6 {
+            text += &format!("C{},a{},{g}\n", i % 3, i % 4);
+        }
+    }
+    std::fs::write(&meta, text).unwrap();
+    let (out, csv) = (dir.path().join("v.json"), dir.path().join("v.csv"));
+    categorical(&meta, "country,artifact", "0.5,0.5")
+        .opt("--group-by", "prompt")
+        .flag("--intdiv")
+        .opt("--out", &out)
+        .opt("--csv", &csv)
+        .run_ok();
+    let (header, rows) = crate::common::read_csv(&csv);
+    assert_eq!(header, ["prompt", "n", "q", "vs", "qvs", "qvs_norm", "intdiv"]);
+    let scores = json(&out);
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        let group = &scores[row[0].as_str()];
+        for (k, key) in header.iter().enumerate().skip(1) {
+            assert_eq!(row[k].parse::<f64>().unwrap(), f64_of(group, key), "{} {key}", row[0]);
+        }
+    }
+}
+
 #[test]
 fn flags_that_would_be_ignored_are_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -138,8 +138,9 @@ pub fn embed_image_list(
     );
     if !failures.is_empty() {
         eprintln!("{} image(s) could not be read:", failures.len());
-        for (path, err) in &failures {
-            eprintln!("  {}: {err}", path.display());
+        for (_, err) in &failures {
+            // The error names its file.
+            eprintln!("  {err}");
         }
         if !skip_bad {
             bail!(

@@ -6,7 +6,7 @@
 //!
 //! | input                                   | figures                                             |
 //! |-----------------------------------------|-----------------------------------------------------|
-//! | `sos --out` (joint CSV)                 | `sos_heatmap[_MODEL]`: culture × language, columns sorted by mean SoS (SoS Fig. 3); with a `layer` column `sos_layers_MODEL`: mean SoS per layer and language (Fig. 4) |
+//! | `sos --out` (joint CSV)                 | `sos_heatmap[_MODEL][_layerL]`: culture × language, columns sorted by mean SoS (SoS Fig. 3), per layer present; for a model with several layers also `sos_layers_MODEL`: mean SoS per layer and language (Fig. 4) |
 //! | `sos --report` (JSON)                   | `sos_distributions` (Fig. 2), `sos_pearson` (Fig. 5) |
 //! | an embedding table or bundle            | `pca`: 2-D PCA coloured by a column (App. E)        |
 //! | `vendi --out` (JSON, grouped or not)    | `vendi`: VS per group with ± sd bars (CUBE)         |
@@ -72,22 +72,63 @@ fn sort_layers(layers: &mut [String]) {
     }
 }
 
-/// From the joint SoS CSV of `culturelens sos`: the culture × language heatmap(s), or with a
-/// `layer` column the per-layer lines of every model.
+/// From the joint SoS CSV of `culturelens sos`: the culture × language heatmap (SoS Fig. 3) of
+/// every layer present, and the per-layer lines (Fig. 4) of every model with several layers.
+///
+/// `sos_heatmap` is the mean over models, each model at its last layer (the pipeline's own
+/// conditioning, which `generate` writes without `--text-layer`); with several models each also
+/// gets `sos_heatmap_MODEL`. A model with several layers gets `sos_heatmap[_MODEL]_layerL` per
+/// layer and `sos_layers_MODEL`; a table of one model swept over layers has no plain
+/// `sos_heatmap` (it would repeat its last layer's).
 pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
     let (columns, joint) = read_table::<sos::Joint>(path)?;
     if joint.is_empty() {
         bail!("{}: no joint scores to draw", path.display());
     }
     let models: BTreeSet<&str> = joint.iter().map(|j| j.model.as_str()).collect();
-    if columns.layer {
-        let layer = |j: &sos::JointScore| j.layer.clone().expect("a table with a layer column");
-        let mut figures = Vec::new();
-        for m in models {
-            let rows: Vec<&sos::JointScore> = joint.iter().filter(|j| j.model == m).collect();
-            let mut layers: Vec<String> =
-                rows.iter().map(|j| layer(j)).collect::<BTreeSet<_>>().into_iter().collect();
+    let layer = |j: &sos::JointScore| j.layer.clone().unwrap_or_default();
+    // Each model's layers in layer order (one empty name without a `layer` column).
+    let layers_of: BTreeMap<&str, Vec<String>> = models
+        .iter()
+        .map(|m| {
+            let set: BTreeSet<String> = joint.iter().filter(|j| j.model == *m).map(layer).collect();
+            let mut layers: Vec<String> = set.into_iter().collect();
             sort_layers(&mut layers);
+            (*m, layers)
+        })
+        .collect();
+    let several_models = models.len() > 1;
+    let sweep = layers_of.values().any(|l| l.len() > 1);
+    let at = |l: &str| if columns.layer { format!(", layer {l}") } else { String::new() };
+    let mut figures = Vec::new();
+    if several_models || !sweep {
+        let last: Vec<&sos::JointScore> = joint
+            .iter()
+            .filter(|j| layers_of[j.model.as_str()].last().is_some_and(|l| *l == layer(j)))
+            .collect();
+        let title = match (several_models, sweep) {
+            (true, false) => "Joint SoS, mean over models".to_string(),
+            (true, true) => "Joint SoS, mean over models, each at its last layer".to_string(),
+            (false, _) => format!("Joint SoS, {}{}", joint[0].model, at(&layer(&joint[0]))),
+        };
+        figures.push(Figure { name: "sos_heatmap".into(), svg: sos_heatmap(title, &last) });
+    }
+    for m in &models {
+        let layers = &layers_of[m];
+        for l in layers.iter().filter(|_| several_models || layers.len() > 1) {
+            let rows: Vec<&sos::JointScore> =
+                joint.iter().filter(|j| j.model == *m && layer(j) == *l).collect();
+            let mut name = "sos_heatmap".to_string();
+            if several_models {
+                name += &format!("_{}", slug(m));
+            }
+            if layers.len() > 1 {
+                name += &format!("_layer{}", slug(l));
+            }
+            figures.push(Figure { name, svg: sos_heatmap(format!("Joint SoS, {m}{}", at(l)), &rows) });
+        }
+        if layers.len() > 1 {
+            let rows: Vec<&sos::JointScore> = joint.iter().filter(|j| j.model == *m).collect();
             let languages: BTreeSet<&str> = rows.iter().map(|j| j.language.as_str()).collect();
             let mean = means(rows.iter().map(|j| ((layer(j), j.language.as_str()), j.sos)));
             let lines_fig = Lines {
@@ -100,56 +141,37 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
                         (l.to_string(), layers.iter().map(|x| mean.get(&(x.clone(), *l)).copied()).collect())
                     })
                     .collect(),
-                x: layers,
+                x: layers.clone(),
             };
             figures.push(Figure { name: format!("sos_layers_{}", slug(m)), svg: lines(&lines_fig) });
         }
-        return Ok(figures);
-    }
-    let heatmap = |title: String, rows: &[&sos::JointScore]| {
-        let cell = means(rows.iter().map(|j| ((j.culture.as_str(), j.language.as_str()), j.sos)));
-        let column_mean = means(cell.iter().map(|((_, l), v)| (*l, *v)));
-        let mut cols: Vec<&str> = column_mean.keys().copied().collect();
-        cols.sort_by(|a, b| column_mean[a].total_cmp(&column_mean[b]).then(a.cmp(b)));
-        let cultures: BTreeSet<&str> = cell.keys().map(|(c, _)| *c).collect();
-        let limit = cell.values().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-9);
-        matrix(&Matrix {
-            title,
-            row_label: "culture".into(),
-            col_label: "prompt language (sorted by mean SoS)".into(),
-            values: cultures
-                .iter()
-                .map(|c| cols.iter().map(|l| cell.get(&(*c, *l)).copied()).collect())
-                .collect(),
-            rows: cultures.iter().map(|c| c.to_string()).collect(),
-            cols: cols.iter().map(|c| c.to_string()).collect(),
-            scale: Scale::Diverging { limit },
-            scale_label: "SoS".into(),
-            decimals: 2,
-        })
-    };
-    let all: Vec<&sos::JointScore> = joint.iter().collect();
-    let mut figures = vec![Figure {
-        name: "sos_heatmap".into(),
-        svg: heatmap(
-            if models.len() > 1 {
-                "Joint SoS, mean over models".into()
-            } else {
-                format!("Joint SoS, {}", joint[0].model)
-            },
-            &all,
-        ),
-    }];
-    if models.len() > 1 {
-        for m in models {
-            let rows: Vec<&sos::JointScore> = joint.iter().filter(|j| j.model == m).collect();
-            figures.push(Figure {
-                name: format!("sos_heatmap_{}", slug(m)),
-                svg: heatmap(format!("Joint SoS, {m}"), &rows),
-            });
-        }
     }
     Ok(figures)
+}
+
+/// The culture × language heatmap of `rows` (cells averaged over models), columns sorted by
+/// their mean SoS (SoS Fig. 3).
+fn sos_heatmap(title: String, rows: &[&sos::JointScore]) -> String {
+    let cell = means(rows.iter().map(|j| ((j.culture.as_str(), j.language.as_str()), j.sos)));
+    let column_mean = means(cell.iter().map(|((_, l), v)| (*l, *v)));
+    let mut cols: Vec<&str> = column_mean.keys().copied().collect();
+    cols.sort_by(|a, b| column_mean[a].total_cmp(&column_mean[b]).then(a.cmp(b)));
+    let cultures: BTreeSet<&str> = cell.keys().map(|(c, _)| *c).collect();
+    let limit = cell.values().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-9);
+    matrix(&Matrix {
+        title,
+        row_label: "culture".into(),
+        col_label: "prompt language (sorted by mean SoS)".into(),
+        values: cultures
+            .iter()
+            .map(|c| cols.iter().map(|l| cell.get(&(*c, *l)).copied()).collect())
+            .collect(),
+        rows: cultures.iter().map(|c| c.to_string()).collect(),
+        cols: cols.iter().map(|c| c.to_string()).collect(),
+        scale: Scale::Diverging { limit },
+        scale_label: "SoS".into(),
+        decimals: 2,
+    })
 }
 
 /// From the `--report` JSON of `culturelens sos`: the per-model distributions and the language
@@ -487,6 +509,50 @@ mod tests {
         // mean over models: en 0.3, ja -0.3; ja (lower mean) is the first column.
         assert!(svg.contains(">0.30<") && svg.contains(">-0.30<"));
         assert!(svg.find(">ja<").unwrap() < svg.find(">en<").unwrap());
+    }
+
+    /// `generate` always writes a `layer` column: a table with one layer per model is drawn as
+    /// the SoS heatmap (Fig. 3), not as a one-point "per layer" plot; a model with several
+    /// layers gets one heatmap per layer and the layer plot (Fig. 4).
+    #[test]
+    fn the_heatmap_is_drawn_per_layer_and_the_layer_plot_only_for_several_layers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sos.csv");
+        let header = "model,layer,language,culture,n,sos\n";
+        std::fs::write(&path, format!("{header}m,12,en,Japan,1,0.5\nm,12,ja,Japan,1,-0.2\n")).unwrap();
+        let figures = sos_joint(&path).unwrap();
+        let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["sos_heatmap"]);
+        assert!(figures[0].svg.contains("Joint SoS, m, layer 12"), "{}", figures[0].svg);
+
+        // Two models, each at its own (last) layer: the mean over models and one per model.
+        let two = "A,12,en,Japan,1,0.5\nA,12,ja,Japan,1,-0.2\nB,23,en,Japan,1,0.1\nB,23,ja,Japan,1,-0.4\n";
+        std::fs::write(&path, format!("{header}{two}")).unwrap();
+        let names: Vec<String> = sos_joint(&path).unwrap().into_iter().map(|f| f.name).collect();
+        assert_eq!(names, ["sos_heatmap", "sos_heatmap_A", "sos_heatmap_B"]);
+
+        // One model swept over layers 2 and 10: a heatmap per layer, then the layer plot.
+        let sweep = "m,10,en,Japan,1,0.5\nm,10,ja,Japan,1,-0.2\nm,2,en,Japan,1,0.1\nm,2,ja,Japan,1,-0.4\n";
+        std::fs::write(&path, format!("{header}{sweep}")).unwrap();
+        let figures = sos_joint(&path).unwrap();
+        let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["sos_heatmap_layer2", "sos_heatmap_layer10", "sos_layers_m"]);
+        assert!(figures[0].svg.contains(">-0.40<") && figures[1].svg.contains(">0.50<"));
+    }
+
+    /// SoS of random-weight models is of the order 1e-4: the cells and the colour bar keep two
+    /// significant digits instead of printing "0.00" and "0, 0, 0".
+    #[test]
+    fn small_scores_keep_their_significant_digits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sos.csv");
+        let rows = "m,en,Japan,1,-0.00011638\nm,ja,Japan,1,0.0000624\n";
+        std::fs::write(&path, format!("model,language,culture,n,sos\n{rows}")).unwrap();
+        let svg = &sos_joint(&path).unwrap()[0].svg;
+        assert!(svg.contains(">-0.00012<") && svg.contains(">0.000062<"), "{svg}");
+        // The colour bar: ±limit and 0.
+        assert!(svg.contains(">0.00012<") && svg.contains(">0<"), "{svg}");
+        assert!(!svg.contains(">0.00<") && !svg.contains(">-0<"), "{svg}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::plot::{
     LABEL, TICK, XLabels, bottom, colour_bar, colour_bar_gap, colour_bar_width, rotated_title,
     rotated_title_room, title, title_width, x_title_baseline,
 };
-use crate::svg::{Anchor, FONT, Svg, fixed};
+use crate::svg::{Anchor, FONT, Svg, value_label};
 
 /// A labelled matrix and how to colour it.
 #[derive(Clone, Debug)]
@@ -26,7 +26,7 @@ pub struct Matrix {
     pub scale: Scale,
     /// The colour bar's label.
     pub scale_label: String,
-    /// Decimals of the printed values.
+    /// Decimals of the printed values (more for a value below the last of them: `svg::value_label`).
     pub decimals: usize,
 }
 
@@ -55,7 +55,7 @@ pub fn matrix(m: &Matrix) -> String {
         .iter()
         .flatten()
         .flatten()
-        .map(|v| text_width(&fixed(*v, m.decimals), VALUE))
+        .map(|v| text_width(&value_label(*v, m.decimals), VALUE))
         .fold(text_width("n/a", VALUE), f64::max);
     let top = 64.0;
     let row_title = text_width(&m.row_label, FONT);
@@ -118,7 +118,7 @@ pub fn matrix(m: &Matrix) -> String {
                 Some(v) => {
                     svg.rect(x, y, cell_w, cell_h, &m.scale.color(*v), Some("#ffffff"));
                     let ink = if m.scale.dark(*v) { "#ffffff" } else { "#000000" };
-                    svg.text_coloured(centre, &fixed(*v, m.decimals), VALUE, ink);
+                    svg.text_coloured(centre, &value_label(*v, m.decimals), VALUE, ink);
                 }
                 None => {
                     svg.rect(x, y, cell_w, cell_h, "#bbbbbb", Some("#ffffff"));

@@ -5,7 +5,7 @@
 
 use crate::fonts::{max_text_width, text_width};
 use crate::palette::{CASING, Scale, category, dash, low_contrast, shape};
-use crate::svg::{Anchor, FONT, Svg, fixed, num};
+use crate::svg::{Anchor, FONT, Svg, fixed, num, significant_decimals, trimmed};
 
 /// Size of tick labels.
 pub const TICK: f64 = FONT * 0.85;
@@ -230,10 +230,19 @@ pub fn colour_bar(svg: &mut Svg, x: f64, top: f64, bottom: f64, scale: Scale, la
         svg.rect(x, top + k as f64 * h, 16.0, h + 0.5, &scale.color(v), None);
     }
     svg.rect(x, top, 16.0, bottom - top, "none", Some("#333333"));
-    for (v, y) in [(hi, top), ((lo + hi) / 2.0, (top + bottom) / 2.0), (lo, bottom)] {
-        svg.text((x + 22.0, y + TICK * 0.35), &num(v), TICK, Anchor::Start, 0.0);
+    for (v, y) in colour_bar_values(scale).into_iter().zip([top, (top + bottom) / 2.0, bottom]) {
+        svg.text((x + 22.0, y + TICK * 0.35), &v, TICK, Anchor::Start, 0.0);
     }
     svg.text((x + 8.0, top - 10.0), label, LABEL, Anchor::Middle, 0.0);
+}
+
+/// The labels of a [`colour_bar`], top to bottom: its high end, middle and low end, with at most
+/// two decimals and no trailing zeros, or two significant digits when the range is below 0.01
+/// (`0.00012`, `0`, `-0.00012` rather than `0`, `0`, `0`).
+fn colour_bar_values(scale: Scale) -> [String; 3] {
+    let (lo, hi) = scale.range();
+    let decimals = significant_decimals(lo.abs().max(hi.abs()), 2);
+    [hi, (lo + hi) / 2.0, lo].map(|v| if decimals == 0 { num(v) } else { trimmed(v, decimals) })
 }
 
 /// The gap to leave between what a [`colour_bar`] labels and the bar: 24 px, more when the
@@ -245,9 +254,7 @@ pub fn colour_bar_gap(label: &str) -> f64 {
 /// The width a [`colour_bar`] at `x` takes right of `x`: the bar, its value labels and its
 /// title (centred over the bar), plus a margin.
 pub fn colour_bar_width(scale: Scale, label: &str) -> f64 {
-    let (lo, hi) = scale.range();
-    let values = [num(hi), num((lo + hi) / 2.0), num(lo)];
-    let ticks = values.iter().map(|v| text_width(v, TICK)).fold(0.0, f64::max);
+    let ticks = colour_bar_values(scale).iter().map(|v| text_width(v, TICK)).fold(0.0, f64::max);
     (22.0 + ticks).max(8.0 + text_width(label, LABEL) / 2.0) + 12.0
 }
 

@@ -34,8 +34,13 @@ Noto Sans Ethiopic, Noto Sans CJK SC, sans-serif";
 
 /// A number with at most two decimals and no trailing zeros (`-0` written as `0`).
 pub fn num(x: f64) -> String {
-    let s = format!("{:.2}", x);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
+    trimmed(x, 2)
+}
+
+/// A number with at most `decimals` decimals and no trailing zeros (`-0` written as `0`).
+pub fn trimmed(x: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, x);
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
     if s == "-0" { "0".to_string() } else { s.to_string() }
 }
 
@@ -47,6 +52,23 @@ pub fn fixed(x: f64, decimals: usize) -> String {
         Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
         _ => s,
     }
+}
+
+/// A value printed with `decimals` decimals, or, when it is smaller than the last of them (it
+/// would read `0.00`), with two significant digits (`0.000062`): SoS scores of small or
+/// random-weight models are of the order 1e-4.
+pub fn value_label(x: f64, decimals: usize) -> String {
+    fixed(x, decimals.max(significant_decimals(x.abs(), 2)))
+}
+
+/// The decimals that show `magnitude` with `digits` significant digits when it is below the
+/// first decimal place shown otherwise (below 0.01), else 0.
+pub fn significant_decimals(magnitude: f64, digits: usize) -> usize {
+    if !(magnitude.is_finite() && magnitude > 0.0 && magnitude < 0.01) {
+        return 0;
+    }
+    let lead = magnitude.log10().floor() as i64;
+    (digits as i64 - 1 - lead).max(0) as usize
 }
 
 /// `text` with the five XML special characters escaped.
@@ -234,6 +256,14 @@ mod tests {
         assert_eq!(num(1.256), "1.26");
         assert_eq!(num(-0.001), "0");
         assert_eq!(num(12.5), "12.5");
+        assert_eq!(num(120.0), "120");
+        assert_eq!(trimmed(-0.000116, 5), "-0.00012");
+        assert_eq!(trimmed(-0.000001, 5), "0");
+        assert_eq!(value_label(0.05, 2), "0.05");
+        assert_eq!(value_label(-0.00011638, 2), "-0.00012");
+        assert_eq!(value_label(0.0000624, 2), "0.000062");
+        assert_eq!(value_label(0.0, 2), "0.00");
+        assert_eq!(significant_decimals(0.5, 2), 0);
         assert_eq!(fixed(-0.001, 2), "0.00");
         assert_eq!(fixed(-0.0, 1), "0.0");
         assert_eq!(fixed(-0.005, 2), "-0.01");

@@ -5,6 +5,7 @@
 //! `mod` line here (`autotests = false`).
 
 mod configs;
+mod decode;
 mod diffusion_flow_parity;
 mod diffusion_parity;
 mod efficientnet;

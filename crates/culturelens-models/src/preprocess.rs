@@ -217,12 +217,36 @@ pub struct Decoded {
 /// Decodes PNG/JPEG/WebP bytes (format guessed from the content) with the `image` crate. PNG
 /// and WebP pixels equal Pillow's; JPEG pixels do not quite (`zune-jpeg` is not libjpeg-turbo):
 /// the native reader (`culturelens-models-io`) decodes JPEG with libjpeg-turbo's code instead.
+///
+/// A file that ends before its image does is refused as [`TRUNCATED`], in Pillow's words: the
+/// decoder running out of data, or a WebP shorter than its RIFF header says (libwebp, and so
+/// Pillow, refuses it even when the missing bytes are padding). A PNG cut within its last bytes
+/// (the end of the compressed stream, the last chunk's CRC, `IEND`), which Pillow still loads, is
+/// refused too.
 pub fn decode(bytes: &[u8]) -> Result<Decoded, PreprocessError> {
+    if bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
+        let declared = u32::from_le_bytes(bytes[4..8].try_into().expect("four bytes")) as usize;
+        if bytes.len() < declared.saturating_add(8) {
+            return Err(truncated().into());
+        }
+    }
     let image = ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(image::ImageError::IoError)?
-        .decode()?;
+        .decode()
+        .map_err(|e| match e {
+            image::ImageError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => truncated(),
+            e => e,
+        })?;
     Ok(Decoded { image, palette_or_bilevel: pillow_opens_as_palette_or_bilevel(bytes) })
+}
+
+/// The error of a file that ends before its image does, in Pillow's words.
+pub const TRUNCATED: &str = "image file is truncated";
+
+/// The [`TRUNCATED`] error, as every decoder here reports it (an unexpected end of file).
+pub fn truncated() -> image::ImageError {
+    image::ImageError::IoError(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, TRUNCATED))
 }
 
 /// Pillow's `convert("RGB")`, compositing images with alpha onto white first

@@ -4,7 +4,7 @@
 //! command that wrote the folder `DIR`).
 
 use crate::csv_file::CsvSchema;
-use crate::{captions, colour, cultext2i, magbig, sos, validate};
+use crate::{captions, colour, cultext2i, magbig, sos, validate, vendi};
 
 /// The kind of a result file: which command output it is, so which schema reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -15,6 +15,8 @@ pub enum ResultKind {
     /// `sos --compare-out`: paired differences between two models or languages.
     SosComparison,
     Vendi,
+    /// `vendi --csv`: the scores as a table.
+    VendiTable,
     Magbig,
     /// `magbig --report`: read by no other command (no schema here).
     MagbigReport,
@@ -38,6 +40,7 @@ impl ResultKind {
             ResultKind::SosReport => sos::REPORT_SOURCE,
             ResultKind::SosComparison => sos::Comparison::SOURCE,
             ResultKind::Vendi => crate::vendi::SOURCE,
+            ResultKind::VendiTable => vendi::Table::SOURCE,
             ResultKind::Magbig => magbig::Magbig::SOURCE,
             ResultKind::MagbigReport => "culturelens magbig --report",
             ResultKind::Cultext2i => cultext2i::Groups::SOURCE,
@@ -63,6 +66,7 @@ impl ResultKind {
             (ResultKind::SosJoint, fits::<sos::Joint>(header)),
             (ResultKind::SosPerImage, fits::<sos::PerImage>(header)),
             (ResultKind::SosComparison, fits::<sos::Comparison>(header)),
+            (ResultKind::VendiTable, fits::<vendi::Table>(header)),
             (ResultKind::Magbig, fits::<magbig::Magbig>(header)),
             (ResultKind::Cultext2i, fits::<cultext2i::Groups>(header)),
             (ResultKind::ColourDominant, fits::<colour::Dominant>(header)),
@@ -119,7 +123,7 @@ const OUTPUTS: &[(&str, &[Output])] = {
             ],
         ),
         ("demo", &[in_folder(sos::DEMO_JOINT, SosJoint)]),
-        ("vendi", &[flag("--out", Vendi)]),
+        ("vendi", &[flag("--out", Vendi), flag("--csv", VendiTable)]),
         ("magbig", &[flag("--out", Magbig), flag("--report", MagbigReport)]),
         ("cultext2i", &[flag("--out", Cultext2i), flag("--report", Cultext2iReport)]),
         (

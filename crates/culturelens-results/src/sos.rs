@@ -3,13 +3,16 @@
 //! | file | schema | columns / keys |
 //! |------|--------|----------------|
 //! | `--out` CSV | [`Joint`] | `model,[layer,]language,culture,n,sos[,sos_lo,sos_hi]`: one row per joint-score cell |
-//! | `--per-image` CSV | [`PerImage`] | `row,model,[layer,]language,culture,[person,]sos`: one row per output |
+//! | `--per-image` CSV | [`PerImage`] | `row,[image,]model,[layer,]language,culture,[person,]sos`: one row per output |
 //! | `--report` JSON | [`SosReport`] | `joint`, `per_model`, `language_medians`, `strong_surface_threshold`, `language_correlation`, `person_means` |
 //!
 //! `layer` is there when the input had a `layer` column (SoS §5.1), `person` when it had a
-//! `person` column; `sos_lo`, `sos_hi` (and the report's `sos_ci`) with `--ci` ([`crate::ci`]).
-//! `--compare-models`/`--compare-languages` write [`Comparison`] tables. Joint scores and the report are f64 in full precision; per-output scores are
-//! the device's f32 values. `culturelens demo --write DIR` writes the joint scores as
+//! `person` column, `image` when it had an `image` column (a table of `generate` → `embed`);
+//! `sos_lo`, `sos_hi` (and the report's `sos_ci`) with `--ci` ([`crate::ci`]).
+//! `--compare-models`/`--compare-languages` write [`Comparison`] tables. Joint scores and the
+//! report are f64 in full precision; per-output scores are the device's f32 values, written in
+//! full (the shortest f64 text of the f32's exact value, which pandas and R read back as that
+//! value). In the report a `layer` is a JSON number when it is an integer. `culturelens demo --write DIR` writes the joint scores as
 //! `DIR/`[`DEMO_JOINT`]. The aggregation itself is `culturelens_compute::sos::sos_report`.
 
 use std::collections::BTreeMap;
@@ -26,10 +29,12 @@ use crate::error::SchemaError;
 pub const LAYER: &str = "layer";
 /// The optional column of the person term (SoS App. C.4).
 pub const PERSON: &str = "person";
+/// The optional column of the image file an output is (the input table's `image`).
+pub const IMAGE: &str = "image";
 /// Every column of the joint-score table, `layer` included.
 pub const JOINT_COLUMNS: [&str; 6] = ["model", LAYER, "language", "culture", "n", "sos"];
-/// Every column of the per-output table, `layer` and `person` included.
-pub const PER_IMAGE_COLUMNS: [&str; 7] = ["row", "model", LAYER, "language", "culture", PERSON, "sos"];
+/// Every column of the per-output table, `image`, `layer` and `person` included.
+pub const PER_IMAGE_COLUMNS: [&str; 8] = ["row", IMAGE, "model", LAYER, "language", "culture", PERSON, "sos"];
 /// The output [`SosReport`] is.
 pub const REPORT_SOURCE: &str = "culturelens sos --report";
 /// The joint-score file in the folder of `culturelens demo --write`.
@@ -67,7 +72,7 @@ fn shown(names: &[&str], optional: &[&str]) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JointScore {
     pub model: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "layer_json")]
     pub layer: Option<String>,
     pub language: String,
     pub culture: String,
@@ -135,12 +140,14 @@ impl CsvSchema for Joint {
 pub struct PerImageScore {
     /// 0-based row of the input table.
     pub row: usize,
+    /// The input table's `image` cell.
+    pub image: Option<String>,
     pub model: String,
     pub layer: Option<String>,
     pub language: String,
     pub culture: String,
     pub person: Option<String>,
-    /// The device's f32 score, written in its own shortest form.
+    /// The device's f32 score, written in full (`f64::from(sos)`'s shortest text).
     pub sos: f32,
 }
 
@@ -150,6 +157,7 @@ pub struct PerImage;
 /// The optional columns of a per-output table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PerImageColumns {
+    pub image: bool,
     pub layer: bool,
     pub person: bool,
 }
@@ -160,21 +168,26 @@ impl CsvSchema for PerImage {
     const SOURCE: &'static str = "culturelens sos --per-image";
 
     fn header(c: &PerImageColumns) -> Vec<String> {
-        present(&PER_IMAGE_COLUMNS, |n| (n != LAYER || c.layer) && (n != PERSON || c.person))
+        present(&PER_IMAGE_COLUMNS, |n| {
+            (n != IMAGE || c.image) && (n != LAYER || c.layer) && (n != PERSON || c.person)
+        })
     }
 
     fn columns(file: &str, header: &[String]) -> Result<PerImageColumns, SchemaError> {
-        [(false, false), (true, false), (false, true), (true, true)]
-            .map(|(layer, person)| PerImageColumns { layer, person })
-            .into_iter()
+        (0..8)
+            .map(|bits| PerImageColumns { image: bits & 4 != 0, layer: bits & 2 != 0, person: bits & 1 != 0 })
             .find(|c| Self::header(c) == header)
             .ok_or_else(|| {
-                header_error(file, header, &shown(&PER_IMAGE_COLUMNS, &[LAYER, PERSON]), Self::SOURCE)
+                header_error(file, header, &shown(&PER_IMAGE_COLUMNS, &[IMAGE, LAYER, PERSON]), Self::SOURCE)
             })
     }
 
     fn record(c: &PerImageColumns, s: &PerImageScore) -> Vec<String> {
-        let mut row = vec![s.row.to_string(), s.model.clone()];
+        let mut row = vec![s.row.to_string()];
+        if c.image {
+            row.push(s.image.clone().expect("every row of a table with an image column has an image"));
+        }
+        row.push(s.model.clone());
         if c.layer {
             row.push(s.layer.clone().expect("every row of a table with a layer column has a layer"));
         }
@@ -182,17 +195,19 @@ impl CsvSchema for PerImage {
         if c.person {
             row.push(s.person.clone().expect("every row of a table with a person column has a person"));
         }
-        row.push(s.sos.to_string());
+        row.push(f64::from(s.sos).to_string());
         row
     }
 
     fn parse(c: &PerImageColumns, cells: &Cells<'_>) -> Result<PerImageScore, SchemaError> {
-        let k = usize::from(c.layer);
+        let i = usize::from(c.image);
+        let k = i + usize::from(c.layer);
         let p = k + usize::from(c.person);
         Ok(PerImageScore {
             row: cells.count(0)?,
-            model: cells.key(1)?,
-            layer: if c.layer { Some(cells.key(2)?) } else { None },
+            image: if c.image { Some(cells.string(1)) } else { None },
+            model: cells.key(1 + i)?,
+            layer: if c.layer { Some(cells.key(2 + i)?) } else { None },
             language: cells.key(2 + k)?,
             culture: cells.key(3 + k)?,
             person: if c.person { Some(cells.string(4 + k)) } else { None },
@@ -206,7 +221,7 @@ impl CsvSchema for PerImage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LanguageMedian {
     pub model: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "layer_json")]
     pub layer: Option<String>,
     pub language: String,
     pub n: usize,
@@ -379,5 +394,32 @@ impl CsvSchema for Comparison {
             p_holm: cells.finite(9 + k)?,
             exact: cells.boolean(10 + k)?,
         })
+    }
+}
+
+/// A `layer` in the report's JSON: a number when it is an integer (a text-encoder layer, as
+/// `generate` writes it), else the string; either reads back as the table's text.
+mod layer_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(layer: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+        match layer.as_deref().map(|l| (l, l.parse::<i64>())) {
+            Some((l, Ok(n))) if n.to_string() == l => s.serialize_i64(n),
+            Some((l, _)) => s.serialize_str(l),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(i64),
+            Text(String),
+        }
+        Ok(Option::<Written>::deserialize(d)?.map(|w| match w {
+            Written::Number(n) => n.to_string(),
+            Written::Text(t) => t,
+        }))
     }
 }

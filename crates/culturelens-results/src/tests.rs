@@ -73,28 +73,40 @@ fn sos_tables_round_trip() {
     );
     let score = |layer: Option<&str>, person: Option<&str>| PerImageScore {
         row: 7,
+        image: None,
         model: "m".into(),
         layer: layer.map(str::to_string),
         language: "de".into(),
         culture: "Japan".into(),
         person: person.map(str::to_string),
-        // An f32 is written in its own shortest form (0.1f32, not 0.10000000149011612).
+        // An f32 is written in full: the shortest f64 text of its exact value, so pandas and R,
+        // which read f64, get the device's number (0.1f32 is 0.10000000149011612).
         sos: 0.1,
     };
     round_trip::<sos::PerImage>(
-        PerImageColumns { layer: false, person: false },
+        PerImageColumns { image: false, layer: false, person: false },
         vec![score(None, None)],
-        "row,model,language,culture,sos\n7,m,de,Japan,0.1\n",
+        "row,model,language,culture,sos\n7,m,de,Japan,0.10000000149011612\n",
+    );
+    // With the table's `image` column, after `row`.
+    round_trip::<sos::PerImage>(
+        PerImageColumns { image: true, layer: true, person: false },
+        vec![PerImageScore {
+            image: Some("imgs/000007_00.png".into()),
+            sos: -0.0007280753,
+            ..score(Some("12"), None)
+        }],
+        "row,image,model,layer,language,culture,sos\n7,imgs/000007_00.png,m,12,de,Japan,-0.0007280752761289477\n",
     );
     round_trip::<sos::PerImage>(
-        PerImageColumns { layer: true, person: true },
+        PerImageColumns { image: false, layer: true, person: true },
         vec![score(Some("2"), Some("woman"))],
-        "row,model,layer,language,culture,person,sos\n7,m,2,de,Japan,woman,0.1\n",
+        "row,model,layer,language,culture,person,sos\n7,m,2,de,Japan,woman,0.10000000149011612\n",
     );
     round_trip::<sos::PerImage>(
-        PerImageColumns { layer: false, person: true },
+        PerImageColumns { image: false, layer: false, person: true },
         vec![score(None, Some(""))],
-        "row,model,language,culture,person,sos\n7,m,de,Japan,,0.1\n",
+        "row,model,language,culture,person,sos\n7,m,de,Japan,,0.10000000149011612\n",
     );
 }
 
@@ -134,6 +146,19 @@ fn sos_report_round_trips_in_field_order() {
     assert!(text.find("\"per_model\"").unwrap() < text.find("\"language_medians\"").unwrap());
     assert!(text.contains("\"model\": null") && !text.contains("\"layer\"") && !text.ends_with('\n'));
     assert_eq!(sos::read_report("r.json", bytes.as_slice()).unwrap(), report);
+
+    // A layer is a number in the JSON (pandas and R read it as one); a layer name that is not
+    // an integer stays a string, and both read back.
+    let mut layered = report.clone();
+    layered.joint = vec![joint(Some("12"), "Japan", 0.5), joint(Some("final"), "Japan", 0.5)];
+    layered.language_medians[0].layer = Some("3".into());
+    let mut bytes = Vec::new();
+    sos::write_report(&mut bytes, &layered).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(value["joint"][0]["layer"], json!(12));
+    assert_eq!(value["joint"][1]["layer"], json!("final"));
+    assert_eq!(value["language_medians"][0]["layer"], json!(3));
+    assert_eq!(sos::read_report("r.json", bytes.as_slice()).unwrap(), layered);
 
     let mut bad = report.clone();
     bad.language_correlation.r.pop();
@@ -208,6 +233,62 @@ fn vendi_files_are_the_bytes_the_json_values_gave() {
     let e =
         vendi::read("v.json", &br#"{"n": 1, "q": -1, "vs": 1, "qvs": 1, "qvs_norm": 1}"#[..]).unwrap_err();
     assert!(e.to_string().contains("order q must be a number >= 0 or `inf`, got `-1`"), "{e}");
+}
+
+/// `vendi --csv`: the group columns, then the JSON's numbers in full precision (q = ∞ as `inf`,
+/// an undefined intdiv as an empty cell), for pandas and R.
+#[test]
+fn vendi_tables_round_trip() {
+    let scores = VendiScores {
+        n: 40,
+        q: Order::Finite(1.0),
+        vs: 3.5,
+        qvs: 2.75,
+        qvs_norm: 0.06875,
+        intdiv: None,
+        protocol: None,
+    };
+    round_trip::<vendi::Table>(
+        vendi::TableColumns { groups: vec![], intdiv: false, protocol: false },
+        vec![vendi::TableRow { group: vec![], scores }],
+        "n,q,vs,qvs,qvs_norm\n40,1,3.5,2.75,0.06875\n",
+    );
+    let protocol = VendiScores {
+        q: Order::Infinity,
+        intdiv: Some(None),
+        protocol: Some(Protocol {
+            batch_size: 8,
+            repeats: 4,
+            vs_sd: 0.25,
+            qvs_sd: 0.125,
+            qvs_norm_sd: 1.0 / 3.0,
+            intdiv_sd: Some(None),
+        }),
+        ..scores
+    };
+    let second = VendiScores { intdiv: Some(Some(0.5)), ..protocol };
+    let second = VendiScores {
+        protocol: Some(Protocol { intdiv_sd: Some(Some(0.1)), ..second.protocol.unwrap() }),
+        ..second
+    };
+    round_trip::<vendi::Table>(
+        vendi::TableColumns {
+            groups: vec!["language".into(), "culture".into()],
+            intdiv: true,
+            protocol: true,
+        },
+        vec![
+            vendi::TableRow { group: vec!["de".into(), "Japan".into()], scores: protocol },
+            vendi::TableRow { group: vec!["en".into(), "n".into()], scores: second },
+        ],
+        "language,culture,n,q,vs,qvs,qvs_norm,intdiv,batch_size,repeats,vs_sd,qvs_sd,qvs_norm_sd,intdiv_sd\n\
+         de,Japan,40,inf,3.5,2.75,0.06875,,8,4,0.25,0.125,0.3333333333333333,\n\
+         en,n,40,inf,3.5,2.75,0.06875,0.5,8,4,0.25,0.125,0.3333333333333333,0.1\n",
+    );
+    let e = read::<vendi::Table>("v.csv", &b"group,n,q,vs\n"[..]).unwrap_err().to_string();
+    assert!(e.starts_with("v.csv: header is `group,n,q,vs`, expected `GROUP…,n,q,vs,qvs,qvs_norm"), "{e}");
+    let e = read::<vendi::Table>("v.csv", &b"n,q,vs,qvs,qvs_norm\n1,-1,1,1,1\n"[..]).unwrap_err().to_string();
+    assert!(e.contains("line 2") && e.contains("column q") && e.contains("`-1`"), "{e}");
 }
 
 #[test]
@@ -483,7 +564,7 @@ fn every_schema_header_names_its_kind_alone() {
         let columns = ComparisonColumns { factor, layer: false };
         assert_eq!(kind_of::<sos::Comparison>(&columns), Some(ResultKind::SosComparison));
     }
-    let per_image = PerImageColumns { layer: true, person: false };
+    let per_image = PerImageColumns { image: false, layer: true, person: false };
     assert_eq!(kind_of::<sos::PerImage>(&per_image), Some(ResultKind::SosPerImage));
     assert_eq!(kind_of::<magbig::Magbig>(&()), Some(ResultKind::Magbig));
     assert_eq!(kind_of::<cultext2i::Groups>(&vec!["modern".into()]), Some(ResultKind::Cultext2i));

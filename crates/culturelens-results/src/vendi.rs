@@ -1,18 +1,32 @@
-//! The output of `culturelens vendi` (CUBE Def. 5.1, Eq. 2–3): one [`VendiScores`] object, or
-//! with `--group-by` an object keyed by group value holding one each ([`VendiFile`]); pretty JSON
-//! with keys sorted (serde_json's `Value` order), no final newline, f64 in full precision, the
-//! order `q = ∞` as the string `"inf"` ([`Order`]). The scores themselves are
-//! `culturelens_compute::vendi`.
+//! The outputs of `culturelens vendi` (CUBE Def. 5.1, Eq. 2–3):
+//!
+//! | file | schema | content |
+//! |------|--------|---------|
+//! | `--out` JSON | [`VendiFile`] | one [`VendiScores`] object, or with `--group-by` an object keyed by group value holding one each |
+//! | `--csv` CSV | [`Table`] | the `--group-by` columns, then `n,q,vs,qvs,qvs_norm,[intdiv,][batch_size,repeats,vs_sd,qvs_sd,qvs_norm_sd,[intdiv_sd]]`: one row per group |
+//!
+//! The JSON is pretty with keys sorted (serde_json's `Value` order), no final newline; both hold
+//! f64 in full precision and the order `q = ∞` as `inf` ([`Order`]); an undefined `intdiv` is
+//! JSON `null` and an empty CSV cell. The scores themselves are `culturelens_compute::vendi`.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::csv_file::{Cells, CsvSchema, header_error};
 use crate::error::SchemaError;
 
 /// The output a [`VendiFile`] is.
 pub const SOURCE: &str = "culturelens vendi --out";
+/// The columns of a [`Table`] after its group columns: the scores of Def. 5.1 and Eq. 2–3.
+pub const SCORE_COLUMNS: [&str; 5] = ["n", "q", "vs", "qvs", "qvs_norm"];
+/// The column of `--intdiv`.
+pub const INTDIV: &str = "intdiv";
+/// The columns of the CUBE batch protocol (`--protocol-batch`).
+pub const PROTOCOL_COLUMNS: [&str; 5] = ["batch_size", "repeats", "vs_sd", "qvs_sd", "qvs_norm_sd"];
+/// The protocol's spread of `intdiv`.
+pub const INTDIV_SD: &str = "intdiv_sd";
 
 /// The order `q ≥ 0` of a Vendi score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,4 +177,137 @@ pub fn read(file: &str, reader: impl Read) -> Result<VendiFile, SchemaError> {
         })
         .collect::<Result<_, _>>()
         .map(VendiFile::Groups)
+}
+
+/// The scores as a table (`vendi --csv`): one row per group.
+pub struct Table;
+
+/// What varies between [`Table`]s: the `--group-by` columns (none without it) and whether
+/// `intdiv` and the protocol's columns are there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableColumns {
+    pub groups: Vec<String>,
+    pub intdiv: bool,
+    pub protocol: bool,
+}
+
+/// One group's scores and its values of the group columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRow {
+    pub group: Vec<String>,
+    pub scores: VendiScores,
+}
+
+impl TableColumns {
+    /// The columns after the group columns.
+    fn tail(&self) -> Vec<&'static str> {
+        let mut tail = SCORE_COLUMNS.to_vec();
+        if self.intdiv {
+            tail.push(INTDIV);
+        }
+        if self.protocol {
+            tail.extend(PROTOCOL_COLUMNS);
+            if self.intdiv {
+                tail.push(INTDIV_SD);
+            }
+        }
+        tail
+    }
+}
+
+/// An optional number: empty when undefined.
+fn cell(value: Option<f64>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+impl CsvSchema for Table {
+    type Columns = TableColumns;
+    type Row = TableRow;
+    const SOURCE: &'static str = "culturelens vendi --csv";
+
+    fn header(c: &TableColumns) -> Vec<String> {
+        c.groups.iter().cloned().chain(c.tail().into_iter().map(str::to_string)).collect()
+    }
+
+    fn columns(file: &str, header: &[String]) -> Result<TableColumns, SchemaError> {
+        let start = (0..header.len())
+            .find(|&i| header[i..].iter().take(SCORE_COLUMNS.len()).eq(SCORE_COLUMNS.iter()))
+            .unwrap_or(header.len());
+        let groups = header[..start].to_vec();
+        [(false, false), (true, false), (false, true), (true, true)]
+            .map(|(intdiv, protocol)| TableColumns { groups: groups.clone(), intdiv, protocol })
+            .into_iter()
+            .find(|c| Self::header(c) == header)
+            .ok_or_else(|| {
+                let want = format!(
+                    "GROUP…,{},[{INTDIV},][{},[{INTDIV_SD}]]",
+                    SCORE_COLUMNS.join(","),
+                    PROTOCOL_COLUMNS.join(",")
+                );
+                header_error(file, header, &want, Self::SOURCE)
+            })
+    }
+
+    fn record(c: &TableColumns, row: &TableRow) -> Vec<String> {
+        let s = &row.scores;
+        let mut cells = row.group.clone();
+        cells.extend([
+            s.n.to_string(),
+            s.q.to_string(),
+            s.vs.to_string(),
+            s.qvs.to_string(),
+            s.qvs_norm.to_string(),
+        ]);
+        if c.intdiv {
+            cells.push(cell(s.intdiv.flatten()));
+        }
+        if c.protocol {
+            let p = s.protocol.expect("every row of a protocol table has the protocol's numbers");
+            cells.extend([
+                p.batch_size.to_string(),
+                p.repeats.to_string(),
+                p.vs_sd.to_string(),
+                p.qvs_sd.to_string(),
+                p.qvs_norm_sd.to_string(),
+            ]);
+            if c.intdiv {
+                cells.push(cell(p.intdiv_sd.flatten()));
+            }
+        }
+        cells
+    }
+
+    fn parse(c: &TableColumns, cells: &Cells<'_>) -> Result<TableRow, SchemaError> {
+        let g = c.groups.len();
+        let optional = |k: usize| -> Result<Option<f64>, SchemaError> {
+            if cells.text(k).trim().is_empty() { Ok(None) } else { cells.finite(k).map(Some) }
+        };
+        let q = Order::parse(cells.text(g + 1)).map_err(|e| cells.error(g + 1, e))?;
+        let intdiv = if c.intdiv { Some(optional(g + 5)?) } else { None };
+        let p = g + 5 + usize::from(c.intdiv);
+        let protocol = if c.protocol {
+            Some(Protocol {
+                batch_size: cells.count(p)?,
+                repeats: cells.count(p + 1)?,
+                vs_sd: cells.finite(p + 2)?,
+                qvs_sd: cells.finite(p + 3)?,
+                qvs_norm_sd: cells.finite(p + 4)?,
+                intdiv_sd: if c.intdiv { Some(optional(p + 5)?) } else { None },
+            })
+        } else {
+            None
+        };
+        Ok(TableRow {
+            group: (0..g).map(|k| cells.string(k)).collect(),
+            scores: VendiScores {
+                n: cells.count(g)?,
+                q,
+                vs: cells.finite(g + 2)?,
+                qvs: cells.finite(g + 3)?,
+                qvs_norm: cells.finite(g + 4)?,
+                intdiv,
+                protocol,
+            },
+        })
+    }
 }

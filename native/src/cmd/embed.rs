@@ -171,8 +171,9 @@ fn check_failures(failures: &[(PathBuf, String)], skip_bad: bool, log: &ResumeLo
         return Ok(());
     }
     eprintln!("{} image(s) could not be embedded:", failures.len());
-    for (path, err) in failures {
-        eprintln!("  {}: {err}", path.display());
+    for (_, err) in failures {
+        // The error names its file.
+        eprintln!("  {err}");
     }
     if !skip_bad {
         bail!(

@@ -13,10 +13,11 @@ use crate::provenance::Provenance;
 const CONVENTIONS: &str = "\
 Draws every figure the given result tables allow, as NAME.svg and NAME.png in --out:
   --sos sos.csv            (culturelens sos --out) sos_heatmap: culture x language, mean joint SoS
-                           over models, columns sorted by their mean (SoS Fig. 3), and one
-                           sos_heatmap_MODEL per model when there are several; with a `layer`
-                           column instead sos_layers_MODEL: mean SoS over cultures per layer and
-                           language (Fig. 4)
+                           over models (each at its last layer), columns sorted by their mean
+                           (SoS Fig. 3), and one sos_heatmap_MODEL per model when there are
+                           several; a model with several layers in the `layer` column gets one
+                           sos_heatmap[_MODEL]_layerL per layer and sos_layers_MODEL: mean SoS
+                           over cultures per layer and language (Fig. 4)
   --sos-report r.json      (culturelens sos --report) sos_distributions: per-model box plots with
                            mean and median (Fig. 2); sos_pearson: language x language r (Fig. 5)
   --bundle DIR | --embeddings E [--meta M]

@@ -189,6 +189,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
     };
     let cluster = key_columns(&table.meta, &args.cluster)?;
     let pair_key = if compare.is_some() { key_columns(&table.meta, &args.pair_by)? } else { None };
+    let images = table.meta.column(schema::IMAGE).map(<[String]>::to_vec);
     clock.lap("load");
     let device = select_device(args.device)?;
     clock.lap("device init");
@@ -234,7 +235,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
     };
     write_joint_csv(&args.out, &report, spec.is_some())?;
     if let Some(path) = &args.per_image {
-        write_per_image_csv(path, &layout, &values)?;
+        write_per_image_csv(path, &layout, &values, images.as_deref())?;
     }
     if let Some(path) = &args.report {
         write_atomic(path, |w| schema::write_report(w, &report))?;
@@ -456,14 +457,22 @@ pub fn write_joint_csv(path: &Path, report: &SosReport, ci: bool) -> Result<()> 
     Ok(())
 }
 
-/// Writes every output's score in row order (`culturelens_results::sos::PerImage`).
-fn write_per_image_csv(path: &Path, layout: &SosLayout, values: &SosValues) -> Result<()> {
+/// Writes every output's score in row order (`culturelens_results::sos::PerImage`), with the
+/// input's `image` cells when it has that column.
+fn write_per_image_csv(
+    path: &Path,
+    layout: &SosLayout,
+    values: &SosValues,
+    images: Option<&[String]>,
+) -> Result<()> {
     assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
-    let columns = PerImageColumns { layer: layout.has_layer, person: layout.person.is_some() };
+    let columns =
+        PerImageColumns { image: images.is_some(), layer: layout.has_layer, person: layout.person.is_some() };
     let rows = layout.cell.iter().zip(&values.per_image).enumerate().map(|(row, (cell, score))| {
         let c = &layout.cells[*cell as usize];
         PerImageScore {
             row,
+            image: images.map(|i| i[row].clone()),
             model: c.model.clone(),
             layer: c.layer.clone(),
             language: c.language.clone(),

@@ -56,6 +56,9 @@ its q < 1 scores of rank-deficient kernels.
 Output (--out, written atomically, full f64 precision): {\"n\", \"q\", \"vs\", \"qvs\", \"qvs_norm\"},
 q = infinity written as the string \"inf\"; with --group-by, an object keyed by group value
 holding such objects. --intdiv adds \"intdiv\" = 1 - mean similarity of distinct items.
+--csv FILE writes the same numbers as a table: the --group-by column, then
+n,q,vs,qvs,qvs_norm[,intdiv][,batch_size,repeats,vs_sd,qvs_sd,qvs_norm_sd[,intdiv_sd]], one row
+per group (q = infinity as inf, an undefined intdiv as an empty cell).
 
 CUBE protocol (--batch-size, 8 in the paper): per group, --repeats batches (default 50) of
 min(batch size, group size) distinct items, drawn with --seed mixed with the group value, are
@@ -116,6 +119,10 @@ pub struct VendiArgs {
     /// Output JSON.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Also write the scores as CSV (one row per group: the --group-by column, then the JSON's
+    /// numbers), for pandas or R.
+    #[arg(long, value_name = "FILE.csv")]
+    pub csv: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -269,6 +276,9 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     let mut text = Vec::new();
     schema::write(&mut text, &out)?;
     write_atomic(&args.out, |w| w.write_all(&text))?;
+    if let Some(path) = &args.csv {
+        write_table(path, args.group_by.as_deref(), &out)?;
+    }
     let mut provenance = Provenance::new("vendi", args);
     inputs.record(&mut provenance)?;
     if args.batch_size.is_some() {
@@ -277,6 +287,26 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     provenance.device(args.device, precision).write_beside(&args.out)?;
     clock.lap("write");
     println!("{}", String::from_utf8_lossy(&text));
+    Ok(())
+}
+
+/// Writes `file` as the `--csv` table (`culturelens_results::vendi::Table`): one row per group,
+/// the `group_by` column holding its value.
+fn write_table(path: &Path, group_by: Option<&str>, file: &VendiFile) -> Result<()> {
+    let rows: Vec<schema::TableRow> = match file {
+        VendiFile::Whole(scores) => vec![schema::TableRow { group: vec![], scores: *scores }],
+        VendiFile::Groups(groups) => groups
+            .iter()
+            .map(|(name, scores)| schema::TableRow { group: vec![name.clone()], scores: *scores })
+            .collect(),
+    };
+    let first = rows.first().map(|r| r.scores);
+    let columns = schema::TableColumns {
+        groups: group_by.map(str::to_string).into_iter().collect(),
+        intdiv: first.is_some_and(|s| s.intdiv.is_some()),
+        protocol: first.is_some_and(|s| s.protocol.is_some()),
+    };
+    write_atomic(path, |w| culturelens_results::write::<schema::Table>(w, &columns, &rows))?;
     Ok(())
 }
 
