@@ -261,3 +261,89 @@ fn sos_bad_ci_input_is_refused_with_a_clear_error() {
         assert!(stderr.contains(expected), "{extra:?}: {stderr}");
     }
 }
+
+/// `vendi --ci`: intervals of vs, qvs and qvs_norm per group in the JSON and the CSV (bounds
+/// beside each score), bracketing the estimate; seeded (same seed, same bytes; another seed,
+/// other bounds); the resampling unit in the provenance; without --ci the output is unchanged.
+#[test]
+fn vendi_ci_resamples_items_within_groups() {
+    use culturelens_table::{EmbeddingTable, Matrix, Metadata, save_table};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Two languages of 24 items each, 16 deterministic features per item.
+    let (n, dim) = (48, 16);
+    let x: Vec<f32> =
+        (0..n * dim).map(|i| ((i * 7919 % 1009) as f32 / 1009.0 - 0.5) * (1.0 + (i % 5) as f32)).collect();
+    let languages = (0..n).map(|i| if i < 24 { "de".to_string() } else { "ja".to_string() }).collect();
+    let table = Metadata::from_columns(None, vec![("language".into(), languages)]).unwrap();
+    let (emb, meta) = (d.join("e.npy"), d.join("m.csv"));
+    save_table(&EmbeddingTable::new(Matrix::new(n, dim, x), table), &emb, Some(&meta)).unwrap();
+    let vendi = |out: &Path, extra: &[&str]| {
+        let csv = out.with_extension("csv");
+        let mut args = vec!["vendi", "--embeddings", p(&emb), "--meta", p(&meta), "--group-by", "language"];
+        args.extend(["--out", p(out), "--csv", p(&csv)]);
+        args.extend_from_slice(extra);
+        ok(&args);
+        (serde_json::from_slice::<serde_json::Value>(&std::fs::read(out).unwrap()).unwrap(), csv)
+    };
+    let (plain, _) = vendi(&d.join("plain.json"), &[]);
+    let ci = ["--ci", "0.9", "--bootstrap", "200", "--ci-method", "percentile", "--seed", "7"];
+    let (scores, csv) = vendi(&d.join("ci.json"), &ci);
+    let groups = scores.as_object().unwrap();
+    assert_eq!(groups.len(), 2);
+    for (language, s) in groups {
+        assert!(plain[language].get("vs_ci").is_none(), "no interval without --ci");
+        assert_eq!(plain[language]["vs"], s["vs"], "{language}: the estimate is unchanged");
+        for metric in ["vs", "qvs", "qvs_norm"] {
+            let (lo, hi) = (
+                s[format!("{metric}_ci")]["lo"].as_f64().unwrap(),
+                s[format!("{metric}_ci")]["hi"].as_f64().unwrap(),
+            );
+            let value = s[metric].as_f64().unwrap();
+            assert!(
+                lo <= hi && lo > 0.0 && lo < value * 1.5 && hi > value / 1.5,
+                "{language} {metric}: {value} [{lo}, {hi}]"
+            );
+        }
+        // A Vendi score is at most the number of items (equal only for orthogonal ones).
+        assert!(s["vs_ci"]["hi"].as_f64().unwrap() <= s["n"].as_f64().unwrap(), "{language}");
+    }
+    let (header, rows) = read_csv(&csv);
+    assert_eq!(
+        header,
+        [
+            "language",
+            "n",
+            "q",
+            "vs",
+            "vs_lo",
+            "vs_hi",
+            "qvs",
+            "qvs_lo",
+            "qvs_hi",
+            "qvs_norm",
+            "qvs_norm_lo",
+            "qvs_norm_hi"
+        ]
+    );
+    // The same f64s (serde_json's reader may round the JSON's text 1 ulp off).
+    let same = |cell: &str, json: &serde_json::Value| {
+        let (a, b) = (number(cell), json.as_f64().unwrap());
+        assert!((a - b).abs() <= 1e-14 * b.abs(), "{a} vs {b}");
+    };
+    for row in &rows {
+        let s = &scores[row[0].as_str()];
+        same(&row[4], &s["vs_ci"]["lo"]);
+        same(&row[5], &s["vs_ci"]["hi"]);
+    }
+    let uncertainty = &manifest(&d.join("ci.json"))["uncertainty"];
+    assert!(uncertainty.to_string().contains("items within each language group"), "{uncertainty}");
+    // Seeded: the same bytes again, other bounds with another seed.
+    let again = d.join("again.json");
+    vendi(&again, &ci);
+    assert_eq!(std::fs::read(d.join("ci.json")).unwrap(), std::fs::read(&again).unwrap());
+    let mut other = ci.to_vec();
+    other[7] = "8";
+    let (reseeded, _) = vendi(&d.join("other.json"), &other);
+    assert_ne!(reseeded, scores);
+}

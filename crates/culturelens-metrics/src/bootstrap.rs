@@ -223,21 +223,49 @@ impl Replicates {
     /// over `draws`; the jackknife re-evaluates it without each unit. `None` when the statistic is
     /// undefined on the data or on a resample.
     pub fn of_statistic(draws: &Draws, stat: impl Fn(&[u32]) -> Option<f64>) -> Option<Replicates> {
+        let [r] = Replicates::of_statistics(draws, |idx| [stat(idx)]);
+        r
+    }
+
+    /// `K` statistics of the same resamples at once ([`Replicates::of_statistic`] for each, the
+    /// statistic evaluated once per index set): statistic `k` is `None` when it is undefined on the
+    /// data or on a resample, the others unaffected.
+    pub fn of_statistics<const K: usize>(
+        draws: &Draws,
+        stat: impl Fn(&[u32]) -> [Option<f64>; K],
+    ) -> [Option<Replicates>; K] {
         let n = draws.units();
         let all: Vec<u32> = (0..n as u32).collect();
-        let estimate = stat(&all)?;
-        let values = draws.iter().map(&stat).collect::<Option<Vec<f64>>>()?;
-        let jackknife = if n < 2 {
-            Vec::new()
-        } else {
-            (0..n)
-                .map(|i| {
-                    let rest: Vec<u32> = all.iter().copied().filter(|&u| u as usize != i).collect();
-                    stat(&rest)
-                })
-                .collect::<Option<Vec<f64>>>()?
+        let estimate = stat(&all);
+        let mut out: [Option<Replicates>; K] = std::array::from_fn(|k| {
+            estimate[k].map(|e| Replicates {
+                estimate: e,
+                values: Vec::with_capacity(draws.resamples()),
+                jackknife: Vec::new(),
+            })
+        });
+        let mut push = |values: [Option<f64>; K], jackknife: bool| {
+            for (slot, v) in out.iter_mut().zip(values) {
+                match (slot.as_mut(), v) {
+                    (Some(r), Some(v)) if jackknife => r.jackknife.push(v),
+                    (Some(r), Some(v)) => r.values.push(v),
+                    (Some(_), None) => *slot = None,
+                    (None, _) => {}
+                }
+            }
         };
-        Some(Replicates { estimate, values, jackknife })
+        for idx in draws.iter() {
+            push(stat(idx), false);
+        }
+        if n >= 2 {
+            let mut rest = Vec::with_capacity(n - 1);
+            for i in 0..n as u32 {
+                rest.clear();
+                rest.extend(all.iter().copied().filter(|&u| u != i));
+                push(stat(&rest), true);
+            }
+        }
+        out
     }
 
     /// The interval at `level` by `method`; `None` where it is undefined (a non-finite replicate,
@@ -407,6 +435,20 @@ mod tests {
         {
             assert!(close(*a, *b, 1e-14), "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn several_statistics_share_resamples_and_fail_alone() {
+        let x = [1.0, 4.0, 2.0, 8.0];
+        let draws = Draws::new(4, 30, 5);
+        let mean = |idx: &[u32]| idx.iter().map(|&i| x[i as usize]).sum::<f64>() / idx.len() as f64;
+        let [m, never, max] = Replicates::of_statistics(&draws, |idx| {
+            [Some(mean(idx)), None, Some(idx.iter().map(|&i| x[i as usize]).fold(f64::MIN, f64::max))]
+        });
+        assert_eq!(m.unwrap(), Replicates::of_mean(&x, &draws));
+        assert!(never.is_none());
+        let max = max.unwrap();
+        assert_eq!((max.estimate, max.jackknife.as_slice()), (8.0, &[8.0, 8.0, 8.0, 4.0][..]));
     }
 
     #[test]

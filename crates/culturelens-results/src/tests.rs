@@ -183,6 +183,9 @@ fn vendi_files_are_the_bytes_the_json_values_gave() {
         qvs_norm: 0.06875,
         intdiv: Some(Some(0.5)),
         protocol: None,
+        vs_ci: None,
+        qvs_ci: None,
+        qvs_norm_ci: None,
     };
     let protocol = VendiScores {
         q: Order::Infinity,
@@ -198,6 +201,9 @@ fn vendi_files_are_the_bytes_the_json_values_gave() {
         ..scores
     };
     let plain = VendiScores { intdiv: None, ..scores };
+    let ci = |lo, hi| Some(Interval { lo, hi });
+    let with_ci =
+        VendiScores { vs_ci: ci(3.0, 4.0), qvs_ci: ci(2.5, 3.0), qvs_norm_ci: ci(0.0625, 0.075), ..plain };
     // What `vendi` wrote before the schema: serde_json values (keys sorted), pretty, no newline.
     let before = |v: serde_json::Value| serde_json::to_vec_pretty(&v).unwrap();
     let cases = [
@@ -216,6 +222,11 @@ fn vendi_files_are_the_bytes_the_json_values_gave() {
             }),
         ),
         (VendiFile::Groups(BTreeMap::new()), json!({})),
+        (
+            VendiFile::Whole(with_ci),
+            json!({"n": 40, "q": 1.0, "vs": 3.5, "qvs": 2.75, "qvs_norm": 0.06875, "vs_ci": {"lo": 3.0, "hi": 4.0},
+                   "qvs_ci": {"lo": 2.5, "hi": 3.0}, "qvs_norm_ci": {"lo": 0.0625, "hi": 0.075}}),
+        ),
         (
             VendiFile::Groups(BTreeMap::from([("vs".to_string(), plain)])),
             json!({"vs": {"n": 40, "q": 1.0, "vs": 3.5, "qvs": 2.75, "qvs_norm": 0.06875}}),
@@ -247,11 +258,28 @@ fn vendi_tables_round_trip() {
         qvs_norm: 0.06875,
         intdiv: None,
         protocol: None,
+        vs_ci: None,
+        qvs_ci: None,
+        qvs_norm_ci: None,
     };
     round_trip::<vendi::Table>(
-        vendi::TableColumns { groups: vec![], intdiv: false, protocol: false },
+        vendi::TableColumns { groups: vec![], intdiv: false, protocol: false, ci: false },
         vec![vendi::TableRow { group: vec![], scores }],
         "n,q,vs,qvs,qvs_norm\n40,1,3.5,2.75,0.06875\n",
+    );
+    // With --ci: each score's bounds right after it, an undefined interval as two empty cells.
+    let with_ci = VendiScores {
+        vs_ci: Some(Interval { lo: 3.0, hi: 4.25 }),
+        qvs_ci: None,
+        qvs_norm_ci: Some(Interval { lo: 0.0625, hi: 0.5 }),
+        intdiv: Some(Some(0.5)),
+        ..scores
+    };
+    round_trip::<vendi::Table>(
+        vendi::TableColumns { groups: vec!["language".into()], intdiv: true, protocol: false, ci: true },
+        vec![vendi::TableRow { group: vec!["de".into()], scores: with_ci }],
+        "language,n,q,vs,vs_lo,vs_hi,qvs,qvs_lo,qvs_hi,qvs_norm,qvs_norm_lo,qvs_norm_hi,intdiv\n\
+         de,40,1,3.5,3,4.25,2.75,,,0.06875,0.0625,0.5,0.5\n",
     );
     let protocol = VendiScores {
         q: Order::Infinity,
@@ -276,6 +304,7 @@ fn vendi_tables_round_trip() {
             groups: vec!["language".into(), "culture".into()],
             intdiv: true,
             protocol: true,
+            ci: false,
         },
         vec![
             vendi::TableRow { group: vec!["de".into(), "Japan".into()], scores: protocol },
@@ -286,7 +315,10 @@ fn vendi_tables_round_trip() {
          en,n,40,inf,3.5,2.75,0.06875,0.5,8,4,0.25,0.125,0.3333333333333333,0.1\n",
     );
     let e = read::<vendi::Table>("v.csv", &b"group,n,q,vs\n"[..]).unwrap_err().to_string();
-    assert!(e.starts_with("v.csv: header is `group,n,q,vs`, expected `GROUP…,n,q,vs,qvs,qvs_norm"), "{e}");
+    assert!(
+        e.starts_with("v.csv: header is `group,n,q,vs`, expected `GROUP…,n,q,vs,[vs_lo,vs_hi,]qvs,"),
+        "{e}"
+    );
     let e = read::<vendi::Table>("v.csv", &b"n,q,vs,qvs,qvs_norm\n1,-1,1,1,1\n"[..]).unwrap_err().to_string();
     assert!(e.contains("line 2") && e.contains("column q") && e.contains("`-1`"), "{e}");
 }

@@ -3,17 +3,21 @@
 //! | file | schema | content |
 //! |------|--------|---------|
 //! | `--out` JSON | [`VendiFile`] | one [`VendiScores`] object, or with `--group-by` an object keyed by group value holding one each |
-//! | `--csv` CSV | [`Table`] | the `--group-by` columns, then `n,q,vs,qvs,qvs_norm,[intdiv,][batch_size,repeats,vs_sd,qvs_sd,qvs_norm_sd,[intdiv_sd]]`: one row per group |
+//! | `--csv` CSV | [`Table`] | the `--group-by` columns, then `n,q,vs,[vs_lo,vs_hi,]qvs,[qvs_lo,qvs_hi,]qvs_norm,[qvs_norm_lo,qvs_norm_hi,][intdiv,][batch_size,repeats,vs_sd,qvs_sd,qvs_norm_sd,[intdiv_sd]]`: one row per group |
 //!
 //! The JSON is pretty with keys sorted (serde_json's `Value` order), no final newline; both hold
 //! f64 in full precision and the order `q = ∞` as `inf` ([`Order`]); an undefined `intdiv` is
-//! JSON `null` and an empty CSV cell. The scores themselves are `culturelens_compute::vendi`.
+//! JSON `null` and an empty CSV cell. With `--ci`, the JSON has `vs_ci`, `qvs_ci` and
+//! `qvs_norm_ci` (`{"lo", "hi"}`, [`crate::ci`]) beside the scores and the CSV the `_lo`, `_hi`
+//! columns (empty where an interval is undefined). The scores themselves are
+//! `culturelens_compute::vendi`.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ci::{Interval, bound_cells, with_bounds};
 use crate::csv_file::{Cells, CsvSchema, header_error};
 use crate::error::SchemaError;
 
@@ -111,6 +115,13 @@ pub struct VendiScores {
     /// The CUBE batch protocol's settings and spreads (`--batch-size`).
     #[serde(flatten)]
     pub protocol: Option<Protocol>,
+    /// With `--ci`: the bootstrap intervals of `vs`, `qvs` and `qvs_norm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_ci: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qvs_ci: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qvs_norm_ci: Option<Interval>,
 }
 
 /// What the CUBE batch protocol (§5.2, App. J) adds: the batches and the population standard
@@ -183,13 +194,17 @@ pub fn read(file: &str, reader: impl Read) -> Result<VendiFile, SchemaError> {
 pub struct Table;
 
 /// What varies between [`Table`]s: the `--group-by` columns (none without it) and whether
-/// `intdiv` and the protocol's columns are there.
+/// `intdiv`, the protocol's columns and the intervals (`--ci`) are there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableColumns {
     pub groups: Vec<String>,
     pub intdiv: bool,
     pub protocol: bool,
+    pub ci: bool,
 }
+
+/// The scores that have intervals with `--ci`.
+const WITH_CI: [&str; 3] = ["vs", "qvs", "qvs_norm"];
 
 /// One group's scores and its values of the group columns.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,15 +215,16 @@ pub struct TableRow {
 
 impl TableColumns {
     /// The columns after the group columns.
-    fn tail(&self) -> Vec<&'static str> {
-        let mut tail = SCORE_COLUMNS.to_vec();
+    fn tail(&self) -> Vec<String> {
+        let scores: Vec<String> = SCORE_COLUMNS.map(str::to_string).to_vec();
+        let mut tail = with_bounds(&scores, &WITH_CI, self.ci);
         if self.intdiv {
-            tail.push(INTDIV);
+            tail.push(INTDIV.to_string());
         }
         if self.protocol {
-            tail.extend(PROTOCOL_COLUMNS);
+            tail.extend(PROTOCOL_COLUMNS.map(str::to_string));
             if self.intdiv {
-                tail.push(INTDIV_SD);
+                tail.push(INTDIV_SD.to_string());
             }
         }
         tail
@@ -226,22 +242,25 @@ impl CsvSchema for Table {
     const SOURCE: &'static str = "culturelens vendi --csv";
 
     fn header(c: &TableColumns) -> Vec<String> {
-        c.groups.iter().cloned().chain(c.tail().into_iter().map(str::to_string)).collect()
+        c.groups.iter().cloned().chain(c.tail()).collect()
     }
 
     fn columns(file: &str, header: &[String]) -> Result<TableColumns, SchemaError> {
         let start = (0..header.len())
-            .find(|&i| header[i..].iter().take(SCORE_COLUMNS.len()).eq(SCORE_COLUMNS.iter()))
+            .find(|&i| header[i..].iter().take(3).eq(SCORE_COLUMNS[..3].iter()))
             .unwrap_or(header.len());
         let groups = header[..start].to_vec();
-        [(false, false), (true, false), (false, true), (true, true)]
-            .map(|(intdiv, protocol)| TableColumns { groups: groups.clone(), intdiv, protocol })
-            .into_iter()
+        (0..8)
+            .map(|bits| TableColumns {
+                groups: groups.clone(),
+                intdiv: bits & 1 != 0,
+                protocol: bits & 2 != 0,
+                ci: bits & 4 != 0,
+            })
             .find(|c| Self::header(c) == header)
             .ok_or_else(|| {
                 let want = format!(
-                    "GROUP…,{},[{INTDIV},][{},[{INTDIV_SD}]]",
-                    SCORE_COLUMNS.join(","),
+                    "GROUP…,n,q,vs,[vs_lo,vs_hi,]qvs,[qvs_lo,qvs_hi,]qvs_norm,[qvs_norm_lo,qvs_norm_hi,][{INTDIV},][{},[{INTDIV_SD}]]",
                     PROTOCOL_COLUMNS.join(",")
                 );
                 header_error(file, header, &want, Self::SOURCE)
@@ -251,13 +270,13 @@ impl CsvSchema for Table {
     fn record(c: &TableColumns, row: &TableRow) -> Vec<String> {
         let s = &row.scores;
         let mut cells = row.group.clone();
-        cells.extend([
-            s.n.to_string(),
-            s.q.to_string(),
-            s.vs.to_string(),
-            s.qvs.to_string(),
-            s.qvs_norm.to_string(),
-        ]);
+        cells.extend([s.n.to_string(), s.q.to_string()]);
+        for (score, interval) in [(s.vs, s.vs_ci), (s.qvs, s.qvs_ci), (s.qvs_norm, s.qvs_norm_ci)] {
+            cells.push(score.to_string());
+            if c.ci {
+                cells.extend(bound_cells(interval));
+            }
+        }
         if c.intdiv {
             cells.push(cell(s.intdiv.flatten()));
         }
@@ -283,8 +302,16 @@ impl CsvSchema for Table {
             if cells.text(k).trim().is_empty() { Ok(None) } else { cells.finite(k).map(Some) }
         };
         let q = Order::parse(cells.text(g + 1)).map_err(|e| cells.error(g + 1, e))?;
-        let intdiv = if c.intdiv { Some(optional(g + 5)?) } else { None };
-        let p = g + 5 + usize::from(c.intdiv);
+        // vs, qvs and qvs_norm, each followed by its bounds with `--ci`.
+        let stride = if c.ci { 3 } else { 1 };
+        let score = |i: usize| -> Result<(f64, Option<Interval>), SchemaError> {
+            let k = g + 2 + i * stride;
+            Ok((cells.finite(k)?, if c.ci { cells.interval(k + 1)? } else { None }))
+        };
+        let [(vs, vs_ci), (qvs, qvs_ci), (qvs_norm, qvs_norm_ci)] = [score(0)?, score(1)?, score(2)?];
+        let after = g + 2 + 3 * stride;
+        let intdiv = if c.intdiv { Some(optional(after)?) } else { None };
+        let p = after + usize::from(c.intdiv);
         let protocol = if c.protocol {
             Some(Protocol {
                 batch_size: cells.count(p)?,
@@ -302,11 +329,14 @@ impl CsvSchema for Table {
             scores: VendiScores {
                 n: cells.count(g)?,
                 q,
-                vs: cells.finite(g + 2)?,
-                qvs: cells.finite(g + 3)?,
-                qvs_norm: cells.finite(g + 4)?,
+                vs,
+                qvs,
+                qvs_norm,
                 intdiv,
                 protocol,
+                vs_ci,
+                qvs_ci,
+                qvs_norm_ci,
             },
         })
     }

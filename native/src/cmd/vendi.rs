@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_compute::vendi::{
-    CosineRows, Features, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiScore,
-    categorical_features, host_dual_product, host_product, intdiv, intdiv_of_kernel, kernel_submatrix,
-    precomputed_spectrum, product_tensor, protocol, protocol_precomputed, spectrum_from_product,
-    spectrum_of_product,
+    CosineRows, Features, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiItems,
+    VendiScore, VendiStatistic, categorical_features, host_dual_product, host_product, intdiv,
+    intdiv_of_kernel, kernel_submatrix, precomputed_spectrum, product_tensor, protocol, protocol_precomputed,
+    spectrum_from_product, spectrum_of_product,
 };
 use culturelens_results::vendi::{self as schema, Protocol, VendiFile, VendiScores};
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
@@ -19,8 +19,10 @@ use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write
 use crate::device::{DeviceChoice, select_device};
 use crate::provenance::{InputHashes, Provenance, as_text, value_enum};
 use crate::timing::Stages;
+use crate::uncertainty::CiArgs;
 
-const CONVENTIONS: &str = "\
+const CONVENTIONS: &str = concat!(
+    "\
 Vendi scores of the CUBE paper (Def. 5.1): VS_q = exp(Renyi entropy of order q of the
 eigenvalues of K/N, normalised to sum 1), for any q >= 0 (`--q inf` for q = infinity):
   q = 0: the numerical rank; q = 1 (default): the Shannon limit exp(-sum p ln p), with
@@ -64,7 +66,18 @@ CUBE protocol (--batch-size, 8 in the paper): per group, --repeats batches (defa
 min(batch size, group size) distinct items, drawn with --seed mixed with the group value, are
 scored; vs, qvs, qvs_norm (and intdiv) are the means over the batches, vs_sd, qvs_sd,
 qvs_norm_sd (intdiv_sd) their population standard deviations, n is the group size and
-qvs_norm = qvs / batch size. Without --batch-size each group is scored whole.";
+qvs_norm = qvs / batch size. Without --batch-size each group is scored whole.
+
+Unit resampled by --ci: the items of each group (of the whole collection without --group-by),
+with replacement; every resample re-runs the whole Vendi computation on the resampled collection
+(the protocol's batches drawn from it with the protocol's seed under --batch-size), since a
+diversity is no mean over items. A resample is scored from its distinct items weighted by their
+counts (the same spectrum as the collection with the repeats), so it costs one Vendi computation
+of up to N items; BCa adds one per item (the jackknife). Adds vs_ci, qvs_ci, qvs_norm_ci.
+
+",
+    crate::uncertainty::ci_help!()
+);
 
 /// Arguments of `culturelens vendi`.
 #[derive(clap::Args, Debug, serde::Serialize)]
@@ -104,9 +117,6 @@ pub struct VendiArgs {
     /// Repetitions of the protocol.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     pub repeats: u64,
-    /// Seed of the protocol's batch sampling.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// Also report intdiv = 1 - mean similarity of distinct items.
     #[arg(long)]
     pub intdiv: bool,
@@ -123,6 +133,9 @@ pub struct VendiArgs {
     /// numbers), for pandas or R.
     #[arg(long, value_name = "FILE.csv")]
     pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub ci: CiArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -218,7 +231,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                 let plan = ProtocolPlan {
                     batch: batch as usize,
                     repeats: args.repeats as usize,
-                    seed: group_seed(args.seed, name),
+                    seed: group_seed(args.ci.seed, name),
                 };
                 let score = match (group, group.features()) {
                     (Items::Kernel { k, n, path }, _) => {
@@ -264,8 +277,43 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                     (_, None) => unreachable!("only a precomputed kernel has no feature map"),
                 });
                 let VendiScore { n, q, vs, qvs, qvs_norm } = score;
-                VendiScores { n, q, vs, qvs, qvs_norm, intdiv, protocol: None }
+                VendiScores {
+                    n,
+                    q,
+                    vs,
+                    qvs,
+                    qvs_norm,
+                    intdiv,
+                    protocol: None,
+                    vs_ci: None,
+                    qvs_ci: None,
+                    qvs_norm_ci: None,
+                }
             }
+        };
+        let value = match args.ci.spec() {
+            Some(spec) => {
+                let features = group.features();
+                let items = match (group, &features) {
+                    (Items::Kernel { k, n, .. }, _) => VendiItems::Kernel { k, n: *n },
+                    (_, Some(f)) => VendiItems::Features(f),
+                    (_, None) => unreachable!("only a precomputed kernel has no feature map"),
+                };
+                let precision =
+                    if matches!(group, Items::Kernel { .. }) { ProductPrecision::F32 } else { precision };
+                let protocol = args.batch_size.map(|batch| ProtocolPlan {
+                    batch: batch as usize,
+                    repeats: args.repeats as usize,
+                    seed: group_seed(args.ci.seed, name),
+                });
+                let stat = VendiStatistic { items, quality: qual.as_deref(), q: args.q, protocol, precision };
+                let draws = spec.draws(group.n(), &format!("bootstrap\u{1f}{name}"));
+                let [vs, qvs, qvs_norm] =
+                    stat.replicates(&draws).map(|r| r.interval(spec.level, spec.method));
+                clock.lap("bootstrap");
+                VendiScores { vs_ci: vs, qvs_ci: qvs, qvs_norm_ci: qvs_norm, ..value }
+            }
+            None => value,
         };
         results.insert(name.clone(), value);
     }
@@ -277,13 +325,20 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     schema::write(&mut text, &out)?;
     write_atomic(&args.out, |w| w.write_all(&text))?;
     if let Some(path) = &args.csv {
-        write_table(path, args.group_by.as_deref(), &out)?;
+        write_table(path, args.group_by.as_deref(), args.ci.ci.is_some(), &out)?;
     }
     let mut provenance = Provenance::new("vendi", args);
     inputs.record(&mut provenance)?;
-    if args.batch_size.is_some() {
-        provenance.seed("seed", args.seed);
+    if args.batch_size.is_some() || args.ci.ci.is_some() {
+        provenance.seed("seed", args.ci.seed);
     }
+    let unit = match &args.group_by {
+        Some(col) => {
+            format!("items within each {col} group, the whole Vendi computation re-run per resample")
+        }
+        None => "items of the collection, the whole Vendi computation re-run per resample".to_string(),
+    };
+    provenance.uncertainty(args.ci.record(&unit, serde_json::json!({})));
     provenance.device(args.device, precision).write_beside(&args.out)?;
     clock.lap("write");
     println!("{}", String::from_utf8_lossy(&text));
@@ -292,7 +347,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
 
 /// Writes `file` as the `--csv` table (`culturelens_results::vendi::Table`): one row per group,
 /// the `group_by` column holding its value.
-fn write_table(path: &Path, group_by: Option<&str>, file: &VendiFile) -> Result<()> {
+fn write_table(path: &Path, group_by: Option<&str>, ci: bool, file: &VendiFile) -> Result<()> {
     let rows: Vec<schema::TableRow> = match file {
         VendiFile::Whole(scores) => vec![schema::TableRow { group: vec![], scores: *scores }],
         VendiFile::Groups(groups) => groups
@@ -305,6 +360,7 @@ fn write_table(path: &Path, group_by: Option<&str>, file: &VendiFile) -> Result<
         groups: group_by.map(str::to_string).into_iter().collect(),
         intdiv: first.is_some_and(|s| s.intdiv.is_some()),
         protocol: first.is_some_and(|s| s.protocol.is_some()),
+        ci,
     };
     write_atomic(path, |w| culturelens_results::write::<schema::Table>(w, &columns, &rows))?;
     Ok(())
@@ -442,5 +498,8 @@ fn protocol_scores(p: &ProtocolScore, n: usize, q: Order, with_intdiv: bool) -> 
             qvs_norm_sd: p.qvs_norm.sd,
             intdiv_sd: with_intdiv.then(|| p.intdiv.map(|d| d.sd)),
         }),
+        vs_ci: None,
+        qvs_ci: None,
+        qvs_norm_ci: None,
     }
 }

@@ -42,6 +42,11 @@
 //! read-back sits between [`product_tensor`] and [`spectrum_from_product`], so the browser can
 //! await `into_data_async` there; [`spectrum`] does both synchronously.
 //!
+//! # Intervals
+//! `vendi --ci` resamples the items of a group and re-runs the whole computation per resample
+//! (`bootstrap.rs`: [`VendiStatistic`], a resample's spectrum from its distinct items weighted by
+//! their counts).
+//!
 //! # Differences from the `vendi-score` package
 //! Checked by the parity fixtures of `scripts/fixtures/make_vendi.py` (vendi-score 0.0.3):
 //! - its `score_X` (kernel route on embeddings) ignores `q` and always returns the Shannon
@@ -54,12 +59,14 @@
 //!   its `q < 1` scores of rank-deficient kernels include round-off terms (about 1e-8 relative);
 //!   here those eigenvalues are zeroed first, so `q = 0` is the rank and every route agrees.
 
+mod bootstrap;
 mod eigen;
 mod gram;
 mod product;
 mod protocol;
 mod score;
 
+pub use bootstrap::{VendiItems, VendiStatistic};
 pub use gram::HOST_BLOCK_ROWS;
 pub use product::{
     KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_dual_product, host_product, kernel_submatrix,

@@ -99,10 +99,24 @@ pub fn protocol_precomputed(
     plan: ProtocolPlan,
     precision: ProductPrecision,
 ) -> ProtocolScore {
+    protocol_of_kernel(k, n, 0, quality, q, plan, precision)
+}
+
+/// [`protocol_precomputed`] of the kernel of items with `d` features (0 for a precomputed
+/// kernel): the batch spectra are clipped with size `max(batch, d)`, as [`protocol`] clips them.
+pub(super) fn protocol_of_kernel(
+    k: &[f64],
+    n: usize,
+    d: usize,
+    quality: Option<&[f64]>,
+    q: Order,
+    plan: ProtocolPlan,
+    precision: ProductPrecision,
+) -> ProtocolScore {
     assert_eq!(k.len(), n * n, "the kernel matrix must be n × n");
     let picks = protocol_batches(n, plan);
     let b = picks[0].len();
-    summarise(&picks, |r| kernel_submatrix(k, n, &picks[r]), b, precision, quality, q)
+    summarise(&picks, |r| kernel_submatrix(k, n, &picks[r]), b.max(d), precision, quality, q)
 }
 
 /// Scores every batch from its `b × b` kernel block (unscaled) and aggregates.

@@ -441,3 +441,93 @@ fn precision_rule_follows_the_device() {
     // The CPU backend computes in f64 (WebGPU, without f64, is checked by tests/web).
     assert_eq!(ProductPrecision::for_device(&cpu()), ProductPrecision::F64);
 }
+
+mod bootstrap {
+    //! A resample is scored as the Vendi computation of the duplicated collection would score it.
+    use super::*;
+    use culturelens_metrics::bootstrap::{CiMethod, CiSpec};
+
+    fn random_features(n: usize, d: usize, seed: u64) -> Features {
+        let mut rng = SplitMix64::new(seed);
+        let x: Vec<f32> = (0..n * d).map(|_| rng.normal() as f32).collect();
+        cosine_features(&x, n, d).unwrap()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-10 * b.abs().max(1.0)
+    }
+
+    /// The scores of the collection with the rows `items` repeated as drawn, the ordinary way.
+    fn duplicated(f: &Features, items: &[u32], quality: &[f64], q: Order) -> [f64; 3] {
+        let rows: Vec<usize> = items.iter().map(|&i| i as usize).collect();
+        let dup = f.select_rows(&rows);
+        let spec = spectrum(&dup, Route::Auto, ProductPrecision::F64, &cpu());
+        let s: Vec<f64> = rows.iter().map(|&i| quality[i]).collect();
+        let v = VendiScore::from_spectrum(&spec, rows.len(), q, Some(&s));
+        [v.vs, v.qvs, v.qvs_norm]
+    }
+
+    #[test]
+    fn weighted_distinct_items_equal_the_duplicated_collection() {
+        let items = [3u32, 3, 0, 5, 5, 5, 1, 7, 2, 3];
+        let quality: Vec<f64> = (0..10).map(|i| 0.5 + 0.05 * i as f64).collect();
+        // d = 4 < 7 distinct items: the dual route; d = 16: the weighted kernel route.
+        for d in [4, 16] {
+            let f = random_features(10, d, d as u64);
+            for q in [Order::Finite(1.0), Order::Finite(2.0), Order::Finite(0.5), Order::Infinity] {
+                let stat = VendiStatistic {
+                    items: VendiItems::Features(&f),
+                    quality: Some(&quality),
+                    q,
+                    protocol: None,
+                    precision: ProductPrecision::F64,
+                };
+                let (got, want) = (stat.score(&items), duplicated(&f, &items, &quality, q));
+                assert!(
+                    got.iter().zip(&want).all(|(a, b)| close(*a, *b)),
+                    "d {d} q {q}: {got:?} vs {want:?}"
+                );
+                // All items once: the point estimate.
+                let all: Vec<u32> = (0..10).collect();
+                let whole = duplicated(&f, &all, &quality, q);
+                assert!(stat.score(&all).iter().zip(&whole).all(|(a, b)| close(*a, *b)));
+            }
+            // A precomputed kernel gives the same numbers.
+            let k: Vec<f64> = (0..100)
+                .map(|ij| (0..d).map(|c| f.data[ij / 10 * d + c] * f.data[ij % 10 * d + c]).sum())
+                .collect();
+            let stat = VendiStatistic {
+                items: VendiItems::Kernel { k: &k, n: 10 },
+                quality: Some(&quality),
+                q: Order::Finite(1.0),
+                protocol: None,
+                precision: ProductPrecision::F64,
+            };
+            let want = duplicated(&f, &items, &quality, Order::Finite(1.0));
+            assert!(stat.score(&items).iter().zip(&want).all(|(a, b)| close(*a, *b)));
+        }
+    }
+
+    #[test]
+    fn the_protocol_on_all_items_is_the_protocol() {
+        let f = random_features(20, 6, 9);
+        let plan = ProtocolPlan { batch: 8, repeats: 5, seed: 3 };
+        let stat = VendiStatistic {
+            items: VendiItems::Features(&f),
+            quality: None,
+            q: Order::Finite(1.0),
+            protocol: Some(plan),
+            precision: ProductPrecision::F64,
+        };
+        let all: Vec<u32> = (0..20).collect();
+        let p = protocol(&f, None, Order::Finite(1.0), plan, ProductPrecision::F64, &cpu());
+        let got = stat.score(&all);
+        assert!(close(got[0], p.vs.mean) && close(got[1], p.qvs.mean) && close(got[2], p.qvs_norm.mean));
+        // Intervals over the resamples bracket the estimate and are seeded.
+        let spec = CiSpec::new(0.9, 60, 4, CiMethod::Percentile).unwrap();
+        let [vs, ..] = stat.replicates(&spec.draws(20, "g"));
+        let ci = vs.interval(0.9, CiMethod::Percentile).unwrap();
+        assert!(ci.lo < ci.hi && ci.hi <= 8.0, "{ci:?}");
+        assert_eq!(stat.replicates(&spec.draws(20, "g"))[0], vs);
+    }
+}
