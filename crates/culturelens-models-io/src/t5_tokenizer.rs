@@ -100,13 +100,7 @@ impl T5Tokenizer {
 
     /// The ids of `text` with `</s>`, truncated and padded to the maximum length.
     pub fn ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
-        let encoding = self
-            .tokenizer
-            .encode(text, true)
-            .map_err(|e| LoadError::Tokenizer { path: self.path.clone(), message: e.to_string() })?;
-        let mut ids = encoding.get_ids().to_vec();
-        ids.resize(self.max_len, self.pad);
-        Ok(ids)
+        crate::diffusion::padded_ids(&self.tokenizer, &self.path, text, self.max_len, self.pad)
     }
 
     /// The length ids are padded and truncated to.
