@@ -568,3 +568,46 @@ fn f16_on_wgpu_is_close_to_f32_and_not_f32() {
 /// [0, 1]; 4 steps with guidance 7.5): about twice the largest measured difference.
 #[cfg(feature = "wgpu")]
 const F16_BOUND: f32 = 1.6e-2;
+
+/// `--languages` and `--cultures` filter a `--prompts` file by its `language` and `culture`
+/// columns (a language by code or name, a culture case-insensitively), as they filter a prompt
+/// set; a filter the file cannot apply, one that keeps nothing, or one beside a single
+/// `--prompt` is refused before anything is written.
+#[test]
+fn language_and_culture_filters_apply_to_a_prompts_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("prompts.csv");
+    std::fs::write(
+        &prompts,
+        "language,culture,prompt\nen,Japan,a street in japan\nde,Japan,eine Straße in Japan\n\
+         en,China,a photo of the food in china\nja,China,中国の食べ物\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("en");
+    generate(&out).opt("--prompts", &prompts).opt("--languages", "English").run_ok();
+    let (header, rows) = read_csv(&out.join("manifest.csv"));
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let kept: Vec<&str> = rows.iter().map(|r| r[column("prompt")].as_str()).collect();
+    assert_eq!(kept, ["a street in japan", "a photo of the food in china"]);
+    let out = tmp.path().join("en-japan");
+    generate(&out).opt("--prompts", &prompts).opt("--languages", "en,de").opt("--cultures", "japan").run_ok();
+    let (_, rows) = read_csv(&out.join("manifest.csv"));
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r[column("culture")] == "Japan"), "{rows:?}");
+
+    let refused = tmp.path().join("refused");
+    let err = generate(&refused).opt("--prompts", &prompts).opt("--languages", "fr").run_fails().stderr;
+    assert!(err.contains("prompts.csv: no prompt left after --languages fr"), "{err}");
+    let err = generate(&refused).opt("--prompts", &prompts).opt("--languages", "xx").run_fails().stderr;
+    assert!(err.contains("unknown language \"xx\""), "{err}");
+    let bare = tmp.path().join("bare.csv");
+    std::fs::write(&bare, "prompt\na street\n").unwrap();
+    let err = generate(&refused).opt("--prompts", &bare).opt("--cultures", "Japan").run_fails().stderr;
+    assert!(
+        err.contains("bare.csv: --cultures filters on a `culture` column, which it does not have"),
+        "{err}"
+    );
+    let err = generate(&refused).opt("--prompt", "a street").opt("--languages", "en").run_fails().stderr;
+    assert!(err.contains("a single --prompt has nothing to filter"), "{err}");
+    assert!(!refused.exists(), "nothing written");
+}

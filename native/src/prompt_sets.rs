@@ -30,11 +30,15 @@ pub fn load_set(
     }
     let mut table = load(set, &fetcher, options).with_context(|| format!("loading the {set} prompt set"))?;
     if !languages.is_empty() {
-        let codes = languages
-            .iter()
-            .map(|l| language_code(l).map(str::to_string).with_context(|| format!("unknown language {l:?}")))
-            .collect::<Result<Vec<_>>>()?;
-        table.retain_languages(&codes)?;
+        table.retain_languages(&language_codes(languages)?)?;
     }
     Ok(table)
+}
+
+/// The ISO 639-1 codes of `languages` (codes or names); an unknown one is an error.
+pub fn language_codes(languages: &[String]) -> Result<Vec<String>> {
+    languages
+        .iter()
+        .map(|l| language_code(l).map(str::to_string).with_context(|| format!("unknown language {l:?}")))
+        .collect()
 }

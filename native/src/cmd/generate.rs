@@ -31,13 +31,14 @@ use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
+use culturelens_prompts::text::language_code;
 use culturelens_prompts::{LoadOptions, PromptSet};
 use culturelens_rng::TorchNormalPath;
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
 use crate::input::read_prompts;
-use crate::prompt_sets::{load_set, parse_set};
+use crate::prompt_sets::{language_codes, load_set, parse_set};
 use crate::provenance::{Provenance, as_text_opt, value_name};
 use crate::timing::Stages;
 use crate::work::part::{DIR_PART, Input, Part};
@@ -81,9 +82,14 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_set)]
     #[serde(serialize_with = "as_text_opt")]
     pub prompt_set: Option<PromptSet>,
-    /// With --prompt-set: keep only these languages (ISO 639-1 codes, comma-separated).
-    #[arg(long, value_delimiter = ',', value_name = "CODES", requires = "prompt_set")]
+    /// Keep only these languages (ISO 639-1 codes or names, comma-separated): of --prompt-set,
+    /// or of --prompts FILE by its `language` column.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub languages: Vec<String>,
+    /// Keep only these cultures (the `culture` column, case-insensitive, comma-separated), of
+    /// --prompt-set or --prompts FILE.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub cultures: Vec<String>,
     /// Output folder: the PNGs and manifest.csv.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -233,9 +239,14 @@ fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
         };
         let meta = load_set(set, &args.languages, None, &options)?.to_metadata();
         let prompts = meta.require_nonempty_column("prompt")?.to_vec();
-        return Ok((prompts, meta));
+        return filter_prompts(args, &format!("the {set} prompt set"), prompts, meta);
     }
     match (&args.prompt, &args.prompts) {
+        (Some(_), _) if !args.languages.is_empty() || !args.cultures.is_empty() => {
+            bail!(
+                "--languages and --cultures filter --prompts FILE or --prompt-set NAME; a single --prompt has nothing to filter"
+            )
+        }
         (Some(p), _) => {
             Ok((vec![p.clone()], Metadata::from_columns(None, vec![("prompt".into(), vec![p.clone()])])?))
         }
@@ -244,10 +255,45 @@ fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
             if prompts.is_empty() {
                 bail!("{}: no prompts", path.display());
             }
-            Ok((prompts, meta))
+            filter_prompts(args, &path.display().to_string(), prompts, meta)
         }
         (None, None) => bail!("give --prompt TEXT, --prompts FILE.csv or --prompt-set NAME"),
     }
+}
+
+/// The rows of a prompt table whose `language` is one of `--languages` (codes or names, compared
+/// as codes) and whose `culture` is one of `--cultures` (case-insensitive); a filter on a column
+/// the table lacks, or one that keeps nothing, is an error naming `source`.
+fn filter_prompts(
+    args: &GenerateArgs,
+    source: &str,
+    prompts: Vec<String>,
+    meta: Metadata,
+) -> Result<(Vec<String>, Metadata)> {
+    let languages = language_codes(&args.languages)?;
+    let mut keep: Vec<usize> = (0..prompts.len()).collect();
+    for (flag, column, wanted) in
+        [("--languages", "language", &languages), ("--cultures", "culture", &args.cultures)]
+    {
+        if wanted.is_empty() {
+            continue;
+        }
+        let cells = meta.column(column).with_context(|| {
+            format!("{source}: {flag} filters on a `{column}` column, which it does not have")
+        })?;
+        let matches = |cell: &str| match column {
+            "language" => language_code(cell).is_some_and(|c| wanted.iter().any(|w| w == c)),
+            _ => wanted.iter().any(|w| w.trim().eq_ignore_ascii_case(cell.trim())),
+        };
+        keep.retain(|&i| matches(&cells[i]));
+        if keep.is_empty() {
+            bail!("{source}: no prompt left after {flag} {}", wanted.join(","));
+        }
+    }
+    if keep.len() == prompts.len() {
+        return Ok((prompts, meta));
+    }
+    Ok((keep.iter().map(|&i| prompts[i].clone()).collect(), meta.select_rows(&keep)))
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
