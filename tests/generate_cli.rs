@@ -599,7 +599,11 @@ fn language_and_culture_filters_apply_to_a_prompts_file() {
     let err = generate(&refused).opt("--prompts", &prompts).opt("--languages", "fr").run_fails().stderr;
     assert!(err.contains("prompts.csv: no prompt left after --languages fr"), "{err}");
     let err = generate(&refused).opt("--prompts", &prompts).opt("--languages", "xx").run_fails().stderr;
-    assert!(err.contains("unknown language \"xx\""), "{err}");
+    assert!(
+        err.contains("unknown language \"xx\" (known: am, ar, ")
+            && err.contains("zh, or their English names)"),
+        "{err}"
+    );
     let bare = tmp.path().join("bare.csv");
     std::fs::write(&bare, "prompt\na street\n").unwrap();
     let err = generate(&refused).opt("--prompts", &bare).opt("--cultures", "Japan").run_fails().stderr;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use culturelens_prompts::text::language_code;
+use culturelens_prompts::text::{LANGUAGES, language_code};
 use culturelens_prompts::{Fetcher, LoadOptions, PromptSet, PromptTable, load};
 
 /// Parses a set name (the clap value parser of `prompts export SET` and `--prompt-set`).
@@ -39,6 +39,11 @@ pub fn load_set(
 pub fn language_codes(languages: &[String]) -> Result<Vec<String>> {
     languages
         .iter()
-        .map(|l| language_code(l).map(str::to_string).with_context(|| format!("unknown language {l:?}")))
+        .map(|l| {
+            language_code(l).map(str::to_string).with_context(|| {
+                let known: Vec<&str> = LANGUAGES.iter().map(|(code, _)| *code).collect();
+                format!("unknown language {l:?} (known: {}, or their English names)", known.join(", "))
+            })
+        })
         .collect()
 }
