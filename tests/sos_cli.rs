@@ -281,3 +281,37 @@ fn help_documents_the_conventions() {
         assert!(help.contains(needle), "sos --help should mention `{needle}`");
     }
 }
+
+/// `--device wgpu` names its adapter on stderr and in the provenance, and warns when it is a
+/// software one (lavapipe on a machine without a GPU: the CI's case).
+#[test]
+fn wgpu_names_its_adapter_and_warns_on_a_software_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    crate::common::Cli::new("demo").opt("--write", d).run_ok();
+    let out = d.join("s.csv");
+    let run = crate::common::Cli::new("sos")
+        .opt("--embeddings", d.join("embeddings.npy"))
+        .opt("--meta", d.join("meta.csv"))
+        .opt("--out", &out)
+        .opt("--device", "wgpu")
+        .run_ok();
+    let line =
+        run.stderr.lines().find_map(|l| l.strip_prefix("wgpu adapter: ")).expect(&run.stderr).to_string();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("s.csv.provenance.json")).unwrap()).unwrap();
+    assert_eq!(manifest["adapter"], line.as_str());
+    let software = line.ends_with(", Cpu)");
+    assert_eq!(run.stderr.contains("is a software adapter"), software, "{}", run.stderr);
+    // The CPU device has no adapter.
+    let cpu = d.join("cpu.csv");
+    let run = crate::common::Cli::new("sos")
+        .opt("--embeddings", d.join("embeddings.npy"))
+        .opt("--meta", d.join("meta.csv"))
+        .opt("--out", &cpu)
+        .run_ok();
+    assert!(!run.stderr.contains("wgpu adapter"));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("cpu.csv.provenance.json")).unwrap()).unwrap();
+    assert!(manifest.get("adapter").is_none());
+}

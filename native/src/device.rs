@@ -123,9 +123,47 @@ impl DeviceChoice {
 #[cfg(feature = "wgpu")]
 fn wgpu_device() -> Result<Device> {
     use anyhow::Context;
-    Device::wgpu_options().init().context(
+    let device = Device::wgpu_options().init().context(
         "no wgpu adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
-    )
+    )?;
+    announce_adapter(wgpu::Backends::PRIMARY);
+    Ok(device)
+}
+
+/// The adapter a wgpu device of this process runs on, once known (`name (backend, type)`): the
+/// provenance records it.
+static ADAPTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The adapter of the wgpu device, when one was made.
+pub fn adapter() -> Option<&'static str> {
+    ADAPTER.get().map(String::as_str)
+}
+
+/// Names on stderr the adapter Burn's default wgpu device takes (its rule: the high-performance
+/// adapter of the platform's primary API) and warns when it is a software one (lavapipe,
+/// SwiftShader, WARP), which runs far slower than `--device cpu`.
+#[cfg(feature = "wgpu")]
+fn announce_adapter(backends: wgpu::Backends) {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let options = wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..wgpu::RequestAdapterOptions::default()
+    };
+    let Ok(adapter) = futures_lite::future::block_on(instance.request_adapter(&options)) else { return };
+    let info = adapter.get_info();
+    let text = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
+    eprintln!("wgpu adapter: {text}");
+    if info.device_type == wgpu::DeviceType::Cpu {
+        eprintln!(
+            "warning: {} is a software adapter (the GPU API emulated on the CPU): expect it to be far \
+             slower than --device cpu; install the GPU's Vulkan driver, or use --device cpu",
+            info.name
+        );
+    }
+    let _ = ADAPTER.set(text);
 }
 
 #[cfg(not(feature = "wgpu"))]
@@ -139,9 +177,11 @@ fn wgpu_device() -> Result<Device> {
 #[cfg(feature = "vulkan")]
 fn vulkan_device() -> Result<Device> {
     use anyhow::Context;
-    Device::wgpu_options().graphics_api(burn::tensor::wgpu::WgpuBackend::Vulkan).init().context(
+    let device = Device::wgpu_options().graphics_api(burn::tensor::wgpu::WgpuBackend::Vulkan).init().context(
         "no Vulkan adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
-    )
+    )?;
+    announce_adapter(wgpu::Backends::VULKAN);
+    Ok(device)
 }
 
 #[cfg(not(feature = "vulkan"))]

@@ -214,6 +214,11 @@ impl Provenance {
     pub fn device(&mut self, backend: DeviceChoice, precision: impl Into<FloatType>) -> &mut Self {
         self.device.insert("backend".into(), json!(value_name(&backend)));
         self.device.insert("precision".into(), json!(precision.into().name()));
+        if let Some(adapter) = crate::device::adapter()
+            && matches!(backend, DeviceChoice::Wgpu | DeviceChoice::Vulkan)
+        {
+            self.device.insert("adapter".into(), json!(adapter));
+        }
         self
     }
 
@@ -253,6 +258,9 @@ impl Provenance {
             "backend": self.device.get("backend").cloned().unwrap_or(Value::Null),
             "precision": self.device.get("precision").cloned().unwrap_or(Value::Null),
         });
+        if let Some(adapter) = self.device.get("adapter") {
+            value["adapter"] = adapter.clone();
+        }
         if !self.parts.is_empty() {
             value["parts"] = Value::Array(self.parts.clone());
         }
