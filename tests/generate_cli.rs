@@ -615,3 +615,19 @@ fn language_and_culture_filters_apply_to_a_prompts_file() {
     assert!(err.contains("a single --prompt has nothing to filter"), "{err}");
     assert!(!refused.exists(), "nothing written");
 }
+
+/// Without a prompt source, the error names all three (not only `--prompt`), before the
+/// pipeline is loaded and with nothing written.
+#[test]
+fn a_missing_prompt_source_names_every_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("none");
+    let run = generate(&out).run_fails();
+    assert!(
+        run.stderr.contains("give --prompt TEXT, --prompts FILE.csv or --prompt-set NAME"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("loaded the pipeline"), "{}", run.stderr);
+    assert!(!out.exists());
+}

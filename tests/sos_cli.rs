@@ -315,3 +315,16 @@ fn wgpu_names_its_adapter_and_warns_on_a_software_one() {
         serde_json::from_slice(&std::fs::read(d.join("cpu.csv.provenance.json")).unwrap()).unwrap();
     assert!(manifest.get("adapter").is_none());
 }
+
+/// An `.npy` table without `--meta` is refused by a message that says what to give, not by an
+/// empty list of present columns.
+#[test]
+fn sos_without_metadata_says_to_give_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&["demo", "--write", p(d)]);
+    let out = d.join("never.csv");
+    let err = fails(&["sos", "--embeddings", p(&d.join("embeddings.npy")), "--out", p(&out)]);
+    assert!(err.contains("embeddings.npy: the table has no metadata columns; give --meta M.csv with the columns model, language, culture"), "{err}");
+    assert!(!out.exists());
+}

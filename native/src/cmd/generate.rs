@@ -58,7 +58,7 @@ pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
     /// per component — unet/ or transformer/, vae/, text_encoder*/, tokenizer*/, scheduler/;
     /// safetensors weights). `_class_name` picks the pipeline: StableDiffusionPipeline,
-    /// AltDiffusionPipeline, StableDiffusion3Pipeline or FluxPipeline.
+    /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline or FluxPipeline.
     #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
     pub pipeline: Option<PathBuf>,
     /// Hugging Face hub pipeline ORG/NAME[@REVISION], downloaded (safetensors only) into the
@@ -69,7 +69,6 @@ pub struct GenerateArgs {
     #[arg(
         long,
         value_name = "TEXT",
-        required_unless_present_any = ["prompts", "prompt_set"],
         conflicts_with_all = ["prompts", "prompt_set"]
     )]
     pub prompt: Option<String>,

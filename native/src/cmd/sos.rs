@@ -184,7 +184,17 @@ pub fn run(args: &SosArgs) -> Result<()> {
     let compare = comparison(args)?;
     let table = match (&args.bundle, &args.embeddings) {
         (Some(dir), _) => load_bundle_table(dir)?,
-        (None, Some(embeddings)) => load_table(embeddings, args.meta.as_deref())?,
+        (None, Some(embeddings)) => {
+            let table = load_table(embeddings, args.meta.as_deref())?;
+            if table.meta.names().is_empty() {
+                anyhow::bail!(
+                    "{}: the table has no metadata columns; give --meta M.csv with the columns {}",
+                    embeddings.display(),
+                    "model, language, culture (one row per embedding)"
+                );
+            }
+            table
+        }
         (None, None) => anyhow::bail!("give --embeddings or --bundle"),
     };
     let cluster = key_columns(&table.meta, &args.cluster)?;
