@@ -631,3 +631,25 @@ fn a_missing_prompt_source_names_every_source() {
     assert!(!run.stderr.contains("loaded the pipeline"), "{}", run.stderr);
     assert!(!out.exists());
 }
+
+/// The manifest's `model` column is the pipeline folder's name unless `--model-name` names it;
+/// an empty name is refused.
+#[test]
+fn model_name_sets_the_model_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model_column = |out: &Path| {
+        let (header, rows) = read_csv(&out.join("manifest.csv"));
+        let k = header.iter().position(|h| h == "model").unwrap();
+        rows.iter().map(|r| r[k].clone()).collect::<Vec<_>>()
+    };
+    let folder = tmp.path().join("folder");
+    generate(&folder).opt("--prompt", "a street in japan").run_ok();
+    assert_eq!(model_column(&folder), ["tiny-sd1"]);
+    let named = tmp.path().join("named");
+    generate(&named).opt("--prompt", "a street in japan").opt("--model-name", "sd-1.5 (tiny)").run_ok();
+    assert_eq!(model_column(&named), ["sd-1.5 (tiny)"]);
+    let refused = tmp.path().join("refused");
+    let err = generate(&refused).opt("--prompt", "a").opt("--model-name", " ").run_fails().stderr;
+    assert!(err.contains("a model name is a non-empty single line"), "{err}");
+    assert!(!refused.exists());
+}

@@ -52,7 +52,7 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, Stable Diffusion 3 / 3.5 or FLUX.1 pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5 or FLUX.1 pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
@@ -65,6 +65,10 @@ pub struct GenerateArgs {
     /// hub's cache instead of --pipeline.
     #[arg(long, value_name = "HF_ID")]
     pub model: Option<String>,
+    /// The manifest's `model` column (default: the --model id, else the --pipeline folder's
+    /// name), e.g. `sdxl-base-1.0` for a folder called `pipeline`.
+    #[arg(long, value_name = "NAME", value_parser = non_empty_name)]
+    pub model_name: Option<String>,
     /// One prompt.
     #[arg(
         long,
@@ -295,6 +299,14 @@ fn filter_prompts(
     Ok((keep.iter().map(|&i| prompts[i].clone()).collect(), meta.select_rows(&keep)))
 }
 
+/// A `--model-name`: not empty, no line break (it is a CSV cell and a figure label).
+fn non_empty_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.contains(['\n', '\r']) {
+        return Err("a model name is a non-empty single line".into());
+    }
+    Ok(text.to_string())
+}
+
 pub fn run(args: &GenerateArgs) -> Result<()> {
     run_with(args, |job, batch| job.run(batch))
 }
@@ -396,9 +408,10 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
-    let model_name = match &args.model {
-        Some(id) => id.clone(),
-        None => canonical(&dir)
+    let model_name = match (&args.model_name, &args.model) {
+        (Some(name), _) => name.clone(),
+        (None, Some(id)) => id.clone(),
+        (None, None) => canonical(&dir)
             .file_name()
             .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
     };
