@@ -653,3 +653,21 @@ fn model_name_sets_the_model_column() {
     assert!(err.contains("a model name is a non-empty single line"), "{err}");
     assert!(!refused.exists());
 }
+
+/// `generate --prompt-set --mirror DIR` reads the set's upstream files from DIR (here an empty
+/// folder: refused by the file it lacks, before the pipeline loads).
+#[test]
+fn generate_reads_a_prompt_set_from_mirror() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty-mirror");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = tmp.path().join("out");
+    let run = generate(&out)
+        .opt("--prompt-set", "sos")
+        .opt("--mirror", &empty)
+        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
+        .run_fails();
+    assert!(run.stderr.contains("empty-mirror"), "{}", run.stderr);
+    assert!(!run.stderr.contains("loaded the pipeline"), "{}", run.stderr);
+    assert!(!out.exists());
+}

@@ -28,7 +28,10 @@ pub enum PromptError {
     MissingMirrorFile { mirror: PathBuf, file: String, path: PathBuf },
 
     /// The HTTP request failed, returned an error status or ended early.
-    #[error("download of {file} from {url} failed: {message}")]
+    #[error(
+        "download of {file} from {url} failed: {message} (offline: read the upstream files from a local \
+         folder with --mirror DIR or $CULTURELENS_DATA_MIRROR, laid out as `culturelens prompts show NAME` lists)"
+    )]
     Download { file: String, url: String, message: String },
 
     /// A row, record or cell of an input file is not what the set's format requires.

@@ -328,6 +328,8 @@ mod tests {
             err.contains("download of MAGBIG/prompts/indirect:gender_neutral/occ_german_star.csv"),
             "{err}"
         );
+        // The remedy for an offline machine is named.
+        assert!(err.contains("--mirror DIR or $CULTURELENS_DATA_MIRROR"), "{err}");
         assert!(err.contains("truncated response"), "{err}");
         assert!(files_under(cache.path()).is_empty(), "{:?}", files_under(cache.path()));
     }

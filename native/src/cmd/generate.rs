@@ -93,6 +93,10 @@ pub struct GenerateArgs {
     /// --prompt-set or --prompts FILE.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub cultures: Vec<String>,
+    /// With --prompt-set: read its upstream files from this folder instead of the cache or the
+    /// network (as `prompts export --mirror`; also $CULTURELENS_DATA_MIRROR).
+    #[arg(long, value_name = "DIR", requires = "prompt_set")]
+    pub mirror: Option<PathBuf>,
     /// Output folder: the PNGs and manifest.csv.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -240,7 +244,7 @@ fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
             },
             ..LoadOptions::default()
         };
-        let meta = load_set(set, &args.languages, None, &options)?.to_metadata();
+        let meta = load_set(set, &args.languages, args.mirror.clone(), &options)?.to_metadata();
         let prompts = meta.require_nonempty_column("prompt")?.to_vec();
         return filter_prompts(args, &format!("the {set} prompt set"), prompts, meta);
     }
