@@ -7,6 +7,7 @@ mod cmd;
 mod device;
 mod embeddings;
 mod encode;
+mod examples;
 mod figure_inputs;
 mod hub;
 mod input;
@@ -17,7 +18,7 @@ mod timing;
 mod uncertainty;
 mod work;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[global_allocator]
 static ALLOCATOR: alloc::HugePageHint = alloc::HugePageHint;
@@ -59,7 +60,7 @@ enum Command {
 
 fn main() {
     alloc::keep_freed_blocks();
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),
         Command::Demo(args) => cmd::sos::run_demo(args),
@@ -88,5 +89,39 @@ fn main() {
     if let Err(err) = result {
         eprintln!("error: {err:#}");
         std::process::exit(1);
+    }
+}
+
+/// The command line, parsed by [`Cli`] with the subcommands' examples in their help.
+fn parse() -> Cli {
+    let matches = examples::with_examples(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subcommand has examples, each parses as the command it shows, and `--help` prints
+    /// them.
+    #[test]
+    fn every_subcommand_has_examples_that_parse() {
+        let command = examples::with_examples(Cli::command());
+        let names: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
+        let with: Vec<&str> = examples::EXAMPLES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, with, "one entry per subcommand, in order");
+        for (name, lines) in examples::EXAMPLES {
+            assert!(!lines.is_empty(), "{name}");
+            for line in *lines {
+                let argv: Vec<&str> = line.split_whitespace().collect();
+                assert_eq!(argv[..2], ["culturelens", *name], "{line}");
+                let matches =
+                    command.clone().try_get_matches_from(&argv).unwrap_or_else(|e| panic!("{line}: {e}"));
+                Cli::from_arg_matches(&matches).unwrap_or_else(|e| panic!("{line}: {e}"));
+            }
+            let mut sub = command.clone();
+            let help = sub.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+            assert!(help.contains(&format!("Examples:\n  {}", lines[0])), "{name}: {help}");
+        }
     }
 }
