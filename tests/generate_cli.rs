@@ -671,3 +671,26 @@ fn generate_reads_a_prompt_set_from_mirror() {
     assert!(!run.stderr.contains("loaded the pipeline"), "{}", run.stderr);
     assert!(!out.exists());
 }
+
+/// Off a terminal (Slurm, nohup: here a pipe) progress comes as plain lines while the run goes
+/// (`CULTURELENS_PROGRESS_EVERY=0`: one per batch) and one at the end, not a bar drawn only at exit.
+#[test]
+fn progress_off_a_terminal_is_plain_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("prompts.csv");
+    std::fs::write(&prompts, "prompt\na street in japan\na street in china\n").unwrap();
+    let out = tmp.path().join("out");
+    let run = generate(&out)
+        .opt("--prompts", &prompts)
+        .opt("--batch", "1")
+        .env("CULTURELENS_PROGRESS_EVERY", "0")
+        .run_ok();
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("progress: ")).collect();
+    assert!(lines.len() >= 3, "{}", run.stderr);
+    assert!(lines[0].starts_with("progress: 1/2 images · ") && lines[0].contains("/s · ETA "), "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("progress: 2/2 images · "), "{lines:?}");
+    // The default interval (30 s) prints only the final line on a run this short.
+    let quiet = generate(&tmp.path().join("quiet")).opt("--prompts", &prompts).opt("--batch", "1").run_ok();
+    let lines: Vec<&str> = quiet.stderr.lines().filter(|l| l.starts_with("progress: ")).collect();
+    assert_eq!(lines.len(), 1, "{}", quiet.stderr);
+}

@@ -1,21 +1,40 @@
-//! The progress bar of a long run: items done out of the run's total (resumed items count as
-//! done from the start), the rate of this run's items and the ETA, on stderr.
+//! The progress of a long run: items done out of the run's total (resumed items count as done
+//! from the start), the rate of this run's items and the ETA, on stderr. On a terminal it is a
+//! bar; elsewhere (Slurm, nohup, a pipe) plain lines, one every `CULTURELENS_PROGRESS_EVERY`
+//! seconds (default 30; 0: one per update) and one at the end, since a bar that cannot redraw
+//! prints nothing until the run ends.
 
+use std::io::IsTerminal;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// A progress bar over a run's items, and the clock of the run's work loop.
+/// The environment variable of the plain lines' interval, in seconds.
+pub const ENV_EVERY: &str = "CULTURELENS_PROGRESS_EVERY";
+
+/// A progress display over a run's items, and the clock of the run's work loop.
 pub struct Progress {
     bar: ProgressBar,
     started: Instant,
+    /// Plain lines instead of the bar: the interval and the state they report.
+    lines: Option<Lines>,
+}
+
+struct Lines {
+    every: Duration,
+    what: String,
+    len: usize,
+    /// Items done when the run started (resumed), done now, and when the last line was printed.
+    state: Mutex<(usize, usize, Instant)>,
 }
 
 impl Progress {
-    /// A bar over `len` items named `what` (e.g. "images"), `done` of them finished already;
+    /// A display over `len` items named `what` (e.g. "images"), `done` of them finished already;
     /// the rate and ETA count only the items done from now on.
     pub fn new(len: usize, done: usize, what: &str) -> Self {
-        let bar = ProgressBar::new(len as u64);
+        let terminal = std::io::stderr().is_terminal();
+        let bar = if terminal { ProgressBar::new(len as u64) } else { ProgressBar::hidden() };
         bar.set_style(
             ProgressStyle::with_template(&format!(
                 "{{bar:40}} {{pos}}/{{len}} {what} · {{per_sec}} · ETA {{eta}} {{msg}}"
@@ -24,17 +43,60 @@ impl Progress {
         );
         bar.set_position(done as u64);
         bar.reset_eta();
-        Self { bar, started: Instant::now() }
+        let lines = (!terminal).then(|| Lines {
+            every: every_from_env(),
+            what: what.to_string(),
+            len,
+            state: Mutex::new((done, done, Instant::now())),
+        });
+        Self { bar, started: Instant::now(), lines }
     }
 
     /// Counts `n` more items as done (finished or failed).
     pub fn inc(&self, n: usize) {
         self.bar.inc(n as u64);
+        if let Some(lines) = &self.lines {
+            let mut state = lines.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.1 += n;
+            if state.2.elapsed() >= lines.every {
+                state.2 = Instant::now();
+                eprintln!("{}", lines.line(state.0, state.1, self.started.elapsed()));
+            }
+        }
     }
 
-    /// Ends the bar; returns the time since [`Progress::new`].
+    /// Ends the display (a last plain line off a terminal); returns the time since
+    /// [`Progress::new`].
     pub fn finish(&self) -> Duration {
         self.bar.finish();
-        self.started.elapsed()
+        let elapsed = self.started.elapsed();
+        if let Some(lines) = &self.lines {
+            let state = lines.state.lock().unwrap_or_else(|e| e.into_inner());
+            eprintln!("{}", lines.line(state.0, state.1, elapsed));
+        }
+        elapsed
     }
+}
+
+impl Lines {
+    /// `done/len what · rate/s · ETA`, the rate over this run's items only.
+    fn line(&self, start: usize, done: usize, elapsed: Duration) -> String {
+        let seconds = elapsed.as_secs_f64();
+        let new = done.saturating_sub(start);
+        if new == 0 || seconds <= 0.0 {
+            return format!("progress: {done}/{} {}", self.len, self.what);
+        }
+        let rate = new as f64 / seconds;
+        let left = self.len.saturating_sub(done) as f64 / rate;
+        format!("progress: {done}/{} {} · {rate:.3}/s · ETA {left:.0} s", self.len, self.what)
+    }
+}
+
+/// `CULTURELENS_PROGRESS_EVERY` (seconds, default 30); an unreadable value is the default.
+fn every_from_env() -> Duration {
+    std::env::var(ENV_EVERY)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(Duration::from_secs(30), Duration::from_secs_f64)
 }
