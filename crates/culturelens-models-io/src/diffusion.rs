@@ -410,23 +410,6 @@ impl ClipTokenizer {
     /// The ids of `text` with start and end tokens, truncated and padded to the text tower's
     /// length.
     pub fn ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
-        padded_ids(&self.tokenizer, &self.path, text, self.max_len, self.pad)
+        crate::padded_ids(&self.tokenizer, &self.path, text, self.max_len, self.pad)
     }
-}
-
-/// The ids of `text` with the tokenizer's special tokens, truncated by the tokenizer and padded
-/// with `pad` to `max_len` (CLIP's and T5's tokenizers as diffusers pipelines call them).
-pub(crate) fn padded_ids(
-    tokenizer: &tokenizers::Tokenizer,
-    path: &Path,
-    text: &str,
-    max_len: usize,
-    pad: u32,
-) -> Result<Vec<u32>, LoadError> {
-    let encoding = tokenizer
-        .encode(text, true)
-        .map_err(|e| LoadError::Tokenizer { path: path.to_path_buf(), message: e.to_string() })?;
-    let mut ids = encoding.get_ids().to_vec();
-    ids.resize(max_len, pad);
-    Ok(ids)
 }

@@ -88,6 +88,24 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
 }
 
 #[cfg(feature = "native")]
+/// The ids of `text` with the tokenizer's special tokens, truncated by the tokenizer and padded
+/// with `pad` to `max_len` (CLIP's and T5's tokenizers as diffusers pipelines call them).
+pub(crate) fn padded_ids(
+    tokenizer: &tokenizers::Tokenizer,
+    path: &Path,
+    text: &str,
+    max_len: usize,
+    pad: u32,
+) -> Result<Vec<u32>, LoadError> {
+    let encoding = tokenizer
+        .encode(text, true)
+        .map_err(|e| LoadError::Tokenizer { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut ids = encoding.get_ids().to_vec();
+    ids.resize(max_len, pad);
+    Ok(ids)
+}
+
+#[cfg(feature = "native")]
 pub(crate) fn read_string(path: &Path) -> Result<String, LoadError> {
     std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
 }

@@ -100,7 +100,7 @@ impl T5Tokenizer {
 
     /// The ids of `text` with `</s>`, truncated and padded to the maximum length.
     pub fn ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
-        crate::diffusion::padded_ids(&self.tokenizer, &self.path, text, self.max_len, self.pad)
+        crate::padded_ids(&self.tokenizer, &self.path, text, self.max_len, self.pad)
     }
 
     /// The length ids are padded and truncated to.
