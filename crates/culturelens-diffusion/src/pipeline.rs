@@ -148,14 +148,12 @@ impl StableDiffusion {
     /// Attention slicing for the UNet (diffusers' `set_attention_slice`, refused by its rule) and
     /// the VAE's mid-block attention (image by image); `None` turns it off.
     pub fn set_attention_slice(&mut self, slice: Option<AttentionSlice>) -> Result<(), ModelError> {
-        self.unet.set_attention_slice(slice)?;
-        self.vae.sliced_attention = slice.is_some();
-        Ok(())
+        set_unet_attention_slice(&mut self.unet, &mut self.vae, slice)
     }
 
     /// diffusers' default height and width: `unet.sample_size × vae_scale_factor`.
     pub fn default_size(&self) -> usize {
-        self.unet.config.sample_size * self.vae.scale_factor
+        unet_default_size(&self.unet, &self.vae)
     }
 
     /// The shape of `images` latents for a `height × width` image, after checking that both are
@@ -209,6 +207,23 @@ impl StableDiffusion {
         let latents = denoise(&self.unet, scheduler, request.latents.clone(), &context, None, guidance);
         Ok(self.vae.decode(latents))
     }
+}
+
+/// Attention slicing of a UNet pipeline (SD, SDXL): the UNet's (diffusers' `set_attention_slice`,
+/// refused by its rule) and the VAE's mid-block attention (image by image); `None` turns it off.
+pub fn set_unet_attention_slice(
+    unet: &mut UNet2DConditionModel,
+    vae: &mut VaeDecoder,
+    slice: Option<AttentionSlice>,
+) -> Result<(), ModelError> {
+    unet.set_attention_slice(slice)?;
+    vae.sliced_attention = slice.is_some();
+    Ok(())
+}
+
+/// diffusers' default height and width of a UNet pipeline: `unet.sample_size × vae_scale_factor`.
+pub fn unet_default_size(unet: &UNet2DConditionModel, vae: &VaeDecoder) -> usize {
+    unet.config.sample_size * vae.scale_factor
 }
 
 /// The shape of `images` latents `(images, in_channels, H/f, W/f)` of a UNet pipeline, after

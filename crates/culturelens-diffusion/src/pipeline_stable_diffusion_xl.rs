@@ -37,7 +37,7 @@
 
 use burn::tensor::{DType, Device, Tensor};
 
-use super::pipeline::{denoise, unet_latent_shape};
+use super::pipeline::{denoise, set_unet_attention_slice, unet_default_size, unet_latent_shape};
 use super::request::{GenerateError, GenerateRequest, PromptIds, repeat_rows};
 use super::scheduler::Scheduler;
 use super::unet::{AttentionSlice, TextTime, UNet2DConditionModel};
@@ -119,14 +119,12 @@ impl StableDiffusionXl {
 
     /// Attention slicing for the UNet and the VAE's mid-block attention, as for SD 1.x/2.x.
     pub fn set_attention_slice(&mut self, slice: Option<AttentionSlice>) -> Result<(), ModelError> {
-        self.unet.set_attention_slice(slice)?;
-        self.vae.sliced_attention = slice.is_some();
-        Ok(())
+        set_unet_attention_slice(&mut self.unet, &mut self.vae, slice)
     }
 
     /// diffusers' default height and width: `unet.sample_size × vae_scale_factor` (1024 for SDXL).
     pub fn default_size(&self) -> usize {
-        self.unet.config.sample_size * self.vae.scale_factor
+        unet_default_size(&self.unet, &self.vae)
     }
 
     /// The shape of `images` latents (`latents=`) for a `height × width` image.
