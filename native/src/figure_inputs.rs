@@ -222,9 +222,9 @@ pub fn sos_report(path: &Path) -> Result<Vec<Figure>> {
     Ok(figures)
 }
 
-/// The 2-D PCA of `table` coloured by `colour_by`, with the browser scatter's rule
-/// (`culturelens_view::pca`): rows L2-normalised, the covariance of an evenly strided sample,
-/// its two leading eigenvectors by power iteration, every row projected (f64 on the host).
+/// The 2-D PCA of `table` coloured by `colour_by`, with the browser scatter's rule (`culturelens_view::pca`):
+/// rows L2-normalised, the covariance of an evenly strided sample, its two leading eigenvectors by block
+/// power iteration to convergence, every row projected (f64 on the host).
 pub fn pca(table: &EmbeddingTable, colour_by: &str) -> Result<Figure> {
     let (n, d) = (table.len(), table.dim());
     let labels = table.meta.require_nonempty_column(colour_by)?;

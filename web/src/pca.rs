@@ -1,10 +1,10 @@
 //! 2-D PCA of the embeddings for the scatter view (SoS paper App. E), on the compute device.
 //!
-//! Rows are L2-normalised (as SoS does). The covariance is estimated from an evenly strided
-//! sample of the rows (`culturelens_view::pca::sample_rows`; a d × d product on the device, read
-//! back asynchronously), its two leading eigenvectors come from power iteration with deflation on
-//! the host (f64, `culturelens_view::pca::principal_axes`), and every row is projected on the
-//! device, part by part of the table.
+//! Rows are L2-normalised (as SoS does). The covariance is estimated from an evenly strided sample of the
+//! rows (`culturelens_view::pca::sample_rows`; a d × d product on the device, read back asynchronously), its
+//! two leading eigenvectors come from block (subspace) iteration with Rayleigh–Ritz on the host (f64,
+//! `culturelens_view::pca::principal_axes`), and every row is projected on the device, part by part of the
+//! table.
 
 use burn::tensor::{Tensor, TensorData};
 use culturelens_view::pca::{principal_axes, sample_rows};

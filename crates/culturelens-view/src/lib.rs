@@ -7,7 +7,8 @@
 //! - [`filter`]: which rows the SoS computation keeps (models, languages, pooling);
 //! - [`selection`]: the scatter's data → pixel transform and box/lasso selection;
 //! - [`parts`]: a table stored on the GPU in parts (rows per part, runs of rows per part);
-//! - [`pca`]: the two leading principal axes of a covariance matrix (power iteration);
+//! - [`pca`]: the two leading principal axes of a covariance matrix (block power iteration, as
+//!   scikit-learn gives them);
 //! - [`heatmap`]: the culture × language grid of joint scores, with means and sort orders;
 //! - [`educator`]: the per-language values of an educator slide;
 //! - [`present`]: the keys of the slide and of presentation mode, and the state they lead to;
