@@ -506,4 +506,57 @@ mod tests {
             }
         }
     }
+
+    /// Every SIMD path the CPU can execute (`culturelens_simd::available`: scalar, AVX2,
+    /// AVX-512) gives the fused passes the same bits: the linear epilogue with the vectorised
+    /// quick-GELU and a residual, and the attention with narrow heads (dot products with Vᵀ),
+    /// wide heads (sums of value rows), causal and padded keys.
+    #[test]
+    fn fused_passes_give_the_same_bits_on_every_simd_path() {
+        let device = Device::flex();
+        let mut rng = SplitMix64::new(11);
+        let mut random = |shape: [usize; 3]| {
+            let data: Vec<f32> = (0..shape.iter().product()).map(|_| 2.0 * rng.normal() as f32).collect();
+            Tensor::<3>::from_data(TensorData::new(data, shape), &device)
+        };
+        let (x, residual, text) = (random([2, 70, 48]), random([2, 70, 64]), random([2, 77, 64]));
+        let layer = LinearConfig::new(48, 64).init(&device);
+        let padding = Tensor::<2, Bool>::from_data(
+            TensorData::new((0..2 * 77).map(|i| i >= 77 + 60).collect::<Vec<bool>>(), [2, 77]),
+            &device,
+        );
+        let values = |t: Tensor<3>| t.into_data().try_into_vec::<f32>().unwrap();
+        // Heads 32 wide (sums of value rows) and 8 wide (dot products with Vᵀ); their random
+        // weights are drawn once, outside the runs compared.
+        let attentions = [2, 8].map(|heads| Attention::init(64, heads, true, &device));
+        let run = || {
+            let mut out =
+                vec![values(linear(&layer, x.clone(), Some(Activation::QuickGelu), Some(residual.clone())))];
+            let q = linear(&layer, x.clone(), None, None);
+            for attn in &attentions {
+                for how in [
+                    AttendOptions::default(),
+                    AttendOptions { causal: true, ..AttendOptions::default() },
+                    AttendOptions { key_padding: Some(padding.clone()), ..AttendOptions::default() },
+                ] {
+                    let kv = if how.key_padding.is_some() { text.clone() } else { q.clone() };
+                    out.push(values(attn.attend_plus(q.clone(), kv, how, None)));
+                }
+            }
+            out
+        };
+        let levels = culturelens_simd::available();
+        let mut first: Option<Vec<Vec<f32>>> = None;
+        for &level in &levels {
+            culturelens_simd::force(Some(level)).unwrap();
+            let got = run();
+            culturelens_simd::force(None).unwrap();
+            let bits = |v: &[Vec<f32>]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+            match &first {
+                None => first = Some(got),
+                Some(want) => assert_eq!(bits(&got), bits(want), "{level:?} differs from scalar"),
+            }
+        }
+        println!("fused passes: {levels:?} give the same bits");
+    }
 }

@@ -573,6 +573,31 @@ mod tests {
         }
     }
 
+    /// At an order the public path reduces in two stages (≥ `TWO_STAGE_MIN` = 512), every SIMD
+    /// path the CPU can execute (`culturelens_simd::available`) gives the same bits, and faer's
+    /// one-stage values to round-off.
+    #[test]
+    fn every_simd_path_gives_the_same_bits_at_a_two_stage_order() {
+        let n = 520;
+        let a = random_symmetric(n, 11);
+        let want = faer_eigenvalues(&a, n);
+        let levels = culturelens_simd::available();
+        let mut first: Option<Vec<f64>> = None;
+        for &level in &levels {
+            culturelens_simd::force(Some(level)).unwrap();
+            let got = two_stage_eigenvalues(&a, n, BAND);
+            culturelens_simd::force(None).unwrap();
+            let diff = max_diff(&got, &want);
+            println!("{level:?}: max |two-stage − faer| {diff:.1e}");
+            assert!(diff < 1e-13 * n as f64, "{level:?}: {diff:e}");
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            match &first {
+                None => first = Some(got),
+                Some(f) => assert_eq!(bits(&got), bits(f), "{level:?} differs from scalar"),
+            }
+        }
+    }
+
     #[test]
     fn root_free_ql_agrees_with_faer_on_tridiagonal_matrices() {
         for (n, seed) in [(1, 31), (2, 32), (3, 33), (50, 34), (300, 35)] {
