@@ -11,9 +11,17 @@ use crate::common::{Cli, read_csv, reference, reference_texts};
 
 const IMAGES: [&str; 5] = ["a_rgb.png", "b_grey.png", "c_rgba.png", "d_photo.jpg", "e_lossless.webp"];
 
-/// Largest difference from transformers' probabilities allowed (the embeddings agree to about
-/// 1e-6; printed with `--nocapture`).
-const PARITY: f64 = 1e-5;
+/// Largest difference from transformers' probabilities allowed: about 3× the worst measured
+/// (9.0e-7 on an AVX-512 EPYC, the set scored at real CLIP's logit scale; the others below 1e-7;
+/// printed with `--nocapture`).
+const PARITY: f64 = 3e-6;
+/// Largest difference of a CLIPScore cosine from the one of transformers' features: 1.1e-7
+/// measured on an AVX-512 EPYC, 6e-7 on the machine of issue 32's audit; about 2.5× the larger.
+const COSINE: f64 = 1.5e-6;
+/// Largest difference of gender-v1's probabilities from onnxruntime's through `classify
+/// --network gender-v1` on the committed chips: 5.9e-7 measured on an AVX-512 EPYC, about 1e-6
+/// on the machine of issue 32's audit; 2× the larger (printed).
+const GENDER: f64 = 2e-6;
 
 fn expected() -> serde_json::Value {
     serde_json::from_str(&read_fixture("classify/clip.json")).unwrap()
@@ -24,7 +32,33 @@ fn images() -> PathBuf {
 }
 
 fn classify(images: &Path, out: &Path) -> Cli {
-    Cli::new("classify").opt("--images", images).opt("--weights", fixture("encoders/clip")).opt("--out", out)
+    classify_with(&fixture("encoders/clip"), images, out)
+}
+
+fn classify_with(weights: &Path, images: &Path, out: &Path) -> Cli {
+    Cli::new("classify").opt("--images", images).opt("--weights", weights).opt("--out", out)
+}
+
+/// A copy of the tiny CLIP folder in `tmp` whose `logit_scale` is ln `scale` (real CLIP
+/// checkpoints: ln 100), as make_classify.py patches it: the four bytes of the f32 scalar in
+/// model.safetensors, found through the file's JSON header.
+fn clip_with_logit_scale(tmp: &Path, scale: f64) -> PathBuf {
+    let folder = tmp.join(format!("clip-logit-{scale}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    for entry in std::fs::read_dir(fixture("encoders/clip")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, folder.join(path.file_name().unwrap())).unwrap();
+    }
+    let weights = folder.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let entry = &header["logit_scale"];
+    assert_eq!(entry["dtype"], "F32");
+    let start = 8 + header_len + entry["data_offsets"][0].as_u64().unwrap() as usize;
+    bytes[start..start + 4].copy_from_slice(&(scale.ln() as f32).to_le_bytes());
+    std::fs::write(&weights, bytes).unwrap();
+    folder
 }
 
 /// The `--classes` arguments and the reference probabilities of one class set of the fixture.
@@ -49,12 +83,21 @@ fn argmax(p: &[f64]) -> usize {
 #[test]
 fn zero_shot_probabilities_match_transformers() {
     let tmp = tempfile::tempdir().unwrap();
-    for (set, attribute, labels) in
-        [("gender", "gender", vec!["male", "female"]), ("scene", "scene", vec!["city", "forest", "sea"])]
-    {
+    for (set, attribute, labels) in [
+        ("gender", "gender", vec!["male", "female"]),
+        ("scene", "scene", vec!["city", "forest", "sea"]),
+        ("people", "person", vec!["woman", "child", "blue"]),
+    ] {
         let (classes, want) = class_set(set);
         let out = tmp.path().join(format!("{set}.csv"));
-        let mut cli = classify(&images(), &out).opt("--attribute", attribute).opt("--batch", "2");
+        // The tiny model's own logit scale (1.136) gives every image the same winner; the set
+        // scored at real CLIP's scale has different winners, so a per-image mix-up fails here.
+        let weights = match expected()["sets"][set]["logit_scale_exp"].as_f64() {
+            Some(scale) => clip_with_logit_scale(tmp.path(), scale),
+            None => fixture("encoders/clip"),
+        };
+        let mut cli =
+            classify_with(&weights, &images(), &out).opt("--attribute", attribute).opt("--batch", "2");
         for c in &classes {
             cli = cli.opt("--classes", c);
         }
@@ -72,6 +115,10 @@ fn zero_shot_probabilities_match_transformers() {
             }
             assert_eq!(row[1], labels[argmax(want)], "{set}: the most probable class");
             assert!((got.iter().sum::<f64>() - 1.0).abs() < 1e-6);
+        }
+        if set == "people" {
+            let winners: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+            assert!(winners.len() >= 3, "{set}: the images' winners differ: {winners:?}");
         }
         eprintln!("{set}: max abs difference from transformers {worst:e}");
         assert!(worst <= PARITY, "{set}: probabilities differ by {worst}");
@@ -161,15 +208,18 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
     let d = image.len() / IMAGES.len();
     let caption = &text[..d];
     let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    let mut worst = 0f64;
     for (i, row) in rows.iter().enumerate() {
         let img = &image[i * d..(i + 1) * d];
         let dot: f64 = img.iter().zip(caption).map(|(a, b)| *a as f64 * *b as f64).sum();
         let cos = dot / norm(img) / norm(caption);
         let got: f64 = row[3].parse().unwrap();
-        assert!((got - cos).abs() < 1e-5, "row {i}: cos {got} vs {cos}");
+        worst = worst.max((got - cos).abs());
+        assert!((got - cos).abs() <= COSINE, "row {i}: cos {got} vs {cos}");
         let score: f64 = row[4].parse().unwrap();
         assert!((score - 2.5 * got.max(0.0)).abs() < 1e-6, "row {i}: {score}");
     }
+    eprintln!("clipscore: max abs cosine difference from transformers' features {worst:e}");
 
     // A caption over the 16-token context: an error naming row and column, unless --truncate.
     std::fs::remove_file(&out).unwrap();
@@ -217,12 +267,15 @@ fn gender_v1_classifies_chips_and_counts_rows_without_a_face() {
     assert_eq!(header[6..], ["gender", "p_female", "p_male"]);
     assert_eq!(rows.len(), chips.len() + 1, "the row without a face is kept");
     let want = reference["probabilities"].as_array().unwrap();
+    let mut worst = 0f64;
     for (row, want) in rows.iter().zip(want) {
         let p: Vec<f64> = row[7..].iter().map(|v| v.parse().unwrap()).collect();
         let w: Vec<f64> = want.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
-        assert!((p[0] - w[0]).abs() <= 1e-4 && (p[1] - w[1]).abs() <= 1e-4, "{p:?} vs {w:?}");
+        worst = worst.max((p[0] - w[0]).abs()).max((p[1] - w[1]).abs());
+        assert!((p[0] - w[0]).abs() <= GENDER && (p[1] - w[1]).abs() <= GENDER, "{p:?} vs {w:?}");
         assert_eq!(row[6], if w[1] > w[0] { "male" } else { "female" });
     }
+    eprintln!("classify --network gender-v1: max abs difference from onnxruntime {worst:e}");
     assert_eq!(rows[chips.len()][6..], ["", "", ""]);
     let bias = tmp.path().join("magbig.csv");
     Cli::new("magbig").opt("--attributes", &out).opt("--out", &bias).run_ok();
