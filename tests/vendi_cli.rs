@@ -408,3 +408,53 @@ fn protocol_is_deterministic_and_bad_quality_is_located() {
         .stderr;
     assert!(err.contains("m.csv, line 3 (data row 1), column hps: quality must be a finite number"), "{err}");
 }
+
+/// splitmix64 (Steele, Lea & Flood), the generator of `scripts/fixtures/make_vendi_wide.py`'s table.
+fn splitmix64(x: u64) -> u64 {
+    let mut x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// How far (relative) the CLI's scores at width 768 may sit from vendi-score's: 2.7e-15 measured
+/// on an AVX-512 EPYC (printed with `--nocapture`); faer's GEMM, inside the first stage, sums in
+/// another order on AVX2 machines, so the bound leaves room for a few times that.
+const WIDE: f64 = 2e-14;
+
+/// At a real embedding width (d = 768, N = 900 in 20 clusters: both routes reduce an order ≥ 512
+/// in two stages), the scores equal vendi-score's `score_dual` and `score_K`
+/// (tests/fixtures/vendi/wide.json; the table is rebuilt here from the script's formula).
+#[test]
+fn scores_at_width_768_match_vendi_score() {
+    let fixture: Value = serde_json::from_str(&culturelens_testkit::read_fixture("vendi/wide.json")).unwrap();
+    let (n, d, clusters) = (900usize, 768usize, 20usize);
+    assert_eq!((fixture["n"].as_u64(), fixture["d"].as_u64()), (Some(n as u64), Some(d as u64)));
+    let h = |stream: u64, k: usize| {
+        (splitmix64(7 << 56 | stream << 48 | k as u64) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let x: Vec<f32> = (0..n * d)
+        .map(|ij| {
+            let (i, j) = (ij / d, ij % d);
+            (2.0 * (h(1, (i % clusters) * d + j) - 0.5) + (h(2, ij) - 0.5)) as f32
+        })
+        .collect();
+    let checksum: f64 = x.iter().map(|v| f64::from(*v)).sum();
+    assert!((checksum - f64_of(&fixture, "x_checksum")).abs() < 1e-6, "the table: {checksum}");
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("wide.npy");
+    save_table(&EmbeddingTable::new(Matrix::new(n, d, x), Metadata::empty(n)), &npy, None).unwrap();
+    let out = dir.path().join("v.json");
+    let mut worst = 0f64;
+    let mut cases: Vec<(&str, String, f64)> =
+        ["0.5", "1", "2"].into_iter().map(|q| ("dual", q.to_string(), f64_of(&fixture["dual"], q))).collect();
+    cases.push(("kernel", "1".into(), f64_of(&fixture, "kernel_q1")));
+    for (route, q, want) in cases {
+        vendi_on(&npy).opt("--q", &q).opt("--route", route).opt("--out", &out).run_ok();
+        let vs = f64_of(&json(&out), "vs");
+        let rel = (vs - want).abs() / want;
+        println!("width 768, {route} q={q}: vs {vs:.12}, vendi-score {want:.12}, relative {rel:.1e}");
+        worst = worst.max(rel);
+    }
+    assert!(worst <= WIDE, "relative difference from vendi-score {worst:.2e}");
+}
