@@ -1,4 +1,7 @@
-//! Every figure type rendered from a small hand-made table: the SVG's structure (elements,
+//! Every figure type rendered from a small hand-made table: the geometry that carries the numbers
+//! (bar heights, whiskers, baselines, box quartiles, cell colours and labels, point and vertex
+//! positions) is read back from the SVG through the figure's own labelled axes and compared with
+//! the input values (module `geometry`); the SVG's structure (elements,
 //! labels, colours) is checked, the PNG is compared with the committed reference in
 //! `tests/fixtures/figures/` within a tolerance, and two renders give identical bytes.
 //! `CULTURELENS_BLESS=1 cargo test -p culturelens-figures --test render` rewrites the references
@@ -337,4 +340,350 @@ fn value_histogram_with_more_than_eight_languages() {
     assert!(svg.contains(">0.0–0.2<") && svg.contains(">zh<"));
     assert!(!svg.contains(">-0"), "no negative zero on the axis");
     check_png("values", &svg);
+}
+
+/// The geometry that carries the numbers, read back from the SVG (issue 32): every element is on
+/// its own line, coordinates are written with two decimals, so a drawn value is recovered from
+/// its pixel position through the axis the figure itself labels (its tick labels and grid
+/// lines) to within 0.011 px.
+mod geometry {
+    use std::collections::BTreeMap;
+
+    /// One SVG element: its tag, attributes and text content.
+    pub struct Element {
+        pub tag: String,
+        pub attrs: BTreeMap<String, String>,
+        pub text: String,
+    }
+
+    impl Element {
+        pub fn f(&self, key: &str) -> f64 {
+            self.attrs.get(key).unwrap_or_else(|| panic!("no {key} on <{}>", self.tag)).parse().unwrap()
+        }
+        pub fn is(&self, key: &str, value: &str) -> bool {
+            self.attrs.get(key).is_some_and(|v| v == value)
+        }
+        /// The (x, y) pairs of a `points` attribute.
+        pub fn points(&self) -> Vec<(f64, f64)> {
+            self.attrs["points"]
+                .split(' ')
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        }
+    }
+
+    pub fn parse(svg: &str) -> Vec<Element> {
+        svg.lines()
+            .filter(|l| l.starts_with('<') && !l.starts_with("</") && !l.starts_with("<svg"))
+            .map(|l| {
+                let tag: String = l[1..].chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                let head_end = l.find('>').unwrap();
+                let head = &l[1 + tag.len()..head_end];
+                let mut attrs = BTreeMap::new();
+                for part in head.split('"').collect::<Vec<_>>().chunks(2) {
+                    if let [key, value] = part {
+                        attrs.insert(key.trim().trim_end_matches('=').to_string(), value.to_string());
+                    }
+                }
+                let text = l[head_end + 1..].split("</").next().unwrap_or("").to_string();
+                Element { tag, attrs, text }
+            })
+            .collect()
+    }
+
+    /// Pixel position as a linear function of a value, fitted on an axis' labelled ticks.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Axis {
+        pub offset: f64,
+        pub scale: f64,
+    }
+
+    impl Axis {
+        /// The value drawn at pixel `p`.
+        pub fn value(&self, p: f64) -> f64 {
+            (p - self.offset) / self.scale
+        }
+        /// How far (in value units) 0.011 px reaches: the reading's tolerance.
+        pub fn tolerance(&self) -> f64 {
+            0.011 / self.scale.abs()
+        }
+        /// From (value, pixel) pairs, checking every pair lies on the line.
+        pub fn fit(pairs: &[(f64, f64)]) -> Axis {
+            assert!(pairs.len() >= 2, "an axis needs two labelled ticks: {pairs:?}");
+            let ((v0, p0), (v1, p1)) = (pairs[0], pairs[pairs.len() - 1]);
+            let scale = (p1 - p0) / (v1 - v0);
+            let axis = Axis { offset: p0 - scale * v0, scale };
+            for (v, p) in pairs {
+                assert!((axis.offset + axis.scale * v - p).abs() < 0.011, "tick {v} at {p}: {axis:?}");
+            }
+            axis
+        }
+    }
+
+    fn number(text: &str) -> Option<f64> {
+        text.replace('−', "-").parse().ok()
+    }
+
+    /// The vertical value axis: the right-anchored tick labels paired, top to bottom, with the
+    /// horizontal grid lines they label.
+    pub fn y_axis(els: &[Element]) -> Axis {
+        let mut labels: Vec<(f64, f64)> = els
+            .iter()
+            .filter(|e| e.tag == "text" && e.is("text-anchor", "end") && !e.attrs.contains_key("transform"))
+            .filter_map(|e| number(&e.text).map(|v| (v, e.f("y"))))
+            .collect();
+        labels.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let grid_colours = ["#dddddd", "#555555", "#e5e5e5"];
+        let mut grid: Vec<f64> = els
+            .iter()
+            .filter(|e| {
+                e.tag == "line" && e.f("y1") == e.f("y2") && grid_colours.iter().any(|c| e.is("stroke", c))
+            })
+            .map(|e| e.f("y1"))
+            .collect();
+        grid.sort_by(f64::total_cmp);
+        grid.dedup();
+        assert_eq!(grid.len(), labels.len(), "one grid line per tick label");
+        Axis::fit(&labels.iter().zip(&grid).map(|((v, _), y)| (*v, *y)).collect::<Vec<_>>())
+    }
+
+    /// The horizontal value axis of the scatter: the centred tick labels under the plot, paired
+    /// left to right with its vertical grid lines.
+    pub fn x_axis(els: &[Element]) -> Axis {
+        let mut labels: Vec<(f64, f64)> = els
+            .iter()
+            .filter(|e| {
+                e.tag == "text" && e.is("text-anchor", "middle") && !e.attrs.contains_key("transform")
+            })
+            .filter_map(|e| number(&e.text).map(|v| (v, e.f("x"))))
+            .collect();
+        labels.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let mut grid: Vec<f64> = els
+            .iter()
+            .filter(|e| e.tag == "line" && e.f("x1") == e.f("x2") && e.is("stroke", "#e5e5e5"))
+            .map(|e| e.f("x1"))
+            .collect();
+        grid.sort_by(f64::total_cmp);
+        assert_eq!(grid.len(), labels.len(), "one grid line per tick label");
+        Axis::fit(&labels.iter().zip(&grid).map(|((v, _), x)| (*v, *x)).collect::<Vec<_>>())
+    }
+
+    #[track_caller]
+    pub fn close(got: f64, want: f64, tol: f64, what: &str) {
+        assert!((got - want).abs() <= tol, "{what}: drawn at {got}, the input is {want} (± {tol:e})");
+    }
+}
+
+/// The bars' heights, error bars and baseline ticks, read back through the figure's own y axis,
+/// are the input values.
+#[test]
+fn bar_geometry_carries_the_values() {
+    use geometry::*;
+    let b = Bars {
+        title: "MAD".into(),
+        x_label: "language".into(),
+        y_label: "MAD".into(),
+        groups: vec!["ar".into(), "de".into(), "en".into()],
+        series: vec!["a".into(), "b".into()],
+        bars: vec![
+            vec![Some(Bar { value: 0.613, sd: Some(0.05), baseline: Some(0.19) }), None],
+            vec![
+                Some(Bar { value: 0.45, sd: Some(0.11), baseline: Some(0.2) }),
+                Some(Bar { value: -0.07, sd: None, baseline: None }),
+            ],
+            vec![None, Some(Bar { value: 0.661, sd: None, baseline: Some(0.18) })],
+        ],
+        baseline_label: Some("baseline".into()),
+    };
+    let els = parse(&bars(&b));
+    let y = y_axis(&els);
+    let tol = y.tolerance();
+    let zero = y.offset;
+    // The bars in drawing order (group by group, series by series), each from the zero line.
+    let rects: Vec<&Element> = els
+        .iter()
+        .filter(|e| e.tag == "rect" && (e.is("fill", OKABE_ITO[0]) || e.is("fill", OKABE_ITO[1])))
+        .filter(|e| e.f("width") > 20.0)
+        .collect();
+    let drawn: Vec<&Bar> = b.bars.iter().flatten().flatten().collect();
+    assert_eq!(rects.len(), drawn.len(), "one rect per bar");
+    for (r, bar) in rects.iter().zip(&drawn) {
+        let (top, bottom) = (r.f("y"), r.f("y") + r.f("height"));
+        let end = if (top - zero).abs() > (bottom - zero).abs() { top } else { bottom };
+        close(y.value(end), bar.value, 2.0 * tol, "bar height");
+        close(y.value(if end == top { bottom } else { top }), 0.0, 2.0 * tol, "bar base");
+    }
+    // Error bars: vertical 1.5 px lines from value − sd to value + sd.
+    let whiskers: Vec<(f64, f64)> = els
+        .iter()
+        .filter(|e| e.tag == "line" && e.is("stroke-width", "1.5") && e.f("x1") == e.f("x2"))
+        .map(|e| (y.value(e.f("y1").max(e.f("y2"))), y.value(e.f("y1").min(e.f("y2")))))
+        .collect();
+    let with_sd: Vec<&&Bar> = drawn.iter().filter(|b| b.sd.is_some()).collect();
+    assert_eq!(whiskers.len(), with_sd.len());
+    for ((lo, hi), bar) in whiskers.iter().zip(with_sd) {
+        close(*lo, bar.value - bar.sd.unwrap(), tol, "error bar low");
+        close(*hi, bar.value + bar.sd.unwrap(), tol, "error bar high");
+    }
+    // Baselines: dashed 2.5 px ticks (the legend's sample last).
+    let ticks: Vec<f64> = els
+        .iter()
+        .filter(|e| e.tag == "line" && e.is("stroke-dasharray", "4"))
+        .map(|e| y.value(e.f("y1")))
+        .collect();
+    let baselines: Vec<f64> = drawn.iter().filter_map(|b| b.baseline).collect();
+    assert_eq!(ticks.len(), baselines.len() + 1, "one tick per baseline and the legend's");
+    for (got, want) in ticks.iter().zip(&baselines) {
+        close(*got, *want, tol, "baseline");
+    }
+}
+
+/// Box plots: whisker ends at min and max, the box from q1 to q3, the median line and the mean
+/// diamond's centre, read back through the y axis.
+#[test]
+fn box_geometry_carries_the_quartiles() {
+    use geometry::*;
+    let g = |label: &str, v: [f64; 6]| BoxStats {
+        label: label.into(),
+        n: 9,
+        min: v[0],
+        q1: v[1],
+        median: v[2],
+        q3: v[3],
+        max: v[4],
+        mean: v[5],
+    };
+    let d = Distributions {
+        title: "SoS".into(),
+        x_label: "model".into(),
+        y_label: "SoS".into(),
+        groups: vec![
+            g("a", [-0.41, -0.2, -0.13, 0.02, 0.21, -0.11]),
+            g("b", [-0.19, -0.04, 0.03, 0.12, 0.33, 0.05]),
+        ],
+    };
+    let els = parse(&distributions(&d));
+    let y = y_axis(&els);
+    let tol = y.tolerance();
+    let boxes: Vec<&Element> = els
+        .iter()
+        .filter(|e| e.tag == "rect" && e.attrs.contains_key("stroke") && e.f("width") > 20.0)
+        .collect();
+    let medians: Vec<&Element> =
+        els.iter().filter(|e| e.tag == "line" && e.is("stroke-width", "3")).collect();
+    let means: Vec<Vec<(f64, f64)>> =
+        els.iter().filter(|e| e.tag == "polygon" && e.is("fill", "#ffffff")).map(|e| e.points()).collect();
+    let vertical: Vec<&Element> = els
+        .iter()
+        .filter(|e| e.tag == "line" && e.is("stroke-width", "1.5") && e.f("x1") == e.f("x2"))
+        .collect();
+    for (i, s) in d.groups.iter().enumerate() {
+        close(y.value(boxes[i].f("y")), s.q3, tol, "q3");
+        close(y.value(boxes[i].f("y") + boxes[i].f("height")), s.q1, 2.0 * tol, "q1");
+        close(y.value(medians[i].f("y1")), s.median, tol, "median");
+        close(y.value(means[i][1].1), s.mean, tol, "mean");
+        let (low, high) = (vertical[2 * i], vertical[2 * i + 1]);
+        close(y.value(low.f("y1")), s.min, tol, "min");
+        close(y.value(high.f("y2")), s.max, tol, "max");
+    }
+}
+
+/// Heatmap cells: each cell's fill is the scale's colour of its input value and its label the
+/// value; cells are found by the row and column labels' positions.
+#[test]
+fn heatmap_cells_carry_their_values() {
+    use geometry::*;
+    let m = heatmap();
+    let els = parse(&matrix(&m));
+    let cells: Vec<&Element> = els.iter().filter(|e| e.tag == "rect" && e.is("stroke", "#ffffff")).collect();
+    assert_eq!(cells.len(), m.rows.len() * m.cols.len());
+    let labels: Vec<&Element> =
+        els.iter().filter(|e| e.tag == "text" && e.is("text-anchor", "middle")).collect();
+    for (r, row) in m.values.iter().enumerate() {
+        for (c, v) in row.iter().enumerate() {
+            // Cells are drawn row by row, column by column, left to right and top to bottom.
+            let cell = cells[r * m.cols.len() + c];
+            let (x, y) = (cell.f("x"), cell.f("y"));
+            if r > 0 {
+                assert!(y > cells[(r - 1) * m.cols.len() + c].f("y"), "rows go down");
+            }
+            if c > 0 {
+                assert!(x > cells[r * m.cols.len() + c - 1].f("x"), "columns go right");
+            }
+            let (cx, cy) = (x + cell.f("width") / 2.0, y + cell.f("height") / 2.0);
+            let label = labels
+                .iter()
+                .find(|t| (t.f("x") - cx).abs() < 0.011 && t.f("y") > y && t.f("y") < y + cell.f("height"))
+                .unwrap_or_else(|| panic!("no label in cell {r},{c} at {cx},{cy}"));
+            match v {
+                Some(v) => {
+                    assert_eq!(cell.attrs["fill"], m.scale.color(*v), "cell {r},{c}");
+                    let shown: f64 = label.text.replace('−', "-").parse().unwrap();
+                    close(shown, *v, 0.5 * 10f64.powi(-(m.decimals as i32)), "cell label");
+                }
+                None => assert_eq!(label.text, "n/a"),
+            }
+        }
+    }
+}
+
+/// Scatter points: each marker's centre, read through both labelled axes, is its input point.
+#[test]
+fn scatter_points_sit_at_their_coordinates() {
+    use geometry::*;
+    let s = Scatter {
+        title: "PCA".into(),
+        categories: vec!["en".into(), "de".into()],
+        points: (0..12)
+            .map(|i| ((i as f64 * 0.37).sin() * 1.7, (i as f64 * 0.91).cos() * 0.8, i % 2))
+            .collect(),
+    };
+    let els = parse(&scatter(&s));
+    let (x, y) = (x_axis(&els), y_axis(&els));
+    let circles: Vec<&Element> = els.iter().filter(|e| e.tag == "circle" && e.is("r", "3.5")).collect();
+    let squares: Vec<&Element> = els.iter().filter(|e| e.tag == "rect" && e.is("width", "6.3")).collect();
+    let mut markers: Vec<(f64, f64, String)> = circles
+        .iter()
+        .map(|e| (e.f("cx"), e.f("cy"), e.attrs["fill"].clone()))
+        .chain(squares.iter().map(|e| (e.f("x") + 3.15, e.f("y") + 3.15, e.attrs["fill"].clone())))
+        .collect();
+    // Markers are drawn in point order; both shapes are the first eight categories' circles here.
+    assert!(squares.is_empty());
+    assert_eq!(markers.len(), s.points.len());
+    for ((px, py, fill), (vx, vy, c)) in markers.drain(..).zip(&s.points) {
+        close(x.value(px), *vx, x.tolerance(), "x");
+        close(y.value(py), *vy, y.tolerance(), "y");
+        assert_eq!(fill, OKABE_ITO[*c]);
+    }
+}
+
+/// Line charts: every vertex of every series, read back through the y axis, is its value.
+#[test]
+fn line_vertices_carry_the_values() {
+    use geometry::*;
+    let l = Lines {
+        title: "SoS per layer".into(),
+        x_label: "layer".into(),
+        y_label: "mean SoS".into(),
+        x: (0..5).map(|i| i.to_string()).collect(),
+        series: vec![
+            ("en".into(), vec![Some(0.11), Some(0.052), Some(-0.013), Some(-0.05), Some(-0.1)]),
+            ("ar".into(), vec![Some(0.0), Some(-0.1), Some(-0.17), Some(-0.2), Some(-0.31)]),
+        ],
+    };
+    let els = parse(&lines(&l));
+    let y = y_axis(&els);
+    let polylines: Vec<&Element> =
+        els.iter().filter(|e| e.tag == "polyline" && e.is("stroke-width", "2.5")).collect();
+    assert_eq!(polylines.len(), 2, "one unbroken line per series");
+    for (line, (_, values)) in polylines.iter().zip(&l.series) {
+        let points = line.points();
+        assert_eq!(points.len(), values.len());
+        for ((_, py), v) in points.iter().zip(values) {
+            close(y.value(*py), v.unwrap(), y.tolerance(), "vertex");
+        }
+    }
 }
