@@ -347,3 +347,104 @@ fn vendi_ci_resamples_items_within_groups() {
     let (reseeded, _) = vendi(&d.join("other.json"), &other);
     assert_ne!(reseeded, scores);
 }
+
+/// `magbig --ci`: per (model, language, set), the prompts are the resampled unit and `mad` and
+/// `male_share` are recomputed per resample: the bounds equal the percentile interval of the
+/// means over the group's own index stream (seed XOR FNV-1a of "magbig", model, language, set),
+/// a group whose prompts all deviate alike has a zero-width interval, and the rest of the table
+/// is the table without --ci.
+#[test]
+fn magbig_ci_resamples_prompts_within_groups() {
+    use culturelens_metrics::bootstrap::{Draws, percentile_interval, stream_seed};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // de: 8 prompts of 4 images with 0..=4 male (deviations differ); ja: 5 prompts all 3 male of 4.
+    let mut text = String::from("model,language,set,prompt_id,gender\n");
+    let mut de_counts = Vec::new();
+    for prompt in 0..8 {
+        let male = (prompt * 3) % 5;
+        de_counts.push(male);
+        for image in 0..4 {
+            let gender = if image < male { "male" } else { "female" };
+            text += &format!("sd,de,occupations,p{prompt},{gender}\n");
+        }
+    }
+    for prompt in 0..5 {
+        for image in 0..4 {
+            text += &format!("sd,ja,occupations,q{prompt},{}\n", if image < 3 { "male" } else { "female" });
+        }
+    }
+    let attributes = d.join("a.csv");
+    std::fs::write(&attributes, text).unwrap();
+    let plain = d.join("plain.csv");
+    ok(&["magbig", "--attributes", p(&attributes), "--out", p(&plain)]);
+    let out = d.join("ci.csv");
+    let (b, seed) = (300, 11u64);
+    ok(&[
+        "magbig",
+        "--attributes",
+        p(&attributes),
+        "--out",
+        p(&out),
+        "--ci",
+        "0.9",
+        "--bootstrap",
+        "300",
+        "--ci-method",
+        "percentile",
+        "--seed",
+        "11",
+    ]);
+    let (header, rows) = read_csv(&out);
+    assert_eq!(
+        header,
+        [
+            "model",
+            "language",
+            "set",
+            "n_prompts",
+            "n_images",
+            "mad",
+            "mad_lo",
+            "mad_hi",
+            "mad_random",
+            "male_share",
+            "male_share_lo",
+            "male_share_hi"
+        ]
+    );
+    let (_, plain_rows) = read_csv(&plain);
+    for (row, plain) in rows.iter().zip(&plain_rows) {
+        let without: Vec<&String> =
+            row.iter().enumerate().filter(|(k, _)| ![6, 7, 10, 11].contains(k)).map(|(_, c)| c).collect();
+        assert_eq!(without, plain.iter().collect::<Vec<_>>(), "the estimates are unchanged");
+    }
+    // de: the interval recomputed from the group's own stream.
+    let de = &rows[0];
+    assert_eq!(de[1], "de");
+    let deviations: Vec<f64> = de_counts.iter().map(|&m| (2.0 * m as f64 / 4.0 - 1.0).abs()).collect();
+    let shares: Vec<f64> = de_counts.iter().map(|&m| m as f64 / 4.0).collect();
+    let draws = Draws::new(8, b, stream_seed(seed, "magbig\u{1f}sd\u{1f}de\u{1f}occupations"));
+    for (values, column) in [(&deviations, 6), (&shares, 10)] {
+        let means: Vec<f64> =
+            draws.iter().map(|idx| idx.iter().map(|&i| values[i as usize]).sum::<f64>() / 8.0).collect();
+        let want = percentile_interval(&means, 0.9).unwrap();
+        let (lo, hi) = (number(&de[column]), number(&de[column + 1]));
+        assert!(
+            (lo - want.lo).abs() < 1e-15 && (hi - want.hi).abs() < 1e-15,
+            "{}: [{lo}, {hi}] vs {want:?}",
+            header[column]
+        );
+        assert!(lo < number(&de[column - 1]) && number(&de[column - 1]) < hi, "{}", header[column]);
+    }
+    // ja: every prompt has deviation 0.5 and male share 0.75: every resample too.
+    let ja = &rows[1];
+    assert_eq!((number(&ja[6]), number(&ja[7])), (0.5, 0.5));
+    assert_eq!((number(&ja[10]), number(&ja[11])), (0.75, 0.75));
+    let record = manifest(&out);
+    assert_eq!(
+        record["uncertainty"]["unit"],
+        "prompts (prompt_id) with a classified image, within each (model, language, set)"
+    );
+    assert_eq!(record["uncertainty"]["resamples"], 300);
+}

@@ -307,7 +307,7 @@ pub fn vendi(path: &Path) -> Result<Figure> {
 /// From the `--out` CSV of `culturelens magbig`: per model, MAD per language and set with the
 /// fair-coin `mad_random` as a dashed tick.
 pub fn magbig(path: &Path) -> Result<Vec<Figure>> {
-    let ((), rows) = read_table::<magbig::Magbig>(path)?;
+    let (_, rows) = read_table::<magbig::Magbig>(path)?;
     let mut cells: BTreeMap<(&str, &str, &str), Bar> = BTreeMap::new();
     for r in &rows {
         let bar = Bar { value: r.mad, sd: None, baseline: Some(r.mad_random) };

@@ -1,11 +1,13 @@
 //! The MAGBIG tables (MAGBIG §4, App. B): `culturelens magbig --out` ([`Magbig`]: one row per
 //! (model, language, set), [`HEADER`], a contract that tests outside the project read) and the
 //! per-image attribute table it reads ([`ATTRIBUTE_COLUMNS`]: what `classify` writes and a bundle
-//! may carry beside the result). The metrics are `culturelens_metrics::magbig`.
+//! may carry beside the result). The metrics are `culturelens_metrics::magbig`. With `--ci`,
+//! `mad` and `male_share` are each followed by their `_lo`, `_hi` bounds ([`crate::ci`]).
 
 use std::io::Read;
 
-use crate::csv_file::{Cells, CsvSchema, expect_header, malformed, open, strings};
+use crate::ci::{Interval, bound_cells, with_bounds};
+use crate::csv_file::{Cells, CsvSchema, header_error, malformed, open, strings};
 use crate::error::SchemaError;
 
 /// Header of `culturelens magbig --out`.
@@ -32,47 +34,76 @@ pub struct MagbigRow {
     pub mad: f64,
     pub mad_random: f64,
     pub male_share: f64,
+    /// With `--ci`: the bootstrap interval of `mad` (prompts resampled within the group).
+    pub mad_ci: Option<Interval>,
+    /// With `--ci`: the bootstrap interval of `male_share`.
+    pub male_share_ci: Option<Interval>,
 }
 
 /// The MAGBIG table (`magbig --out`).
 pub struct Magbig;
 
+/// Whether the table has the interval columns (`--ci`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MagbigColumns {
+    pub ci: bool,
+}
+
+/// The estimates that have intervals with `--ci`.
+const WITH_CI: [&str; 2] = ["mad", "male_share"];
+
 impl CsvSchema for Magbig {
-    type Columns = ();
+    type Columns = MagbigColumns;
     type Row = MagbigRow;
     const SOURCE: &'static str = "culturelens magbig --out";
 
-    fn header(_: &()) -> Vec<String> {
-        strings(&HEADER)
+    fn header(c: &MagbigColumns) -> Vec<String> {
+        with_bounds(&strings(&HEADER), &WITH_CI, c.ci)
     }
 
-    fn columns(file: &str, header: &[String]) -> Result<(), SchemaError> {
-        expect_header(file, header, &Self::header(&()), Self::SOURCE)
+    fn columns(file: &str, header: &[String]) -> Result<MagbigColumns, SchemaError> {
+        [MagbigColumns { ci: false }, MagbigColumns { ci: true }]
+            .into_iter()
+            .find(|c| Self::header(c) == header)
+            .ok_or_else(|| {
+                let want = "model,language,set,n_prompts,n_images,mad,[mad_lo,mad_hi,]mad_random,male_share\
+                            [,male_share_lo,male_share_hi]";
+                header_error(file, header, want, Self::SOURCE)
+            })
     }
 
-    fn record(_: &(), r: &MagbigRow) -> Vec<String> {
-        vec![
+    fn record(c: &MagbigColumns, r: &MagbigRow) -> Vec<String> {
+        let mut cells = vec![
             r.model.clone(),
             r.language.clone(),
             r.set.clone(),
             r.n_prompts.to_string(),
             r.n_images.to_string(),
             r.mad.to_string(),
-            r.mad_random.to_string(),
-            r.male_share.to_string(),
-        ]
+        ];
+        if c.ci {
+            cells.extend(bound_cells(r.mad_ci));
+        }
+        cells.extend([r.mad_random.to_string(), r.male_share.to_string()]);
+        if c.ci {
+            cells.extend(bound_cells(r.male_share_ci));
+        }
+        cells
     }
 
-    fn parse(_: &(), c: &Cells<'_>) -> Result<MagbigRow, SchemaError> {
+    fn parse(c: &MagbigColumns, cells: &Cells<'_>) -> Result<MagbigRow, SchemaError> {
+        let k = if c.ci { 2 } else { 0 };
         Ok(MagbigRow {
-            model: c.key(0)?,
-            language: c.key(1)?,
-            set: c.key(2)?,
-            n_prompts: c.count(3)?,
-            n_images: c.count(4)?,
-            mad: c.finite(5)?,
-            mad_random: c.finite(6)?,
-            male_share: c.finite(7)?,
+            model: cells.key(0)?,
+            language: cells.key(1)?,
+            set: cells.key(2)?,
+            n_prompts: cells.count(3)?,
+            n_images: cells.count(4)?,
+            mad: cells.finite(5)?,
+            mad_ci: if c.ci { cells.interval(6)? } else { None },
+            mad_random: cells.finite(6 + k)?,
+            male_share: cells.finite(7 + k)?,
+            male_share_ci: if c.ci { cells.interval(8 + k)? } else { None },
         })
     }
 }

@@ -13,7 +13,7 @@ use crate::ci::Interval;
 use crate::colour::{DominantRow, PaletteColour, PaletteRow, ValueRow};
 use crate::cultext2i::{CcsMatrix, Confusion, Cultext2iReport, Cultext2iRow, VqaScore};
 use crate::kind::{Place, ResultKind, commands, outputs};
-use crate::magbig::MagbigRow;
+use crate::magbig::{MagbigColumns, MagbigRow};
 use crate::sos::{
     ComparisonColumns, Factor, JointColumns, JointScore, LanguageCorrelation, LanguageMedian,
     PairedDifference, PerImageColumns, PerImageScore, PersonMean, SosReport,
@@ -342,11 +342,21 @@ fn magbig_table_round_trips_and_names_bad_cells() {
         mad: 0.5,
         mad_random: 0.4375,
         male_share: 0.75,
+        mad_ci: None,
+        male_share_ci: None,
     };
     round_trip::<magbig::Magbig>(
-        (),
-        vec![row],
+        MagbigColumns { ci: false },
+        vec![row.clone()],
         "model,language,set,n_prompts,n_images,mad,mad_random,male_share\nsd,de,adjectives,2,4,0.5,0.4375,0.75\n",
+    );
+    // With --ci: bounds after mad and male_share; an undefined interval is two empty cells.
+    let with_ci = MagbigRow { mad_ci: Some(Interval { lo: 0.25, hi: 0.75 }), ..row };
+    round_trip::<magbig::Magbig>(
+        MagbigColumns { ci: true },
+        vec![with_ci],
+        "model,language,set,n_prompts,n_images,mad,mad_lo,mad_hi,mad_random,male_share,male_share_lo,male_share_hi\n\
+         sd,de,adjectives,2,4,0.5,0.25,0.75,0.4375,0.75,,\n",
     );
     let text = format!("{}\nm,en,s,1,2,0.5,0.1,0.5\nm,de,s,1,2,oops,0.1,0.5\n", magbig::HEADER.join(","));
     let e: SchemaError = read::<magbig::Magbig>("runs/magbig.csv", text.as_bytes()).unwrap_err();
@@ -366,7 +376,9 @@ fn magbig_table_round_trips_and_names_bad_cells() {
     let e = read::<magbig::Magbig>("m.csv", &b"model,language,set\nm,de,x\n"[..]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "m.csv: header is `model,language,set`, expected `model,language,set,n_prompts,n_images,mad,mad_random,male_share` (culturelens magbig --out)"
+        "m.csv: header is `model,language,set`, expected \
+         `model,language,set,n_prompts,n_images,mad,[mad_lo,mad_hi,]mad_random,male_share[,male_share_lo,male_share_hi]` \
+         (culturelens magbig --out)"
     );
     let e = read::<magbig::Magbig>("m.csv", format!("{}\nm,de\n", magbig::HEADER.join(",")).as_bytes());
     assert!(e.unwrap_err().to_string().starts_with("m.csv, row 0: malformed CSV"));
@@ -598,7 +610,9 @@ fn every_schema_header_names_its_kind_alone() {
     }
     let per_image = PerImageColumns { image: false, layer: true, person: false };
     assert_eq!(kind_of::<sos::PerImage>(&per_image), Some(ResultKind::SosPerImage));
-    assert_eq!(kind_of::<magbig::Magbig>(&()), Some(ResultKind::Magbig));
+    for ci in [false, true] {
+        assert_eq!(kind_of::<magbig::Magbig>(&MagbigColumns { ci }), Some(ResultKind::Magbig));
+    }
     assert_eq!(kind_of::<cultext2i::Groups>(&vec!["modern".into()]), Some(ResultKind::Cultext2i));
     assert_eq!(kind_of::<colour::Dominant>(&groups), Some(ResultKind::ColourDominant));
     assert_eq!(kind_of::<colour::Palettes>(&groups), Some(ResultKind::ColourPalettes));

@@ -8,9 +8,11 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use culturelens_compute::tensor::paired_cosine_tensor;
+use culturelens_metrics::bootstrap::{CiSpec, Replicates};
 use culturelens_metrics::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
 use culturelens_metrics::stats::mean;
-use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigRow};
+use culturelens_results::ci::Interval;
+use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, MagbigRow};
 use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv, write_atomic};
 use serde_json::{Value, json};
 
@@ -18,6 +20,7 @@ use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
 use crate::output::write_json_pretty;
 use crate::provenance::Provenance;
+use crate::uncertainty::CiArgs;
 
 const CONVENTIONS: &str = "\
 Gender bias of the MAGBIG paper (Sec. 4, App. B), per (model, language, set):
@@ -37,6 +40,14 @@ model,language,set,prompt_id,gender; gender is male, female or empty.
 Output (--out, written atomically): model,language,set,n_prompts,n_images,mad,mad_random,male_share,
 one row per (model, language, set) present, sorted, floats in full f64 precision (shortest
 representation that reads back exactly).
+
+Unit resampled by --ci: the prompts of each (model, language, set) with a classified image (MAD
+and the male share are means over prompts; MAGBIG §4), drawn with replacement, each keeping its
+own images; mad and male_share get mad_lo,mad_hi and male_share_lo,male_share_hi right after
+them (empty where the interval is undefined, e.g. BCa with every resample on one side). The
+stream of each group is seeded with --seed XOR FNV-1a(\"magbig\", model, language, set), so a
+group's interval does not change when other groups are added. mad_random is an exact expectation
+and has no interval.
 
 Report (--report FILE.json), per (model, language, set) as above plus:
   attempts   when A.csv has an `attempt` column (the 1-based index of the generation, within its
@@ -84,6 +95,8 @@ pub struct MagbigArgs {
     /// Backend of the alignment cosines.
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: DeviceChoice,
+    #[command(flatten)]
+    pub ci: CiArgs,
 }
 
 type Group = (String, String, String);
@@ -104,6 +117,10 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         .filter_map(|((model, language, set), prompts)| {
             let counts: Vec<PromptCounts> = prompts.values().copied().collect();
             let s = mad(&counts)?;
+            let [mad_ci, male_share_ci] = match args.ci.spec() {
+                Some(spec) => intervals(&spec, &counts, &[model, language, set]),
+                None => [None, None],
+            };
             Some(MagbigRow {
                 model: model.clone(),
                 language: language.clone(),
@@ -113,6 +130,8 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
                 mad: s.mad,
                 mad_random: s.mad_random,
                 male_share: s.male_share,
+                mad_ci,
+                male_share_ci,
             })
         })
         .collect();
@@ -120,7 +139,8 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         let json = report(args, &meta, &groups)?;
         write_json_pretty(path, &json)?;
     }
-    write_atomic(&args.out, |w| culturelens_results::write::<Magbig>(w, &(), &rows))?;
+    let columns = MagbigColumns { ci: args.ci.ci.is_some() };
+    write_atomic(&args.out, |w| culturelens_results::write::<Magbig>(w, &columns, &rows))?;
     let mut provenance = Provenance::new("magbig", args);
     for path in [Some(&args.attributes), args.images.as_ref(), args.texts.as_ref(), args.text_meta.as_ref()]
         .into_iter()
@@ -129,9 +149,25 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         provenance.input(path)?;
     }
     let sets: std::collections::BTreeSet<&String> = groups.keys().map(|(_, _, set)| set).collect();
+    if args.ci.ci.is_some() {
+        provenance.seed("seed", args.ci.seed);
+    }
+    let unit = "prompts (prompt_id) with a classified image, within each (model, language, set)";
+    provenance.uncertainty(args.ci.record(unit, json!({})));
     provenance.prompt_sets(sets).device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
+}
+
+/// The bootstrap intervals of `mad` and `male_share` of one group: its prompts with a classified
+/// image resampled with replacement (the stream of `key`), both means recomputed per resample.
+fn intervals(spec: &CiSpec, counts: &[PromptCounts], key: &[&String]) -> [Option<Interval>; 2] {
+    let (deviations, shares): (Vec<f64>, Vec<f64>) =
+        counts.iter().filter_map(|c| Some((deviation(*c)?, c.male_share()?))).unzip();
+    let key =
+        std::iter::once("magbig").chain(key.iter().map(|k| k.as_str())).collect::<Vec<_>>().join("\u{1f}");
+    let draws = spec.draws(deviations.len(), &key);
+    [&deviations, &shares].map(|values| Replicates::of_mean(values, &draws).interval(spec.level, spec.method))
 }
 
 /// Male/female counts per prompt, per (model, language, set), both sorted.
