@@ -156,3 +156,68 @@ fn cultext2i_bad_input() {
     assert!(err.contains("vqa.csv") && err.contains("line 2") && err.contains("column question"), "{err}");
     assert!(!out.exists() && !report.exists(), "no output after an error");
 }
+
+/// `--ci`: the images of each group are resampled and every mean gets its bounds right after it.
+/// By hand: the de group's two images have CD 0 and 1 (cosines 1 and 0 with the English `city`
+/// text), so a resample's mean CD is 0, ½ or 1 with probabilities ¼, ½, ¼ and the 90 % percentile
+/// interval of 300 resamples is [0, 1]; both have DP(modern) = 1/√2, a zero-width interval; the es
+/// group has one image, so every interval is its value.
+#[test]
+fn cultext2i_ci_resamples_images_within_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let i = inputs(dir.path(), TEXT_META);
+    let plain = dir.path().join("plain.csv");
+    cli(&i, &plain).run_ok();
+    let out = dir.path().join("ci.csv");
+    cli(&i, &out)
+        .opt("--ci", "0.9")
+        .opt("--bootstrap", "300")
+        .opt("--ci-method", "percentile")
+        .opt("--seed", "5")
+        .run_ok();
+    let (header, rows) = read_csv(&out);
+    assert_eq!(
+        header,
+        [
+            "model",
+            "language",
+            "concept",
+            "template",
+            "n",
+            "na",
+            "na_lo",
+            "na_hi",
+            "na_acc",
+            "na_acc_lo",
+            "na_acc_hi",
+            "cd",
+            "cd_lo",
+            "cd_hi",
+            "dp_modern",
+            "dp_modern_lo",
+            "dp_modern_hi"
+        ]
+    );
+    let (_, plain_rows) = read_csv(&plain);
+    for (row, plain) in rows.iter().zip(&plain_rows) {
+        let estimates: Vec<&String> = [0, 1, 2, 3, 4, 5, 8, 11, 14].iter().map(|&k| &row[k]).collect();
+        assert_eq!(estimates, plain.iter().collect::<Vec<_>>(), "the estimates are unchanged");
+    }
+    let number = |cell: &str| cell.parse::<f64>().unwrap();
+    let de = &rows[0];
+    assert_eq!((number(&de[12]), number(&de[13])), (0.0, 1.0), "de cd: [0, 1]");
+    close(number(&de[15]), std::f64::consts::FRAC_1_SQRT_2, "de dp lo");
+    close(number(&de[16]), std::f64::consts::FRAC_1_SQRT_2, "de dp hi");
+    let es = &rows[1];
+    for k in [5, 8, 11, 14] {
+        assert_eq!(
+            (es[k + 1].as_str(), es[k + 2].as_str()),
+            (es[k].as_str(), es[k].as_str()),
+            "{}",
+            header[k]
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("ci.csv.provenance.json")).unwrap()).unwrap();
+    assert_eq!(manifest["uncertainty"]["unit"], "images within each (model, language, concept, template)");
+}

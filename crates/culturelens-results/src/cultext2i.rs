@@ -6,7 +6,8 @@
 //! | `--report` JSON | [`Cultext2iReport`] | `ccs`, `confusion`, `dimensions`, `nationalities`, `vqa` (with `--vqa`) |
 //!
 //! The report is pretty JSON with keys sorted and a final newline. The metrics are
-//! `culturelens_metrics::cultext2i`.
+//! `culturelens_metrics::cultext2i`. With `--ci`, every estimate of the CSV (`na`, `na_acc`, `cd`,
+//! each `dp_<label>`) is followed by its `_lo`, `_hi` bounds ([`crate::ci`]).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -14,6 +15,7 @@ use std::io::{Read, Write};
 pub use culturelens_metrics::cultext2i::Confusion;
 use serde::{Deserialize, Serialize};
 
+use crate::ci::{Interval, bound_cells, bound_columns};
 use crate::csv_file::{Cells, CsvSchema, header_error, strings};
 use crate::error::SchemaError;
 
@@ -44,65 +46,114 @@ pub struct Cultext2iRow {
     pub na_acc: f64,
     pub cd: f64,
     pub dp: Vec<(String, f64)>,
+    /// With `--ci`: the intervals of `na`, `na_acc`, `cd` and each `dp` value, in that order
+    /// (images resampled within the group); empty without `--ci`.
+    pub ci: Vec<Option<Interval>>,
 }
 
-/// The CulText2I table (`cultext2i --out`); its columns are the dimension labels.
+/// The CulText2I table (`cultext2i --out`).
 pub struct Groups;
 
+/// What varies between CulText2I tables: the dimension labels (one `dp_<label>` column each) and
+/// whether the interval columns are there (`--ci`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cultext2iColumns {
+    pub dimensions: Vec<String>,
+    pub ci: bool,
+}
+
 impl CsvSchema for Groups {
-    type Columns = Vec<String>;
+    type Columns = Cultext2iColumns;
     type Row = Cultext2iRow;
     const SOURCE: &'static str = "culturelens cultext2i --out";
 
-    fn header(dimensions: &Vec<String>) -> Vec<String> {
-        let mut header = strings(&HEADER);
-        header.extend(dimensions.iter().map(|d| dp_column(d)));
+    fn header(c: &Cultext2iColumns) -> Vec<String> {
+        let mut header = strings(&HEADER[..5]);
+        let estimates =
+            HEADER[5..].iter().map(|h| h.to_string()).chain(c.dimensions.iter().map(|d| dp_column(d)));
+        for name in estimates {
+            let bounds = if c.ci { bound_columns(&name).to_vec() } else { Vec::new() };
+            header.push(name);
+            header.extend(bounds);
+        }
         header
     }
 
-    fn columns(file: &str, header: &[String]) -> Result<Vec<String>, SchemaError> {
-        if header.len() < HEADER.len() || header[..HEADER.len()].iter().zip(HEADER).any(|(h, w)| h != w) {
-            let want = format!("{},{DP_PREFIX}<label>…", HEADER.join(","));
+    fn columns(file: &str, header: &[String]) -> Result<Cultext2iColumns, SchemaError> {
+        let ci = header.get(6).is_some_and(|h| h == "na_lo");
+        let fixed = Self::header(&Cultext2iColumns { dimensions: Vec::new(), ci });
+        if header.len() < fixed.len() || header[..fixed.len()] != fixed[..] {
+            let want = format!(
+                "{},{DP_PREFIX}<label>… (with --ci: `_lo`, `_hi` after every estimate)",
+                HEADER.join(",")
+            );
             return Err(header_error(file, header, &want, Self::SOURCE));
         }
-        header[HEADER.len()..]
-            .iter()
-            .map(|h| {
-                h.strip_prefix(DP_PREFIX).map(str::to_string).ok_or_else(|| {
+        let stride = if ci { 3 } else { 1 };
+        let rest = &header[fixed.len()..];
+        let dimensions = rest
+            .chunks(stride)
+            .map(|group| {
+                let label = group[0].strip_prefix(DP_PREFIX).ok_or_else(|| {
                     SchemaError::new(file, format!("columns after `cd` must be `{DP_PREFIX}<label>`"))
-                        .column(h.as_str())
-                })
+                        .column(group[0].as_str())
+                })?;
+                if ci && group[1..] != bound_columns(&group[0])[..] {
+                    return Err(SchemaError::new(
+                        file,
+                        format!("`{}` must be followed by its bounds", group[0]),
+                    )
+                    .column(group[0].as_str()));
+                }
+                Ok(label.to_string())
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Cultext2iColumns { dimensions, ci })
     }
 
-    fn record(dimensions: &Vec<String>, r: &Cultext2iRow) -> Vec<String> {
+    fn record(c: &Cultext2iColumns, r: &Cultext2iRow) -> Vec<String> {
         assert!(
-            r.dp.iter().map(|(l, _)| l).eq(dimensions.iter()),
+            r.dp.iter().map(|(l, _)| l).eq(c.dimensions.iter()),
             "a row's DP labels are the table's dimensions"
         );
         let mut row =
             vec![r.model.clone(), r.language.clone(), r.concept.clone(), r.template.clone(), r.n.to_string()];
-        row.extend([r.na, r.na_acc, r.cd].iter().chain(r.dp.iter().map(|(_, v)| v)).map(f64::to_string));
+        let estimates = [r.na, r.na_acc, r.cd].into_iter().chain(r.dp.iter().map(|(_, v)| *v));
+        for (k, value) in estimates.enumerate() {
+            row.push(value.to_string());
+            if c.ci {
+                row.extend(bound_cells(r.ci.get(k).copied().flatten()));
+            }
+        }
         row
     }
 
-    fn parse(dimensions: &Vec<String>, c: &Cells<'_>) -> Result<Cultext2iRow, SchemaError> {
-        let dp = dimensions
+    fn parse(c: &Cultext2iColumns, cells: &Cells<'_>) -> Result<Cultext2iRow, SchemaError> {
+        let stride = if c.ci { 3 } else { 1 };
+        let count = 3 + c.dimensions.len();
+        let value = |k: usize| cells.finite(5 + k * stride);
+        let ci = if c.ci {
+            (0..count).map(|k| cells.interval(5 + k * stride + 1)).collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        let dp = c
+            .dimensions
             .iter()
             .enumerate()
-            .map(|(k, label)| Ok((label.clone(), c.finite(HEADER.len() + k)?)))
+            .map(|(k, label)| Ok((label.clone(), value(3 + k)?)))
             .collect::<Result<_, SchemaError>>()?;
         Ok(Cultext2iRow {
-            model: c.key(0)?,
-            language: c.key(1)?,
-            concept: c.key(2)?,
-            template: c.key(3)?,
-            n: c.count(4)?,
-            na: c.finite(5)?,
-            na_acc: c.finite(6)?,
-            cd: c.finite(7)?,
+            model: cells.key(0)?,
+            language: cells.key(1)?,
+            concept: cells.key(2)?,
+            template: cells.key(3)?,
+            n: cells.count(4)?,
+            na: value(0)?,
+            na_acc: value(1)?,
+            cd: value(2)?,
             dp,
+            ci,
         })
     }
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::captions::{CoverageRow, TermRow, TopTermRow};
 use crate::ci::Interval;
 use crate::colour::{DominantRow, PaletteColour, PaletteRow, ValueRow};
-use crate::cultext2i::{CcsMatrix, Confusion, Cultext2iReport, Cultext2iRow, VqaScore};
+use crate::cultext2i::{CcsMatrix, Confusion, Cultext2iColumns, Cultext2iReport, Cultext2iRow, VqaScore};
 use crate::kind::{Place, ResultKind, commands, outputs};
 use crate::magbig::{MagbigColumns, MagbigRow};
 use crate::sos::{
@@ -406,17 +406,43 @@ fn cultext2i_row(dp: &[(&str, f64)]) -> Cultext2iRow {
         na_acc: 0.5,
         cd: 0.25,
         dp: dp.iter().map(|(l, v)| (l.to_string(), *v)).collect(),
+        ci: Vec::new(),
     }
+}
+
+fn cultext2i_columns(dimensions: &[&str], ci: bool) -> Cultext2iColumns {
+    Cultext2iColumns { dimensions: dimensions.iter().map(|d| d.to_string()).collect(), ci }
 }
 
 #[test]
 fn cultext2i_outputs_round_trip() {
     round_trip::<cultext2i::Groups>(
-        vec!["modern".into(), "rich".into()],
+        cultext2i_columns(&["modern", "rich"], false),
         vec![cultext2i_row(&[("modern", 0.7), ("rich", -0.125)])],
         "model,language,concept,template,n,na,na_acc,cd,dp_modern,dp_rich\nm,de,city,t,2,0.5,0.5,0.25,0.7,-0.125\n",
     );
-    round_trip::<cultext2i::Groups>(vec![], vec![], "model,language,concept,template,n,na,na_acc,cd\n");
+    round_trip::<cultext2i::Groups>(
+        cultext2i_columns(&[], false),
+        vec![],
+        "model,language,concept,template,n,na,na_acc,cd\n",
+    );
+    // With --ci: bounds after every estimate, an undefined interval as two empty cells.
+    let ci = |lo, hi| Some(Interval { lo, hi });
+    let row = Cultext2iRow {
+        ci: vec![ci(0.25, 0.75), None, ci(0.125, 0.5), ci(0.5, 0.875)],
+        ..cultext2i_row(&[("modern", 0.7)])
+    };
+    round_trip::<cultext2i::Groups>(
+        cultext2i_columns(&["modern"], true),
+        vec![row],
+        "model,language,concept,template,n,na,na_lo,na_hi,na_acc,na_acc_lo,na_acc_hi,cd,cd_lo,cd_hi,\
+         dp_modern,dp_modern_lo,dp_modern_hi\nm,de,city,t,2,0.5,0.25,0.75,0.5,,,0.25,0.125,0.5,0.7,0.5,0.875\n",
+    );
+    let e = read::<cultext2i::Groups>(
+        "c.csv",
+        &b"model,language,concept,template,n,na,na_lo,na_hi,na_acc,na_acc_lo,na_acc_hi,cd,cd_lo,cd_hi,dp_x,dp_x_lo\n"[..],
+    );
+    assert!(e.unwrap_err().to_string().contains("`dp_x` must be followed by its bounds"));
     let e =
         read::<cultext2i::Groups>("c.csv", &b"model,language,concept,template,n,na,na_acc,cd,extra\n"[..]);
     assert_eq!(e.unwrap_err().to_string(), "c.csv, column extra: columns after `cd` must be `dp_<label>`");
@@ -613,7 +639,12 @@ fn every_schema_header_names_its_kind_alone() {
     for ci in [false, true] {
         assert_eq!(kind_of::<magbig::Magbig>(&MagbigColumns { ci }), Some(ResultKind::Magbig));
     }
-    assert_eq!(kind_of::<cultext2i::Groups>(&vec!["modern".into()]), Some(ResultKind::Cultext2i));
+    for ci in [false, true] {
+        assert_eq!(
+            kind_of::<cultext2i::Groups>(&cultext2i_columns(&["modern"], ci)),
+            Some(ResultKind::Cultext2i)
+        );
+    }
     assert_eq!(kind_of::<colour::Dominant>(&groups), Some(ResultKind::ColourDominant));
     assert_eq!(kind_of::<colour::Palettes>(&groups), Some(ResultKind::ColourPalettes));
     assert_eq!(kind_of::<colour::Values>(&groups), Some(ResultKind::ColourValues));

@@ -9,11 +9,13 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use burn::tensor::Device;
 use culturelens_compute::tensor::cosine_tensor;
+use culturelens_metrics::bootstrap::{CiSpec, Replicates};
 use culturelens_metrics::cultext2i::{
     Confusion, ImageScores, TextColumns, ccs, group_scores, image_scores, majority, xdp, xna,
 };
+use culturelens_results::ci::Interval;
 use culturelens_results::cultext2i::{
-    self as schema, CcsMatrix, Cultext2iReport, Cultext2iRow, Groups, VqaScore,
+    self as schema, CcsMatrix, Cultext2iColumns, Cultext2iReport, Cultext2iRow, Groups, VqaScore,
 };
 use culturelens_table::{
     EmbeddingTable, Matrix, Metadata, TableError, load_table, read_metadata_csv, write_atomic,
@@ -22,6 +24,7 @@ use culturelens_table::{
 use crate::device::{DeviceChoice, FloatType, select_device};
 use crate::embeddings::{read_back, reject_zero_rows, upload};
 use crate::provenance::Provenance;
+use crate::uncertainty::CiArgs;
 
 const CONVENTIONS: &str = "\
 CulText2I automatic metrics (Sec. 6.1, Table 2). Embeddings are L2-normalised first (cosine).
@@ -42,7 +45,11 @@ for XNA rows); question `nationality` (XNA) or `d0|d1` (XDP, e.g. modern|ancient
 compared trimmed and lower-cased. Per image set (model, language, concept, template, question)
 the majority answer is the one of strictly more than half of its rows, else \"can't tell\".
 XNA per (model, language, template) = share of sets whose majority is the set's nationality;
-XDP = (#sets d0 - #sets d1) / #sets.";
+XDP = (#sets d0 - #sets d1) / #sets.
+Unit resampled by --ci: the images of each (model, language, concept, template) group (every
+column of OUT.csv is a mean over them), drawn with replacement, one draw shared by all the
+group's metrics; each estimate gets <metric>_lo,<metric>_hi right after it. The group's stream is
+seeded with --seed XOR FNV-1a(\"cultext2i\", model, language, concept, template).";
 
 /// Arguments of `culturelens cultext2i`.
 #[derive(clap::Args, Debug, serde::Serialize)]
@@ -75,6 +82,8 @@ pub struct Cultext2iArgs {
     /// Backend of the cosine matrices.
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: DeviceChoice,
+    #[command(flatten)]
+    pub ci: CiArgs,
 }
 
 /// The text table's roles.
@@ -134,6 +143,13 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
             let s: Vec<&ImageScores> = rows.iter().map(|&i| &scores[i]).collect();
             let t: Vec<usize> = rows.iter().map(|&i| truths[i]).collect();
             let g = group_scores(&s, &t).expect("groups are non-empty");
+            let ci = match args.ci.spec() {
+                Some(spec) => {
+                    let key = ["cultext2i", model, language, concept, template].join("\u{1f}");
+                    intervals(&spec, &s, &t, &key)
+                }
+                None => Vec::new(),
+            };
             Cultext2iRow {
                 model: model.clone(),
                 language: language.clone(),
@@ -144,6 +160,7 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
                 na_acc: g.na_acc,
                 cd: g.cd,
                 dp: texts.dimensions.iter().cloned().zip(g.dp).collect(),
+                ci,
             }
         })
         .collect();
@@ -158,14 +175,35 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     if let (Some(path), Some(report)) = (&args.report, report) {
         write_atomic(path, |w| schema::write_report(w, &report))?;
     }
-    write_atomic(&args.out, |w| culturelens_results::write::<Groups>(w, &texts.dimensions, &rows))?;
+    let columns = Cultext2iColumns { dimensions: texts.dimensions.clone(), ci: args.ci.ci.is_some() };
+    write_atomic(&args.out, |w| culturelens_results::write::<Groups>(w, &columns, &rows))?;
     let mut provenance = Provenance::new("cultext2i", args);
     for path in [&args.images, &args.image_meta, &args.texts, &args.text_meta].into_iter().chain(&args.vqa) {
         provenance.input(path)?;
     }
+    if args.ci.ci.is_some() {
+        provenance.seed("seed", args.ci.seed);
+    }
+    let unit = "images within each (model, language, concept, template)";
+    provenance.uncertainty(args.ci.record(unit, serde_json::json!({})));
     provenance.device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, concept, template) rows to {}", rows.len(), args.out.display());
     Ok(())
+}
+
+/// The intervals of one group's means (`na`, `na_acc`, `cd`, each `dp`): its images resampled with
+/// replacement from the stream of `key`, one draw for all the metrics.
+fn intervals(spec: &CiSpec, scores: &[&ImageScores], truths: &[usize], key: &str) -> Vec<Option<Interval>> {
+    let draws = spec.draws(scores.len(), key);
+    let per_image: Vec<Vec<f64>> = [
+        scores.iter().map(|s| s.na).collect(),
+        scores.iter().zip(truths).map(|(s, t)| f64::from(u8::from(s.predicted == *t))).collect(),
+        scores.iter().map(|s| s.cd).collect(),
+    ]
+    .into_iter()
+    .chain((0..scores[0].dp.len()).map(|d| scores.iter().map(|s| s.dp[d]).collect()))
+    .collect();
+    per_image.iter().map(|v| Replicates::of_mean(v, &draws).interval(spec.level, spec.method)).collect()
 }
 
 /// The text roles from the text metadata; every kind must be present and labels unique per kind.
