@@ -448,3 +448,76 @@ fn magbig_ci_resamples_prompts_within_groups() {
     );
     assert_eq!(record["uncertainty"]["resamples"], 300);
 }
+
+/// `validate --ci`: the labelled images of each (method, subset) are resampled and accuracy and
+/// the two precisions recomputed by the same rule. The SoS rule's accuracy on 12 labelled
+/// images (8 right) has the percentile interval of the resampled shares of the group's own
+/// stream; a precision undefined on some resample has no interval.
+#[test]
+fn validate_ci_resamples_labelled_images() {
+    use culturelens_metrics::bootstrap::{Draws, percentile_interval, stream_seed};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 12 images: rater majority surface for even i, semantic for odd; SoS < 0 (surface) for even
+    // i, > 0 (semantic) for odd i, except i = 1, 3, 5, 7 where it is negative: 8 right, 4 wrong.
+    let mut text = String::from("language,r1,r2,sos\n");
+    let mut right = Vec::new();
+    for i in 0..12 {
+        let human = if i % 2 == 0 { "surface" } else { "semantic" };
+        let sos = if i % 2 == 0 || i < 8 { -0.1 } else { 0.2 };
+        right.push(f64::from(u8::from((sos < 0.0) == (human == "surface"))));
+        text += &format!("de,{human},{human},{sos}\n");
+    }
+    assert_eq!(right.iter().sum::<f64>(), 8.0);
+    let labels = d.join("l.csv");
+    std::fs::write(&labels, text).unwrap();
+    let out = d.join("v.csv");
+    ok(&[
+        "validate",
+        "--labels",
+        p(&labels),
+        "--raters",
+        "r1,r2",
+        "--sos",
+        "sos",
+        "--out",
+        p(&out),
+        "--ci",
+        "0.8",
+        "--bootstrap",
+        "400",
+        "--ci-method",
+        "percentile",
+        "--seed",
+        "2",
+    ]);
+    let (header, rows) = read_csv(&out);
+    assert_eq!(
+        header,
+        [
+            "method", "subset", "n", "acc", "acc_lo", "acc_hi", "p_sur", "p_sur_lo", "p_sur_hi", "p_sem",
+            "p_sem_lo", "p_sem_hi"
+        ]
+    );
+    let all = &rows[0];
+    assert_eq!(all[..4], ["sos", "all", "12", &(8.0f64 / 12.0).to_string()]);
+    let draws = Draws::new(12, 400, stream_seed(2, "validate\u{1f}sos\u{1f}all"));
+    let shares: Vec<f64> =
+        draws.iter().map(|idx| idx.iter().map(|&i| right[i as usize]).sum::<f64>() / 12.0).collect();
+    let want = percentile_interval(&shares, 0.8).unwrap();
+    assert!(
+        (number(&all[4]) - want.lo).abs() < 1e-15 && (number(&all[5]) - want.hi).abs() < 1e-15,
+        "{all:?} vs {want:?}"
+    );
+    // Surface is predicted on the 6 even and 4 odd images (6 of 10 right): an interval around
+    // 0.6. Semantic only on images 9 and 11: about one resample in nine draws neither, where
+    // p_sem is undefined, so its interval is undefined too (two empty cells), as documented.
+    assert!(number(&all[7]) <= number(&all[6]) && number(&all[6]) <= number(&all[8]), "{all:?}");
+    assert_eq!((all[9].as_str(), all[10].as_str(), all[11].as_str()), ("1", "", ""));
+    // no_en: every image is German, the same labelled images, another stream.
+    assert_eq!(rows[1][..3], ["sos", "no_en", "12"]);
+    assert_eq!(
+        manifest(&out)["uncertainty"]["unit"],
+        "images with a human label, within each (method, subset)"
+    );
+}

@@ -18,7 +18,7 @@ use crate::sos::{
     ComparisonColumns, Factor, JointColumns, JointScore, LanguageCorrelation, LanguageMedian,
     PairedDifference, PerImageColumns, PerImageScore, PersonMean, SosReport,
 };
-use crate::validate::ValidationRow;
+use crate::validate::{ValidationColumns, ValidationRow};
 use crate::vendi::{Order, Protocol, VendiFile, VendiScores};
 use crate::{CsvSchema, SchemaError, captions, colour, cultext2i, magbig, read, sos, validate, vendi, write};
 
@@ -597,27 +597,38 @@ fn caption_tables_round_trip() {
 
 #[test]
 fn validation_table_round_trips_with_undefined_values_empty() {
+    let all = ValidationRow {
+        method: "sos".into(),
+        subset: "all".into(),
+        n: 4,
+        acc: Some(0.75),
+        p_sur: None,
+        p_sem: Some(1.0),
+        ci: [None; 3],
+    };
+    let empty = ValidationRow {
+        method: "sos".into(),
+        subset: "no_en".into(),
+        n: 0,
+        acc: None,
+        p_sur: None,
+        p_sem: None,
+        ci: [None; 3],
+    };
     round_trip::<validate::Validation>(
-        (),
-        vec![
-            ValidationRow {
-                method: "sos".into(),
-                subset: "all".into(),
-                n: 4,
-                acc: Some(0.75),
-                p_sur: None,
-                p_sem: Some(1.0),
-            },
-            ValidationRow {
-                method: "sos".into(),
-                subset: "no_en".into(),
-                n: 0,
-                acc: None,
-                p_sur: None,
-                p_sem: None,
-            },
-        ],
+        ValidationColumns { ci: false },
+        vec![all.clone(), empty.clone()],
         "method,subset,n,acc,p_sur,p_sem\nsos,all,4,0.75,,1\nsos,no_en,0,,,\n",
+    );
+    let with_ci = ValidationRow {
+        ci: [Some(Interval { lo: 0.5, hi: 1.0 }), None, Some(Interval { lo: 1.0, hi: 1.0 })],
+        ..all
+    };
+    round_trip::<validate::Validation>(
+        ValidationColumns { ci: true },
+        vec![with_ci, empty],
+        "method,subset,n,acc,acc_lo,acc_hi,p_sur,p_sur_lo,p_sur_hi,p_sem,p_sem_lo,p_sem_hi\n\
+         sos,all,4,0.75,0.5,1,,,,1,1,1\nsos,no_en,0,,,,,,,,,\n",
     );
 }
 
@@ -651,7 +662,9 @@ fn every_schema_header_names_its_kind_alone() {
     assert_eq!(kind_of::<captions::Terms>(&()), Some(ResultKind::CaptionsTerms));
     assert_eq!(kind_of::<captions::TopTerms>(&()), Some(ResultKind::CaptionsTopTerms));
     assert_eq!(kind_of::<captions::Coverage>(&()), Some(ResultKind::CaptionsCoverage));
-    assert_eq!(kind_of::<validate::Validation>(&()), Some(ResultKind::Validation));
+    for ci in [false, true] {
+        assert_eq!(kind_of::<validate::Validation>(&ValidationColumns { ci }), Some(ResultKind::Validation));
+    }
     assert_eq!(ResultKind::of_header(&["model".into(), "x".into()]), None);
 }
 

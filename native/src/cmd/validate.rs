@@ -5,14 +5,17 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use culturelens_metrics::bootstrap::{CiSpec, Replicates};
 use culturelens_metrics::cultext2i::majority;
 use culturelens_metrics::validation::{
     CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
 };
-use culturelens_results::validate::{Validation, ValidationRow};
+use culturelens_results::ci::Interval;
+use culturelens_results::validate::{Validation, ValidationColumns, ValidationRow};
 use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
 
 use crate::provenance::Provenance;
+use crate::uncertainty::CiArgs;
 
 const CONVENTIONS: &str = "\
 SoS validation (SoS paper Sec. 4.2, Table 2). --labels has one row per image with a `language`
@@ -28,7 +31,12 @@ is left out). accuracy = share of the labelled images whose predicted label equa
 (another option and a missing prediction count as wrong); p_sur / p_sem = share of the images
 predicted surface / semantic whose human label agrees (empty when none was predicted so).
 Output (--out, atomic): method,subset,n,acc,p_sur,p_sem with subset `all` and `no_en` (language
-`en` left out), one row per method given.";
+`en` left out), one row per method given.
+Unit resampled by --ci: the images with a human label in the subset (the items accuracy and the
+precisions are shares of), drawn with replacement; acc, p_sur and p_sem are recomputed from each
+resample by the same rule and get <score>_lo,<score>_hi right after them (empty where undefined:
+no image predicted so in some resample). The stream is seeded with --seed XOR
+FNV-1a(\"validate\", method, subset).";
 
 /// Arguments of `culturelens validate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
@@ -49,6 +57,8 @@ pub struct ValidateArgs {
     /// Output CSV.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub ci: CiArgs,
 }
 
 pub fn run(args: &ValidateArgs) -> Result<()> {
@@ -80,6 +90,10 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     for (name, predicted) in &methods {
         for (subset, h) in [("all", &human), ("no_en", &no_en)] {
             let s: LabelScores = score_labels(predicted, h);
+            let ci = match args.ci.spec() {
+                Some(spec) => intervals(&spec, predicted, h, &format!("validate\u{1f}{name}\u{1f}{subset}")),
+                None => [None; 3],
+            };
             rows.push(ValidationRow {
                 method: name.to_string(),
                 subset: subset.to_string(),
@@ -87,13 +101,44 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
                 acc: s.accuracy,
                 p_sur: s.p_sur,
                 p_sem: s.p_sem,
+                ci,
             });
         }
     }
-    write_atomic(&args.out, |w| culturelens_results::write::<Validation>(w, &(), &rows))?;
-    Provenance::new("validate", args).input(&args.labels)?.write_beside(&args.out)?;
+    let columns = ValidationColumns { ci: args.ci.ci.is_some() };
+    write_atomic(&args.out, |w| culturelens_results::write::<Validation>(w, &columns, &rows))?;
+    let mut provenance = Provenance::new("validate", args);
+    provenance.input(&args.labels)?;
+    if args.ci.ci.is_some() {
+        provenance.seed("seed", args.ci.seed);
+    }
+    let unit = "images with a human label, within each (method, subset)";
+    provenance.uncertainty(args.ci.record(unit, serde_json::json!({}))).write_beside(&args.out)?;
     eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
     Ok(())
+}
+
+/// The intervals of `acc`, `p_sur` and `p_sem` of one (method, subset): its labelled images
+/// resampled with replacement (the stream of `key`), the three scores recomputed by
+/// [`score_labels`] from each resample; none without a labelled image.
+fn intervals(
+    spec: &CiSpec,
+    predicted: &[Option<Tendency>],
+    human: &[Option<Option<Tendency>>],
+    key: &str,
+) -> [Option<Interval>; 3] {
+    let items: Vec<(Option<Tendency>, Option<Option<Tendency>>)> =
+        predicted.iter().zip(human).filter(|(_, h)| h.is_some()).map(|(p, h)| (*p, *h)).collect();
+    if items.is_empty() {
+        return [None; 3];
+    }
+    let draws = spec.draws(items.len(), key);
+    let replicates = Replicates::of_statistics(&draws, |idx| {
+        let (p, h): (Vec<_>, Vec<_>) = idx.iter().map(|&i| items[i as usize]).unzip();
+        let s = score_labels(&p, &h);
+        [s.accuracy, s.p_sur, s.p_sem]
+    });
+    replicates.map(|r| r.and_then(|r| r.interval(spec.level, spec.method)))
 }
 
 /// Per image: `None` without a strict majority, else `Some(the majority's tendency)`.
