@@ -1,0 +1,130 @@
+//! CogView4 against transformers 5.23 and diffusers 0.42 on the fixtures of
+//! `scripts/fixtures/make_diffusion_tiny_cogview4.py`: the tiny random-weight `GlmModel`'s
+//! `hidden_states[k]` for every k (grouped-query attention with biases, head_dim ≠ hidden / heads,
+//! the partial interleaved rotary embedding) on the left-padded ids CogView4's pipeline builds,
+//! without a mask (as the pipeline calls it) and with the tokenizer's mask, and on an unpadded
+//! row, on flex (CPU) and wgpu.
+
+use std::path::PathBuf;
+
+use burn::tensor::Device;
+use culturelens_models::glm::{GlmConfig, GlmModel};
+use culturelens_models::weights::Checkpoint;
+use safetensors::SafeTensors;
+
+/// `tests/fixtures/diffusion/` of this crate's repository (from this crate's own manifest
+/// folder, as `culturelens_testkit::fixture` computes it from the testkit's).
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/diffusion")
+}
+
+/// The reference tensors of `tiny-cogview4-glm.safetensors`.
+struct Reference {
+    bytes: Vec<u8>,
+}
+
+impl Reference {
+    fn open() -> Self {
+        Self { bytes: std::fs::read(fixtures().join("tiny-cogview4-glm.safetensors")).unwrap() }
+    }
+
+    fn values<T: Copy>(&self, name: &str, from: fn(&[u8]) -> T, width: usize) -> (Vec<usize>, Vec<T>) {
+        let tensors = SafeTensors::deserialize(&self.bytes).unwrap();
+        let view = tensors.tensor(name).unwrap();
+        (view.shape().to_vec(), view.data().chunks_exact(width).map(from).collect())
+    }
+
+    fn f32s(&self, name: &str) -> Vec<f32> {
+        self.values(name, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]), 4).1
+    }
+
+    fn rows(&self, name: &str) -> Vec<Vec<i64>> {
+        let (shape, v) = self.values(name, |b| i64::from_le_bytes(b.try_into().unwrap()), 8);
+        v.chunks(shape[1]).map(<[i64]>::to_vec).collect()
+    }
+
+    fn ids(&self, name: &str) -> Vec<Vec<u32>> {
+        self.rows(name).into_iter().map(|r| r.into_iter().map(|i| i as u32).collect()).collect()
+    }
+}
+
+fn text_encoder(device: &Device) -> GlmModel {
+    let dir = fixtures().join("tiny-cogview4").join("text_encoder");
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let checkpoint = Checkpoint::from_bytes(&bytes, device).unwrap();
+    GlmConfig::load(&json, checkpoint.vars()).unwrap()
+}
+
+/// The hidden states' bound on flex and wgpu alike: about twice the worst case measured on
+/// either (printed with `--nocapture`).
+const BOUND: f32 = 4e-6;
+
+fn check_glm(device: &Device) {
+    let reference = Reference::open();
+    let model = text_encoder(device);
+    assert_eq!(model.num_layers(), 3);
+    let padded = reference.ids("ids.padded");
+    let mask: Vec<Vec<bool>> =
+        reference.rows("mask.padded").into_iter().map(|r| r.into_iter().map(|m| m == 1).collect()).collect();
+    assert!(mask.iter().flatten().any(|m| !m), "the fixture's batch is padded");
+    let single = reference.ids("ids.single");
+    let mut worst = (0.0f32, String::new());
+    for (name, ids, mask) in
+        [("nomask", &padded, None), ("masked", &padded, Some(mask.as_slice())), ("single", &single, None)]
+    {
+        for k in 0..=3 {
+            let got = model
+                .hidden_state(ids, mask, k, device)
+                .into_data()
+                .convert::<f32>()
+                .try_into_vec::<f32>()
+                .unwrap();
+            let want = reference.f32s(&format!("{name}.{k}"));
+            assert_eq!(got.len(), want.len(), "{name}.{k}");
+            let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
+            println!("glm {name} hidden_states[{k}]: max abs {err:.2e}");
+            if err > worst.0 || err.is_nan() {
+                worst = (err, format!("{name} hidden_states[{k}]"));
+            }
+        }
+    }
+    assert!(worst.0 <= BOUND, "glm {}: max abs {:.2e}", worst.1, worst.0);
+}
+
+#[test]
+fn glm_hidden_states_match_transformers_on_flex() {
+    check_glm(&Device::flex());
+}
+
+#[test]
+fn glm_hidden_states_match_transformers_on_wgpu() {
+    check_glm(&culturelens_testkit::wgpu());
+}
+
+#[test]
+fn a_glm_checkpoint_of_other_shapes_is_refused_with_the_key() {
+    let device = Device::flex();
+    let dir = fixtures().join("tiny-cogview4").join("text_encoder");
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let checkpoint = Checkpoint::from_bytes(&bytes, &device).unwrap();
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let e = GlmConfig::load(
+        &json.replace("\"intermediate_size\": 40", "\"intermediate_size\": 20"),
+        checkpoint.vars(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("layers.0.mlp.gate_up_proj.weight") && e.contains("[40, 32]"), "{e}");
+    let e = GlmConfig::load(
+        &json.replace("\"attention_bias\": true", "\"attention_bias\": false"),
+        checkpoint.vars(),
+    )
+    .map(|_| ())
+    .err();
+    assert!(e.is_none(), "a bias-free config reads the weights it needs and ignores the biases");
+    let e = GlmConfig::load(&json.replace("\"head_dim\": 12", "\"head_dim\": 8"), checkpoint.vars())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("layers.0.self_attn.q_proj.weight"), "{e}");
+}
