@@ -29,6 +29,7 @@ pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;
 pub mod request;
 pub mod scheduler;
+pub mod transformer_cogview4;
 pub mod transformer_flux;
 pub mod transformer_sd3;
 pub mod unet;

@@ -3,11 +3,15 @@
 //! `hidden_states[k]` for every k (grouped-query attention with biases, head_dim ≠ hidden / heads,
 //! the partial interleaved rotary embedding) on the left-padded ids CogView4's pipeline builds,
 //! without a mask (as the pipeline calls it) and with the tokenizer's mask, and on an unpadded
-//! row, on flex (CPU) and wgpu.
+//! row; and one `CogView4Transformer2DModel` call against diffusers' (non-square latents, size
+//! conditions that differ from each other); on flex (CPU) and wgpu.
 
 use std::path::PathBuf;
 
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_diffusion::transformer_cogview4::{
+    CogView4Transformer2DModel, CogView4TransformerConfig, rotary_embedding,
+};
 use culturelens_models::glm::{GlmConfig, GlmModel};
 use culturelens_models::weights::Checkpoint;
 use safetensors::SafeTensors;
@@ -127,4 +131,60 @@ fn a_glm_checkpoint_of_other_shapes_is_refused_with_the_key() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("layers.0.self_attn.q_proj.weight"), "{e}");
+}
+
+fn transformer(device: &Device) -> CogView4Transformer2DModel {
+    let dir = fixtures().join("tiny-cogview4").join("transformer");
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let bytes = std::fs::read(dir.join("diffusion_pytorch_model.safetensors")).unwrap();
+    let checkpoint = Checkpoint::from_bytes(&bytes, device).unwrap();
+    CogView4TransformerConfig::load(&json, checkpoint.vars()).unwrap()
+}
+
+/// The transformer output's bound on flex and wgpu alike: about twice the worst case measured.
+const TRANSFORMER_BOUND: f32 = 1e-6;
+
+/// One call of `CogView4Transformer2DModel` on non-square latents (8 × 4 patches) with size
+/// conditions that differ from each other (original 48 × 24, crop (4, 8), target 32 × 16).
+fn check_transformer(device: &Device) {
+    let bytes = std::fs::read(fixtures().join("tiny-cogview4-transformer.safetensors")).unwrap();
+    let tensors = SafeTensors::deserialize(&bytes).unwrap();
+    let get = |name: &str| {
+        let view = tensors.tensor(name).unwrap();
+        let values: Vec<f32> =
+            view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        (view.shape().to_vec(), values)
+    };
+    let model = transformer(device);
+    let (shape, latents) = get("latents");
+    let latents =
+        Tensor::<4>::from_data(TensorData::new(latents, [shape[0], shape[1], shape[2], shape[3]]), device);
+    let (shape, context) = get("context");
+    let context = Tensor::<3>::from_data(TensorData::new(context, [shape[0], shape[1], shape[2]]), device);
+    let t = get("timestep").1[0];
+    let sizes: [f32; 6] = get("sizes").1.try_into().unwrap();
+    let c = &model.config;
+    let rope = rotary_embedding(
+        c.attention_head_dim,
+        [c.rope_axes_dim[0], c.rope_axes_dim[1]],
+        16 / c.patch_size,
+        8 / c.patch_size,
+        device,
+    );
+    let got = model.forward(latents, context, t, &sizes, &rope).into_data().try_into_vec::<f32>().unwrap();
+    let want = get("out").1;
+    assert_eq!(got.len(), want.len());
+    let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
+    println!("cogview4 transformer: max abs {err:.2e}");
+    assert!(err <= TRANSFORMER_BOUND, "cogview4 transformer: max abs {err:.2e}");
+}
+
+#[test]
+fn transformer_matches_diffusers_on_flex() {
+    check_transformer(&Device::flex());
+}
+
+#[test]
+fn transformer_matches_diffusers_on_wgpu() {
+    check_transformer(&culturelens_testkit::wgpu());
 }
