@@ -410,3 +410,61 @@ fn the_folder_counts_truncated_tokens() {
     let e = pipeline.set_max_sequence_length(2).unwrap_err().to_string();
     assert!(e.contains("tokenizer.json") && e.contains("--max-sequence-length 2"), "{e}");
 }
+
+#[derive(Deserialize)]
+struct PromptSetTokens {
+    per_pair: usize,
+    text_sha256: Vec<String>,
+    ids_sha256: Vec<String>,
+    full: Vec<FullTokens>,
+}
+
+#[derive(Deserialize)]
+struct FullTokens {
+    text: String,
+    max_sequence_length: usize,
+    padded: Vec<u32>,
+}
+
+/// The pipeline's ids (tokenizer, truncation, left padding) equal transformers' on 1,400 prompts
+/// of the four prompt sets in all 35 (set, language) pairs, read with culturelens-prompts from
+/// the data mirror, and on edge texts (empty, whitespace runs, compatibility characters, spelled
+/// special tokens, emoji) at 1024 and 8 tokens.
+#[test]
+fn tokenizer_ids_equal_transformers_on_the_four_prompt_sets() {
+    let tokens: PromptSetTokens =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("tiny-cogview4-tokens.json")).unwrap())
+            .unwrap();
+    let prompts = crate::t5::sampled_prompts(tokens.per_pair);
+    assert_eq!(prompts.len(), tokens.text_sha256.len());
+    assert!(prompts.len() >= 1000, "{} prompts", prompts.len());
+    for (i, (text, sha)) in prompts.iter().zip(&tokens.text_sha256).enumerate() {
+        assert_eq!(
+            &crate::t5::short_sha(text),
+            sha,
+            "prompt {i} ({text:?}) is not the one the fixture was made from"
+        );
+    }
+    let mut tokenizer = GlmTokenizer::load(&pipeline_dir().join("tokenizer"), 1024).unwrap();
+    let wrong: Vec<&String> = prompts
+        .iter()
+        .zip(&tokens.ids_sha256)
+        .filter(|(text, want)| {
+            let ids: Vec<String> = tokenizer.ids(text).unwrap().iter().map(u32::to_string).collect();
+            &crate::t5::short_sha(&ids.join(",")) != *want
+        })
+        .map(|(text, _)| text)
+        .collect();
+    println!("cogview4: {} of {} prompts with transformers' ids", prompts.len() - wrong.len(), prompts.len());
+    assert!(wrong.is_empty(), "{} prompts differ, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    for case in &tokens.full {
+        tokenizer.set_max_len(case.max_sequence_length).unwrap();
+        assert_eq!(
+            tokenizer.ids(&case.text).unwrap(),
+            case.padded,
+            "{:?} to {}",
+            case.text,
+            case.max_sequence_length
+        );
+    }
+}
