@@ -284,7 +284,7 @@ impl Rotary {
 }
 
 /// The additive attention bias `[batch, 1, len, len]` (0 where query `i` sees key `j`: `j ≤ i`
-/// and, with a mask, key `j` not padding; a very negative number elsewhere) and, with a mask,
+/// and, with a mask, key `j` not padding; the most negative float elsewhere) and, with a mask,
 /// the `[batch, 1, len, 1]` factor that zeroes the attention output of a query that sees no
 /// key (torch's SDPA on a fully masked row).
 fn causal_bias(
@@ -306,7 +306,12 @@ fn causal_bias(
                     bias[(b * len + i) * len + j] = MASKED;
                 }
             }
-            seen[b * len + i] = if any { 1.0 } else { 0.0 };
+            if !any {
+                // A row that sees no key attends to all (finite in every float type, where the
+                // masked value may round to −∞) and its output is zeroed by `seen`.
+                bias[(b * len + i) * len..(b * len + i + 1) * len].fill(0.0);
+                seen[b * len + i] = 0.0;
+            }
         }
     }
     let bias = Tensor::<3>::from_data(TensorData::new(bias, [batch, len, len]), device).unsqueeze_dim::<4>(1);
