@@ -22,6 +22,7 @@ mod faces_cli;
 mod figures_cli;
 mod file_modes;
 mod generate_cli;
+mod generate_cogview4_cli;
 mod generate_flow_cli;
 mod generate_kill;
 mod generate_xl_cli;

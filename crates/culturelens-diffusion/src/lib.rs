@@ -13,7 +13,8 @@
 //! - [`pipeline`]: `StableDiffusionPipeline` (the text encoder, classifier-free guidance,
 //!   DiffusionLens layers and the denoising loop); [`pipeline_stable_diffusion_xl`]:
 //!   `StableDiffusionXLPipeline`; [`pipeline_stable_diffusion_3`]:
-//!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipelines`]: the
+//!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_cogview4`]:
+//!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take.
 //!
 //! Initial latents come from [`culturelens_rng::TorchGenerator`], PyTorch's CPU generator
@@ -23,12 +24,14 @@
 pub mod blocks;
 pub mod mmdit;
 pub mod pipeline;
+pub mod pipeline_cogview4;
 pub mod pipeline_flux;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;
 pub mod request;
 pub mod scheduler;
+pub mod transformer_cogview4;
 pub mod transformer_flux;
 pub mod transformer_sd3;
 pub mod unet;

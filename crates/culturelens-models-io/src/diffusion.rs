@@ -10,6 +10,7 @@
 //! | `StableDiffusionXLPipeline` | [`stable_diffusion_xl`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `unet`, `vae`, `scheduler` |
 //! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
+//! | `CogView4Pipeline` | [`cogview4`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -18,6 +19,7 @@
 //!
 //! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
 
+pub mod cogview4;
 mod flux;
 mod stable_diffusion;
 mod stable_diffusion_3;
@@ -43,6 +45,7 @@ enum Family {
     StableDiffusionXl,
     StableDiffusion3,
     Flux,
+    CogView4,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -105,6 +108,16 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("vae", &["AutoencoderKL"]),
         ],
     ),
+    (
+        "CogView4Pipeline",
+        Family::CogView4,
+        &[
+            ("text_encoder", &["GlmModel"]),
+            ("tokenizer", &["PreTrainedTokenizerFast", "TokenizersBackend"]),
+            ("transformer", &["CogView4Transformer2DModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+    ),
 ];
 type Components = &'static [(&'static str, &'static [&'static str])];
 const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
@@ -125,6 +138,7 @@ pub enum PromptTokenizer {
     Clip(Box<ClipTokenizer>),
     XlmRoberta(XlmRobertaTokenizer),
     T5(Box<T5Tokenizer>),
+    Glm(Box<cogview4::GlmTokenizer>),
 }
 
 impl PromptTokenizer {
@@ -134,6 +148,16 @@ impl PromptTokenizer {
             Self::Clip(t) => t.ids(text),
             Self::XlmRoberta(t) => t.ids(text),
             Self::T5(t) => t.ids(text),
+            Self::Glm(t) => t.ids(text),
+        }
+    }
+
+    /// How many tokens of `text` the tokenizer's truncation cuts (CogView4's GLM tokenizer; 0
+    /// for the others).
+    pub fn cut(&self, text: &str) -> Result<usize, LoadError> {
+        match self {
+            Self::Glm(t) => t.cut(text),
+            _ => Ok(0),
         }
     }
 }
@@ -214,7 +238,7 @@ impl PipelineFolder {
         let scheduler_config = read_string(&scheduler_path)?;
         let built = Scheduler::from_config(&scheduler_config, scheduler)
             .map_err(|source| LoadError::Scheduler { path: scheduler_path.clone(), source })?;
-        let flow = matches!(family, Family::StableDiffusion3 | Family::Flux);
+        let flow = matches!(family, Family::StableDiffusion3 | Family::Flux | Family::CogView4);
         if built.kind().is_flow_matching() != flow {
             let (what, key) = if scheduler.is_some() { ("--scheduler", "") } else { ("", "`_class_name`: ") };
             let needs = if flow {
@@ -238,6 +262,7 @@ impl PipelineFolder {
             Family::StableDiffusionXl => stable_diffusion_xl::load(dir, &index, &index_path, device)?,
             Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
             Family::Flux => flux::load(dir, device)?,
+            Family::CogView4 => cogview4::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -247,10 +272,22 @@ impl PipelineFolder {
         self.tokenizers.iter().map(|t| t.ids(text)).collect()
     }
 
+    /// How many tokens of `text` a tokenizer's truncation cuts (the most over the pipeline's
+    /// tokenizers; CogView4's GLM tokenizer counts them, the others report 0), for the warning
+    /// diffusers prints.
+    pub fn cut(&self, text: &str) -> Result<usize, LoadError> {
+        self.tokenizers.iter().try_fold(0, |most, t| Ok(most.max(t.cut(text)?)))
+    }
+
     /// Pads and truncates the T5 tokenizer's ids to `n` tokens (diffusers'
     /// `max_sequence_length`, at most 512; the pipelines' defaults are 256 for SD 3 and 512 for
-    /// FLUX); an error for a pipeline without T5.
+    /// FLUX); an error for a pipeline without T5. CogView4: GLM's ids truncated to `n` (default
+    /// 1024, no 512 limit).
     pub fn set_max_sequence_length(&mut self, n: usize) -> Result<(), LoadError> {
+        // CogView4: GLM's tokens (default 1024), no 512 limit.
+        if let Some(PromptTokenizer::Glm(glm)) = self.tokenizers.first_mut() {
+            return glm.set_max_len(n);
+        }
         if n == 0 || n > 512 {
             return Err(unsupported(
                 &self.dir,
@@ -305,7 +342,7 @@ pub struct ClipTokenizer {
 
 /// A special token of `tokenizer_config.json` / `special_tokens_map.json`: a string or
 /// `{"content": …}`.
-fn token_string(config: &Value, key: &str) -> Option<String> {
+pub(crate) fn token_string(config: &Value, key: &str) -> Option<String> {
     match config.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Object(o) => o.get("content").and_then(Value::as_str).map(str::to_owned),

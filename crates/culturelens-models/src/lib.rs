@@ -16,6 +16,7 @@ mod cpu;
 pub mod dinov2;
 pub mod efficientnet;
 pub mod gender_v1;
+pub mod glm;
 pub mod onnx;
 pub mod open_clip;
 pub mod preprocess;

@@ -52,13 +52,14 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5 or FLUX.1 pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1 or CogView4 pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
     /// per component — unet/ or transformer/, vae/, text_encoder*/, tokenizer*/, scheduler/;
     /// safetensors weights). `_class_name` picks the pipeline: StableDiffusionPipeline,
-    /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline or FluxPipeline.
+    /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline or
+    /// CogView4Pipeline.
     #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
     pub pipeline: Option<PathBuf>,
     /// Hugging Face hub pipeline ORG/NAME[@REVISION], downloaded (safetensors only) into the
@@ -127,7 +128,7 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 1.0)]
     pub true_cfg: f64,
     /// SD 3 and FLUX: T5 tokens (diffusers' `max_sequence_length`, at most 512; default 256 for
-    /// SD 3, 512 for FLUX).
+    /// SD 3, 512 for FLUX). CogView4: GLM tokens (default 1024); a prompt cut to it is warned of.
     #[arg(long, value_name = "N")]
     pub max_sequence_length: Option<usize>,
     /// Image height in pixels, a multiple of 8 (16 for SD 3 and FLUX) (default: diffusers', e.g.
@@ -149,7 +150,8 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "FILE.npy")]
     pub out_npy: Option<PathBuf>,
     /// DiffusionLens: condition on text-encoder layer K through the final layer norm (SD 3 and
-    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs).
+    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs; CogView4: GLM's
+    /// `hidden_states[K]` without the final norm, K = 1..=L−1, L−1 being the pipeline's own).
     #[arg(long, value_name = "K", conflicts_with = "text_layers")]
     pub text_layer: Option<usize>,
     /// DiffusionLens sweep: `every:N` (layers N, 2N, …, and the last) or a list `K,K,…`.
@@ -412,6 +414,14 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
+    // diffusers warns when a tokenizer cuts a prompt (CogView4's GLM tokenizer counts the cut).
+    let mut warned = std::collections::BTreeSet::new();
+    for text in prompts.iter().chain(&negatives) {
+        let cut = pipeline.cut(text)?;
+        if cut > 0 && warned.insert(text.as_str()) {
+            eprintln!("warning: {cut} token(s) of the prompt {text:?} were cut (--max-sequence-length)");
+        }
+    }
     let model_name = match (&args.model_name, &args.model) {
         (Some(name), _) => name.clone(),
         (None, Some(id)) => id.clone(),

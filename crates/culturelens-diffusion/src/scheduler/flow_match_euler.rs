@@ -102,7 +102,7 @@ impl FlowMatchEulerDiscrete {
         })
     }
 
-    pub(super) fn train_steps(&self) -> usize {
+    pub fn train_steps(&self) -> usize {
         self.train_steps
     }
 
@@ -119,6 +119,29 @@ impl FlowMatchEulerDiscrete {
         let m = (self.max_shift - self.base_shift) / (self.max_image_seq_len - self.base_image_seq_len);
         let b = self.base_shift - m * self.base_image_seq_len;
         image_seq_len as f64 * m + b
+    }
+
+    /// `(base_image_seq_len, base_shift, max_shift)` of the config (class defaults where it
+    /// leaves them out): CogView4's pipeline computes its own `calculate_shift` from them.
+    pub fn shift_config(&self) -> (f64, f64, f64) {
+        (self.base_image_seq_len, self.base_shift, self.max_shift)
+    }
+
+    /// `set_timesteps(sigmas=…, timesteps=…, mu=…)` with both given (CogView4's pipeline): the
+    /// σs as [`Self::set_timesteps`] shifts given σs, and the model called at the given
+    /// timesteps (float32), not at `1000 σ`.
+    pub fn set_timesteps_given(
+        &mut self,
+        sigmas: &[f64],
+        timesteps: &[f32],
+        mu: Option<f64>,
+    ) -> Result<(), SchedulerError> {
+        if sigmas.len() != timesteps.len() {
+            return Err(SchedulerError::Steps("`sigmas` and `timesteps` should have the same length".into()));
+        }
+        self.set_timesteps(sigmas.len(), Some(sigmas), mu)?;
+        self.timesteps = timesteps.to_vec();
+        Ok(())
     }
 
     /// `set_timesteps(n, sigmas=…, mu=…)`: `sigmas`, when given, has `n` values; `mu` is
