@@ -14,10 +14,9 @@ use crate::common::{Cli, floats, read_csv};
 /// The bound of `culturelens-models-io`'s `cogview4` tests: the CLI is held to it.
 const BOUND: f32 = 3e-6;
 
-/// `tests/fixtures/diffusion/` of this repository (from the CLI crate's own manifest folder,
-/// `native/`, as `culturelens_testkit::fixture` computes it from the testkit's).
+/// `tests/fixtures/diffusion/`.
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/diffusion")
+    culturelens_testkit::fixture("diffusion")
 }
 
 fn pipeline() -> PathBuf {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::common::{Cli, copy_pipeline, generate_case, read_csv, replace_in};
 use crate::generate_flow_cli::shards_merge_into_the_unsharded_run;
-use culturelens_testkit::{fixture, max_abs};
+use culturelens_testkit::fixture;
 
 /// The bound of `culturelens-models-io`'s `diffusion_parity` for these pipelines: the CLI is held
 /// to it.
@@ -245,12 +245,13 @@ fn half_precision_on_wgpu_decodes_in_f32_under_force_upcast() {
         }
         assert!(result.status.success(), "{precision}: {}", result.stderr);
         let images = culturelens_table::read_npy_nd(&npy).unwrap().1;
-        let err = max_abs(&images, &want);
+        let err = culturelens_testkit::max_abs(&images, &want);
         println!("sdxl {precision} on wgpu: max abs {err:.2e} from diffusers' f32 images");
         assert!(err <= bound && err > 1e-4, "{precision}: {err:.2e}");
         let (result, _, half_vae) = run(&no_upcast, precision);
         assert!(result.status.success(), "{precision}: {}", result.stderr);
-        let change = max_abs(&culturelens_table::read_npy_nd(&half_vae).unwrap().1, &images);
+        let change =
+            culturelens_testkit::max_abs(&culturelens_table::read_npy_nd(&half_vae).unwrap().1, &images);
         println!("sdxl {precision} on wgpu, VAE in {precision} instead of f32: images move by {change:.2e}");
         assert!(change > 0.0, "{precision}: force_upcast changed nothing");
     }

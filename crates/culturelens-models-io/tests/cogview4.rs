@@ -27,10 +27,9 @@ use culturelens_rng::TorchNormalPath;
 use safetensors::SafeTensors;
 use serde::Deserialize;
 
-/// `tests/fixtures/diffusion/` of this crate's repository (from this crate's own manifest
-/// folder, as `culturelens_testkit::fixture` computes it from the testkit's).
+/// `tests/fixtures/diffusion/`.
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/diffusion")
+    culturelens_testkit::fixture("diffusion")
 }
 
 /// The reference tensors of `tiny-cogview4-glm.safetensors`.
