@@ -101,6 +101,64 @@ fn sos_clip_language_vs_culture_matches_the_authors_get_clip_results() {
     assert!(worst <= SOS_PROBABILITY, "probabilities differ from the authors' by {worst:e}");
 }
 
+/// How far `culturelens classify`'s probabilities at logit scale 100 may sit from the SoS
+/// authors' get_clip_results.py: about 3× the worst measured, 3.6e-7 (printed).
+const SOS_CLASSIFY: f64 = 1.0e-6;
+
+/// The authors' convention itself, through an existing option: `culturelens classify` with the
+/// image's two captions as its classes, on the tiny CLIP with its logit scale set to 100 (the
+/// scale get_clip_results.py multiplies by), is softmax(100 · cos) over the two texts, i.e. the
+/// authors' `Language` and `Culture` columns. One run per (language, culture) pair, since the
+/// classes are the same for every image of a run.
+#[test]
+fn sos_clip_probabilities_through_classify_at_logit_scale_100() {
+    let want = json("sos.json");
+    let cases = want["cases"].as_array().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let weights = clip_with_logit_scale(tmp.path(), 100.0);
+    let mut groups: BTreeMap<(String, String), Vec<&serde_json::Value>> = BTreeMap::new();
+    for c in cases {
+        let key = (
+            c["text_language"].as_str().unwrap().to_string(),
+            c["text_culture"].as_str().unwrap().to_string(),
+        );
+        groups.entry(key).or_default().push(c);
+    }
+    assert!(groups.values().any(|g| g.len() > 1), "a run with several images");
+    let mut worst = 0f64;
+    for (i, ((lang, cult), group)) in groups.iter().enumerate() {
+        let manifest = tmp.path().join(format!("m{i}.csv"));
+        let mut text = String::from("image\n");
+        for c in group {
+            text += &format!("{}\n", image(c["image"].as_str().unwrap()).display());
+        }
+        std::fs::write(&manifest, text).unwrap();
+        let out = tmp.path().join(format!("p{i}.csv"));
+        Cli::new("classify")
+            .opt("--images", &manifest)
+            .opt("--weights", &weights)
+            .opt("--attribute", "tendency")
+            .opt("--classes", format!("language={lang}"))
+            .opt("--classes", format!("culture={cult}"))
+            .opt("--out", &out)
+            .run_ok();
+        let (header, rows) = read_csv(&out);
+        assert_eq!(rows.len(), group.len());
+        for (row, c) in rows.iter().zip(group) {
+            let f = |col: &str| cell(&header, row, col).parse::<f64>().unwrap();
+            let (want_l, want_c) = (c["p_language"].as_f64().unwrap(), c["p_culture"].as_f64().unwrap());
+            worst = worst.max((f("p_language") - want_l).abs()).max((f("p_culture") - want_c).abs());
+            let winner = if want_c > want_l { "culture" } else { "language" };
+            assert_eq!(cell(&header, row, "tendency"), winner, "{row:?}");
+        }
+    }
+    eprintln!(
+        "sos get_clip_results via classify: max abs probability difference {worst:e} ({} runs)",
+        groups.len()
+    );
+    assert!(worst <= SOS_CLASSIFY, "classify's probabilities differ from the authors' by {worst:e}");
+}
+
 /// An attribute table for `culturelens magbig`: rows (set, prompt_id, men, women), one row per
 /// image.
 fn attributes(path: &Path, prompts: &[(String, String, u64, u64)]) {

@@ -17,7 +17,8 @@
 //! on the tiny CLIP fixture; tests/authors_cli.rs): they write `softmax(100 · [cos(I, language
 //! caption), cos(I, culture caption)])`, this module `w · max(cos, 0)`. The winner is the same
 //! whenever one cosine is positive; with both negative their softmax still picks one where
-//! [`label_by_clipscore`] ties (no label). Their caption is "A photo of a/an {name} person" with
+//! [`label_by_clipscore`] ties (no label). Their probabilities themselves are `culturelens classify`
+//! with the two captions as classes on a checkpoint whose logit scale is 100. Their caption is "A photo of a/an {name} person" with
 //! "an" only before a lower-case vowel, so the dataset's capitalised names get "a", as the
 //! paper's "A photo of a {c} person" here. They ran open_clip under CUDA autocast (f16), which
 //! also drops an RGBA image's alpha channel where transformers' processors (and culturelens)
