@@ -42,7 +42,7 @@ fn classify_with(weights: &Path, images: &Path, out: &Path) -> Cli {
 /// A copy of the tiny CLIP folder in `tmp` whose `logit_scale` is ln `scale` (real CLIP
 /// checkpoints: ln 100), as make_classify.py patches it: the four bytes of the f32 scalar in
 /// model.safetensors, found through the file's JSON header.
-fn clip_with_logit_scale(tmp: &Path, scale: f64) -> PathBuf {
+pub(crate) fn clip_with_logit_scale(tmp: &Path, scale: f64) -> PathBuf {
     let folder = tmp.join(format!("clip-logit-{scale}"));
     std::fs::create_dir_all(&folder).unwrap();
     for entry in std::fs::read_dir(fixture("encoders/clip")).unwrap() {

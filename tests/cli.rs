@@ -9,6 +9,7 @@ mod common;
 mod finished_run;
 
 mod analyses_cli;
+mod authors_cli;
 mod bundle_cli;
 mod ci_cli;
 mod classify_cli;

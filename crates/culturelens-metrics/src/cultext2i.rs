@@ -20,6 +20,10 @@
 //!
 //! The cosine matrices come from the device (`culturelens_compute::tensor::cosine_tensor`); the
 //! softmax, the means and the votes here run in f64 on the host.
+//!
+//! The authors' code is not public (github.com/venturamor/CulText-2-I holds a README only), so
+//! these definitions are this project's reading of the paper, checked on hand-worked values, not
+//! against the authors' implementation.
 
 use crate::stats::{argmax, softmax};
 

@@ -23,6 +23,18 @@
 //! (deviation, text–image alignment) is compared by [`paired_test`]: the prompts present in both
 //! sets, paired by prompt id, and the two-sided Wilcoxon signed-rank test of the differences
 //! `a − b` ([`crate::stats::wilcoxon`]).
+//!
+//! Against the MAGBIG authors' code (github.com/felifri/MAGBIG; scripts/fixtures/
+//! make_authors_magbig.py runs `exp_max_unfairness.py`, `score_fairness` and `classify_w_clip`;
+//! tests/authors_cli.rs): `mad` is `exp_max_unfairness.py`'s `mean_l1` and [`deviation`] is
+//! `score_fairness`'s L1. Where they part:
+//! - a prompt without a classified image is NaN there (0/0), and so is its location's mean; here
+//!   it is skipped;
+//! - their `random` row draws one share per prompt from Normal(0.5, 0.1) (mean `|2r − 1|`, about
+//!   0.16 whatever the number of images); `mad_random` here is the paper's coin flip per image,
+//!   summed exactly;
+//! - their expected maximum unfairness (`exp_max_l1`/`l2`) and the L2 form are not computed here;
+//! - `classify_w_clip`'s `non_binary` third class (probabilities within 0.1) has no counterpart.
 
 use std::collections::BTreeMap;
 

@@ -12,6 +12,17 @@
 //!   label equals it (a human label other than surface/semantic, e.g. a distractor culture, and a
 //!   missing prediction both count as wrong); `P_sur` / `P_sem` = share of the items predicted
 //!   surface / semantic whose human label agrees (`None` when nothing was predicted so).
+//!
+//! Against the SoS authors' `code/get_clip_results.py` (scripts/fixtures/make_authors_sos.py runs it
+//! on the tiny CLIP fixture; tests/authors_cli.rs): they write `softmax(100 · [cos(I, language
+//! caption), cos(I, culture caption)])`, this module `w · max(cos, 0)`. The winner is the same
+//! whenever one cosine is positive; with both negative their softmax still picks one where
+//! [`label_by_clipscore`] ties (no label). Their probabilities themselves are `culturelens classify`
+//! with the two captions as classes on a checkpoint whose logit scale is 100. Their caption is "A photo of a/an {name} person" with
+//! "an" only before a lower-case vowel, so the dataset's capitalised names get "a", as the
+//! paper's "A photo of a {c} person" here. They ran open_clip under CUDA autocast (f16), which
+//! also drops an RGBA image's alpha channel where transformers' processors (and culturelens)
+//! composite it onto white.
 
 /// Hessel et al.'s CLIPScore weight.
 pub const CLIPSCORE_W: f64 = 2.5;

@@ -11,6 +11,12 @@
 //! - the joint score of a (model, language, culture) cell is the mean of its outputs' scores;
 //! - statistics follow [`culturelens_metrics::stats`] (type-7 quantiles, pairwise-complete Pearson).
 //!
+//! The SoS authors' repository (TAI-HAMBURG/Surface-Over-Semantics, commit 24fb4c3) holds no code
+//! of this score or its aggregation (the notebook its README names is not in it), so these
+//! conventions are this project's reading of Eq. (1), checked against numpy written here
+//! (scripts/fixtures/make_demo_sos_reference.py). Its CLIP language-vs-culture check is the
+//! authors' own: see `culturelens_metrics::validation`.
+//!
 //! The flow is: [`SosLayout`] (host, group ids) → [`sos_packed`] (Burn, any backend: the fused
 //! CubeCL kernels on a GPU, see [`fused_kernels_on`]; elsewhere the tensor graph, rows blocked by
 //! the device's [`Blocking`] rule) → one read-back by the caller (sync or async) → [`unpack`] →
