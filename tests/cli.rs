@@ -19,6 +19,7 @@ mod embed_backends;
 mod embed_cli;
 mod embed_kill;
 mod faces_cli;
+mod fighting_words_convokit_cli;
 mod figures_cli;
 mod file_modes;
 mod generate_cli;
