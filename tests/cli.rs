@@ -39,3 +39,4 @@ mod text_analyses_cli;
 #[cfg(feature = "wgpu")]
 mod vendi_backends;
 mod vendi_cli;
+mod words_reference_cli;
