@@ -20,6 +20,7 @@ mod embed_backends;
 mod embed_cli;
 mod embed_kill;
 mod faces_cli;
+mod fighting_words_convokit_cli;
 mod figures_cli;
 mod file_modes;
 mod generate_cli;
@@ -40,3 +41,4 @@ mod text_analyses_cli;
 #[cfg(feature = "wgpu")]
 mod vendi_backends;
 mod vendi_cli;
+mod words_reference_cli;

@@ -22,6 +22,32 @@
 //!   `σ²_w = 1 / (y_w^i + α_w) + 1 / (y_w^j + α_w)`, `z_w = δ_w / σ_w` (Eq. 18–22).
 //! - A term is significant when `z_w > 1.96`; [`DocumentScores::top`] ranks significant terms by
 //!   z (ties: the term, in code-point order).
+//!
+//! Checked against ConvoKit's own `FightingWords` (convokit 5.0.0;
+//! `scripts/fixtures/make_fighting_words_convokit.py`, `tests/fighting_words_convokit_cli.rs`), with
+//! its parameters set to these conventions. How ConvoKit differs as shipped, and how it was matched:
+//! - Counts: ConvoKit counts token occurrences (`CountVectorizer(binary=False)`) with no IDF; here a
+//!   term counts once per image, times the smoothed IDF. Matched by passing a `cv` whose binary
+//!   counts are multiplied by scikit-learn's `TfidfTransformer(smooth_idf=True).idf_` over the
+//!   documents of all models.
+//! - Vocabulary: ConvoKit's default keeps 1- to 3-grams with `min_df=10`, `max_df=0.5`,
+//!   `max_features=15000`; here every unigram term is kept. Matched by a fixed unigram vocabulary.
+//! - Text: ConvoKit's `clean_text` transliterates to ASCII (unidecode: non-Latin scripts become
+//!   Latin letters, `ı` becomes `i`), lower-cases with `str.lower`, replaces URLs, e-mails, phone
+//!   numbers and currency symbols by tokens, and its token pattern `\b\w\w+\b` drops one-character
+//!   words (a single ideograph such as `人`) and splits at apostrophes; it removes no stop words.
+//!   Matched by a `text_func` returning the terms (made by the script with ICU4C, ICU casing and
+//!   spaCy's stop words, the same terms as [`super::segment`] on those captions).
+//! - Prior: ConvoKit's default is uniform, `α_w = 0.1`; here the model's pooled corpus. Matched by
+//!   passing that vector as `prior`.
+//! - Classes: ConvoKit compares two classes and scores every vocabulary term (positive for the
+//!   first); here each document is compared with the model's other languages pooled, one fit per
+//!   document, and only the document's own terms are reported.
+//! - Precision: ConvoKit keeps the class counts in float32, so its z differs from these (float64)
+//!   by up to 2.0e-7 on the two test corpora; the same ConvoKit code with float64 counts agrees to
+//!   rounding (4.3e-15).
+//! - Significance: ConvoKit's `get_ngrams_past_threshold` defaults to |z| > 1 and its annotations to
+//!   the top 10 of each class; here `z > 1.96` in the document's favour.
 
 use std::collections::{BTreeMap, BTreeSet};
 
