@@ -228,3 +228,66 @@ fn download_failures_name_the_url_and_cache_nothing() {
             || std::fs::read_dir(cache.join("upstream/cube")).unwrap().count() == 0
     );
 }
+
+/// `--cultures`, `--persons`, `--templates` and `--limit` (first N per language) on `prompts
+/// export`; the same filters on `generate --prompts FILE` keep the same rows; a filter on a
+/// missing column, one that keeps nothing, and a filter beside a single `--prompt` are refused.
+#[test]
+fn export_and_generate_filter_by_culture_person_template_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, out) = (dir.path().join("cache"), dir.path().join("sos.csv"));
+    let mirror = upstream_mirror();
+    let filters = ["--languages", "en,de", "--persons", "woman", "--templates", "a", "--limit", "4"];
+    let mut args = vec!["prompts", "export", "sos", "--out", p(&out), "--mirror", p(&mirror)];
+    args.extend(filters);
+    let (stdout, _) = ok(&cache, &args);
+    assert!(stdout.contains("wrote 8 sos prompts (2 languages: en 4, de 4)"), "{stdout}");
+    let (header, rows) = read_csv(&out);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert!(rows.iter().all(|r| r[col("person")] == "woman" && r[col("template")] == "a"));
+    // The first four of each language: the same cultures in both (the set lists its languages
+    // in parallel).
+    let cultures = |l: &str| {
+        rows.iter().filter(|r| r[col("language")] == l).map(|r| r[col("culture")].clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(cultures("en"), cultures("de"));
+    // --cultures on top, case-insensitive.
+    let first = cultures("en")[0].to_lowercase();
+    let one = dir.path().join("one.csv");
+    let mut args =
+        vec!["prompts", "export", "sos", "--out", p(&one), "--mirror", p(&mirror), "--cultures", &first];
+    args.extend(filters);
+    let (stdout, _) = ok(&cache, &args);
+    assert!(stdout.contains("wrote 2 sos prompts"), "{stdout}");
+
+    // generate --prompts FILE applies the same filters to the file's columns (refusals only: the
+    // images themselves are generate_cli's).
+    let stderr =
+        fails(&cache, &["generate", "--prompt", "a cat", "--limit", "2", "--pipeline", "x", "--out", "y"]);
+    assert!(stderr.contains("a single --prompt has nothing to filter"), "{stderr}");
+    let no_person = dir.path().join("plain.csv");
+    std::fs::write(&no_person, "prompt,language\na cat,en\n").unwrap();
+    let pipeline = culturelens_testkit::fixture("diffusion/tiny-sd1");
+    let gen_out = dir.path().join("imgs");
+    let stderr = fails(
+        &cache,
+        &[
+            "generate",
+            "--prompts",
+            p(&no_person),
+            "--persons",
+            "woman",
+            "--pipeline",
+            p(&pipeline),
+            "--out",
+            p(&gen_out),
+        ],
+    );
+    assert!(stderr.contains("--persons filters on a `person` column, which it does not have"), "{stderr}");
+    let stderr = fails(
+        &cache,
+        &["prompts", "export", "sos", "--out", p(&one), "--mirror", p(&mirror), "--templates", "z"],
+    );
+    assert!(stderr.contains("no prompt left after --templates z"), "{stderr}");
+    assert!(!gen_out.exists());
+}

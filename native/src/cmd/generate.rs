@@ -38,7 +38,7 @@ use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv,
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
 use crate::input::read_prompts;
-use crate::prompt_sets::{language_codes, load_set, parse_set};
+use crate::prompt_sets::{PromptFilter, load_set, parse_set};
 use crate::provenance::{Provenance, as_text_opt, value_name};
 use crate::timing::Stages;
 use crate::work::part::{DIR_PART, Input, Part};
@@ -86,14 +86,9 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_set)]
     #[serde(serialize_with = "as_text_opt")]
     pub prompt_set: Option<PromptSet>,
-    /// Keep only these languages (ISO 639-1 codes or names, comma-separated): of --prompt-set,
-    /// or of --prompts FILE by its `language` column.
-    #[arg(long, value_delimiter = ',', value_name = "CODES")]
-    pub languages: Vec<String>,
-    /// Keep only these cultures (the `culture` column, case-insensitive, comma-separated), of
-    /// --prompt-set or --prompts FILE.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    pub cultures: Vec<String>,
+    /// Filters of --prompt-set or --prompts FILE (by its columns).
+    #[command(flatten)]
+    pub filter: PromptFilter,
     /// With --prompt-set: read its upstream files from this folder instead of the cache or the
     /// network (as `prompts export --mirror`; also $CULTURELENS_DATA_MIRROR).
     #[arg(long, value_name = "DIR", requires = "prompt_set")]
@@ -246,14 +241,15 @@ fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
             },
             ..LoadOptions::default()
         };
-        let meta = load_set(set, &args.languages, args.mirror.clone(), &options)?.to_metadata();
+        let meta = load_set(set, &args.filter.languages, args.mirror.clone(), &options)?.to_metadata();
         let prompts = meta.require_nonempty_column("prompt")?.to_vec();
         return filter_prompts(args, &format!("the {set} prompt set"), prompts, meta);
     }
     match (&args.prompt, &args.prompts) {
-        (Some(_), _) if !args.languages.is_empty() || !args.cultures.is_empty() => {
+        (Some(_), _) if args.filter.is_active() => {
             bail!(
-                "--languages and --cultures filter --prompts FILE or --prompt-set NAME; a single --prompt has nothing to filter"
+                "--languages, --cultures, --persons, --templates and --limit filter --prompts FILE or \
+                 --prompt-set NAME; a single --prompt has nothing to filter"
             )
         }
         (Some(p), _) => {
@@ -270,35 +266,15 @@ fn prompt_table(args: &GenerateArgs) -> Result<(Vec<String>, Metadata)> {
     }
 }
 
-/// The rows of a prompt table whose `language` is one of `--languages` (codes or names, compared
-/// as codes) and whose `culture` is one of `--cultures` (case-insensitive); a filter on a column
-/// the table lacks, or one that keeps nothing, is an error naming `source`.
+/// The rows of a prompt table that `--languages`, `--cultures`, `--persons`, `--templates` and
+/// `--limit` keep ([`PromptFilter::keep`]).
 fn filter_prompts(
     args: &GenerateArgs,
     source: &str,
     prompts: Vec<String>,
     meta: Metadata,
 ) -> Result<(Vec<String>, Metadata)> {
-    let languages = language_codes(&args.languages)?;
-    let mut keep: Vec<usize> = (0..prompts.len()).collect();
-    for (flag, column, wanted) in
-        [("--languages", "language", &languages), ("--cultures", "culture", &args.cultures)]
-    {
-        if wanted.is_empty() {
-            continue;
-        }
-        let cells = meta.column(column).with_context(|| {
-            format!("{source}: {flag} filters on a `{column}` column, which it does not have")
-        })?;
-        let matches = |cell: &str| match column {
-            "language" => language_code(cell).is_some_and(|c| wanted.iter().any(|w| w == c)),
-            _ => wanted.iter().any(|w| w.trim().eq_ignore_ascii_case(cell.trim())),
-        };
-        keep.retain(|&i| matches(&cells[i]));
-        if keep.is_empty() {
-            bail!("{source}: no prompt left after {flag} {}", wanted.join(","));
-        }
-    }
+    let keep = args.filter.keep(source, &meta)?;
     if keep.len() == prompts.len() {
         return Ok((prompts, meta));
     }

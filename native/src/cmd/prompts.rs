@@ -8,7 +8,7 @@ use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::fetch::{DEFAULT_BASE_URL, ENV_BASE_URL, ENV_CACHE, ENV_MIRROR};
 use culturelens_prompts::{COMMON_COLUMNS, Fetcher, LoadOptions, Origin, PromptSet, extra_columns, notes};
 
-use crate::prompt_sets::{load_set, parse_set};
+use crate::prompt_sets::{PromptFilter, load_set, parse_set};
 
 use crate::provenance::{Provenance, as_text};
 
@@ -57,9 +57,9 @@ pub struct ExportArgs {
     /// Output file: .csv (header row) or .parquet (UTF-8 columns).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Keep only these languages (ISO 639-1 codes, comma-separated, e.g. en,de,zh).
-    #[arg(long, value_delimiter = ',', value_name = "CODES")]
-    pub languages: Vec<String>,
+    /// Row filters: --languages, --cultures, --persons, --templates, --limit N per language.
+    #[command(flatten)]
+    pub filter: PromptFilter,
     /// Read the upstream files from this folder instead of the cache or the network.
     #[arg(long, value_name = "DIR")]
     pub mirror: Option<PathBuf>,
@@ -154,7 +154,12 @@ fn export(args: &ExportArgs) -> Result<()> {
             seed: args.seed,
         },
     };
-    let table = load_set(set, &args.languages, args.mirror.clone(), &options)?;
+    let mut table = load_set(set, &args.filter.languages, args.mirror.clone(), &options)?;
+    if args.filter.is_active() {
+        let keep = args.filter.keep(&format!("the {set} prompt set"), &table.to_metadata())?;
+        let mut rows: Vec<Option<_>> = std::mem::take(&mut table.rows).into_iter().map(Some).collect();
+        table.rows = keep.iter().map(|&i| rows[i].take().expect("kept once")).collect();
+    }
     table.write(&args.out).with_context(|| format!("writing {}", args.out.display()))?;
     let mut provenance = Provenance::new("prompts export", args);
     for path in [&args.feminine, &args.translations].into_iter().flatten() {
