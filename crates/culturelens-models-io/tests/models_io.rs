@@ -4,6 +4,7 @@
 //! (add `-- --nocapture` for the measured differences the tests print). A new test file needs its
 //! `mod` line here (`autotests = false`).
 
+mod clip_bpe;
 mod configs;
 mod decode;
 mod diffusion_flow_parity;
