@@ -5,6 +5,7 @@
 //! `mod` line here (`autotests = false`).
 
 mod cogview4;
+mod clip_bpe;
 mod configs;
 mod decode;
 mod diffusion_flow_parity;
