@@ -4,8 +4,8 @@
 //! (add `-- --nocapture` for the measured differences the tests print). A new test file needs its
 //! `mod` line here (`autotests = false`).
 
-mod cogview4;
 mod clip_bpe;
+mod cogview4;
 mod configs;
 mod decode;
 mod diffusion_flow_parity;
