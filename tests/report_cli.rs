@@ -140,3 +140,48 @@ fn embed_text_manifest_names_the_model_its_weight_files_and_the_prompt_sets() {
     assert_eq!((manifest["backend"].as_str(), manifest["precision"].as_str()), (Some("cpu"), Some("f32")));
     assert!(manifest["argv"].as_array().unwrap().iter().any(|a| a == "embed-text"));
 }
+
+/// `report` from an installed binary alone (a copy of the binary in a folder of its own, run from
+/// a folder without web/dist): the site has everything but the app, its page and stderr say the
+/// app was left out and how to add it; with app/ beside the binary (the release archives'
+/// layout) the app is copied from there without --app.
+#[test]
+fn report_works_from_the_binary_alone_and_finds_the_app_beside_it() {
+    let root = tempfile::tempdir().unwrap();
+    let run = finished_run(root.path());
+    let installed = root.path().join("installed");
+    std::fs::create_dir_all(&installed).unwrap();
+    let binary = installed.join("culturelens");
+    std::fs::copy(env!("CARGO_BIN_EXE_culturelens"), &binary).unwrap();
+    let elsewhere = root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let report = |site: &std::path::Path| {
+        std::process::Command::new(&binary)
+            .current_dir(&elsewhere)
+            .args(["report", run.dir.to_str().unwrap(), "--out", site.to_str().unwrap(), "--scale", "1"])
+            .output()
+            .unwrap()
+    };
+    let site = root.path().join("site");
+    let out = report(&site);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the browser app was left out") && stderr.contains("--app web/dist"), "{stderr}");
+    assert!(!site.join("app").exists());
+    assert!(
+        site.join("figures/sos_heatmap.png").is_file() && site.join("bundles/bundle/manifest.json").is_file()
+    );
+    let html = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(
+        html.contains("class=\"no-app\"") && !html.contains("href=\"app/index.html"),
+        "no link to a missing app"
+    );
+
+    let app = fake_app(&installed);
+    std::fs::rename(&app, installed.join("app")).unwrap();
+    let with_app = root.path().join("with-app");
+    let out = report(&with_app);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(with_app.join("app/assets/app.wasm").is_file());
+    assert!(std::fs::read_to_string(with_app.join("index.html")).unwrap().contains("href=\"app/index.html"));
+}

@@ -31,7 +31,6 @@ use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
-use culturelens_prompts::text::language_code;
 use culturelens_prompts::{LoadOptions, PromptSet};
 use culturelens_rng::TorchNormalPath;
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};

@@ -24,8 +24,11 @@ Builds a static site from a run folder RUN_DIR (any folder of culturelens output
                  --max-rows rows each, the full file linked), the other results (JSON) and the
                  provenance manifests (*.provenance.json, provenance.json), with a link that
                  opens each bundle in the browser app
-  app/           the browser app, copied from --app (the output of `trunk build --release` in
-                 web/, default web/dist)
+  app/           the browser app, copied from --app DIR (the output of `trunk build --release` in
+                 web/); without --app, from web/dist in the current folder, else from app/ beside
+                 the culturelens binary (where the release archives put it). With none of them
+                 the site has everything else, its page says the app was left out and why, and
+                 a note on stderr says how to add it
   bundles/NAME/  each bundle found in RUN_DIR (a folder with manifest.json), NAME its path
   figures/       SVG + PNG of every figure the run's outputs allow (as `culturelens figures`):
                  each result file is known by its provenance manifest (OUT.provenance.json:
@@ -54,9 +57,10 @@ pub struct ReportArgs {
     /// The site folder to write.
     #[arg(long, value_name = "SITE")]
     pub out: PathBuf,
-    /// The built browser app (`cd web && trunk build --release` writes web/dist).
-    #[arg(long, value_name = "DIR", default_value = "web/dist")]
-    pub app: PathBuf,
+    /// The built browser app (`cd web && trunk build --release` writes web/dist). Default:
+    /// web/dist if it has index.html, else app/ beside the binary (release archives), else none.
+    #[arg(long, value_name = "DIR")]
+    pub app: Option<PathBuf>,
     /// Rows of a table shown in the page (the full CSV is linked).
     #[arg(long, default_value_t = 1000)]
     pub max_rows: usize,
@@ -438,7 +442,38 @@ white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}caption{text-alig
 pre{background:#f6f6f6;padding:.7rem;overflow-x:auto;font-size:.8rem}.note{color:#555}";
 
 /// The report page.
-fn index_html(args: &ReportArgs, root: &Path, run: &Run, figures: &[(PathBuf, Figure)]) -> Result<String> {
+/// Where the browser app is read from: `--app` (it must hold index.html), else the first of
+/// web/dist and app/ beside the running binary that holds index.html, else none.
+fn find_app(args: &ReportArgs) -> Result<Option<PathBuf>> {
+    if let Some(dir) = &args.app {
+        if !dir.join("index.html").is_file() {
+            bail!(
+                "{} has no index.html: build the browser app first (`cd web && trunk build --release`, which writes web/dist) or pass another --app DIR",
+                dir.display()
+            );
+        }
+        return Ok(Some(dir.clone()));
+    }
+    let beside_binary = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("app")));
+    Ok([Some(PathBuf::from("web/dist")), beside_binary]
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("index.html").is_file()))
+}
+
+/// Why the site has no app, for its page and for stderr.
+const NO_APP: &str = "the browser app was left out: no --app DIR was given, and neither web/dist nor app/ beside \
+the culturelens binary holds a built app. The figures, tables and provenance are complete. To add the app, build \
+it (`cd web && trunk build --release`) and run report again with --app web/dist, or use a release archive, which \
+carries app/ beside the binary";
+
+fn index_html(
+    root: &Path,
+    run: &Run,
+    figures: &[(PathBuf, Figure)],
+    max_rows: usize,
+    with_app: bool,
+) -> Result<String> {
     let mut h = String::new();
     let title =
         format!("culturelens report: {}", root.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
@@ -456,7 +491,9 @@ site, so it works offline.</p>\n<nav><a href=\"#app\">Browser app</a> · <a href
         crate::provenance::GIT_COMMIT
     );
     let _ = writeln!(h, "<section id=\"app\">\n<h2>Browser app</h2>");
-    if run.bundles.is_empty() {
+    if !with_app {
+        let _ = writeln!(h, "<p class=\"no-app\">{}.</p>", esc(&upper_first(NO_APP)));
+    } else if run.bundles.is_empty() {
         let _ = writeln!(
             h,
             "<p>The run has no bundle; <a href=\"app/index.html\">open the app</a> to load one.</p>"
@@ -492,7 +529,7 @@ site, so it works offline.</p>\n<nav><a href=\"#app\">Browser app</a> · <a href
         let records = read_records(&root.join(rel))?;
         let (header, body) = records.split_first().map(|(h, b)| (h.clone(), b)).unwrap_or_default();
         let link = format!("results/{}", url(rel));
-        let shown_rows = body.len().min(args.max_rows);
+        let shown_rows = body.len().min(max_rows);
         let _ = writeln!(
             h,
             "<div class=\"table-wrap\"><table class=\"result\" data-file=\"{}\">",
@@ -543,12 +580,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     if !root.is_dir() {
         bail!("{} is not a folder", root.display());
     }
-    if !args.app.join("index.html").is_file() {
-        bail!(
-            "{} has no index.html: build the browser app first (`cd web && trunk build --release`, which writes web/dist) or pass --app DIR",
-            args.app.display()
-        );
-    }
+    let app = find_app(args)?;
     if !(args.scale.is_finite() && args.scale > 0.0 && args.scale <= 8.0) {
         bail!("--scale must be in (0, 8] (got {})", args.scale);
     }
@@ -558,11 +590,13 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     }
     let run = scan(root)?;
     let figures = unique_names(figures_of(root, &run)?);
-    let html = index_html(args, root, &run, &figures)?;
+    let html = index_html(root, &run, &figures, args.max_rows, app.is_some())?;
 
     let just_figures: Vec<Figure> = figures.into_iter().map(|(_, f)| f).collect();
     write_dir_atomic(&args.out, |site| -> Result<()> {
-        copy_dir(&args.app, &site.join("app"))?;
+        if let Some(app) = &app {
+            copy_dir(app, &site.join("app"))?;
+        }
         for b in &run.bundles {
             copy_dir(&root.join(b), &site.join("bundles").join(b))?;
         }
@@ -575,9 +609,15 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         std::fs::write(site.join("index.html"), html)?;
         std::fs::File::create(site.join(MARKER))?.write_all(b"a culturelens report folder\n")?;
         let mut provenance = Provenance::new("report", args);
-        provenance.input(root)?.input(&args.app)?;
+        provenance.input(root)?;
+        if let Some(app) = &app {
+            provenance.input(app)?;
+        }
         provenance.write_for_dir(site)
     })?;
+    if app.is_none() {
+        eprintln!("note: {NO_APP}.");
+    }
     println!(
         "wrote {} (serve it statically, e.g. python3 -m http.server -d {}): {} figures, {} tables, {} bundles",
         args.out.display(),
@@ -587,6 +627,12 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         run.bundles.len()
     );
     Ok(())
+}
+
+/// `text` with its first letter upper-cased.
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
