@@ -34,6 +34,8 @@ pub struct PromptsArgs {
 }
 
 #[derive(clap::Subcommand, Debug)]
+// Parsed once at start-up: boxing ExportArgs would save nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Action {
     /// List the prompt sets, their sources and whether they are cached.
     List,
