@@ -127,3 +127,43 @@ fn a_bad_table_names_file_row_and_column_and_writes_nothing() {
     let err = Cli::new("figures").opt("--out", &out).run_fails().stderr;
     assert!(err.contains("nothing to draw"), "{err}");
 }
+
+/// Intervals in the figures: a one-model joint table from `sos --ci` hatches the cells whose
+/// interval covers 0 (and says so on the colour bar); `magbig --ci` and `vendi --ci` draw their
+/// intervals as the error bars (and say so in the title).
+#[test]
+fn figures_draw_the_intervals_of_ci_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sos = d.join("sos.csv");
+    std::fs::write(
+        &sos,
+        "model,language,culture,n,sos,sos_lo,sos_hi\n\
+         m,de,Japan,9,0.2,0.1,0.3\nm,de,Kenya,9,0.05,-0.02,0.12\n\
+         m,en,Japan,9,-0.1,-0.2,-0.01\nm,en,Kenya,9,-0.03,-0.09,0.04\n",
+    )
+    .unwrap();
+    let magbig = d.join("magbig.csv");
+    std::fs::write(
+        &magbig,
+        "model,language,set,n_prompts,n_images,mad,mad_lo,mad_hi,mad_random,male_share,male_share_lo,male_share_hi\n\
+         sd,de,occupations,5,20,0.4,0.3,0.55,0.3125,0.7,0.6,0.8\n",
+    )
+    .unwrap();
+    let out = d.join("figs");
+    Cli::new("figures")
+        .opt("--sos", &sos)
+        .opt("--magbig", &magbig)
+        .opt("--out", &out)
+        .opt("--scale", "1")
+        .run_ok();
+    let heatmap = std::fs::read_to_string(out.join("sos_heatmap.svg")).unwrap();
+    assert!(heatmap.contains("hatched: interval covers 0"), "the colour bar says what hatching means");
+    // Two of the four cells cover 0 (de/Kenya and en/Kenya); each gets several strokes.
+    let strokes = heatmap.matches(&format!("stroke=\"{}\"", culturelens_figures::HATCH)).count();
+    assert!(strokes >= 2 * 4, "{strokes} hatching strokes");
+    let bars = std::fs::read_to_string(out.join("magbig_sd.svg")).unwrap();
+    assert!(bars.contains("bootstrap interval over prompts"));
+    // The error bar: one vertical 1.5 px line plus its two caps.
+    assert_eq!(bars.matches("stroke-width=\"1.5\"").count(), 3);
+}

@@ -111,7 +111,9 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
             (true, true) => "Joint SoS, mean over models, each at its last layer".to_string(),
             (false, _) => format!("Joint SoS, {}{}", joint[0].model, at(&layer(&joint[0]))),
         };
-        figures.push(Figure { name: "sos_heatmap".into(), svg: sos_heatmap(title, &last) });
+        // A mean over models has no interval: hatching only where one model is drawn.
+        let hatch = columns.ci && !several_models;
+        figures.push(Figure { name: "sos_heatmap".into(), svg: sos_heatmap(title, &last, hatch) });
     }
     for m in &models {
         let layers = &layers_of[m];
@@ -125,7 +127,8 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
             if layers.len() > 1 {
                 name += &format!("_layer{}", slug(l));
             }
-            figures.push(Figure { name, svg: sos_heatmap(format!("Joint SoS, {m}{}", at(l)), &rows) });
+            let svg = sos_heatmap(format!("Joint SoS, {m}{}", at(l)), &rows, columns.ci);
+            figures.push(Figure { name, svg });
         }
         if layers.len() > 1 {
             let rows: Vec<&sos::JointScore> = joint.iter().filter(|j| j.model == *m).collect();
@@ -150,14 +153,26 @@ pub fn sos_joint(path: &Path) -> Result<Vec<Figure>> {
 }
 
 /// The culture × language heatmap of `rows` (cells averaged over models), columns sorted by
-/// their mean SoS (SoS Fig. 3).
-fn sos_heatmap(title: String, rows: &[&sos::JointScore]) -> String {
+/// their mean SoS (SoS Fig. 3). With `hatch` (`rows` of one model and layer, from `sos --ci`), a
+/// cell whose interval covers 0 is hatched: its sign is not established at the interval's level.
+fn sos_heatmap(title: String, rows: &[&sos::JointScore], hatch: bool) -> String {
     let cell = means(rows.iter().map(|j| ((j.culture.as_str(), j.language.as_str()), j.sos)));
     let column_mean = means(cell.iter().map(|((_, l), v)| (*l, *v)));
     let mut cols: Vec<&str> = column_mean.keys().copied().collect();
     cols.sort_by(|a, b| column_mean[a].total_cmp(&column_mean[b]).then(a.cmp(b)));
     let cultures: BTreeSet<&str> = cell.keys().map(|(c, _)| *c).collect();
     let limit = cell.values().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-9);
+    let covers_zero: BTreeSet<(&str, &str)> = rows
+        .iter()
+        .filter(|j| j.sos_ci.is_some_and(|i| i.lo <= 0.0 && 0.0 <= i.hi))
+        .map(|j| (j.culture.as_str(), j.language.as_str()))
+        .collect();
+    let hatched = if hatch {
+        cultures.iter().map(|c| cols.iter().map(|l| covers_zero.contains(&(*c, *l))).collect()).collect()
+    } else {
+        Vec::new()
+    };
+    let scale_label = if hatch { "SoS (hatched: interval covers 0)" } else { "SoS" };
     matrix(&Matrix {
         title,
         row_label: "culture".into(),
@@ -169,8 +184,9 @@ fn sos_heatmap(title: String, rows: &[&sos::JointScore]) -> String {
         rows: cultures.iter().map(|c| c.to_string()).collect(),
         cols: cols.iter().map(|c| c.to_string()).collect(),
         scale: Scale::Diverging { limit },
-        scale_label: "SoS".into(),
+        scale_label: scale_label.into(),
         decimals: 2,
+        hatched,
     })
 }
 
@@ -216,6 +232,7 @@ pub fn sos_report(path: &Path) -> Result<Vec<Figure>> {
                 scale: Scale::Diverging { limit: 1.0 },
                 scale_label: "r".into(),
                 decimals: 2,
+                hatched: Vec::new(),
             }),
         });
     }
@@ -272,7 +289,8 @@ pub fn pca(table: &EmbeddingTable, colour_by: &str) -> Result<Figure> {
 }
 
 /// From the `--out` JSON of `culturelens vendi`: VS per group (one bar without `--group-by`),
-/// with ± sd bars when the CUBE protocol gave `vs_sd`.
+/// with its bootstrap interval as the error bar when `--ci` gave `vs_ci`, else ± sd bars when
+/// the CUBE protocol gave `vs_sd`.
 pub fn vendi(path: &Path) -> Result<Figure> {
     let (name, reader) = open(path)?;
     let groups = vendi::read(&name, reader)?.groups();
@@ -284,15 +302,25 @@ pub fn vendi(path: &Path) -> Result<Figure> {
         })
         .unwrap_or_default();
     let sd = |v: &vendi::VendiScores| v.protocol.map(|p| p.vs_sd);
-    let bars_of =
-        groups.iter().map(|(_, v)| vec![Some(Bar { value: v.vs, sd: sd(v), baseline: None })]).collect();
+    let bars_of = groups
+        .iter()
+        .map(|(_, v)| {
+            let interval = v.vs_ci.map(|i| (i.lo, i.hi));
+            vec![Some(Bar { value: v.vs, sd: sd(v), baseline: None, interval })]
+        })
+        .collect();
     let protocol = groups.iter().any(|(_, v)| v.protocol.is_some());
+    let intervals = groups.iter().any(|(_, v)| v.vs_ci.is_some());
     Ok(Figure {
         name: "vendi".into(),
         svg: bars(&Bars {
             title: format!(
                 "Vendi score (q = {q}) per group{}",
-                if protocol { ", ± 1 sd over batches" } else { "" }
+                match (intervals, protocol) {
+                    (true, _) => ", bootstrap interval",
+                    (false, true) => ", ± 1 sd over batches",
+                    (false, false) => "",
+                }
             ),
             x_label: "group".into(),
             y_label: "VS".into(),
@@ -305,12 +333,13 @@ pub fn vendi(path: &Path) -> Result<Figure> {
 }
 
 /// From the `--out` CSV of `culturelens magbig`: per model, MAD per language and set with the
-/// fair-coin `mad_random` as a dashed tick.
+/// fair-coin `mad_random` as a dashed tick, and with `--ci` its bootstrap interval as error bars.
 pub fn magbig(path: &Path) -> Result<Vec<Figure>> {
-    let (_, rows) = read_table::<magbig::Magbig>(path)?;
+    let (columns, rows) = read_table::<magbig::Magbig>(path)?;
     let mut cells: BTreeMap<(&str, &str, &str), Bar> = BTreeMap::new();
     for r in &rows {
-        let bar = Bar { value: r.mad, sd: None, baseline: Some(r.mad_random) };
+        let interval = r.mad_ci.map(|i| (i.lo, i.hi));
+        let bar = Bar { value: r.mad, sd: None, baseline: Some(r.mad_random), interval };
         cells.insert((r.model.as_str(), r.language.as_str(), r.set.as_str()), bar);
     }
     let models: BTreeSet<&str> = cells.keys().map(|k| k.0).collect();
@@ -324,7 +353,10 @@ pub fn magbig(path: &Path) -> Result<Vec<Figure>> {
             Figure {
                 name: format!("magbig_{}", slug(m)),
                 svg: bars(&Bars {
-                    title: format!("MAGBIG MAD, {m}"),
+                    title: format!(
+                        "MAGBIG MAD, {m}{}",
+                        if columns.ci { ", bootstrap interval over prompts" } else { "" }
+                    ),
                     x_label: "prompt language".into(),
                     y_label: "MAD".into(),
                     bars: languages
@@ -371,6 +403,7 @@ pub fn cultext2i(path: &Path) -> Result<Vec<Figure>> {
                     scale: Scale::Sequential { lo: 0.0, hi: 1.0 },
                     scale_label: "share".into(),
                     decimals: 2,
+                    hatched: Vec::new(),
                 }),
             }
         })

@@ -1,4 +1,5 @@
-//! Grouped bar charts: Vendi scores per group with ± 1 sd error bars (CUBE's Vendi figures) and
+//! Grouped bar charts: Vendi scores per group with ± 1 sd error bars (CUBE's Vendi figures) or
+//! bootstrap intervals (`--ci`), and
 //! MAGBIG's MAD per language and prompt set with the fair-coin baseline drawn as a black dashed
 //! tick across each bar (MAGBIG Fig. 5). One colour per series (Okabe–Ito), groups on the x axis
 //! in the order given.
@@ -10,13 +11,23 @@ use crate::plot::{
 };
 use crate::svg::{Anchor, FONT, Svg};
 
-/// One bar: its height, an optional standard deviation (error bar from value − sd to value + sd)
-/// and an optional baseline (a dashed tick at that height).
+/// One bar: its height, an optional error bar and an optional baseline (a dashed tick at that
+/// height).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bar {
     pub value: f64,
+    /// An error bar from value − sd to value + sd.
     pub sd: Option<f64>,
     pub baseline: Option<f64>,
+    /// An error bar from `lo` to `hi` (a confidence interval); drawn instead of `sd` when given.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl Bar {
+    /// The ends of its error bar, if any: the interval, else value ± sd.
+    fn whisker(&self) -> Option<(f64, f64)> {
+        self.interval.or(self.sd.map(|sd| (self.value - sd, self.value + sd)))
+    }
 }
 
 /// A grouped bar chart.
@@ -40,12 +51,13 @@ pub fn bars(b: &Bars) -> String {
     assert_eq!(b.bars.len(), b.groups.len(), "one bar row per group");
     assert!(b.bars.iter().all(|g| g.len() == b.series.len()), "one bar per series");
     let all: Vec<&Bar> = b.bars.iter().flatten().flatten().collect();
+    let ends = |x: &Bar| x.whisker().unwrap_or((x.value, x.value));
     let hi = all
         .iter()
-        .map(|x| x.value + x.sd.unwrap_or(0.0))
+        .map(|x| x.value.max(ends(x).1))
         .chain(all.iter().filter_map(|x| x.baseline))
         .fold(0.0, f64::max);
-    let lo = all.iter().map(|x| x.value - x.sd.unwrap_or(0.0)).fold(0.0, f64::min);
+    let lo = all.iter().map(|x| x.value.min(ends(x).0)).fold(0.0, f64::min);
     let (n_groups, n_series) = (b.groups.len().max(1) as f64, b.series.len().max(1) as f64);
     // Bars are 26 to 44 px wide with 18 px between groups; the plot is as wide as its groups
     // need, or as the title needs (then the groups spread out and the bars widen).
@@ -77,8 +89,8 @@ pub fn bars(b: &Bars) -> String {
             let (y0, y1) = (axis.y(0.0), axis.y(bar.value));
             svg.rect(x + 2.0, y0.min(y1), bar_w - 4.0, (y0 - y1).abs(), category(s), Some("#333333"));
             let bx = x + bar_w / 2.0;
-            if let Some(sd) = bar.sd {
-                let (ya, yb) = (axis.y(bar.value - sd), axis.y(bar.value + sd));
+            if let Some((lo, hi)) = bar.whisker() {
+                let (ya, yb) = (axis.y(lo), axis.y(hi));
                 svg.line((bx, ya), (bx, yb), "#000000", 1.5, None);
                 svg.line((bx - 5.0, ya), (bx + 5.0, ya), "#000000", 1.5, None);
                 svg.line((bx - 5.0, yb), (bx + 5.0, yb), "#000000", 1.5, None);

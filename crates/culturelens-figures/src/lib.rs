@@ -38,7 +38,7 @@ mod swatches;
 pub use bars::{Bar, Bars, bars};
 pub use distribution::{BoxStats, Distributions, distributions};
 pub use lines::{Lines, lines};
-pub use matrix::{Matrix, matrix};
+pub use matrix::{HATCH, Matrix, matrix};
 pub use scatter::{Scatter, scatter};
 pub use swatches::{PaletteRow, Palettes, palettes};
 

@@ -1,7 +1,9 @@
 //! Labelled matrices drawn as coloured cells with their values printed in them: the SoS heatmap
 //! culture × language (SoS Fig. 3), the language × language Pearson matrix (SoS Fig. 5) and
 //! CulText2I's NA confusion matrix (CulText2I Fig. 5). Missing cells (`None`) are hatched grey
-//! and labelled "n/a". Rows and columns are drawn in the order given: the caller sorts them.
+//! and labelled "n/a". Cells marked in `hatched` get thin diagonal strokes over their colour (the
+//! SoS heatmap: the cell's confidence interval covers 0). Rows and columns are drawn in the order
+//! given: the caller sorts them.
 
 use crate::fonts::{max_text_width, text_width};
 use crate::palette::Scale;
@@ -28,6 +30,25 @@ pub struct Matrix {
     pub scale_label: String,
     /// Decimals of the printed values (more for a value below the last of them: `svg::value_label`).
     pub decimals: usize,
+    /// `hatched[r][c]`: diagonal strokes over the cell (empty: no cell is hatched). The caller
+    /// says what they mean in `scale_label`.
+    pub hatched: Vec<Vec<bool>>,
+}
+
+/// The hatching's stroke: a mid grey, legible on both ends of every scale.
+pub const HATCH: &str = "#707070";
+/// Distance between two hatching strokes, along each axis.
+const HATCH_STEP: f64 = 9.0;
+
+/// The 45° strokes `x' + y' = t` (t = step, 2·step, …) clipped to the `w × h` cell at (x, y).
+fn hatch(svg: &mut Svg, (x, y): (f64, f64), w: f64, h: f64) {
+    let mut t = HATCH_STEP;
+    while t < w + h {
+        let (x0, y0) = ((t - h).max(0.0), t.min(h));
+        let (x1, y1) = (t.min(w), (t - w).max(0.0));
+        svg.line((x + x0, y + y0), (x + x1, y + y1), HATCH, 1.0, None);
+        t += HATCH_STEP;
+    }
 }
 
 /// Cells are at least this wide (more when their values need it, and up to [`CELL_MAX`] when
@@ -48,6 +69,11 @@ const VALUE: f64 = FONT * 0.8;
 pub fn matrix(m: &Matrix) -> String {
     assert_eq!(m.values.len(), m.rows.len(), "one value row per row label");
     assert!(m.values.iter().all(|r| r.len() == m.cols.len()), "one value per column label");
+    assert!(
+        m.hatched.is_empty()
+            || (m.hatched.len() == m.rows.len() && m.hatched.iter().all(|r| r.len() == m.cols.len())),
+        "hatching is empty or rows × cols"
+    );
     let n_cols = m.cols.len().max(1) as f64;
     let row_w = max_text_width(&m.rows, LABEL);
     let widest_value = m
@@ -117,6 +143,9 @@ pub fn matrix(m: &Matrix) -> String {
             match v {
                 Some(v) => {
                     svg.rect(x, y, cell_w, cell_h, &m.scale.color(*v), Some("#ffffff"));
+                    if m.hatched.get(r).is_some_and(|row| row[c]) {
+                        hatch(&mut svg, (x, y), cell_w, cell_h);
+                    }
                     let ink = if m.scale.dark(*v) { "#ffffff" } else { "#000000" };
                     svg.text_coloured(centre, &value_label(*v, m.decimals), VALUE, ink);
                 }

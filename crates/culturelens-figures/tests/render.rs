@@ -73,6 +73,7 @@ fn heatmap() -> Matrix {
         scale: Scale::Diverging { limit: 0.31 },
         scale_label: "SoS".into(),
         decimals: 2,
+        hatched: Vec::new(),
     }
 }
 
@@ -112,6 +113,7 @@ fn pearson_matrix_and_na_matrix() {
         scale: Scale::Diverging { limit: 1.0 },
         scale_label: "r".into(),
         decimals: 2,
+        hatched: Vec::new(),
     };
     let svg = matrix(&pearson);
     assert_eq!(count(&svg, ">n/a<"), 2);
@@ -132,6 +134,7 @@ fn pearson_matrix_and_na_matrix() {
         scale: Scale::Sequential { lo: 0.0, hi: 1.0 },
         scale_label: "share".into(),
         decimals: 2,
+        hatched: Vec::new(),
     };
     let svg = matrix(&na);
     assert!(svg.contains("fill=\"#440154\""), "0 takes viridis' first stop");
@@ -230,9 +233,9 @@ fn vendi_and_magbig_bars() {
         groups: vec!["India".into(), "Japan".into(), "Nigeria".into()],
         series: vec!["VS".into()],
         bars: vec![
-            vec![Some(Bar { value: 3.2, sd: Some(0.4), baseline: None })],
-            vec![Some(Bar { value: 4.1, sd: Some(0.3), baseline: None })],
-            vec![Some(Bar { value: 2.5, sd: Some(0.6), baseline: None })],
+            vec![Some(Bar { value: 3.2, sd: Some(0.4), baseline: None, interval: None })],
+            vec![Some(Bar { value: 4.1, sd: Some(0.3), baseline: None, interval: None })],
+            vec![Some(Bar { value: 2.5, sd: Some(0.6), baseline: None, interval: None })],
         ],
         baseline_label: None,
     };
@@ -250,13 +253,13 @@ fn vendi_and_magbig_bars() {
         series: vec!["adjectives".into(), "occupations".into()],
         bars: vec![
             vec![
-                Some(Bar { value: 0.61, sd: None, baseline: Some(0.19) }),
-                Some(Bar { value: 0.72, sd: None, baseline: Some(0.2) }),
+                Some(Bar { value: 0.61, sd: None, baseline: Some(0.19), interval: None }),
+                Some(Bar { value: 0.72, sd: None, baseline: Some(0.2), interval: None }),
             ],
-            vec![Some(Bar { value: 0.45, sd: None, baseline: Some(0.19) }), None],
+            vec![Some(Bar { value: 0.45, sd: None, baseline: Some(0.19), interval: None }), None],
             vec![
-                Some(Bar { value: 0.52, sd: None, baseline: Some(0.18) }),
-                Some(Bar { value: 0.66, sd: None, baseline: Some(0.2) }),
+                Some(Bar { value: 0.52, sd: None, baseline: Some(0.18), interval: None }),
+                Some(Bar { value: 0.66, sd: None, baseline: Some(0.2), interval: None }),
             ],
         ],
         baseline_label: Some("fair-coin baseline".into()),
@@ -477,8 +480,8 @@ mod geometry {
     }
 }
 
-/// The bars' heights, error bars and baseline ticks, read back through the figure's own y axis,
-/// are the input values.
+/// The bars' heights, error bars (± sd, or an asymmetric interval) and baseline ticks, read back
+/// through the figure's own y axis, are the input values.
 #[test]
 fn bar_geometry_carries_the_values() {
     use geometry::*;
@@ -489,12 +492,12 @@ fn bar_geometry_carries_the_values() {
         groups: vec!["ar".into(), "de".into(), "en".into()],
         series: vec!["a".into(), "b".into()],
         bars: vec![
-            vec![Some(Bar { value: 0.613, sd: Some(0.05), baseline: Some(0.19) }), None],
+            vec![Some(Bar { value: 0.613, sd: Some(0.05), baseline: Some(0.19), interval: None }), None],
             vec![
-                Some(Bar { value: 0.45, sd: Some(0.11), baseline: Some(0.2) }),
-                Some(Bar { value: -0.07, sd: None, baseline: None }),
+                Some(Bar { value: 0.45, sd: Some(0.11), baseline: Some(0.2), interval: None }),
+                Some(Bar { value: -0.07, sd: None, baseline: None, interval: Some((-0.16, 0.01)) }),
             ],
-            vec![None, Some(Bar { value: 0.661, sd: None, baseline: Some(0.18) })],
+            vec![None, Some(Bar { value: 0.661, sd: None, baseline: Some(0.18), interval: None })],
         ],
         baseline_label: Some("baseline".into()),
     };
@@ -522,11 +525,13 @@ fn bar_geometry_carries_the_values() {
         .filter(|e| e.tag == "line" && e.is("stroke-width", "1.5") && e.f("x1") == e.f("x2"))
         .map(|e| (y.value(e.f("y1").max(e.f("y2"))), y.value(e.f("y1").min(e.f("y2")))))
         .collect();
-    let with_sd: Vec<&&Bar> = drawn.iter().filter(|b| b.sd.is_some()).collect();
-    assert_eq!(whiskers.len(), with_sd.len());
-    for ((lo, hi), bar) in whiskers.iter().zip(with_sd) {
-        close(*lo, bar.value - bar.sd.unwrap(), tol, "error bar low");
-        close(*hi, bar.value + bar.sd.unwrap(), tol, "error bar high");
+    // An interval (asymmetric) where a bar has one, else value ± sd.
+    let want: Vec<(f64, f64)> =
+        drawn.iter().filter_map(|b| b.interval.or(b.sd.map(|sd| (b.value - sd, b.value + sd)))).collect();
+    assert_eq!(whiskers.len(), want.len());
+    for ((lo, hi), (want_lo, want_hi)) in whiskers.iter().zip(want) {
+        close(*lo, want_lo, tol, "error bar low");
+        close(*hi, want_hi, tol, "error bar high");
     }
     // Baselines: dashed 2.5 px ticks (the legend's sample last).
     let ticks: Vec<f64> = els
@@ -686,4 +691,37 @@ fn line_vertices_carry_the_values() {
             close(y.value(*py), v.unwrap(), y.tolerance(), "vertex");
         }
     }
+}
+
+/// Hatched cells (the SoS heatmap's "interval covers 0"): strokes only over the marked cells,
+/// each inside its cell, none over a missing one.
+#[test]
+fn hatched_cells_get_strokes_inside_them_only() {
+    use geometry::*;
+    let mut m = heatmap();
+    m.hatched = vec![vec![false, true, true, true], vec![false; 4], vec![true, false, false, true]];
+    m.scale_label = "SoS (hatched: 95 % interval covers 0)".into();
+    let svg = matrix(&m);
+    let els = parse(&svg);
+    let cells: Vec<&Element> = els.iter().filter(|e| e.tag == "rect" && e.is("stroke", "#ffffff")).collect();
+    let strokes: Vec<&Element> =
+        els.iter().filter(|e| e.tag == "line" && e.is("stroke", culturelens_figures::HATCH)).collect();
+    let inside = |cell: &Element, x: f64, y: f64| {
+        x >= cell.f("x") - 0.01
+            && x <= cell.f("x") + cell.f("width") + 0.01
+            && y >= cell.f("y") - 0.01
+            && y <= cell.f("y") + cell.f("height") + 0.01
+    };
+    let mut per_cell = vec![0usize; cells.len()];
+    for s in &strokes {
+        let k = cells
+            .iter()
+            .position(|c| inside(c, s.f("x1"), s.f("y1")) && inside(c, s.f("x2"), s.f("y2")))
+            .unwrap_or_else(|| panic!("a stroke outside every cell: {:?}", s.attrs));
+        per_cell[k] += 1;
+    }
+    // Row 0, column 3 is missing (None): never hatched; the four marked cells with values are.
+    let marked: Vec<usize> = per_cell.iter().enumerate().filter(|(_, n)| **n > 0).map(|(k, _)| k).collect();
+    assert_eq!(marked, [1, 2, 8, 11]);
+    assert!(svg.contains("hatched: 95 % interval covers 0"));
 }
