@@ -30,6 +30,7 @@ pub mod pipelines;
 pub mod request;
 pub mod scheduler;
 pub mod transformer_flux;
+pub mod transformer_lumina2;
 pub mod transformer_sd3;
 pub mod unet;
 pub mod vae;

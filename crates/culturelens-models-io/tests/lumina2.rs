@@ -1,9 +1,11 @@
 //! Lumina 2 against diffusers 0.42.1 / transformers 5.23 on the fixtures of
 //! `scripts/fixtures/make_diffusion_tiny_lumina2.py`: the tiny `Gemma2Model`'s
 //! `hidden_states[k]` for every k (a padded batch with a row longer than the sliding window, a
-//! right- and a left-padded row, and an unpadded batch) on flex and wgpu.
+//! right- and a left-padded row, and an unpadded batch), and the tiny
+//! `Lumina2Transformer2DModel` of the `tiny-lumina2` pipeline on two batches, on flex and wgpu.
 
 use burn::tensor::Device;
+use culturelens_diffusion::transformer_lumina2::{Lumina2Transformer2DModel, Lumina2TransformerConfig};
 use culturelens_models::gemma2::{Gemma2Config, Gemma2Model};
 use culturelens_models::weights::Checkpoint;
 use safetensors::SafeTensors;
@@ -99,4 +101,57 @@ fn a_gemma2_checkpoint_of_other_shapes_is_refused_with_the_key() {
         .replace("\"intermediate_size\": 48", "\"intermediate_size\": 40");
     let e = Gemma2Config::load(&json, checkpoint.vars()).unwrap_err().to_string();
     assert!(e.contains("layers.0.mlp.gate_proj.weight") && e.contains("[40, 32]"), "{e}");
+}
+
+fn transformer(device: &Device) -> Lumina2Transformer2DModel {
+    let dir = fixture("tiny-lumina2/transformer");
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let bytes = std::fs::read(dir.join("diffusion_pytorch_model.safetensors")).unwrap();
+    let checkpoint = Checkpoint::from_bytes(&bytes, device).unwrap();
+    Lumina2TransformerConfig::load(&json, checkpoint.vars()).unwrap()
+}
+
+/// The transformer's bound, flex and wgpu alike: about 2.5 times the worst case measured (7.8e-7
+/// on both; outputs up to 1.9).
+const TRANSFORMER_BOUND: f32 = 2e-6;
+
+/// `Lumina2Transformer2DModel(x, t, caption, mask)` for captions of different lengths (the
+/// joint attention masked) and of equal lengths (unmasked, a non-square latent).
+fn check_transformer(device: &Device) {
+    let reference = Reference::open("tiny-lumina2-reference.safetensors");
+    let model = transformer(device);
+    let mut worst = 0.0f32;
+    for batch in ["mixed", "equal"] {
+        let (x_shape, _) = reference.values(&format!("{batch}.x"), |b| b[0], 4);
+        let (cap_shape, _) = reference.values(&format!("{batch}.caption"), |b| b[0], 4);
+        let tensor = |name: &str, shape: &[usize]| {
+            burn::tensor::TensorData::new(reference.f32s(&format!("{batch}.{name}")), shape.to_vec())
+        };
+        let x = burn::tensor::Tensor::<4>::from_data(tensor("x", &x_shape), device);
+        let caption = burn::tensor::Tensor::<3>::from_data(tensor("caption", &cap_shape), device);
+        let t = reference.f32s(&format!("{batch}.t"));
+        let lengths: Vec<usize> =
+            reference.rows(&format!("{batch}.mask")).iter().map(|r| r.iter().sum::<u32>() as usize).collect();
+        let got = model
+            .forward(x, &t, caption, &lengths)
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec::<f32>()
+            .unwrap();
+        let want = reference.f32s(&format!("{batch}.out"));
+        let err = culturelens_testkit::max_abs(&got, &want);
+        println!("lumina2 transformer {batch} (caption lengths {lengths:?}): max abs {err:.2e}");
+        worst = worst.max(err);
+    }
+    assert!(worst <= TRANSFORMER_BOUND, "lumina2 transformer: max abs {worst:.2e}");
+}
+
+#[test]
+fn transformer_matches_diffusers_on_flex() {
+    check_transformer(&Device::flex());
+}
+
+#[test]
+fn transformer_matches_diffusers_on_wgpu() {
+    check_transformer(&culturelens_testkit::wgpu());
 }
