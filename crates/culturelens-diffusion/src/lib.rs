@@ -24,6 +24,7 @@ pub mod blocks;
 pub mod mmdit;
 pub mod pipeline;
 pub mod pipeline_flux;
+pub mod pipeline_lumina2;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;

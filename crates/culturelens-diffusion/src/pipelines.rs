@@ -10,6 +10,7 @@
 //! | [`Pipeline::StableDiffusionXl`] | `StableDiffusionXLPipeline` (SDXL, Playground v2.5) | `tokenizer`, `tokenizer_2` |
 //! | [`Pipeline::StableDiffusion3`] | `StableDiffusion3Pipeline` | `tokenizer`, `tokenizer_2`, `tokenizer_3` |
 //! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
+//! | [`Pipeline::Lumina2`] | `Lumina2Pipeline` | `tokenizer` (unpadded; the system prompt on prompts only) |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
@@ -20,6 +21,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_flux::Flux;
+use super::pipeline_lumina2::Lumina2;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
@@ -35,13 +37,14 @@ pub enum Pipeline {
     StableDiffusionXl(Box<StableDiffusionXl>),
     StableDiffusion3(Box<StableDiffusion3>),
     Flux(Box<Flux>),
+    Lumina2(Box<Lumina2>),
 }
 
 impl Pipeline {
     /// The number of token-id rows a prompt has (one per tokenizer).
     pub fn tokenizers(&self) -> usize {
         match self {
-            Self::StableDiffusion(_) => 1,
+            Self::StableDiffusion(_) | Self::Lumina2(_) => 1,
             Self::StableDiffusion3(_) => 3,
             Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
@@ -54,6 +57,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.default_size(),
             Self::StableDiffusion3(p) => p.default_size(),
             Self::Flux(p) => p.default_size(),
+            Self::Lumina2(p) => p.default_size(),
         }
     }
 
@@ -62,6 +66,7 @@ impl Pipeline {
         match self {
             Self::StableDiffusion(_) | Self::StableDiffusionXl(_) => 50,
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
+            Self::Lumina2(_) => 30,
         }
     }
 
@@ -72,6 +77,7 @@ impl Pipeline {
             Self::StableDiffusionXl(_) => 5.0,
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
+            Self::Lumina2(_) => 4.0,
         }
     }
 
@@ -82,13 +88,14 @@ impl Pipeline {
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
     /// conditioning (SD: the text encoder's; SDXL: `text_encoder_2`'s penultimate; SD 3 and
-    /// FLUX: T5's).
+    /// FLUX: T5's; Lumina 2: Gemma 2's `hidden_states[L − 1]`).
     pub fn lens_layers(&self) -> usize {
         match self {
             Self::StableDiffusion(p) => p.text_encoder.lens_layers(),
             Self::StableDiffusionXl(p) => p.lens_layers(),
             Self::StableDiffusion3(p) => p.lens_layers(),
             Self::Flux(p) => p.lens_layers(),
+            Self::Lumina2(p) => p.lens_layers(),
         }
     }
 
@@ -113,6 +120,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::StableDiffusion3(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::Lumina2(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
     }
 
@@ -130,6 +138,7 @@ impl Pipeline {
             Self::StableDiffusion(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::StableDiffusionXl(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::StableDiffusion3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::Lumina2(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::Flux(p) => {
                 let shape = p.unpacked_shape(images, height, width)?;
                 pack_host(&seed_latents(seed, shape, path), shape)
@@ -180,6 +189,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.generate(request, scheduler, device),
             Self::StableDiffusion3(p) => p.generate(request, scheduler, device),
             Self::Flux(p) => p.generate(request, scheduler, device),
+            Self::Lumina2(p) => p.generate(request, scheduler, device),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | `StableDiffusionXLPipeline` | [`stable_diffusion_xl`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `unet`, `vae`, `scheduler` |
 //! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
+//! | `Lumina2Pipeline` | [`lumina2`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -19,6 +20,7 @@
 //! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
 
 mod flux;
+mod lumina2;
 mod stable_diffusion;
 mod stable_diffusion_3;
 mod stable_diffusion_xl;
@@ -31,6 +33,7 @@ use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
 use culturelens_models::ModelError;
 use serde_json::{Value, json};
 
+use crate::gemma_tokenizer::GemmaTokenizer;
 use crate::t5_tokenizer::T5Tokenizer;
 use crate::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use crate::{LoadError, read_string, weight_files};
@@ -43,6 +46,7 @@ enum Family {
     StableDiffusionXl,
     StableDiffusion3,
     Flux,
+    Lumina2,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -105,6 +109,16 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("vae", &["AutoencoderKL"]),
         ],
     ),
+    (
+        "Lumina2Pipeline",
+        Family::Lumina2,
+        &[
+            ("text_encoder", &["Gemma2Model"]),
+            ("tokenizer", &["GemmaTokenizer", "GemmaTokenizerFast"]),
+            ("transformer", &["Lumina2Transformer2DModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+    ),
 ];
 type Components = &'static [(&'static str, &'static [&'static str])];
 const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
@@ -125,6 +139,8 @@ pub enum PromptTokenizer {
     Clip(Box<ClipTokenizer>),
     XlmRoberta(XlmRobertaTokenizer),
     T5(Box<T5Tokenizer>),
+    /// Lumina 2's: unpadded ids, the system prompt prefixed to prompts (not to negatives).
+    Gemma(Box<GemmaTokenizer>),
 }
 
 impl PromptTokenizer {
@@ -134,6 +150,24 @@ impl PromptTokenizer {
             Self::Clip(t) => t.ids(text),
             Self::XlmRoberta(t) => t.ids(text),
             Self::T5(t) => t.ids(text),
+            Self::Gemma(t) => t.ids(&culturelens_diffusion::pipeline_lumina2::prompt_text(text)),
+        }
+    }
+
+    /// The ids of a negative prompt: as [`Self::ids`], but Lumina 2 adds no system prompt.
+    pub fn negative_ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
+        match self {
+            Self::Gemma(t) => t.ids(text),
+            _ => self.ids(text),
+        }
+    }
+
+    /// How many tokens truncation cuts from the prompt `text` (0 when it fits, and for the
+    /// tokenizers whose pipelines do not warn).
+    pub fn cut_tokens(&self, text: &str) -> Result<usize, LoadError> {
+        match self {
+            Self::Gemma(t) => t.cut(&culturelens_diffusion::pipeline_lumina2::prompt_text(text)),
+            _ => Ok(0),
         }
     }
 }
@@ -214,7 +248,7 @@ impl PipelineFolder {
         let scheduler_config = read_string(&scheduler_path)?;
         let built = Scheduler::from_config(&scheduler_config, scheduler)
             .map_err(|source| LoadError::Scheduler { path: scheduler_path.clone(), source })?;
-        let flow = matches!(family, Family::StableDiffusion3 | Family::Flux);
+        let flow = matches!(family, Family::StableDiffusion3 | Family::Flux | Family::Lumina2);
         if built.kind().is_flow_matching() != flow {
             let (what, key) = if scheduler.is_some() { ("--scheduler", "") } else { ("", "`_class_name`: ") };
             let needs = if flow {
@@ -238,6 +272,7 @@ impl PipelineFolder {
             Family::StableDiffusionXl => stable_diffusion_xl::load(dir, &index, &index_path, device)?,
             Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
             Family::Flux => flux::load(dir, device)?,
+            Family::Lumina2 => lumina2::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -247,15 +282,33 @@ impl PipelineFolder {
         self.tokenizers.iter().map(|t| t.ids(text)).collect()
     }
 
+    /// A negative prompt's token ids, one row per tokenizer (Lumina 2's without the system
+    /// prompt; the others' as [`Self::ids`]).
+    pub fn negative_ids(&self, text: &str) -> Result<PromptIds, LoadError> {
+        self.tokenizers.iter().map(|t| t.negative_ids(text)).collect()
+    }
+
+    /// The most tokens a tokenizer's truncation cuts from the prompt `text` (Lumina 2's, which
+    /// diffusers warns about; 0 for the others).
+    pub fn cut_tokens(&self, text: &str) -> Result<usize, LoadError> {
+        self.tokenizers.iter().map(|t| t.cut_tokens(text)).try_fold(0, |m, n| Ok(m.max(n?)))
+    }
+
     /// Pads and truncates the T5 tokenizer's ids to `n` tokens (diffusers'
     /// `max_sequence_length`, at most 512; the pipelines' defaults are 256 for SD 3 and 512 for
-    /// FLUX); an error for a pipeline without T5.
+    /// FLUX; Lumina 2 truncates Gemma's ids, default 256); an error for a pipeline without either.
     pub fn set_max_sequence_length(&mut self, n: usize) -> Result<(), LoadError> {
         if n == 0 || n > 512 {
             return Err(unsupported(
                 &self.dir,
                 format!("--max-sequence-length {n}: must be between 1 and 512 (diffusers' limit)"),
             ));
+        }
+        if let Some(gemma) = self.tokenizers.iter_mut().find_map(|t| match t {
+            PromptTokenizer::Gemma(g) => Some(g),
+            _ => None,
+        }) {
+            return gemma.set_max_len(n);
         }
         let t5 = self.tokenizers.iter_mut().find_map(|t| match t {
             PromptTokenizer::T5(t5) => Some(t5),

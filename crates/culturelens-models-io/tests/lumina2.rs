@@ -2,12 +2,24 @@
 //! `scripts/fixtures/make_diffusion_tiny_lumina2.py`: the tiny `Gemma2Model`'s
 //! `hidden_states[k]` for every k (a padded batch with a row longer than the sliding window, a
 //! right- and a left-padded row, and an unpadded batch), and the tiny
-//! `Lumina2Transformer2DModel` of the `tiny-lumina2` pipeline on two batches, on flex and wgpu.
+//! `Lumina2Transformer2DModel` of the `tiny-lumina2` pipeline on two batches, and the whole
+//! pipeline from its folder (Gemma tokenizer with the system prompt, Gemma 2, transformer,
+//! flow-matching scheduler, VAE) against diffusers' `output_type="np"` images: guidance on and
+//! off, a negative prompt, given latents, two images per seed, `cfg_trunc_ratio` and
+//! `cfg_normalization` off, a prompt truncated to 30 tokens (the count of cut tokens checked),
+//! a dynamically shifting scheduler (μ from the latents' channel count, as diffusers) and a
+//! DiffusionLens text layer, on flex and wgpu. Bad folders are refused naming the file and key.
 
 use burn::tensor::Device;
+use culturelens_diffusion::pipeline::images_hwc;
+use culturelens_diffusion::pipeline_lumina2::SYSTEM_PROMPT;
+use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
+use culturelens_diffusion::scheduler::Scheduler;
 use culturelens_diffusion::transformer_lumina2::{Lumina2Transformer2DModel, Lumina2TransformerConfig};
 use culturelens_models::gemma2::{Gemma2Config, Gemma2Model};
 use culturelens_models::weights::Checkpoint;
+use culturelens_models_io::diffusion::PipelineFolder;
+use culturelens_rng::TorchNormalPath;
 use safetensors::SafeTensors;
 
 fn fixture(rel: &str) -> std::path::PathBuf {
@@ -154,4 +166,182 @@ fn transformer_matches_diffusers_on_flex() {
 #[test]
 fn transformer_matches_diffusers_on_wgpu() {
     check_transformer(&culturelens_testkit::wgpu());
+}
+
+#[derive(serde::Deserialize)]
+struct PipelineFixture {
+    cpu_capability: String,
+    system_prompt: String,
+    cases: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    name: String,
+    prompt: String,
+    negative_prompt: Option<String>,
+    seed: Option<u64>,
+    images_per_prompt: usize,
+    steps: usize,
+    guidance: f64,
+    cfg_trunc_ratio: f64,
+    cfg_normalization: bool,
+    height: usize,
+    width: usize,
+    max_sequence_length: usize,
+    text_layer: Option<usize>,
+    scheduler_config: String,
+    latents: Option<Vec<f32>>,
+    cut_tokens: usize,
+    image_shape: Vec<usize>,
+    images: Vec<f32>,
+}
+
+/// The images' bound, flex and wgpu alike: about twice the worst case measured (1.8e-6 on flex,
+/// 9.5e-7 on wgpu).
+const IMAGE_BOUND: f32 = 4e-6;
+
+/// diffusers' images of `case` made by culturelens from the pipeline folder.
+fn generate(
+    pipeline: &mut PipelineFolder,
+    case: &Case,
+    path: TorchNormalPath,
+    device: &Device,
+) -> (Vec<f32>, [usize; 4]) {
+    pipeline.set_max_sequence_length(case.max_sequence_length).unwrap();
+    assert_eq!(pipeline.cut_tokens(&case.prompt).unwrap(), case.cut_tokens, "{}: tokens cut", case.name);
+    let negative = case.negative_prompt.as_deref().unwrap_or("");
+    let prompt_ids = vec![pipeline.ids(&case.prompt).unwrap()];
+    let negative_ids = vec![pipeline.negative_ids(negative).unwrap()];
+    let Pipeline::Lumina2(model) = &mut pipeline.model else { panic!("not a Lumina 2 pipeline") };
+    model.cfg_trunc_ratio = case.cfg_trunc_ratio;
+    model.cfg_normalization = case.cfg_normalization;
+    let k = case.images_per_prompt;
+    let latents = match (&case.latents, case.seed) {
+        (Some(latents), _) => latents.clone(),
+        (None, Some(seed)) => pipeline.model.initial_latents(seed, k, case.height, case.width, path).unwrap(),
+        (None, None) => panic!("{}: neither seed nor latents", case.name),
+    };
+    let request = GenerateRequest {
+        prompt_ids: &prompt_ids,
+        negative_ids: &negative_ids,
+        negative_given: case.negative_prompt.is_some(),
+        images_per_prompt: k,
+        height: case.height,
+        width: case.width,
+        steps: case.steps,
+        guidance: case.guidance,
+        true_cfg: 1.0,
+        layer: case.text_layer,
+        latents: &latents,
+    };
+    let mut scheduler = Scheduler::from_config(&case.scheduler_config, None).unwrap();
+    images_hwc(pipeline.model.generate(&request, &mut scheduler, device).unwrap())
+}
+
+/// Runs the cases of `tiny-lumina2.json` named in `only` (all when empty) on `device`.
+fn check_pipeline(device: &Device, only: &[&str]) {
+    let mut pipeline = PipelineFolder::load(&fixture("tiny-lumina2"), device, None).unwrap();
+    let fixture: PipelineFixture =
+        serde_json::from_str(&std::fs::read_to_string(fixture("tiny-lumina2.json")).unwrap()).unwrap();
+    assert_eq!(fixture.system_prompt, SYSTEM_PROMPT);
+    let path = TorchNormalPath::from_capability(&fixture.cpu_capability);
+    let mut worst = (0.0f32, String::new());
+    let mut ran = 0;
+    for case in fixture.cases.iter().filter(|c| only.is_empty() || only.contains(&c.name.as_str())) {
+        let (got, shape) = generate(&mut pipeline, case, path, device);
+        assert_eq!(shape.to_vec(), case.image_shape, "{}", case.name);
+        let err = culturelens_testkit::max_abs(&got, &case.images);
+        println!("lumina2 {}: max abs {err:.2e}", case.name);
+        ran += 1;
+        if err > worst.0 {
+            worst = (err, case.name.clone());
+        }
+    }
+    assert_eq!(ran, if only.is_empty() { fixture.cases.len() } else { only.len() }, "cases run");
+    assert!(worst.0 <= IMAGE_BOUND, "lumina2: worst case {} differs by {:.2e}", worst.1, worst.0);
+}
+
+#[test]
+fn pipeline_matches_diffusers_on_flex() {
+    check_pipeline(&Device::flex(), &[]);
+}
+
+// On lavapipe each case costs seconds of kernel compilation: the cases covering each path once.
+#[test]
+fn pipeline_matches_diffusers_on_wgpu() {
+    check_pipeline(
+        &culturelens_testkit::wgpu(),
+        &["negative", "latents", "cfg-trunc-no-norm", "text-layer-1"],
+    );
+}
+
+/// A copy of the tiny Lumina 2 folder with `edit` applied, and the error loading it gives.
+fn broken(edit: impl FnOnce(&std::path::Path)) -> String {
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    copy_dir(&fixture("tiny-lumina2"), &dir);
+    edit(&dir);
+    match PipelineFolder::load(&dir, &Device::flex(), None) {
+        Ok(_) => panic!("the broken folder loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn replace_in(path: std::path::PathBuf, from: &str, to: &str) {
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{} lacks {from}", path.display());
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn bad_lumina2_folders_are_refused_naming_the_file_and_key() {
+    let e = broken(|d| std::fs::remove_dir_all(d.join("text_encoder")).unwrap());
+    assert!(e.contains("text_encoder/config.json"), "{e}");
+    let e = broken(|d| std::fs::remove_file(d.join("tokenizer/tokenizer.json")).unwrap());
+    assert!(e.contains("no Gemma tokenizer (expected tokenizer.json"), "{e}");
+    let e = broken(|d| replace_in(d.join("model_index.json"), "\"Gemma2Model\"", "\"GemmaModel\""));
+    assert!(
+        e.contains("model_index.json") && e.contains("`text_encoder`: `GemmaModel` is not supported"),
+        "{e}"
+    );
+    let e = broken(|d| {
+        replace_in(
+            d.join("text_encoder/config.json"),
+            "\"intermediate_size\": 24",
+            "\"intermediate_size\": 20",
+        )
+    });
+    assert!(
+        e.contains("text_encoder/model.safetensors") && e.contains("layers.0.mlp.gate_proj.weight"),
+        "{e}"
+    );
+    let e = broken(|d| {
+        replace_in(
+            d.join("transformer/config.json"),
+            "\"axes_dim_rope\": [\n    4,\n    2,",
+            "\"axes_dim_rope\": [\n    4,\n    4,",
+        )
+    });
+    assert!(e.contains("transformer/config.json") && e.contains("`axes_dim_rope`"), "{e}");
+    let e = broken(|d| {
+        std::fs::write(d.join("scheduler/scheduler_config.json"), r#"{"_class_name": "DDIMScheduler"}"#)
+            .unwrap()
+    });
+    assert!(
+        e.contains("scheduler_config.json") && e.contains("DDIMScheduler does not fit Lumina2Pipeline"),
+        "{e}"
+    );
 }
