@@ -105,10 +105,10 @@ impl Lumina2TransformerConfig {
         let c: Self = config::from_json(json, &Self::class_defaults(), &[])?;
         config::check_layers("num_layers", c.num_layers.saturating_add(2 * c.num_refiner_layers))?;
         let bad = |key: &str, what: String| Err(ModelError::Unsupported(format!("`{key}`: {what}")));
-        if c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
+        if c.num_attention_heads == 0 || !c.hidden_size.is_multiple_of(c.num_attention_heads) {
             return bad("num_attention_heads", format!("must divide hidden_size {}", c.hidden_size));
         }
-        if c.num_kv_heads == 0 || c.num_attention_heads % c.num_kv_heads != 0 {
+        if c.num_kv_heads == 0 || !c.num_attention_heads.is_multiple_of(c.num_kv_heads) {
             return bad("num_kv_heads", format!("must divide num_attention_heads {}", c.num_attention_heads));
         }
         if c.patch_size == 0 || c.in_channels == 0 || c.multiple_of == 0 || c.cap_feat_dim == 0 {
@@ -120,7 +120,7 @@ impl Lumina2TransformerConfig {
         let head = c.hidden_size / c.num_attention_heads;
         if c.axes_dim_rope.len() != 3
             || c.axes_dim_rope.iter().sum::<usize>() != head
-            || c.axes_dim_rope.iter().any(|d| d % 2 == 1)
+            || c.axes_dim_rope.iter().any(|d| !d.is_multiple_of(2))
         {
             return bad(
                 "axes_dim_rope",

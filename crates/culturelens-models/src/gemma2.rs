@@ -122,7 +122,7 @@ impl Gemma2Config {
                 "hidden_size, intermediate_size, head_dim and vocab_size must be positive".into(),
             );
         }
-        if c.num_key_value_heads == 0 || c.num_attention_heads % c.num_key_value_heads != 0 {
+        if c.num_key_value_heads == 0 || !c.num_attention_heads.is_multiple_of(c.num_key_value_heads) {
             return bad(
                 "num_key_value_heads",
                 format!("must divide num_attention_heads ({})", c.num_attention_heads),

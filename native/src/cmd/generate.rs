@@ -1,6 +1,6 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
-//! Stable Diffusion 3 / 3.5 or FLUX.1 pipeline in the diffusers folder layout (`model_index.json`'s
-//! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13 and 30;
+//! Stable Diffusion 3 / 3.5, FLUX.1 or Lumina 2 pipeline in the diffusers folder layout (`model_index.json`'s
+//! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13, 30 and 31;
 //! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
 //! Output: one PNG per image in `--out` and `--out/manifest.csv` (the prompt table's columns,
@@ -52,7 +52,7 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5 or FLUX.1 pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1 or Lumina 2 pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
@@ -127,7 +127,7 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 1.0)]
     pub true_cfg: f64,
     /// SD 3 and FLUX: T5 tokens (diffusers' `max_sequence_length`, at most 512; default 256 for
-    /// SD 3, 512 for FLUX).
+    /// SD 3, 512 for FLUX); Lumina 2: Gemma tokens, system prompt included (default 256).
     #[arg(long, value_name = "N")]
     pub max_sequence_length: Option<usize>,
     /// Image height in pixels, a multiple of 8 (16 for SD 3 and FLUX) (default: diffusers', e.g.
@@ -149,7 +149,8 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "FILE.npy")]
     pub out_npy: Option<PathBuf>,
     /// DiffusionLens: condition on text-encoder layer K through the final layer norm (SD 3 and
-    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs).
+    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs; Lumina 2: Gemma 2's
+    /// `hidden_states[K]`, no final norm, K = 1..=L−1, L−1 being the pipeline's own `[-2]`).
     #[arg(long, value_name = "K", conflicts_with = "text_layers")]
     pub text_layer: Option<usize>,
     /// DiffusionLens sweep: `every:N` (layers N, 2N, …, and the last) or a list `K,K,…`.
@@ -406,6 +407,13 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         None => None,
     };
     let scheduler_name = pipeline.scheduler(kind)?.kind().class_name();
+    // Lumina 2 truncates the system prompt and prompt to max_sequence_length tokens; diffusers warns.
+    for (row, prompt) in prompts.iter().enumerate() {
+        let cut = pipeline.cut_tokens(prompt)?;
+        if cut > 0 {
+            eprintln!("warning: prompt {row} was truncated by the tokenizer: {cut} tokens cut ({prompt:?})");
+        }
+    }
     let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
     let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
         (Some(n), _) => vec![n.clone(); prompts.len()],
@@ -687,8 +695,10 @@ impl Job<'_> {
         let pipeline = self.pipeline;
         let prompt_ids =
             batch.iter().map(|it| pipeline.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
-        let negative_ids =
-            batch.iter().map(|it| pipeline.ids(&self.negatives[it.row])).collect::<Result<Vec<_>, _>>()?;
+        let negative_ids = batch
+            .iter()
+            .map(|it| pipeline.negative_ids(&self.negatives[it.row]))
+            .collect::<Result<Vec<_>, _>>()?;
         let k = self.args.images_per_prompt;
         let [height, width] = self.size;
         let model = &pipeline.model;
