@@ -18,7 +18,8 @@ use culturelens_diffusion::scheduler::Scheduler;
 use culturelens_diffusion::transformer_lumina2::{Lumina2Transformer2DModel, Lumina2TransformerConfig};
 use culturelens_models::gemma2::{Gemma2Config, Gemma2Model};
 use culturelens_models::weights::Checkpoint;
-use culturelens_models_io::diffusion::PipelineFolder;
+use culturelens_models_io::diffusion::{PipelineFolder, PromptTokenizer};
+use culturelens_models_io::gemma_tokenizer::GemmaTokenizer;
 use culturelens_rng::TorchNormalPath;
 use safetensors::SafeTensors;
 
@@ -344,4 +345,60 @@ fn bad_lumina2_folders_are_refused_naming_the_file_and_key() {
         e.contains("scheduler_config.json") && e.contains("DDIMScheduler does not fit Lumina2Pipeline"),
         "{e}"
     );
+}
+
+#[derive(serde::Deserialize)]
+struct Tokens {
+    per_pair: usize,
+    text_sha256: Vec<String>,
+    prompt_ids_sha256: Vec<String>,
+    negative_ids_sha256: Vec<String>,
+    full: Vec<FullIds>,
+}
+
+#[derive(serde::Deserialize)]
+struct FullIds {
+    text: String,
+    max_length: usize,
+    ids: Vec<u32>,
+}
+
+/// The tiny pipeline's Gemma tokenizer gives transformers' ids for 1,400 prompts of the four
+/// prompt sets in all 35 (set, language) pairs (read with culturelens-prompts from the data
+/// mirror), with the system prompt (as a prompt) and without (as a negative prompt), and for
+/// edge texts (spelled special tokens, whitespace runs, emoji, truncation to 16).
+#[test]
+fn gemma_tokenizer_ids_equal_transformers_on_the_four_prompt_sets() {
+    use crate::t5::{sampled_prompts, short_sha};
+    let tokens: Tokens =
+        serde_json::from_str(&std::fs::read_to_string(fixture("tiny-lumina2-tokens.json")).unwrap()).unwrap();
+    let prompts = sampled_prompts(tokens.per_pair);
+    assert!(prompts.len() >= 1000, "{} prompts", prompts.len());
+    assert_eq!(prompts.len(), tokens.text_sha256.len());
+    for (i, (text, sha)) in prompts.iter().zip(&tokens.text_sha256).enumerate() {
+        assert_eq!(&short_sha(text), sha, "prompt {i} ({text:?}) is not the one the fixture was made from");
+    }
+    let dir = fixture("tiny-lumina2/tokenizer");
+    let tokenizer = PromptTokenizer::Gemma(Box::new(GemmaTokenizer::load(&dir, 256).unwrap()));
+    let joined = |ids: Vec<u32>| short_sha(&ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
+    let mut wrong = Vec::new();
+    for ((text, prompt_sha), negative_sha) in
+        prompts.iter().zip(&tokens.prompt_ids_sha256).zip(&tokens.negative_ids_sha256)
+    {
+        if &joined(tokenizer.ids(text).unwrap()) != prompt_sha
+            || &joined(tokenizer.negative_ids(text).unwrap()) != negative_sha
+        {
+            wrong.push(text.clone());
+        }
+    }
+    println!(
+        "gemma tokenizer: {} of {} prompts with transformers' ids",
+        prompts.len() - wrong.len(),
+        prompts.len()
+    );
+    assert!(wrong.is_empty(), "{} prompts differ, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    for case in &tokens.full {
+        let t = GemmaTokenizer::load(&dir, case.max_length).unwrap();
+        assert_eq!(t.ids(&case.text).unwrap(), case.ids, "{:?} to {}", case.text, case.max_length);
+    }
 }

@@ -43,7 +43,7 @@ struct Full {
 
 /// The fixture's prompts: `per_pair` of every (set, language) pair, pairs in the order the four
 /// tables list them, each at rows `floor(i · n / per_pair)` of the pair's n rows.
-fn sampled_prompts(per_pair: usize) -> Vec<String> {
+pub(crate) fn sampled_prompts(per_pair: usize) -> Vec<String> {
     let mirror = culturelens_testkit::upstream_mirror();
     let cache = tempfile::tempdir().unwrap();
     let fetcher = Fetcher::new(cache.path().to_owned(), Origin::Mirror(mirror));
@@ -69,7 +69,7 @@ fn sampled_prompts(per_pair: usize) -> Vec<String> {
     prompts
 }
 
-fn short_sha(text: &str) -> String {
+pub(crate) fn short_sha(text: &str) -> String {
     sha256_hex(text.as_bytes())[..12].to_string()
 }
 
