@@ -62,11 +62,12 @@ fn gemma2(device: &Device) -> Gemma2Model {
     Gemma2Config::load(&json, checkpoint.vars()).unwrap()
 }
 
-/// The hidden states' bound, flex and wgpu alike: about twice the worst case measured (5.3e-6
-/// on flex, 4.3e-6 on wgpu; values up to 11).
-const BOUND: f32 = 1e-5;
+/// The hidden states' bounds: about twice the worst cases measured (4.8e-6 on flex, 8.6e-6 on
+/// wgpu, whose tanh, exp and reductions differ in the last bits; values up to 11).
+const FLEX_BOUND: f32 = 1e-5;
+const WGPU_BOUND: f32 = 2e-5;
 
-fn check_gemma2(device: &Device) {
+fn check_gemma2(device: &Device, bound: f32) {
     let reference = Reference::open("tiny-lumina2-gemma2-reference.safetensors");
     let model = gemma2(device);
     assert_eq!(model.num_layers(), 4);
@@ -90,17 +91,17 @@ fn check_gemma2(device: &Device) {
             }
         }
     }
-    assert!(worst.0 <= BOUND, "gemma2 {}: max abs {:.2e}", worst.1, worst.0);
+    assert!(worst.0 <= bound, "gemma2 {}: max abs {:.2e}", worst.1, worst.0);
 }
 
 #[test]
 fn gemma2_hidden_states_match_transformers_on_flex() {
-    check_gemma2(&Device::flex());
+    check_gemma2(&Device::flex(), FLEX_BOUND);
 }
 
 #[test]
 fn gemma2_hidden_states_match_transformers_on_wgpu() {
-    check_gemma2(&culturelens_testkit::wgpu());
+    check_gemma2(&culturelens_testkit::wgpu(), WGPU_BOUND);
 }
 
 #[test]
