@@ -172,6 +172,23 @@ impl Lumina2 {
         let k = request.images_per_prompt;
         let shape = self.latent_shape(request.prompt_ids.len() * k, request.height, request.width)?;
         let mut latents = request.latents(shape, device)?;
+        // diffusers' rotary tables hold `axes_lens` positions per axis: the caption tokens (and the
+        // image tokens' first coordinate) on the first, the patch rows and columns on the others.
+        let c = &self.transformer.config;
+        let (ph, pw) = (shape[2] / c.patch_size, shape[3] / c.patch_size);
+        let longest = request
+            .prompt_ids
+            .iter()
+            .chain(request.negative_ids)
+            .map(|r| r.first().map_or(0, Vec::len))
+            .max();
+        if longest.unwrap_or(0) >= c.axes_lens[0] || ph > c.axes_lens[1] || pw > c.axes_lens[2] {
+            return Err(GenerateError::Input(format!(
+                "{} caption tokens and {ph}×{pw} patches exceed the transformer's `axes_lens` {:?}",
+                longest.unwrap_or(0),
+                c.axes_lens
+            )));
+        }
         let first = |rows: &[PromptIds]| {
             rows.iter().map(|r| r.first().cloned().unwrap_or_default()).collect::<Vec<_>>()
         };

@@ -529,3 +529,33 @@ impl Lumina2Transformer2DModel {
         Tensor::cat(images, 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_lumina_image_2_0_config_reads_to_the_preset() {
+        // Alpha-VLLM/Lumina-Image-2.0's transformer/config.json.
+        let json = r#"{"_class_name": "Lumina2Transformer2DModel", "_diffusers_version": "0.33.0.dev0",
+            "axes_dim_rope": [32, 32, 32], "axes_lens": [300, 512, 512], "cap_feat_dim": 2304,
+            "ffn_dim_multiplier": null, "hidden_size": 2304, "in_channels": 16, "multiple_of": 256,
+            "norm_eps": 1e-05, "num_attention_heads": 24, "num_kv_heads": 8, "num_layers": 26,
+            "num_refiner_layers": 2, "out_channels": null, "patch_size": 2, "sample_size": 128,
+            "scaling_factor": 1.0}"#;
+        let c = Lumina2TransformerConfig::from_json(json).unwrap();
+        assert_eq!(c, Lumina2TransformerConfig::lumina_image_2_0());
+        // 4 × 2304 rounded up to a multiple of 256; the head width 96 = 32 + 32 + 32.
+        assert_eq!((c.ffn_dim(), c.head_dim(), c.temb_dim()), (9216, 96, 1024));
+        let with = |m: f64| Lumina2TransformerConfig { ffn_dim_multiplier: Some(m), ..c.clone() }.ffn_dim();
+        assert_eq!(with(1.3), 12032, "int(1.3 · 9216) = 11980, rounded up to 256");
+        for (json, key) in [
+            (r#"{"num_kv_heads": 5}"#, "`num_kv_heads`"),
+            (r#"{"axes_dim_rope": [32, 32, 30]}"#, "`axes_dim_rope`"),
+            (r#"{"hidden_size": 100}"#, "`num_attention_heads`"),
+        ] {
+            let e = Lumina2TransformerConfig::from_json(json).unwrap_err().to_string();
+            assert!(e.contains(key), "{json}: {e}");
+        }
+    }
+}

@@ -403,3 +403,34 @@ fn gemma_tokenizer_ids_equal_transformers_on_the_four_prompt_sets() {
         assert_eq!(t.ids(&case.text).unwrap(), case.ids, "{:?} to {}", case.text, case.max_length);
     }
 }
+
+/// A caption longer than the transformer's rotary table (`axes_lens[0]` = 300 positions), which
+/// diffusers' gather fails on, is refused.
+#[test]
+fn a_caption_beyond_the_rotary_table_is_refused() {
+    let device = Device::flex();
+    let mut pipeline = PipelineFolder::load(&fixture("tiny-lumina2"), &device, None).unwrap();
+    pipeline.set_max_sequence_length(512).unwrap();
+    let prompt = "a photo of the food in china ".repeat(60);
+    let prompt_ids = vec![pipeline.ids(&prompt).unwrap()];
+    assert!(prompt_ids[0][0].len() > 300, "{} tokens", prompt_ids[0][0].len());
+    let negative_ids = vec![pipeline.negative_ids("").unwrap()];
+    let latents =
+        pipeline.model.initial_latents(0, 1, 16, 16, TorchNormalPath::from_capability("AVX2")).unwrap();
+    let request = GenerateRequest {
+        prompt_ids: &prompt_ids,
+        negative_ids: &negative_ids,
+        negative_given: false,
+        images_per_prompt: 1,
+        height: 16,
+        width: 16,
+        steps: 1,
+        guidance: 4.0,
+        true_cfg: 1.0,
+        layer: None,
+        latents: &latents,
+    };
+    let mut scheduler = pipeline.scheduler(None).unwrap();
+    let e = pipeline.model.generate(&request, &mut scheduler, &device).unwrap_err().to_string();
+    assert!(e.contains("caption tokens") && e.contains("`axes_lens` [300, 512, 512]"), "{e}");
+}
