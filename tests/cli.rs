@@ -27,6 +27,7 @@ mod generate_cli;
 mod generate_cogview4_cli;
 mod generate_flow_cli;
 mod generate_kill;
+mod generate_lumina2_cli;
 mod generate_xl_cli;
 mod hub_cli;
 mod merge_cli;

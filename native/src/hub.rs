@@ -102,7 +102,7 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
 
 /// The local snapshot folder of the diffusers pipeline `model` (`generate --model`): its
 /// `model_index.json` fixes the commit and names the pipeline class, then each component that
-/// class's loader reads (`pipeline_components`: SD's, SDXL's, SD 3's or FLUX's) is fetched — a
+/// class's loader reads (`pipeline_components`: SD's, SDXL's, SD 3's, FLUX's or Lumina 2's) is fetched — a
 /// model's config and safetensors weights (single file or shards), a tokenizer's files.
 pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
     let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;

@@ -173,7 +173,7 @@ impl Rope {
 
     /// `x cos + rotate(x) sin` over `[batch, heads, tokens, d_head]`, where `rotate` turns each
     /// pair `(a, b)` into `(−b, a)` (diffusers' `apply_rotary_emb` with `use_real_unbind_dim=-1`).
-    fn apply(&self, x: Tensor<4>) -> Tensor<4> {
+    pub(crate) fn apply(&self, x: Tensor<4>) -> Tensor<4> {
         let [b, h, s, d] = x.dims();
         let pairs = x.clone().reshape([b, h, s, d / 2, 2]);
         let real = pairs.clone().slice([0..b, 0..h, 0..s, 0..d / 2, 0..1]);

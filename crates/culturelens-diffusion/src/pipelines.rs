@@ -11,6 +11,7 @@
 //! | [`Pipeline::StableDiffusion3`] | `StableDiffusion3Pipeline` | `tokenizer`, `tokenizer_2`, `tokenizer_3` |
 //! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
 //! | [`Pipeline::CogView4`] | `CogView4Pipeline` | `tokenizer` (GLM's ids, left-padded to a multiple of 16) |
+//! | [`Pipeline::Lumina2`] | `Lumina2Pipeline` | `tokenizer` (unpadded; the system prompt on prompts only) |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
@@ -22,6 +23,7 @@ use burn::tensor::{Device, Tensor};
 use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_cogview4::CogView4;
 use super::pipeline_flux::Flux;
+use super::pipeline_lumina2::Lumina2;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
@@ -38,13 +40,14 @@ pub enum Pipeline {
     StableDiffusion3(Box<StableDiffusion3>),
     Flux(Box<Flux>),
     CogView4(Box<CogView4>),
+    Lumina2(Box<Lumina2>),
 }
 
 impl Pipeline {
     /// The number of token-id rows a prompt has (one per tokenizer).
     pub fn tokenizers(&self) -> usize {
         match self {
-            Self::StableDiffusion(_) | Self::CogView4(_) => 1,
+            Self::StableDiffusion(_) | Self::CogView4(_) | Self::Lumina2(_) => 1,
             Self::StableDiffusion3(_) => 3,
             Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
@@ -58,6 +61,7 @@ impl Pipeline {
             Self::StableDiffusion3(p) => p.default_size(),
             Self::Flux(p) => p.default_size(),
             Self::CogView4(p) => p.default_size(),
+            Self::Lumina2(p) => p.default_size(),
         }
     }
 
@@ -66,6 +70,7 @@ impl Pipeline {
         match self {
             Self::StableDiffusion(_) | Self::StableDiffusionXl(_) | Self::CogView4(_) => 50,
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
+            Self::Lumina2(_) => 30,
         }
     }
 
@@ -76,6 +81,7 @@ impl Pipeline {
             Self::StableDiffusionXl(_) | Self::CogView4(_) => 5.0,
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
+            Self::Lumina2(_) => 4.0,
         }
     }
 
@@ -87,6 +93,7 @@ impl Pipeline {
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
     /// conditioning (SD: the text encoder's; SDXL: `text_encoder_2`'s penultimate; SD 3 and
     /// FLUX: T5's; CogView4: GLM's `hidden_states[L − 1]`).
+    /// FLUX: T5's; Lumina 2: Gemma 2's `hidden_states[L − 1]`).
     pub fn lens_layers(&self) -> usize {
         match self {
             Self::StableDiffusion(p) => p.text_encoder.lens_layers(),
@@ -94,6 +101,7 @@ impl Pipeline {
             Self::StableDiffusion3(p) => p.lens_layers(),
             Self::Flux(p) => p.lens_layers(),
             Self::CogView4(p) => p.lens_layers(),
+            Self::Lumina2(p) => p.lens_layers(),
         }
     }
 
@@ -119,6 +127,7 @@ impl Pipeline {
             Self::StableDiffusion3(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::CogView4(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::Lumina2(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
     }
 
@@ -137,6 +146,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::StableDiffusion3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::CogView4(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::Lumina2(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::Flux(p) => {
                 let shape = p.unpacked_shape(images, height, width)?;
                 pack_host(&seed_latents(seed, shape, path), shape)
@@ -188,6 +198,7 @@ impl Pipeline {
             Self::StableDiffusion3(p) => p.generate(request, scheduler, device),
             Self::Flux(p) => p.generate(request, scheduler, device),
             Self::CogView4(p) => p.generate(request, scheduler, device),
+            Self::Lumina2(p) => p.generate(request, scheduler, device),
         }
     }
 }

@@ -32,7 +32,8 @@ pub enum GenerateError {
 }
 
 /// One prompt's token ids: one row per tokenizer of the pipeline, in the order `tokenizer`,
-/// `tokenizer_2`, …, each padded to its tokenizer's length.
+/// `tokenizer_2`, …, each padded to its tokenizer's length (Lumina 2's unpadded: its pipeline
+/// pads them and builds the attention mask).
 pub type PromptIds = Vec<Vec<u32>>;
 
 /// One batch of prompts for any [`Pipeline`].

@@ -11,6 +11,7 @@
 //! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
 //! | `CogView4Pipeline` | [`cogview4`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
+//! | `Lumina2Pipeline` | [`lumina2`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -21,6 +22,7 @@
 
 pub mod cogview4;
 mod flux;
+mod lumina2;
 mod stable_diffusion;
 mod stable_diffusion_3;
 mod stable_diffusion_xl;
@@ -33,6 +35,7 @@ use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
 use culturelens_models::ModelError;
 use serde_json::{Value, json};
 
+use crate::gemma_tokenizer::GemmaTokenizer;
 use crate::t5_tokenizer::T5Tokenizer;
 use crate::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use crate::{LoadError, read_string, weight_files};
@@ -46,6 +49,7 @@ enum Family {
     StableDiffusion3,
     Flux,
     CogView4,
+    Lumina2,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -118,6 +122,16 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("vae", &["AutoencoderKL"]),
         ],
     ),
+    (
+        "Lumina2Pipeline",
+        Family::Lumina2,
+        &[
+            ("text_encoder", &["Gemma2Model"]),
+            ("tokenizer", &["GemmaTokenizer", "GemmaTokenizerFast"]),
+            ("transformer", &["Lumina2Transformer2DModel"]),
+            ("vae", &["AutoencoderKL"]),
+        ],
+    ),
 ];
 type Components = &'static [(&'static str, &'static [&'static str])];
 const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
@@ -139,6 +153,8 @@ pub enum PromptTokenizer {
     XlmRoberta(XlmRobertaTokenizer),
     T5(Box<T5Tokenizer>),
     Glm(Box<cogview4::GlmTokenizer>),
+    /// Lumina 2's: unpadded ids, the system prompt prefixed to prompts (not to negatives).
+    Gemma(Box<GemmaTokenizer>),
 }
 
 impl PromptTokenizer {
@@ -149,14 +165,24 @@ impl PromptTokenizer {
             Self::XlmRoberta(t) => t.ids(text),
             Self::T5(t) => t.ids(text),
             Self::Glm(t) => t.ids(text),
+            Self::Gemma(t) => t.ids(&culturelens_diffusion::pipeline_lumina2::prompt_text(text)),
         }
     }
 
-    /// How many tokens of `text` the tokenizer's truncation cuts (CogView4's GLM tokenizer; 0
-    /// for the others).
+    /// The ids of a negative prompt: as [`Self::ids`], but Lumina 2 adds no system prompt.
+    pub fn negative_ids(&self, text: &str) -> Result<Vec<u32>, LoadError> {
+        match self {
+            Self::Gemma(t) => t.ids(text),
+            _ => self.ids(text),
+        }
+    }
+
+    /// How many tokens truncation cuts from the prompt `text` (CogView4's GLM and Lumina 2's
+    /// Gemma tokenizers, whose pipelines warn; 0 for the others).
     pub fn cut(&self, text: &str) -> Result<usize, LoadError> {
         match self {
             Self::Glm(t) => t.cut(text),
+            Self::Gemma(t) => t.cut(&culturelens_diffusion::pipeline_lumina2::prompt_text(text)),
             _ => Ok(0),
         }
     }
@@ -238,7 +264,8 @@ impl PipelineFolder {
         let scheduler_config = read_string(&scheduler_path)?;
         let built = Scheduler::from_config(&scheduler_config, scheduler)
             .map_err(|source| LoadError::Scheduler { path: scheduler_path.clone(), source })?;
-        let flow = matches!(family, Family::StableDiffusion3 | Family::Flux | Family::CogView4);
+        let flow =
+            matches!(family, Family::StableDiffusion3 | Family::Flux | Family::CogView4 | Family::Lumina2);
         if built.kind().is_flow_matching() != flow {
             let (what, key) = if scheduler.is_some() { ("--scheduler", "") } else { ("", "`_class_name`: ") };
             let needs = if flow {
@@ -263,6 +290,7 @@ impl PipelineFolder {
             Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
             Family::Flux => flux::load(dir, device)?,
             Family::CogView4 => cogview4::load(dir, device)?,
+            Family::Lumina2 => lumina2::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -272,9 +300,15 @@ impl PipelineFolder {
         self.tokenizers.iter().map(|t| t.ids(text)).collect()
     }
 
+    /// A negative prompt's token ids, one row per tokenizer (Lumina 2's without the system
+    /// prompt; the others' as [`Self::ids`]).
+    pub fn negative_ids(&self, text: &str) -> Result<PromptIds, LoadError> {
+        self.tokenizers.iter().map(|t| t.negative_ids(text)).collect()
+    }
+
     /// How many tokens of `text` a tokenizer's truncation cuts (the most over the pipeline's
-    /// tokenizers; CogView4's GLM tokenizer counts them, the others report 0), for the warning
-    /// diffusers prints.
+    /// tokenizers; CogView4's GLM and Lumina 2's Gemma tokenizers count them, the others report
+    /// 0), for the warning diffusers prints.
     pub fn cut(&self, text: &str) -> Result<usize, LoadError> {
         self.tokenizers.iter().try_fold(0, |most, t| Ok(most.max(t.cut(text)?)))
     }
@@ -282,7 +316,7 @@ impl PipelineFolder {
     /// Pads and truncates the T5 tokenizer's ids to `n` tokens (diffusers'
     /// `max_sequence_length`, at most 512; the pipelines' defaults are 256 for SD 3 and 512 for
     /// FLUX); an error for a pipeline without T5. CogView4: GLM's ids truncated to `n` (default
-    /// 1024, no 512 limit).
+    /// 1024, no 512 limit); Lumina 2: Gemma's ids truncated to `n` (default 256).
     pub fn set_max_sequence_length(&mut self, n: usize) -> Result<(), LoadError> {
         // CogView4: GLM's tokens (default 1024), no 512 limit.
         if let Some(PromptTokenizer::Glm(glm)) = self.tokenizers.first_mut() {
@@ -293,6 +327,12 @@ impl PipelineFolder {
                 &self.dir,
                 format!("--max-sequence-length {n}: must be between 1 and 512 (diffusers' limit)"),
             ));
+        }
+        if let Some(gemma) = self.tokenizers.iter_mut().find_map(|t| match t {
+            PromptTokenizer::Gemma(g) => Some(g),
+            _ => None,
+        }) {
+            return gemma.set_max_len(n);
         }
         let t5 = self.tokenizers.iter_mut().find_map(|t| match t {
             PromptTokenizer::T5(t5) => Some(t5),

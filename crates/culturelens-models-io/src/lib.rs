@@ -21,6 +21,8 @@
 pub mod diffusion;
 pub mod folder;
 #[cfg(feature = "native")]
+pub mod gemma_tokenizer;
+#[cfg(feature = "native")]
 pub mod import;
 #[cfg(feature = "native")]
 pub mod jpeg;

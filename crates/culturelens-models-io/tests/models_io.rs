@@ -13,5 +13,6 @@ mod diffusion_parity;
 mod efficientnet;
 mod gender_v1;
 mod jpeg;
+mod lumina2;
 mod parity;
 mod t5;

@@ -15,6 +15,7 @@ pub mod config;
 mod cpu;
 pub mod dinov2;
 pub mod efficientnet;
+pub mod gemma2;
 pub mod gender_v1;
 pub mod glm;
 pub mod onnx;

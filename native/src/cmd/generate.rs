@@ -1,6 +1,6 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
-//! Stable Diffusion 3 / 3.5 or FLUX.1 pipeline in the diffusers folder layout (`model_index.json`'s
-//! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13 and 30;
+//! Stable Diffusion 3 / 3.5, FLUX.1 or Lumina 2 pipeline in the diffusers folder layout (`model_index.json`'s
+//! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13, 30 and 31;
 //! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
 //! Output: one PNG per image in `--out` and `--out/manifest.csv` (the prompt table's columns,
@@ -51,7 +51,7 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1 or CogView4 pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4 or Lumina 2 pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
@@ -122,7 +122,8 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 1.0)]
     pub true_cfg: f64,
     /// SD 3 and FLUX: T5 tokens (diffusers' `max_sequence_length`, at most 512; default 256 for
-    /// SD 3, 512 for FLUX). CogView4: GLM tokens (default 1024); a prompt cut to it is warned of.
+    /// SD 3, 512 for FLUX). CogView4: GLM tokens (default 1024); Lumina 2: Gemma tokens, system
+    /// prompt included (default 256); a prompt cut to it is warned of.
     #[arg(long, value_name = "N")]
     pub max_sequence_length: Option<usize>,
     /// Image height in pixels, a multiple of 8 (16 for SD 3 and FLUX) (default: diffusers', e.g.
@@ -144,8 +145,9 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "FILE.npy")]
     pub out_npy: Option<PathBuf>,
     /// DiffusionLens: condition on text-encoder layer K through the final layer norm (SD 3 and
-    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs; CogView4: GLM's
-    /// `hidden_states[K]` without the final norm, K = 1..=L−1, L−1 being the pipeline's own).
+    /// FLUX: T5's layer K, CLIP held at the pipeline's own outputs; CogView4 and Lumina 2: GLM's or
+    /// Gemma 2's `hidden_states[K]` without the final norm, K = 1..=L−1, L−1 being the pipeline's
+    /// own `[-2]`).
     #[arg(long, value_name = "K", conflicts_with = "text_layers")]
     pub text_layer: Option<usize>,
     /// DiffusionLens sweep: `every:N` (layers N, 2N, …, and the last) or a list `K,K,…`.
@@ -389,12 +391,15 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
-    // diffusers warns when a tokenizer cuts a prompt (CogView4's GLM tokenizer counts the cut).
+    // diffusers warns when a tokenizer cuts a prompt (CogView4's GLM and Lumina 2's Gemma
+    // tokenizers count the cut; Lumina 2's count includes its system prompt), once per prompt.
     let mut warned = std::collections::BTreeSet::new();
-    for text in prompts.iter().chain(&negatives) {
+    for (row, text) in prompts.iter().enumerate() {
         let cut = pipeline.cut(text)?;
         if cut > 0 && warned.insert(text.as_str()) {
-            eprintln!("warning: {cut} token(s) of the prompt {text:?} were cut (--max-sequence-length)");
+            eprintln!(
+                "warning: {cut} token(s) of the prompt {text:?} (row {row}) were cut by the tokenizer (--max-sequence-length)"
+            );
         }
     }
     let model_name = match (&args.model_name, &args.model) {
@@ -672,8 +677,10 @@ impl Job<'_> {
         let pipeline = self.pipeline;
         let prompt_ids =
             batch.iter().map(|it| pipeline.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
-        let negative_ids =
-            batch.iter().map(|it| pipeline.ids(&self.negatives[it.row])).collect::<Result<Vec<_>, _>>()?;
+        let negative_ids = batch
+            .iter()
+            .map(|it| pipeline.negative_ids(&self.negatives[it.row]))
+            .collect::<Result<Vec<_>, _>>()?;
         let k = self.args.images_per_prompt;
         let [height, width] = self.size;
         let model = &pipeline.model;

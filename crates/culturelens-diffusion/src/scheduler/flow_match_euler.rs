@@ -236,6 +236,11 @@ impl FlowMatchEulerDiscrete {
         a / (a + (1.0 / s - 1.0))
     }
 
+    /// `num_train_timesteps` of the config (Lumina 2 calls its model at `1 − t / N`).
+    pub fn num_train_timesteps(&self) -> usize {
+        self.train_steps
+    }
+
     /// The timesteps `1000 σ` the model is called with, in order.
     pub fn timesteps(&self) -> &[f32] {
         &self.timesteps
