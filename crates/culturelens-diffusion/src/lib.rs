@@ -7,6 +7,8 @@
 //!   `scheduler/scheduler_config.json`.
 //! - [`unet`]: `UNet2DConditionModel`; [`vae`]: the `AutoencoderKL` decoder; [`blocks`]: the
 //!   resnet and resampling blocks both share.
+//! - [`unet_kandinsky3`]: `Kandinsky3UNet`; [`vq_model`]: the `VQModel` (MoVQ) decoder of the
+//!   Kandinsky pipelines.
 //! - [`transformer_sd3`]: `SD3Transformer2DModel`; [`transformer_flux`]:
 //!   `FluxTransformer2DModel`; [`mmdit`]: the adaptive norms, embeddings and joint attention
 //!   both share.
@@ -32,4 +34,6 @@ pub mod scheduler;
 pub mod transformer_flux;
 pub mod transformer_sd3;
 pub mod unet;
+pub mod unet_kandinsky3;
 pub mod vae;
+pub mod vq_model;
