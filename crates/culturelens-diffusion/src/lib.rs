@@ -15,7 +15,8 @@
 //! - [`pipeline`]: `StableDiffusionPipeline` (the text encoder, classifier-free guidance,
 //!   DiffusionLens layers and the denoising loop); [`pipeline_stable_diffusion_xl`]:
 //!   `StableDiffusionXLPipeline`; [`pipeline_stable_diffusion_3`]:
-//!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipelines`]: the
+//!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_kandinsky3`]:
+//!   `Kandinsky3Pipeline`; [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take.
 //!
 //! Initial latents come from [`culturelens_rng::TorchGenerator`], PyTorch's CPU generator
@@ -26,6 +27,7 @@ pub mod blocks;
 pub mod mmdit;
 pub mod pipeline;
 pub mod pipeline_flux;
+pub mod pipeline_kandinsky3;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;

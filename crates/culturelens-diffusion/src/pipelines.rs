@@ -10,6 +10,7 @@
 //! | [`Pipeline::StableDiffusionXl`] | `StableDiffusionXLPipeline` (SDXL, Playground v2.5) | `tokenizer`, `tokenizer_2` |
 //! | [`Pipeline::StableDiffusion3`] | `StableDiffusion3Pipeline` | `tokenizer`, `tokenizer_2`, `tokenizer_3` |
 //! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
+//! | [`Pipeline::Kandinsky3`] | `Kandinsky3Pipeline` | `tokenizer` |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
@@ -20,6 +21,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_flux::Flux;
+use super::pipeline_kandinsky3::Kandinsky3;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
@@ -35,6 +37,7 @@ pub enum Pipeline {
     StableDiffusionXl(Box<StableDiffusionXl>),
     StableDiffusion3(Box<StableDiffusion3>),
     Flux(Box<Flux>),
+    Kandinsky3(Box<Kandinsky3>),
 }
 
 impl Pipeline {
@@ -42,6 +45,7 @@ impl Pipeline {
     pub fn tokenizers(&self) -> usize {
         match self {
             Self::StableDiffusion(_) => 1,
+            Self::Kandinsky3(_) => 1,
             Self::StableDiffusion3(_) => 3,
             Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
@@ -54,6 +58,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.default_size(),
             Self::StableDiffusion3(p) => p.default_size(),
             Self::Flux(p) => p.default_size(),
+            Self::Kandinsky3(p) => p.default_size(),
         }
     }
 
@@ -62,6 +67,7 @@ impl Pipeline {
         match self {
             Self::StableDiffusion(_) | Self::StableDiffusionXl(_) => 50,
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
+            Self::Kandinsky3(_) => 25,
         }
     }
 
@@ -72,12 +78,13 @@ impl Pipeline {
             Self::StableDiffusionXl(_) => 5.0,
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
+            Self::Kandinsky3(_) => 3.0,
         }
     }
 
     /// Whether the pipeline needs a flow-matching scheduler.
     pub fn flow_matching(&self) -> bool {
-        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_))
+        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_) | Self::Kandinsky3(_))
     }
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
@@ -89,6 +96,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.lens_layers(),
             Self::StableDiffusion3(p) => p.lens_layers(),
             Self::Flux(p) => p.lens_layers(),
+            Self::Kandinsky3(p) => p.lens_layers(),
         }
     }
 
@@ -113,6 +121,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::StableDiffusion3(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::Kandinsky3(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
     }
 
@@ -134,6 +143,7 @@ impl Pipeline {
                 let shape = p.unpacked_shape(images, height, width)?;
                 pack_host(&seed_latents(seed, shape, path), shape)
             }
+            Self::Kandinsky3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
         })
     }
 
@@ -180,6 +190,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.generate(request, scheduler, device),
             Self::StableDiffusion3(p) => p.generate(request, scheduler, device),
             Self::Flux(p) => p.generate(request, scheduler, device),
+            Self::Kandinsky3(p) => p.generate(request, scheduler, device),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | `StableDiffusionXLPipeline` | [`stable_diffusion_xl`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `unet`, `vae`, `scheduler` |
 //! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
+//! | `Kandinsky3Pipeline` | [`kandinsky3`] | `text_encoder`, `tokenizer`, `unet`, `movq`, `scheduler` |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -19,6 +20,7 @@
 //! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
 
 mod flux;
+mod kandinsky3;
 mod stable_diffusion;
 mod stable_diffusion_3;
 mod stable_diffusion_xl;
@@ -43,6 +45,7 @@ enum Family {
     StableDiffusionXl,
     StableDiffusion3,
     Flux,
+    Kandinsky3,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -103,6 +106,16 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("tokenizer_2", T5_TOKENIZERS),
             ("transformer", &["FluxTransformer2DModel"]),
             ("vae", &["AutoencoderKL"]),
+        ],
+    ),
+    (
+        "Kandinsky3Pipeline",
+        Family::Kandinsky3,
+        &[
+            ("text_encoder", &["T5EncoderModel"]),
+            ("tokenizer", T5_TOKENIZERS),
+            ("unet", &["Kandinsky3UNet"]),
+            ("movq", &["VQModel"]),
         ],
     ),
 ];
@@ -238,6 +251,7 @@ impl PipelineFolder {
             Family::StableDiffusionXl => stable_diffusion_xl::load(dir, &index, &index_path, device)?,
             Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
             Family::Flux => flux::load(dir, device)?,
+            Family::Kandinsky3 => kandinsky3::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
