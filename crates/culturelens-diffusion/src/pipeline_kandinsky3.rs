@@ -111,6 +111,13 @@ impl Kandinsky3 {
         Ok([images, LATENT_CHANNELS, down(height), down(width)])
     }
 
+    /// The `[height, width]` of the images for an `height × width` request: the latents'
+    /// size times the MoVQ's upsampling.
+    pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
+        let up = |n: usize| n.div_ceil(64) * 8 * self.movq.scale_factor;
+        [up(height), up(width)]
+    }
+
     /// The layers DiffusionLens reads: T5's `1..=L`.
     pub fn lens_layers(&self) -> usize {
         self.text_encoder.num_layers()

@@ -125,6 +125,16 @@ impl Pipeline {
         })
     }
 
+    /// The `[height, width]` of the images [`Self::generate`] returns for an `height × width`
+    /// request: the request's own, but Kandinsky 3's `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)`
+    /// (diffusers' `downscale_height_and_width`).
+    pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
+        match self {
+            Self::Kandinsky3(p) => p.image_size(height, width),
+            _ => [height, width],
+        }
+    }
+
     /// `images` images' initial latents from one `torch.Generator().manual_seed(seed)` draw, in
     /// [`Self::latent_shape`].
     pub fn initial_latents(

@@ -265,6 +265,12 @@ impl PipelineFolder {
     /// `max_sequence_length`, at most 512; the pipelines' defaults are 256 for SD 3 and 512 for
     /// FLUX); an error for a pipeline without T5.
     pub fn set_max_sequence_length(&mut self, n: usize) -> Result<(), LoadError> {
+        if matches!(self.model, Pipeline::Kandinsky3(_)) {
+            return Err(unsupported(
+                &self.dir,
+                "--max-sequence-length: Kandinsky3Pipeline's encode_prompt fixes 128 tokens".into(),
+            ));
+        }
         if n == 0 || n > 512 {
             return Err(unsupported(
                 &self.dir,
