@@ -97,10 +97,17 @@ fn requests_kandinsky3_refuses_write_nothing() {
     }
 }
 
-/// A batch of prompts gives each prompt the images it gets alone: DDPM's noise comes from each
-/// prompt's own generator, so the run goes prompt by prompt.
+/// A batch of prompts gives each prompt the images it gets alone, with DDPM (whose noise comes
+/// from each prompt's own generator) and with DDIM (Kandinsky 3's text is cut to the batch's
+/// longest prompt): the run goes prompt by prompt.
 #[test]
 fn a_batch_of_prompts_equals_its_prompts_alone() {
+    for scheduler in ["ddpm", "ddim"] {
+        batch_equals_alone(scheduler);
+    }
+}
+
+fn batch_equals_alone(scheduler: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let prompts = tmp.path().join("prompts.csv");
     std::fs::write(&prompts, "id,prompt\np1,a photo of the food in china\np2,a street in japan\n").unwrap();
@@ -113,6 +120,8 @@ fn a_batch_of_prompts_equals_its_prompts_alone() {
             .opt("--height", "16")
             .opt("--width", "16")
             .opt("--batch", "2")
+            .opt("--images-per-prompt", "2")
+            .opt("--scheduler", scheduler)
             .run_ok();
         tmp.path().join(out)
     };
@@ -120,10 +129,13 @@ fn a_batch_of_prompts_equals_its_prompts_alone() {
     let alone = tmp.path().join("alone.csv");
     std::fs::write(&alone, "id,prompt\np2,a street in japan\n").unwrap();
     let second = run("second", ("--prompts", &alone));
-    assert_eq!(
-        std::fs::read(both.join("000001_00.png")).unwrap(),
-        std::fs::read(second.join("000000_00.png")).unwrap()
-    );
+    for k in ["00", "01"] {
+        assert_eq!(
+            std::fs::read(both.join(format!("000001_{k}.png"))).unwrap(),
+            std::fs::read(second.join(format!("000000_{k}.png"))).unwrap(),
+            "{scheduler} image {k}"
+        );
+    }
     assert_ne!(
         std::fs::read(both.join("000000_00.png")).unwrap(),
         std::fs::read(both.join("000001_00.png")).unwrap()

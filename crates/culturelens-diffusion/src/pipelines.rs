@@ -135,6 +135,13 @@ impl Pipeline {
         }
     }
 
+    /// Whether a prompt's images are the same in any batch of prompts. Kandinsky 3's are not:
+    /// `encode_prompt` cuts the batch's text to its longest prompt, and the UNet's attention
+    /// pooling averages every kept position, so callers run it one prompt per call.
+    pub fn batch_independent(&self) -> bool {
+        !matches!(self, Self::Kandinsky3(_))
+    }
+
     /// `images` images' initial latents from one `torch.Generator().manual_seed(seed)` draw, in
     /// [`Self::latent_shape`].
     pub fn initial_latents(

@@ -14,7 +14,8 @@
 //! `--latents FILE.npy` replaces the draw with the array the pipeline's `latents=` takes.
 //! A scheduler whose steps draw noise (DDPM, Kandinsky 3's) goes on drawing from the prompt's
 //! generator after the initial latents (from a fresh `manual_seed(S)` with `--latents`), so such
-//! runs go one prompt per call and refuse `--seed-per-image`. Kandinsky 3's images are
+//! runs go one prompt per call and refuse `--seed-per-image`; so do Kandinsky 3's, whose text
+//! conditioning depends on the other prompts of a batch. Kandinsky 3's images are
 //! `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)` pixels high (diffusers' `downscale_height_and_width`):
 //! a size it would change is refused, naming the size it makes.
 //!
@@ -702,8 +703,11 @@ impl Job<'_> {
     /// `K × H × W × 3` floats.
     fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
         let pipeline = self.pipeline;
-        if batch.len() > 1 && pipeline.scheduler(self.kind)?.kind().draws_noise() {
-            // A scheduler drawing noise needs each prompt's own generator: one prompt per call.
+        let alone =
+            !pipeline.model.batch_independent() || pipeline.scheduler(self.kind)?.kind().draws_noise();
+        if batch.len() > 1 && alone {
+            // A scheduler drawing noise needs each prompt's own generator, and Kandinsky 3's text
+            // depends on the batch: one prompt per call.
             let mut all = Vec::new();
             for item in batch {
                 all.extend(self.run(std::slice::from_ref(item))?);
