@@ -70,7 +70,7 @@ pub struct Kandinsky3UNetConfig {
 const ATTENTION_LEVELS: [bool; 4] = [false, true, true, true];
 
 impl Kandinsky3UNetConfig {
-    /// diffusers' class defaults, which are `kandinsky-community/kandinsky-3`'s UNet.
+    /// diffusers' `Kandinsky3UNet` class defaults (Kandinsky 3's widths).
     pub fn kandinsky_3() -> Self {
         Self {
             in_channels: 4,
@@ -658,5 +658,40 @@ impl Kandinsky3UNet {
             x = block.self_attend(x, &time);
         }
         self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_class_defaults_pass_the_checks() {
+        Kandinsky3UNetConfig::kandinsky_3().check().unwrap();
+    }
+
+    #[test]
+    fn attention_levels_follow_diffusers_reversed_tuples() {
+        // Two levels: down level 0 has no attention, level 1 has; going up, diffusers reverses
+        // the 4-tuples, so both up levels (entries 3 and 2) have attention.
+        let c = Kandinsky3UNetConfig {
+            block_out_channels: vec![8, 8],
+            groups: 1,
+            attention_head_dim: 4,
+            time_embedding_dim: 8,
+            cross_attention_dim: 8,
+            encoder_hid_dim: 16,
+            layers_per_block: 2,
+            in_channels: 4,
+        };
+        let unet = c.init(&Device::flex()).unwrap();
+        let has = |b: &LevelBlock| (b.self_attention.is_some(), b.cross_attentions.len());
+        assert_eq!(unet.down_blocks.iter().map(has).collect::<Vec<_>>(), [(false, 0), (true, 2)]);
+        assert_eq!(unet.up_blocks.iter().map(has).collect::<Vec<_>>(), [(true, 2), (true, 2)]);
+        // The last down resnet of level 0 halves the size; the first up resnet of level 1 doubles it.
+        assert!(unet.down_blocks[0].resnets_out[1].shortcut_down_sample.is_some());
+        assert!(unet.down_blocks[1].resnets_out[1].shortcut_down_sample.is_none());
+        assert!(unet.up_blocks[1].resnets_in[0].shortcut_up_sample.is_some());
+        assert!(unet.up_blocks[0].resnets_in[0].shortcut_up_sample.is_none());
     }
 }

@@ -469,3 +469,36 @@ impl VqDecoder {
         self.conv_out.forward(silu(self.conv_norm_out.forward(x, &zq)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spatial_norms_need_32_groups_and_the_latent_width() {
+        let json = |extra: &str| {
+            format!(
+                r#"{{"block_out_channels": [32, 64], "up_block_types": ["AttnUpDecoderBlock2D", "UpDecoderBlock2D"],
+                "latent_channels": 4, "vq_embed_dim": 4, "norm_type": "spatial"{extra}}}"#
+            )
+        };
+        let c = VqModelConfig::from_json(&json("")).unwrap();
+        assert_eq!((c.scale_factor(), c.vq_embed_dim()), (2, 4));
+        let decoder = c.init(&Device::flex());
+        assert_eq!(
+            decoder.up_blocks[0].attentions.len(),
+            2,
+            "one attention per resnet (layers_per_block + 1)"
+        );
+        assert!(decoder.up_blocks[1].attentions.is_empty());
+        let e =
+            VqModelConfig::from_json(&json(r#", "block_out_channels": [48, 64]"#)).unwrap_err().to_string();
+        assert!(e.contains("`block_out_channels`") && e.contains("32 groups"), "{e}");
+        let e = VqModelConfig::from_json(&json(r#", "up_block_types": ["UpBlock2D", "UpDecoderBlock2D"]"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`up_block_types`"), "{e}");
+        let e = VqModelConfig::from_json(&json(r#", "vq_embed_dim": 3"#)).unwrap_err().to_string();
+        assert!(e.contains("`vq_embed_dim`"), "{e}");
+    }
+}
