@@ -5,7 +5,8 @@
 //! then the whole pipeline from the folder (tokenizer, masked T5, UNet, the folder's DDPM
 //! scheduler with its variance noise from the seed's generator, or DDIM in its place, MoVQ) in
 //! every case — guidance on and off, negative prompts (one longer than the prompt), two images
-//! per seed, a non-square size, given latents, DiffusionLens T5 layers — against diffusers'
+//! per seed, two prompts in one call, a non-square size, given latents, DiffusionLens T5
+//! layers — against diffusers'
 //! `output_type="np"` images, on flex (CPU) and wgpu. Bad folders are refused naming the file
 //! and key.
 
@@ -34,6 +35,8 @@ struct Fixture {
 struct Case {
     name: String,
     prompt: String,
+    /// Several prompts in one call (`prompt` ignored).
+    prompts: Option<Vec<String>>,
     negative_prompt: Option<String>,
     seed: Option<u64>,
     images_per_prompt: usize,
@@ -206,15 +209,17 @@ fn generate(
     device: &Device,
 ) -> (Vec<f32>, [usize; 4]) {
     let negative = case.negative_prompt.as_deref().unwrap_or("");
-    let prompt_ids = vec![pipeline.ids(&case.prompt).unwrap()];
-    let negative_ids = vec![pipeline.ids(negative).unwrap()];
+    let prompts = case.prompts.clone().unwrap_or_else(|| vec![case.prompt.clone()]);
+    let prompt_ids: Vec<_> = prompts.iter().map(|p| pipeline.ids(p).unwrap()).collect();
+    let negative_ids = vec![pipeline.ids(negative).unwrap(); prompts.len()];
     let model = &pipeline.model;
     let k = case.images_per_prompt;
     let mut generator = case.seed.map(TorchGenerator::manual_seed);
     let latents = match (&case.latents, &mut generator) {
         (Some(latents), _) => latents.clone(),
         (None, Some(generator)) => {
-            let n: usize = model.latent_shape(k, case.height, case.width).unwrap().iter().product();
+            let n: usize =
+                model.latent_shape(prompts.len() * k, case.height, case.width).unwrap().iter().product();
             generator.randn(n, path)
         }
         (None, None) => panic!("{}: neither seed nor latents", case.name),
