@@ -7,6 +7,8 @@
 //!   `scheduler/scheduler_config.json`.
 //! - [`unet`]: `UNet2DConditionModel`; [`vae`]: the `AutoencoderKL` decoder; [`blocks`]: the
 //!   resnet and resampling blocks both share.
+//! - [`unet_kandinsky3`]: `Kandinsky3UNet`; [`vq_model`]: the `VQModel` (MoVQ) decoder of the
+//!   Kandinsky pipelines.
 //! - [`transformer_sd3`]: `SD3Transformer2DModel`; [`transformer_flux`]:
 //!   `FluxTransformer2DModel`; [`mmdit`]: the adaptive norms, embeddings and joint attention
 //!   both share.
@@ -14,7 +16,8 @@
 //!   DiffusionLens layers and the denoising loop); [`pipeline_stable_diffusion_xl`]:
 //!   `StableDiffusionXLPipeline`; [`pipeline_stable_diffusion_3`]:
 //!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_cogview4`]:
-//!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipelines`]: the
+//!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipeline_kandinsky3`]:
+//!   `Kandinsky3Pipeline`; [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take.
 //!
 //! Initial latents come from [`culturelens_rng::TorchGenerator`], PyTorch's CPU generator
@@ -27,6 +30,7 @@ pub mod pipeline;
 pub mod pipeline_cogview4;
 pub mod pipeline_flux;
 pub mod pipeline_lumina2;
+pub mod pipeline_kandinsky3;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;
@@ -37,4 +41,6 @@ pub mod transformer_flux;
 pub mod transformer_lumina2;
 pub mod transformer_sd3;
 pub mod unet;
+pub mod unet_kandinsky3;
 pub mod vae;
+pub mod vq_model;

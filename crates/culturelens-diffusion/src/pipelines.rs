@@ -12,6 +12,7 @@
 //! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
 //! | [`Pipeline::CogView4`] | `CogView4Pipeline` | `tokenizer` (GLM's ids, left-padded to a multiple of 16) |
 //! | [`Pipeline::Lumina2`] | `Lumina2Pipeline` | `tokenizer` (unpadded; the system prompt on prompts only) |
+//! | [`Pipeline::Kandinsky3`] | `Kandinsky3Pipeline` | `tokenizer` |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
@@ -24,6 +25,7 @@ use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_cogview4::CogView4;
 use super::pipeline_flux::Flux;
 use super::pipeline_lumina2::Lumina2;
+use super::pipeline_kandinsky3::Kandinsky3;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
@@ -41,13 +43,14 @@ pub enum Pipeline {
     Flux(Box<Flux>),
     CogView4(Box<CogView4>),
     Lumina2(Box<Lumina2>),
+    Kandinsky3(Box<Kandinsky3>),
 }
 
 impl Pipeline {
     /// The number of token-id rows a prompt has (one per tokenizer).
     pub fn tokenizers(&self) -> usize {
         match self {
-            Self::StableDiffusion(_) | Self::CogView4(_) | Self::Lumina2(_) => 1,
+            Self::StableDiffusion(_) | Self::CogView4(_) | Self::Lumina2(_) | Self::Kandinsky3(_) => 1,
             Self::StableDiffusion3(_) => 3,
             Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
@@ -62,6 +65,7 @@ impl Pipeline {
             Self::Flux(p) => p.default_size(),
             Self::CogView4(p) => p.default_size(),
             Self::Lumina2(p) => p.default_size(),
+            Self::Kandinsky3(p) => p.default_size(),
         }
     }
 
@@ -71,6 +75,7 @@ impl Pipeline {
             Self::StableDiffusion(_) | Self::StableDiffusionXl(_) | Self::CogView4(_) => 50,
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
             Self::Lumina2(_) => 30,
+            Self::Kandinsky3(_) => 25,
         }
     }
 
@@ -82,12 +87,13 @@ impl Pipeline {
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
             Self::Lumina2(_) => 4.0,
+            Self::Kandinsky3(_) => 3.0,
         }
     }
 
     /// Whether the pipeline needs a flow-matching scheduler.
     pub fn flow_matching(&self) -> bool {
-        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_))
+        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_) | Self::Kandinsky3(_))
     }
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
@@ -102,6 +108,7 @@ impl Pipeline {
             Self::Flux(p) => p.lens_layers(),
             Self::CogView4(p) => p.lens_layers(),
             Self::Lumina2(p) => p.lens_layers(),
+            Self::Kandinsky3(p) => p.lens_layers(),
         }
     }
 
@@ -128,7 +135,25 @@ impl Pipeline {
             Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::CogView4(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Lumina2(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::Kandinsky3(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
+    }
+
+    /// The `[height, width]` of the images [`Self::generate`] returns for an `height × width`
+    /// request: the request's own, but Kandinsky 3's `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)`
+    /// (diffusers' `downscale_height_and_width`).
+    pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
+        match self {
+            Self::Kandinsky3(p) => p.image_size(height, width),
+            _ => [height, width],
+        }
+    }
+
+    /// Whether a prompt's images are the same in any batch of prompts. Kandinsky 3's are not:
+    /// `encode_prompt` cuts the batch's text to its longest prompt, and the UNet's attention
+    /// pooling averages every kept position, so callers run it one prompt per call.
+    pub fn batch_independent(&self) -> bool {
+        !matches!(self, Self::Kandinsky3(_))
     }
 
     /// `images` images' initial latents from one `torch.Generator().manual_seed(seed)` draw, in
@@ -151,6 +176,7 @@ impl Pipeline {
                 let shape = p.unpacked_shape(images, height, width)?;
                 pack_host(&seed_latents(seed, shape, path), shape)
             }
+            Self::Kandinsky3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
         })
     }
 
@@ -199,6 +225,7 @@ impl Pipeline {
             Self::Flux(p) => p.generate(request, scheduler, device),
             Self::CogView4(p) => p.generate(request, scheduler, device),
             Self::Lumina2(p) => p.generate(request, scheduler, device),
+            Self::Kandinsky3(p) => p.generate(request, scheduler, device),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
 //! | `CogView4Pipeline` | [`cogview4`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //! | `Lumina2Pipeline` | [`lumina2`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
+//! | `Kandinsky3Pipeline` | [`kandinsky3`] | `text_encoder`, `tokenizer`, `unet`, `movq`, `scheduler` |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -23,6 +24,7 @@
 pub mod cogview4;
 mod flux;
 mod lumina2;
+mod kandinsky3;
 mod stable_diffusion;
 mod stable_diffusion_3;
 mod stable_diffusion_xl;
@@ -50,6 +52,7 @@ enum Family {
     Flux,
     CogView4,
     Lumina2,
+    Kandinsky3,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -130,6 +133,16 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("tokenizer", &["GemmaTokenizer", "GemmaTokenizerFast"]),
             ("transformer", &["Lumina2Transformer2DModel"]),
             ("vae", &["AutoencoderKL"]),
+        ],
+    ),
+    (
+        "Kandinsky3Pipeline",
+        Family::Kandinsky3,
+        &[
+            ("text_encoder", &["T5EncoderModel"]),
+            ("tokenizer", T5_TOKENIZERS),
+            ("unet", &["Kandinsky3UNet"]),
+            ("movq", &["VQModel"]),
         ],
     ),
 ];
@@ -291,6 +304,7 @@ impl PipelineFolder {
             Family::Flux => flux::load(dir, device)?,
             Family::CogView4 => cogview4::load(dir, device)?,
             Family::Lumina2 => lumina2::load(dir, device)?,
+            Family::Kandinsky3 => kandinsky3::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -321,6 +335,12 @@ impl PipelineFolder {
         // CogView4: GLM's tokens (default 1024), no 512 limit.
         if let Some(PromptTokenizer::Glm(glm)) = self.tokenizers.first_mut() {
             return glm.set_max_len(n);
+        }
+        if matches!(self.model, Pipeline::Kandinsky3(_)) {
+            return Err(unsupported(
+                &self.dir,
+                "--max-sequence-length: Kandinsky3Pipeline's encode_prompt fixes 128 tokens".into(),
+            ));
         }
         if n == 0 || n > 512 {
             return Err(unsupported(

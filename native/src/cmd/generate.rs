@@ -1,5 +1,5 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
-//! Stable Diffusion 3 / 3.5, FLUX.1 or Lumina 2 pipeline in the diffusers folder layout (`model_index.json`'s
+//! Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2 or Kandinsky 3 pipeline in the diffusers folder layout (`model_index.json`'s
 //! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13, 30 and 31;
 //! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
@@ -12,6 +12,12 @@
 //! `(K, c, h, w)` tensor for its K images (diffusers with a CPU generator; FLUX packs it into
 //! `(K, tokens, 4c)`); `--seed-per-image` gives image k its own generator seeded `S + k`.
 //! `--latents FILE.npy` replaces the draw with the array the pipeline's `latents=` takes.
+//! A scheduler whose steps draw noise (DDPM, Kandinsky 3's) goes on drawing from the prompt's
+//! generator after the initial latents (from a fresh `manual_seed(S)` with `--latents`), so such
+//! runs go one prompt per call and refuse `--seed-per-image`; so do Kandinsky 3's, whose text
+//! conditioning depends on the other prompts of a batch. Kandinsky 3's images are
+//! `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)` pixels high (diffusers' `downscale_height_and_width`):
+//! a size it would change is refused, naming the size it makes.
 //!
 //! Work: `--shard K/N` takes a contiguous range of prompts; each image is written atomically and
 //! then logged to `OUT/manifest.csv.resume` (`crate::work`), so a rerun skips finished images
@@ -32,7 +38,7 @@ use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
-use culturelens_rng::TorchNormalPath;
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
@@ -367,6 +373,15 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     let guidance = args.guidance.unwrap_or(model.default_guidance());
     let k = args.images_per_prompt;
     let shape = model.latent_shape(k, height, width)?;
+    let image = model.image_size(height, width);
+    if image != [height, width] {
+        bail!(
+            "--height {height} --width {width}: this pipeline makes {}×{} images for that request (diffusers' \
+             downscale_height_and_width); ask for that size",
+            image[0],
+            image[1]
+        );
+    }
     let layers = parse_layers(args, model.lens_layers())?;
     for &layer in &layers {
         model.check_layer(layer)?;
@@ -385,6 +400,9 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         None => None,
     };
     let scheduler_name = pipeline.scheduler(kind)?.kind().class_name();
+    if args.seed_per_image && pipeline.scheduler(kind)?.kind().draws_noise() {
+        bail!("--seed-per-image: {scheduler_name} draws each step's noise from the prompt's one generator");
+    }
     let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
     let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
         (Some(n), _) => vec![n.clone(); prompts.len()],
@@ -675,6 +693,17 @@ impl Job<'_> {
     /// `K × H × W × 3` floats.
     fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
         let pipeline = self.pipeline;
+        let alone =
+            !pipeline.model.batch_independent() || pipeline.scheduler(self.kind)?.kind().draws_noise();
+        if batch.len() > 1 && alone {
+            // A scheduler drawing noise needs each prompt's own generator, and Kandinsky 3's text
+            // depends on the batch: one prompt per call.
+            let mut all = Vec::new();
+            for item in batch {
+                all.extend(self.run(std::slice::from_ref(item))?);
+            }
+            return Ok(all);
+        }
         let prompt_ids =
             batch.iter().map(|it| pipeline.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
         let negative_ids = batch
@@ -713,6 +742,15 @@ impl Job<'_> {
             latents: &values,
         };
         let mut scheduler = pipeline.scheduler(self.kind)?;
+        if scheduler.kind().draws_noise() {
+            // DDPM goes on drawing from the prompt's generator after its initial latents (fresh
+            // when they are given), as diffusers' `generator=` (one prompt per call, above).
+            let mut generator = TorchGenerator::manual_seed(self.args.seed);
+            if self.given.is_none() {
+                generator.randn(values.len(), torch_path());
+            }
+            scheduler.set_noise_generator(generator, torch_path());
+        }
         let (images, [_, height, width, _]) =
             images_hwc(model.generate(&request, &mut scheduler, self.device)?);
         let per_item = k * height * width * 3;
