@@ -1,6 +1,7 @@
 //! Noise schedulers as diffusers implements them (DDIM, PNDM, EulerDiscrete,
 //! DPMSolverMultistep as of 0.31; FlowMatchEulerDiscrete, and EDMEuler and
-//! EDMDPMSolverMultistep, SDXL's and Playground v2.5's, as of 0.42), read from
+//! EDMDPMSolverMultistep, SDXL's and Playground v2.5's, as of 0.42; DDPM, DeepFloyd IF's and
+//! Kandinsky 3's, as of 0.42), read from
 //! `scheduler_config.json` key by key the way diffusers'
 //! `from_config` does: a key the file sets wins, a key it lacks takes the default of the class
 //! that is instantiated (so `--scheduler ddim` on an SD 1.x PNDM config keeps its
@@ -10,11 +11,12 @@
 //! with torch's `linspace` and a double-accumulated `cumprod`; `timestep_spacing` is `leading`
 //! (`arange(n) * (T // n) + steps_offset`), `linspace` or `trailing`; the per-step coefficients
 //! are float32 scalars applied to float32 latents. Options diffusers offers that these
-//! re-implementations do not (Karras / exponential / beta sigmas, thresholding, zero-SNR
+//! re-implementations do not (Karras / exponential / beta sigmas, thresholding outside DDPM, zero-SNR
 //! rescaling, DPM-Solver's third order and SDE variants, …) are
 //! refused with an error naming the key, never silently ignored.
 
 mod ddim;
+mod ddpm;
 mod dpm_solver;
 mod edm_dpm_solver;
 mod edm_euler;
@@ -26,10 +28,12 @@ mod pndm;
 mod parity;
 
 use burn::tensor::Tensor;
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use ddim::Ddim;
+pub use ddpm::{Ddpm, VarianceType};
 pub use dpm_solver::DpmSolverMultistep;
 pub use edm_dpm_solver::EdmDpmSolverMultistep;
 pub use edm_euler::EdmEuler;
@@ -50,7 +54,7 @@ pub enum SchedulerError {
     #[error("scheduler_config.json: key `{key}`: {message}")]
     Key { key: String, message: String },
     #[error(
-        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, edm-euler, edm-dpm, flow-euler, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, EDMEulerScheduler, EDMDPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"
+        "unknown scheduler `{0}` (known: ddim, pndm, euler, dpm, edm-euler, edm-dpm, flow-euler, ddpm, or their diffusers class names DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, EDMEulerScheduler, EDMDPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler, DDPMScheduler)"
     )]
     Unknown(String),
     #[error("{0}")]
@@ -71,6 +75,7 @@ pub enum SchedulerKind {
     EdmEuler,
     EdmDpmSolverMultistep,
     FlowMatchEulerDiscrete,
+    Ddpm,
 }
 
 impl SchedulerKind {
@@ -90,6 +95,7 @@ impl SchedulerKind {
             "flow-euler" | "flowmatcheulerdiscrete" | "flowmatcheulerdiscretescheduler" => {
                 Ok(Self::FlowMatchEulerDiscrete)
             }
+            "ddpm" | "ddpmscheduler" => Ok(Self::Ddpm),
             _ => Err(SchedulerError::Unknown(name.to_string())),
         }
     }
@@ -104,7 +110,14 @@ impl SchedulerKind {
             Self::EdmEuler => "EDMEulerScheduler",
             Self::EdmDpmSolverMultistep => "EDMDPMSolverMultistepScheduler",
             Self::FlowMatchEulerDiscrete => "FlowMatchEulerDiscreteScheduler",
+            Self::Ddpm => "DDPMScheduler",
         }
+    }
+
+    /// Whether the scheduler's steps draw noise from the pipeline's generator (DDPM), so that
+    /// only a pipeline that hands it one ([`Scheduler::set_noise_generator`]) may run it.
+    pub fn draws_noise(self) -> bool {
+        matches!(self, Self::Ddpm)
     }
 
     /// Whether the scheduler is a flow-matching one (the SD3 and FLUX pipelines' kind), whose
@@ -219,10 +232,13 @@ impl ConfigReader {
                         .into_iter()
                         .map(|b| b * b)
                         .collect(),
+                    "squaredcos_cap_v2" => squaredcos_cap_v2(n),
                     other => {
                         return Err(key_error(
                             "beta_schedule",
-                            format!("`{other}` is not supported (linear or scaled_linear)"),
+                            format!(
+                                "`{other}` is not supported (linear, scaled_linear or squaredcos_cap_v2)"
+                            ),
                         ));
                     }
                 }
@@ -238,6 +254,22 @@ impl ConfigReader {
             })
             .collect())
     }
+}
+
+/// `betas_for_alpha_bar(n)` (`squaredcos_cap_v2`, Nichol & Dhariwal 2021): in float64,
+/// `min(1 − ᾱ(t₂)/ᾱ(t₁), 0.999)` with `ᾱ(t) = cos((t + 0.008)/1.008 · π/2)²` at `t₁ = i/n`,
+/// `t₂ = (i+1)/n`, then stored as float32.
+fn squaredcos_cap_v2(n: usize) -> Vec<f32> {
+    let alpha_bar = |t: f64| {
+        let c = ((t + 0.008) / 1.008 * std::f64::consts::PI / 2.0).cos();
+        c * c
+    };
+    (0..n)
+        .map(|i| {
+            let (t1, t2) = (i as f64 / n as f64, (i + 1) as f64 / n as f64);
+            (1.0 - alpha_bar(t2) / alpha_bar(t1)).min(0.999) as f32
+        })
+        .collect()
 }
 
 /// `json` with the bare tokens `-Infinity`, `Infinity` and `NaN` outside strings quoted.
@@ -396,6 +428,7 @@ pub enum Scheduler {
     EdmEuler(EdmEuler),
     EdmDpmSolverMultistep(EdmDpmSolverMultistep),
     FlowMatchEulerDiscrete(FlowMatchEulerDiscrete),
+    Ddpm(Box<Ddpm>),
 }
 
 impl Scheduler {
@@ -412,7 +445,7 @@ impl Scheduler {
                 SchedulerKind::parse(&class).map_err(|_| {
                     key_error(
                         "_class_name",
-                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, EDMEulerScheduler, EDMDPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler)"),
+                        format!("`{class}` is not a supported scheduler (DDIMScheduler, PNDMScheduler, EulerDiscreteScheduler, DPMSolverMultistepScheduler, EDMEulerScheduler, EDMDPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler, DDPMScheduler)"),
                     )
                 })?
             }
@@ -429,6 +462,7 @@ impl Scheduler {
             SchedulerKind::FlowMatchEulerDiscrete => {
                 Self::FlowMatchEulerDiscrete(FlowMatchEulerDiscrete::new(&reader)?)
             }
+            SchedulerKind::Ddpm => Self::Ddpm(Box::new(Ddpm::new(&reader)?)),
         })
     }
 
@@ -441,6 +475,7 @@ impl Scheduler {
             Self::EdmEuler(_) => SchedulerKind::EdmEuler,
             Self::EdmDpmSolverMultistep(_) => SchedulerKind::EdmDpmSolverMultistep,
             Self::FlowMatchEulerDiscrete(_) => SchedulerKind::FlowMatchEulerDiscrete,
+            Self::Ddpm(_) => SchedulerKind::Ddpm,
         }
     }
 
@@ -449,6 +484,32 @@ impl Scheduler {
     pub fn flow_match(&mut self) -> Option<&mut FlowMatchEulerDiscrete> {
         match self {
             Self::FlowMatchEulerDiscrete(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// DDPM, which IF and Kandinsky 3 drive with their own variance handling and noise
+    /// augmentation; `None` for every other scheduler.
+    pub fn ddpm(&mut self) -> Option<&mut Ddpm> {
+        match self {
+            Self::Ddpm(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Hands the scheduler the pipeline's torch generator, after the pipeline's own draws (the
+    /// initial noise), for the noise its steps draw (diffusers' `step(..., generator=generator)`);
+    /// the deterministic schedulers ignore it. DDPM's steps at `t > 0` need it.
+    pub fn set_noise_generator(&mut self, generator: TorchGenerator, path: TorchNormalPath) {
+        if let Self::Ddpm(s) = self {
+            s.set_noise_generator(generator, path);
+        }
+    }
+
+    /// The generator handed in by [`Self::set_noise_generator`], in its current state.
+    pub fn take_noise_generator(&mut self) -> Option<TorchGenerator> {
+        match self {
+            Self::Ddpm(s) => s.take_noise_generator(),
             _ => None,
         }
     }
@@ -463,6 +524,7 @@ impl Scheduler {
             Self::EdmEuler(s) => s.train_steps(),
             Self::EdmDpmSolverMultistep(s) => s.train_steps(),
             Self::FlowMatchEulerDiscrete(s) => s.train_steps(),
+            Self::Ddpm(s) => s.train_steps(),
         };
         if n == 0 || n > train {
             return Err(SchedulerError::Steps(format!(
@@ -477,6 +539,7 @@ impl Scheduler {
             Self::EdmEuler(s) => s.set_timesteps(n),
             Self::EdmDpmSolverMultistep(s) => s.set_timesteps(n),
             Self::FlowMatchEulerDiscrete(s) => s.set_timesteps(n, None, None)?,
+            Self::Ddpm(s) => s.set_timesteps(n),
         }
         Ok(())
     }
@@ -492,6 +555,7 @@ impl Scheduler {
             Self::EdmEuler(s) => s.timesteps.clone(),
             Self::EdmDpmSolverMultistep(s) => s.timesteps.clone(),
             Self::FlowMatchEulerDiscrete(s) => s.timesteps().to_vec(),
+            Self::Ddpm(s) => s.timesteps.iter().map(|&t| t as f32).collect(),
         }
     }
 
@@ -525,6 +589,7 @@ impl Scheduler {
             Self::EdmEuler(s) => s.step(model_output, step, sample),
             Self::EdmDpmSolverMultistep(s) => s.step(model_output, step, sample),
             Self::FlowMatchEulerDiscrete(s) => s.step(model_output, step, sample),
+            Self::Ddpm(s) => s.step(model_output, step, sample),
         }
     }
 }
@@ -574,6 +639,19 @@ mod tests {
     }
 
     #[test]
+    fn squaredcos_betas_by_hand() {
+        // ᾱ(t) = cos((t + 0.008)/1.008 · π/2)²; n = 2: β₀ = 1 − ᾱ(½)/ᾱ(0), β₁ = min(1 − ᾱ(1)/ᾱ(½), 0.999)
+        // where ᾱ(1) = cos(π/2)² ≈ 0, so β₁ is capped.
+        let reader =
+            ConfigReader::new(r#"{"num_train_timesteps": 2, "beta_schedule": "squaredcos_cap_v2"}"#).unwrap();
+        let ac = reader.alphas_cumprod().unwrap();
+        let a = |t: f64| ((t + 0.008) / 1.008 * std::f64::consts::PI / 2.0).cos().powi(2);
+        let beta0 = (1.0 - a(0.5) / a(0.0)) as f32;
+        assert!((ac[0] - (1.0 - beta0)).abs() < 1e-7, "{}", ac[0]);
+        assert!((ac[1] - ac[0] * (1.0 - 0.999)).abs() < 1e-7, "{}", ac[1]);
+    }
+
+    #[test]
     fn a_training_schedule_beyond_the_limit_is_refused() {
         for n in [1usize, MAX_TRAIN_TIMESTEPS + 1, 9_999_999_999] {
             let e =
@@ -603,5 +681,17 @@ mod tests {
         let e = Scheduler::from_config(r#"{"_class_name": "DDIMScheduler", "beta_start": "x"}"#, None)
             .unwrap_err();
         assert!(e.to_string().contains("`beta_start`"), "{e}");
+        for (config, key) in [
+            (r#"{"_class_name": "DDPMScheduler", "variance_type": "learned"}"#, "`variance_type`"),
+            (r#"{"_class_name": "DDPMScheduler", "prediction_type": "sample"}"#, "`prediction_type`"),
+            (r#"{"_class_name": "DDPMScheduler", "beta_schedule": "sigmoid"}"#, "`beta_schedule`"),
+            (
+                r#"{"_class_name": "DDPMScheduler", "rescale_betas_zero_snr": true}"#,
+                "`rescale_betas_zero_snr`",
+            ),
+        ] {
+            let e = Scheduler::from_config(config, None).unwrap_err();
+            assert!(e.to_string().contains(key), "{e}");
+        }
     }
 }

@@ -2,15 +2,20 @@
 //! of diffusers 0.31's schedulers give the same values under both): every case runs the whole
 //! denoising loop with the recorded model outputs and compares the timesteps, the initial noise
 //! scale, every scaled UNet input and every step's output; and `torch.linspace`, which every
-//! schedule starts from, point for point.
+//! schedule starts from, point for point. DDPM's cases hand the scheduler a torch generator of
+//! the recorded `noise_seed` (its steps draw their variance noise from it).
 
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::Deserialize;
+
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 use super::{Scheduler, SchedulerKind, torch_linspace_f32, torch_linspace_f64};
 
 #[derive(Deserialize)]
 struct Fixture {
+    /// `torch.backends.cpu.get_cpu_capability()` of the machine that drew DDPM's noise.
+    cpu_capability: String,
     cases: Vec<Case>,
     linspace: Vec<Linspace>,
 }
@@ -31,6 +36,12 @@ struct Case {
     config: String,
     scheduler: String,
     steps: usize,
+    /// The sample's shape (default `(1, 2, 1, 2)`).
+    #[serde(default = "default_shape")]
+    shape: [usize; 4],
+    /// DDPM: the seed of the generator passed to `step`.
+    #[serde(default)]
+    noise_seed: Option<u64>,
     timesteps: Vec<f32>,
     init_noise_sigma: f32,
     initial: Vec<f32>,
@@ -44,8 +55,21 @@ struct Call {
     out: Vec<f32>,
 }
 
+fn default_shape() -> [usize; 4] {
+    [1, 2, 1, 2]
+}
+
 fn tensor(values: &[f32], device: &Device) -> Tensor<4> {
-    Tensor::from_data(TensorData::new(values.to_vec(), [1, 2, 1, 2]), device)
+    shaped(values, [1, 2, 1, 2], device)
+}
+
+/// `values` as `shape`, or with `shape`'s channels scaled to fit (DDPM's `learned_range` model
+/// outputs carry twice the sample's channels).
+fn shaped(values: &[f32], shape: [usize; 4], device: &Device) -> Tensor<4> {
+    let [b, _, h, w] = shape;
+    let channels = values.len() / (b * h * w);
+    assert_eq!(channels * b * h * w, values.len());
+    Tensor::from_data(TensorData::new(values.to_vec(), [b, channels, h, w]), device)
 }
 
 /// Largest |got − want| / (1 + |want|).
@@ -58,7 +82,7 @@ fn rel_err(got: &Tensor<4>, want: &[f32]) -> f32 {
 fn matches_diffusers_step_by_step() {
     let fixture = fixture();
     assert!(fixture.cases.len() >= 100);
-    for kind in ["EDMEulerScheduler", "EDMDPMSolverMultistepScheduler"] {
+    for kind in ["EDMEulerScheduler", "EDMDPMSolverMultistepScheduler", "DDPMScheduler"] {
         assert!(fixture.cases.iter().filter(|c| c.scheduler == kind).count() >= 8, "{kind}");
     }
     let device = Device::flex();
@@ -68,6 +92,10 @@ fn matches_diffusers_step_by_step() {
         let mut scheduler =
             Scheduler::from_config(&case.config, Some(kind)).unwrap_or_else(|e| panic!("{}: {e}", case.name));
         scheduler.set_timesteps(case.steps).unwrap();
+        if let Some(seed) = case.noise_seed {
+            let path = TorchNormalPath::from_capability(&fixture.cpu_capability);
+            scheduler.set_noise_generator(TorchGenerator::manual_seed(seed), path);
+        }
         let timesteps = scheduler.timesteps();
         if matches!(kind, SchedulerKind::EdmEuler | SchedulerKind::EdmDpmSolverMultistep) {
             // `c_noise = ¼ ln σ`: torch's float32 `pow` and `log` are its vectorised ones (within
@@ -87,19 +115,19 @@ fn matches_diffusers_step_by_step() {
             case.name,
             case.init_noise_sigma
         );
-        let mut sample = tensor(&case.initial, &device);
+        let mut sample = shaped(&case.initial, case.shape, &device);
         for (i, call) in case.calls.iter().enumerate() {
             let scaled = scheduler.scale_model_input(sample.clone(), i);
             let e = rel_err(&scaled, &call.scaled);
             assert!(e < 1e-6, "{} call {i}: scaled input off by {e}", case.name);
-            sample = scheduler.step(tensor(&call.model_output, &device), i, sample);
+            sample = scheduler.step(shaped(&call.model_output, case.shape, &device), i, sample);
             let e = rel_err(&sample, &call.out);
             if e > worst.0 {
                 worst = (e, format!("{} call {i}", case.name));
             }
             assert!(e < 2e-6, "{} call {i}: step output off by {e}", case.name);
             // Continue from diffusers' own output so that errors do not compound.
-            sample = tensor(&call.out, &device);
+            sample = shaped(&call.out, case.shape, &device);
         }
     }
     eprintln!("worst relative step error {:.2e} at {}", worst.0, worst.1);
