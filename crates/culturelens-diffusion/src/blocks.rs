@@ -1,12 +1,16 @@
 //! The convolutional pieces diffusers' `UNet2DConditionModel` and `AutoencoderKL` share
 //! (`diffusers.models.resnet`, `downsampling`, `upsampling`): `ResnetBlock2D` with its optional
 //! time-embedding projection, the strided-convolution `Downsample2D`, the nearest-neighbour
-//! `Upsample2D`, and diffusers' default 3×3 convolution and group norm.
+//! `Upsample2D`, and diffusers' default 3×3 convolution and group norm. DeepFloyd IF's UNet
+//! builds its `ResnetBlock2D`s with [`ResnetOptions`] (GELU, `scale_shift` time embedding,
+//! `skip_time_act`, an output scale, and the block's own 2× average-pool or nearest resize).
 
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
-use burn::tensor::activation::silu;
+use burn::tensor::activation::{gelu, silu};
+use burn::tensor::module::avg_pool2d;
+use burn::tensor::ops::AvgPoolOptions;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use culturelens_models::weights::{Vars, WeightError, load_conv2d, load_group_norm, load_linear};
@@ -25,8 +29,46 @@ pub fn group_norm(groups: usize, channels: usize, eps: f64, device: &Device) -> 
     GroupNormConfig::new(groups, channels).with_epsilon(eps).init(device)
 }
 
-/// `ResnetBlock2D` with `time_embedding_norm="default"` and `output_scale_factor=1`:
-/// `shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x))) + proj(silu(temb)))))`.
+/// The `ResnetBlock2D` arguments beyond the SD defaults ([`ResnetOptions::default`]: SiLU,
+/// `time_embedding_norm="default"`, `output_scale_factor=1`, no resampling).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResnetOptions {
+    /// `non_linearity` GELU (exact, `nn.GELU()`) instead of SiLU.
+    pub gelu: bool,
+    /// `time_embedding_norm="scale_shift"`: `proj(temb)` is `[scale; shift]` (twice the
+    /// channels) and `norm2(h) · (1 + scale) + shift` replaces `norm2(h + proj(temb))`.
+    pub scale_shift: bool,
+    /// `skip_time_act`: `proj(temb)` without the activation before it.
+    pub skip_time_act: bool,
+    /// `output_scale_factor`: the sum is divided by it.
+    pub output_scale: f64,
+    /// `up=True` (nearest 2× resize of `x` and `h` after the first activation) or `down=True`
+    /// (2×2 average pooling, `Downsample2D(use_conv=False)`).
+    pub resample: Option<Resample>,
+}
+
+/// The resampling inside a `ResnetBlock2D` (`up` / `down`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resample {
+    Up,
+    Down,
+}
+
+impl Default for ResnetOptions {
+    fn default() -> Self {
+        Self { gelu: false, scale_shift: false, skip_time_act: false, output_scale: 1.0, resample: None }
+    }
+}
+
+impl ResnetOptions {
+    fn act<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        if self.gelu { gelu(x) } else { silu(x) }
+    }
+}
+
+/// `ResnetBlock2D`, by default with `time_embedding_norm="default"` and `output_scale_factor=1`:
+/// `shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x))) + proj(silu(temb)))))`; see
+/// [`ResnetOptions`] for the rest.
 #[derive(Module, Debug)]
 pub struct ResnetBlock2D {
     pub norm1: GroupNorm,
@@ -37,6 +79,8 @@ pub struct ResnetBlock2D {
     pub conv2: Conv2d,
     /// `conv_shortcut`, a 1×1 convolution, when the channel count changes.
     pub conv_shortcut: Option<Conv2d>,
+    #[module(skip)]
+    pub options: ResnetOptions,
 }
 
 impl ResnetBlock2D {
@@ -50,13 +94,28 @@ impl ResnetBlock2D {
         eps: f64,
         device: &Device,
     ) -> Self {
+        Self::init_with(c_in, c_out, temb, groups, eps, ResnetOptions::default(), device)
+    }
+
+    /// [`Self::init`] with the [`ResnetOptions`] beyond SD's.
+    pub fn init_with(
+        c_in: usize,
+        c_out: usize,
+        temb: Option<usize>,
+        groups: usize,
+        eps: f64,
+        options: ResnetOptions,
+        device: &Device,
+    ) -> Self {
+        let proj_out = if options.scale_shift { 2 * c_out } else { c_out };
         Self {
             norm1: group_norm(groups, c_in, eps, device),
             conv1: conv(c_in, c_out, 3, 1, device),
-            time_emb_proj: temb.map(|t| LinearConfig::new(t, c_out).init(device)),
+            time_emb_proj: temb.map(|t| LinearConfig::new(t, proj_out).init(device)),
             norm2: group_norm(groups, c_out, eps, device),
             conv2: conv(c_out, c_out, 3, 1, device),
             conv_shortcut: (c_in != c_out).then(|| conv(c_in, c_out, 1, 1, device)),
+            options,
         }
     }
 
@@ -76,18 +135,47 @@ impl ResnetBlock2D {
 
     /// `x` `[batch, c_in, h, w]`, `temb` `[batch, temb]` (ignored without `time_emb_proj`).
     pub fn forward(&self, x: Tensor<4>, temb: Option<&Tensor<2>>) -> Tensor<4> {
-        let mut h = self.conv1.forward(silu(self.norm1.forward(x.clone())));
-        if let (Some(proj), Some(temb)) = (&self.time_emb_proj, temb) {
-            let t = proj.forward(silu(temb.clone()));
-            let [b, c] = t.dims();
-            h = h + t.reshape([b, c, 1, 1]);
+        let o = &self.options;
+        let mut x = x;
+        let mut h = o.act(self.norm1.forward(x.clone()));
+        match o.resample {
+            Some(Resample::Up) => {
+                let [_, _, hh, ww] = h.dims();
+                x = nearest(x, [2 * hh, 2 * ww]);
+                h = nearest(h, [2 * hh, 2 * ww]);
+            }
+            Some(Resample::Down) => {
+                x = avg_pool2d(x, AvgPoolOptions::new([2, 2]));
+                h = avg_pool2d(h, AvgPoolOptions::new([2, 2]));
+            }
+            None => {}
         }
-        let h = self.conv2.forward(silu(self.norm2.forward(h)));
+        let h = self.conv1.forward(h);
+        let t = match (&self.time_emb_proj, temb) {
+            (Some(proj), Some(temb)) => {
+                let temb = if o.skip_time_act { temb.clone() } else { o.act(temb.clone()) };
+                let t = proj.forward(temb);
+                let [b, c] = t.dims();
+                Some(t.reshape([b, c, 1, 1]))
+            }
+            _ => None,
+        };
+        let h = match t {
+            Some(t) if o.scale_shift => {
+                let mut halves = t.chunk(2, 1);
+                let shift = halves.pop().expect("two halves");
+                let scale = halves.pop().expect("two halves");
+                self.norm2.forward(h) * scale.add_scalar(1.0) + shift
+            }
+            Some(t) => self.norm2.forward(h + t),
+            None => self.norm2.forward(h),
+        };
+        let h = self.conv2.forward(o.act(h));
         let x = match &self.conv_shortcut {
             Some(shortcut) => shortcut.forward(x),
             None => x,
         };
-        x + h
+        if o.output_scale == 1.0 { x + h } else { (x + h).div_scalar(o.output_scale) }
     }
 }
 

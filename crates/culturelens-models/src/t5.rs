@@ -15,6 +15,11 @@
 //! - **Feed-forward** by `feed_forward_proj`: `act(wi x)` then `wo` (`relu`, T5 v1.0), or the
 //!   gated `act(wi_0 x) ⊙ wi_1 x` then `wo` (`gated-gelu`, v1.1, whose GELU is the tanh
 //!   approximation `gelu_new`).
+//! - **Attention mask** ([`T5EncoderModel::encode_masked`]): DeepFloyd IF and Kandinsky 3 pass
+//!   the tokenizer's `attention_mask`; transformers adds `finfo.min` to the position bias of the
+//!   padding keys, so they get no weight (here: masked to −∞, the same zero weights). Padding
+//!   is the trailing run of pad ids (`pad_token_id`, 0) after the last real token, which is
+//!   what the tokenizer's mask marks: its ids always end in `</s>`.
 //! - **Half precision**: in float16, as transformers, each sublayer's output is clamped to
 //!   ±65504 (±(65504 − 1000) when it holds an infinity), T5-XXL's activations exceeding f16.
 //! - **Outputs**: `last_hidden_state = final_layer_norm(hidden_states[L])`. DiffusionLens
@@ -29,7 +34,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNor
 use burn::tensor::activation::{gelu, gelu_approximate, relu, silu};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
+use burn::tensor::{Bool, DType, Device, FloatDType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::ModelError;
@@ -261,7 +266,14 @@ impl T5Block {
         load_linear(&mut self.wo, dense.pp("wo"))
     }
 
-    fn forward(&self, x: Tensor<3>, bias: &Tensor<4>, act: FeedForwardAct, heads: usize) -> Tensor<3> {
+    fn forward(
+        &self,
+        x: Tensor<3>,
+        bias: &Tensor<4>,
+        mask: Option<&Tensor<4, Bool>>,
+        act: FeedForwardAct,
+        heads: usize,
+    ) -> Tensor<3> {
         let [batch, len, _] = x.dims();
         let h = self.attn_norm.forward(x.clone());
         let split = |t: Tensor<3>| {
@@ -271,7 +283,7 @@ impl T5Block {
         let (q, k, v) =
             (split(self.q.forward(h.clone())), split(self.k.forward(h.clone())), split(self.v.forward(h)));
         let options = AttentionModuleOptions { scale: Some(1.0), softcap: None, is_causal: false };
-        let out = attention(q, k, v, None, Some(bias.clone()), options);
+        let out = attention(q, k, v, mask.cloned(), Some(bias.clone()), options);
         let inner = out.dims()[1] * out.dims()[3];
         let x = clamp_f16(x + self.o.forward(out.swap_dims(1, 2).reshape([batch, len, inner])));
         let h = self.ff_norm.forward(x.clone());
@@ -342,13 +354,38 @@ impl T5EncoderModel {
     /// `hidden_states[n]` of token-id rows of equal length: the output of the first `n` blocks
     /// (`n = 0`: the embeddings), before the final layer norm.
     pub fn hidden_state(&self, ids: &[Vec<u32>], n: usize, device: &Device) -> Tensor<3> {
+        self.hidden_state_with(ids, n, false, device)
+    }
+
+    /// [`Self::hidden_state`], with `masked` the trailing padding of each row masked out of
+    /// every attention (transformers' `attention_mask`; see the module docs).
+    pub fn hidden_state_with(&self, ids: &[Vec<u32>], n: usize, masked: bool, device: &Device) -> Tensor<3> {
         let mut x = self.shared.forward(pad_ids(ids, 0, device));
         let [batch, len, _] = x.dims();
         let bias = self.position_bias(batch, len, device);
+        let heads = self.config.num_heads;
+        let mask = masked.then(|| {
+            let padding: Vec<bool> = ids
+                .iter()
+                .flat_map(|row| {
+                    let real = row.iter().rposition(|&id| id != 0).map_or(0, |i| i + 1);
+                    (0..len).map(move |j| j >= real)
+                })
+                .collect();
+            Tensor::<2, Bool>::from_data(TensorData::new(padding, [batch, len]), device)
+                .reshape([batch, 1, 1, len])
+                .expand([batch, heads, len, len])
+        });
         for block in &self.block[..n] {
-            x = block.forward(x, &bias, self.act, self.config.num_heads);
+            x = block.forward(x, &bias, mask.as_ref(), self.act, heads);
         }
         x
+    }
+
+    /// [`Self::encode`] with the attention mask of each row's trailing padding, as DeepFloyd IF
+    /// calls `T5EncoderModel(ids, attention_mask=mask)`.
+    pub fn encode_masked(&self, ids: &[Vec<u32>], n: usize, device: &Device) -> Tensor<3> {
+        self.final_layer_norm.forward(self.hidden_state_with(ids, n, true, device))
     }
 
     /// `final_layer_norm(hidden_states[n])`: `last_hidden_state` at `n = L`, DiffusionLens'

@@ -17,7 +17,10 @@
 //!
 //! The generator is the scheduler's own state, handed in by the pipeline
 //! ([`super::Scheduler::set_noise_generator`]); a step that needs noise without one panics, and
-//! the pipeline loaders refuse DDPM for pipelines that do not pass one.
+//! the pipeline loaders refuse DDPM for pipelines that do not pass one. With several generators
+//! ([`super::Scheduler::set_noise_generators`], diffusers' list of generators, or culturelens'
+//! prompts each with its own seed in one batch) each draws the noise of its equal share of the
+//! batch's rows, in order.
 //! `variance_type` `learned` and `fixed_large_log`, `prediction_type` `sample`, custom timesteps
 //! and zero-SNR rescaling are refused by key.
 
@@ -46,7 +49,7 @@ pub struct Ddpm {
     /// `(dynamic_thresholding_ratio, sample_max_value)` when `thresholding`.
     threshold: Option<(f32, f32)>,
     pub(super) timesteps: Vec<i64>,
-    noise: Option<(TorchGenerator, TorchNormalPath)>,
+    noise: Option<(Vec<TorchGenerator>, TorchNormalPath)>,
 }
 
 impl Ddpm {
@@ -99,12 +102,17 @@ impl Ddpm {
         self.timesteps = integer_timesteps(self.spacing, self.train_steps(), n, self.steps_offset);
     }
 
-    pub(super) fn set_noise_generator(&mut self, generator: TorchGenerator, path: TorchNormalPath) {
-        self.noise = Some((generator, path));
+    pub(super) fn set_noise_generators(&mut self, generators: Vec<TorchGenerator>, path: TorchNormalPath) {
+        self.noise = (!generators.is_empty()).then_some((generators, path));
     }
 
     pub(super) fn take_noise_generator(&mut self) -> Option<TorchGenerator> {
-        self.noise.take().map(|(g, _)| g)
+        self.noise.take().and_then(|(g, _)| g.into_iter().next())
+    }
+
+    /// Whether the pipeline has handed the scheduler its generator(s).
+    pub fn has_noise_generator(&self) -> bool {
+        self.noise.is_some()
     }
 
     /// `add_noise(x, z, t)` for one timestep: `√ᾱ_t x + √(1 − ᾱ_t) z` (stage II's noise
@@ -158,10 +166,17 @@ impl Ddpm {
             return mean;
         }
         let shape = mean.dims();
-        let (generator, path) = self.noise.as_mut().expect(
+        let (generators, path) = self.noise.as_mut().expect(
             "DDPMScheduler draws variance noise: the pipeline must call Scheduler::set_noise_generator",
         );
-        let z = generator.randn(shape.iter().product(), *path);
+        assert!(
+            shape[0].is_multiple_of(generators.len()),
+            "DDPM: {} rows for {} generators",
+            shape[0],
+            generators.len()
+        );
+        let share = shape.iter().product::<usize>() / generators.len();
+        let z: Vec<f32> = generators.iter_mut().flat_map(|g| g.randn(share, *path)).collect();
         let z = Tensor::<4>::from_data(TensorData::new(z, shape), &mean.device());
         let variance = ((beta_prev / beta_t) * current_beta).max(1e-20);
         let sigma_z = match self.variance {

@@ -501,8 +501,14 @@ impl Scheduler {
     /// initial noise), for the noise its steps draw (diffusers' `step(..., generator=generator)`);
     /// the deterministic schedulers ignore it. DDPM's steps at `t > 0` need it.
     pub fn set_noise_generator(&mut self, generator: TorchGenerator, path: TorchNormalPath) {
+        self.set_noise_generators(vec![generator], path);
+    }
+
+    /// [`Self::set_noise_generator`] with one generator per equal share of the batch's rows, in
+    /// order (diffusers' list of generators, or one per prompt of a batch).
+    pub fn set_noise_generators(&mut self, generators: Vec<TorchGenerator>, path: TorchNormalPath) {
         if let Self::Ddpm(s) = self {
-            s.set_noise_generator(generator, path);
+            s.set_noise_generators(generators, path);
         }
     }
 
