@@ -10,23 +10,26 @@
 //! | [`Pipeline::StableDiffusionXl`] | `StableDiffusionXLPipeline` (SDXL, Playground v2.5) | `tokenizer`, `tokenizer_2` |
 //! | [`Pipeline::StableDiffusion3`] | `StableDiffusion3Pipeline` | `tokenizer`, `tokenizer_2`, `tokenizer_3` |
 //! | [`Pipeline::Flux`] | `FluxPipeline` | `tokenizer`, `tokenizer_2` |
+//! | [`Pipeline::DeepFloydIf`] | `IFPipeline` (stage I) | `tokenizer` |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
 //! `torch.Generator().manual_seed(seed)` as diffusers draws them with a CPU generator
-//! ([`Pipeline::initial_latents`]: FLUX draws the unpacked `(K, c, h, w)` and packs it).
+//! ([`Pipeline::initial_latents`]: FLUX draws the unpacked `(K, c, h, w)` and packs it). IF's
+//! DDPM scheduler goes on drawing from that generator ([`Pipeline::noise_generator`]).
 
 use burn::tensor::{Device, Tensor};
 
 use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_flux::Flux;
+use super::pipeline_if::DeepFloydIf;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
 use super::scheduler::Scheduler;
 use super::unet::AttentionSlice;
 use culturelens_models::ModelError;
-use culturelens_rng::TorchNormalPath;
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 /// A loaded text-to-image pipeline.
 #[derive(Debug)]
@@ -35,13 +38,14 @@ pub enum Pipeline {
     StableDiffusionXl(Box<StableDiffusionXl>),
     StableDiffusion3(Box<StableDiffusion3>),
     Flux(Box<Flux>),
+    DeepFloydIf(Box<DeepFloydIf>),
 }
 
 impl Pipeline {
     /// The number of token-id rows a prompt has (one per tokenizer).
     pub fn tokenizers(&self) -> usize {
         match self {
-            Self::StableDiffusion(_) => 1,
+            Self::StableDiffusion(_) | Self::DeepFloydIf(_) => 1,
             Self::StableDiffusion3(_) => 3,
             Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
@@ -54,6 +58,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.default_size(),
             Self::StableDiffusion3(p) => p.default_size(),
             Self::Flux(p) => p.default_size(),
+            Self::DeepFloydIf(p) => p.default_size(),
         }
     }
 
@@ -62,6 +67,7 @@ impl Pipeline {
         match self {
             Self::StableDiffusion(_) | Self::StableDiffusionXl(_) => 50,
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
+            Self::DeepFloydIf(_) => 100,
         }
     }
 
@@ -72,12 +78,13 @@ impl Pipeline {
             Self::StableDiffusionXl(_) => 5.0,
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
+            Self::DeepFloydIf(_) => 7.0,
         }
     }
 
     /// Whether the pipeline needs a flow-matching scheduler.
     pub fn flow_matching(&self) -> bool {
-        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_))
+        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_) | Self::DeepFloydIf(_))
     }
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
@@ -89,6 +96,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.lens_layers(),
             Self::StableDiffusion3(p) => p.lens_layers(),
             Self::Flux(p) => p.lens_layers(),
+            Self::DeepFloydIf(p) => p.lens_layers(),
         }
     }
 
@@ -113,6 +121,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::StableDiffusion3(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Flux(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::DeepFloydIf(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
     }
 
@@ -134,7 +143,29 @@ impl Pipeline {
                 let shape = p.unpacked_shape(images, height, width)?;
                 pack_host(&seed_latents(seed, shape, path), shape)
             }
+            Self::DeepFloydIf(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
         })
+    }
+
+    /// The generator of `seed` in the state a pipeline's scheduler goes on drawing from (IF's
+    /// DDPM variance noise, `Scheduler::set_noise_generators`): past the draw of `images`
+    /// images' initial latents ([`Self::initial_latents`]), or fresh when the latents were given
+    /// (diffusers then draws nothing before the loop).
+    pub fn noise_generator(
+        &self,
+        seed: u64,
+        images: usize,
+        height: usize,
+        width: usize,
+        latents_given: bool,
+        path: TorchNormalPath,
+    ) -> Result<TorchGenerator, GenerateError> {
+        let mut generator = TorchGenerator::manual_seed(seed);
+        if !latents_given {
+            let n: usize = self.latent_shape(images, height, width)?.iter().product();
+            generator.randn(n, path);
+        }
+        Ok(generator)
     }
 
     /// Attention slicing (diffusers' `set_attention_slice`): the SD UNet's; the transformer
@@ -180,6 +211,7 @@ impl Pipeline {
             Self::StableDiffusionXl(p) => p.generate(request, scheduler, device),
             Self::StableDiffusion3(p) => p.generate(request, scheduler, device),
             Self::Flux(p) => p.generate(request, scheduler, device),
+            Self::DeepFloydIf(p) => p.generate(request, scheduler, device),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | `StableDiffusionXLPipeline` | [`stable_diffusion_xl`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `unet`, `vae`, `scheduler` |
 //! | `StableDiffusion3Pipeline` | [`stable_diffusion_3`] | `text_encoder{,_2,_3}`, `tokenizer{,_2,_3}`, `transformer`, `vae`, `scheduler` |
 //! | `FluxPipeline` | [`flux`] | `text_encoder{,_2}`, `tokenizer{,_2}`, `transformer`, `vae`, `scheduler` |
+//! | `IFPipeline` | [`deepfloyd_if`] | `text_encoder`, `tokenizer`, `unet`, `scheduler` (DDPM) |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -18,6 +19,7 @@
 //!
 //! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
 
+mod deepfloyd_if;
 mod flux;
 mod stable_diffusion;
 mod stable_diffusion_3;
@@ -43,6 +45,7 @@ enum Family {
     StableDiffusionXl,
     StableDiffusion3,
     Flux,
+    DeepFloydIf,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -105,6 +108,15 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("vae", &["AutoencoderKL"]),
         ],
     ),
+    (
+        "IFPipeline",
+        Family::DeepFloydIf,
+        &[
+            ("text_encoder", &["T5EncoderModel"]),
+            ("tokenizer", T5_TOKENIZERS),
+            ("unet", &["UNet2DConditionModel"]),
+        ],
+    ),
 ];
 type Components = &'static [(&'static str, &'static [&'static str])];
 const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
@@ -125,6 +137,8 @@ pub enum PromptTokenizer {
     Clip(Box<ClipTokenizer>),
     XlmRoberta(XlmRobertaTokenizer),
     T5(Box<T5Tokenizer>),
+    /// DeepFloyd IF's T5 tokenizer, after IF's `lower().strip()` of the prompt.
+    IfT5(Box<T5Tokenizer>),
 }
 
 impl PromptTokenizer {
@@ -134,6 +148,7 @@ impl PromptTokenizer {
             Self::Clip(t) => t.ids(text),
             Self::XlmRoberta(t) => t.ids(text),
             Self::T5(t) => t.ids(text),
+            Self::IfT5(t) => t.ids(&deepfloyd_if::preprocess(text)),
         }
     }
 }
@@ -231,6 +246,18 @@ impl PipelineFolder {
                 ),
             ));
         }
+        if built.kind().draws_noise() != passes_generator(family) {
+            let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
+            let message = if passes_generator(family) {
+                format!("{key} {} does not fit {class}, which runs DDPMScheduler", built.kind().class_name())
+            } else {
+                format!(
+                    "{key} {} does not fit {class}: its loop hands the scheduler no generator for DDPM's noise",
+                    built.kind().class_name()
+                )
+            };
+            return Err(unsupported(&scheduler_path, message));
+        }
         let (model, tokenizers) = match family {
             Family::StableDiffusion | Family::AltDiffusion => {
                 stable_diffusion::load(dir, device, family == Family::AltDiffusion)?
@@ -238,6 +265,7 @@ impl PipelineFolder {
             Family::StableDiffusionXl => stable_diffusion_xl::load(dir, &index, &index_path, device)?,
             Family::StableDiffusion3 => stable_diffusion_3::load(dir, device)?,
             Family::Flux => flux::load(dir, device)?,
+            Family::DeepFloydIf => deepfloyd_if::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -274,6 +302,12 @@ impl PipelineFolder {
         Scheduler::from_config(&self.scheduler_config, kind)
             .map_err(|source| LoadError::Scheduler { path: self.scheduler_path.clone(), source })
     }
+}
+
+/// Whether the family's loop hands its scheduler the run's generator, so that it may run a
+/// scheduler whose steps draw noise (DDPM); the others run the deterministic ones only.
+fn passes_generator(family: Family) -> bool {
+    matches!(family, Family::DeepFloydIf)
 }
 
 /// `model_max_length` of `dir/tokenizer_config.json`: the length diffusers pads and truncates

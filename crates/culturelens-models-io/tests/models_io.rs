@@ -7,6 +7,7 @@
 mod configs;
 mod decode;
 mod diffusion_flow_parity;
+mod diffusion_if_parity;
 mod diffusion_parity;
 mod efficientnet;
 mod gender_v1;
