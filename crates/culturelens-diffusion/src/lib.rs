@@ -25,6 +25,7 @@ pub mod mmdit;
 pub mod pipeline;
 pub mod pipeline_flux;
 pub mod pipeline_if;
+pub mod pipeline_if_superresolution;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;

@@ -20,6 +20,8 @@
 //! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
 
 mod deepfloyd_if;
+
+pub use deepfloyd_if::load_super_resolution;
 mod flux;
 mod stable_diffusion;
 mod stable_diffusion_3;
