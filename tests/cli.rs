@@ -23,6 +23,7 @@ mod figures_cli;
 mod file_modes;
 mod generate_cli;
 mod generate_flow_cli;
+mod generate_if_cli;
 mod generate_kill;
 mod generate_xl_cli;
 mod hub_cli;

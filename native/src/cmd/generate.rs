@@ -1,5 +1,5 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
-//! Stable Diffusion 3 / 3.5 or FLUX.1 pipeline in the diffusers folder layout (`model_index.json`'s
+//! Stable Diffusion 3 / 3.5, FLUX.1 or DeepFloyd IF (stage I) pipeline in the diffusers folder layout (`model_index.json`'s
 //! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13 and 30;
 //! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
@@ -12,6 +12,8 @@
 //! `(K, c, h, w)` tensor for its K images (diffusers with a CPU generator; FLUX packs it into
 //! `(K, tokens, 4c)`); `--seed-per-image` gives image k its own generator seeded `S + k`.
 //! `--latents FILE.npy` replaces the draw with the array the pipeline's `latents=` takes.
+//! DeepFloyd IF (stage I) goes on drawing its DDPM variance noise from the same generator
+//! (fresh from `S` with `--latents`, as IF's `__call__` draws nothing else before its loop).
 //!
 //! Work: `--shard K/N` takes a contiguous range of prompts; each image is written atomically and
 //! then logged to `OUT/manifest.csv.resume` (`crate::work`), so a rerun skips finished images
@@ -52,13 +54,14 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5 or FLUX.1 pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1 or DeepFloyd IF stage I pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
     /// per component — unet/ or transformer/, vae/, text_encoder*/, tokenizer*/, scheduler/;
     /// safetensors weights). `_class_name` picks the pipeline: StableDiffusionPipeline,
-    /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline or FluxPipeline.
+    /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline or
+    /// IFPipeline (DeepFloyd IF stage I: 64² pixels; stage II and III are not run).
     #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
     pub pipeline: Option<PathBuf>,
     /// Hugging Face hub pipeline ORG/NAME[@REVISION], downloaded (safetensors only) into the
@@ -114,12 +117,12 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub seed_per_image: bool,
     /// Denoising steps (default: diffusers' for the pipeline, 50 for SD 1.x/2.x, 28 for SD 3 and
-    /// FLUX).
+    /// FLUX, 100 for IF).
     #[arg(long)]
     pub steps: Option<usize>,
     /// Guidance scale: classifier-free guidance for SD and SD 3 (1.0 or less: none), FLUX-dev's
     /// distilled guidance embedding (schnell ignores it). Default: diffusers' for the pipeline
-    /// (7.5 SD, 7.0 SD 3, 3.5 FLUX).
+    /// (7.5 SD, 7.0 SD 3 and IF, 3.5 FLUX).
     #[arg(long)]
     pub guidance: Option<f64>,
     /// FLUX: `true_cfg_scale`, a second transformer call on the negative prompt per step
@@ -142,7 +145,8 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "NAME")]
     pub scheduler: Option<String>,
     /// Initial latents instead of the seed, for every prompt: the float32 .npy the pipeline's
-    /// `latents=` takes, (K, c, h, w), or FLUX's packed (K, (h/2)(w/2), 4c).
+    /// `latents=` takes, (K, c, h, w), or FLUX's packed (K, (h/2)(w/2), 4c). IF: the initial
+    /// noise (K, 3, H, W); --seed still seeds the DDPM scheduler's variance noise.
     #[arg(long, value_name = "FILE.npy")]
     pub latents: Option<PathBuf>,
     /// Also write the decoded images as float32 (N, H, W, 3) in [0, 1], in manifest order.
@@ -568,6 +572,10 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
             let Some(values) = plan.done.get(&name) else { continue };
             manifest_rows.push(item.row);
             let seed = match (&args.latents, args.seed_per_image) {
+                // IF's DDPM noise still comes from the seed's generator.
+                (Some(_), _) if read.scheduler_name == SchedulerKind::Ddpm.class_name() => {
+                    args.seed.to_string()
+                }
                 (Some(_), _) => String::new(),
                 (None, true) => (args.seed + i as u64).to_string(),
                 (None, false) => args.seed.to_string(),
@@ -693,20 +701,51 @@ impl Job<'_> {
         let [height, width] = self.size;
         let model = &pipeline.model;
         let mut values = Vec::new();
+        // Each draw's generator, for a scheduler that goes on drawing from it (IF's DDPM).
+        let mut generators = Vec::new();
+        let mut scheduler = pipeline.scheduler(self.kind)?;
+        let noisy = scheduler.kind().draws_noise();
+        let seed = self.args.seed;
         for _ in batch {
             match &self.given {
-                Some(v) => values.extend_from_slice(v),
+                Some(v) => {
+                    values.extend_from_slice(v);
+                    if noisy {
+                        generators.push(model.noise_generator(seed, k, height, width, true, torch_path())?);
+                    }
+                }
                 None if self.args.seed_per_image => {
                     for i in 0..k {
-                        let seed = self.args.seed + i as u64;
+                        let seed = seed + i as u64;
                         values.extend(model.initial_latents(seed, 1, height, width, torch_path())?);
+                        if noisy {
+                            generators.push(model.noise_generator(
+                                seed,
+                                1,
+                                height,
+                                width,
+                                false,
+                                torch_path(),
+                            )?);
+                        }
                     }
                 }
                 None => {
-                    values.extend(model.initial_latents(self.args.seed, k, height, width, torch_path())?)
+                    values.extend(model.initial_latents(seed, k, height, width, torch_path())?);
+                    if noisy {
+                        generators.push(model.noise_generator(
+                            seed,
+                            k,
+                            height,
+                            width,
+                            false,
+                            torch_path(),
+                        )?);
+                    }
                 }
             }
         }
+        scheduler.set_noise_generators(generators, torch_path());
         let request = GenerateRequest {
             prompt_ids: &prompt_ids,
             negative_ids: &negative_ids,
@@ -720,7 +759,6 @@ impl Job<'_> {
             layer: batch[0].layer,
             latents: &values,
         };
-        let mut scheduler = pipeline.scheduler(self.kind)?;
         let (images, [_, height, width, _]) =
             images_hwc(model.generate(&request, &mut scheduler, self.device)?);
         let per_item = k * height * width * 3;
