@@ -267,6 +267,10 @@ pub fn generate_case(tmp: &Path, variant: &str, name: &str, pipeline: &Path) -> 
         culturelens_table::write_npy_nd(&mut bytes, &shape, &floats(&c["latents"])).unwrap();
         std::fs::write(&path, bytes).unwrap();
         cli = cli.opt("--latents", &path);
+        // IF: the seed of the scheduler's variance noise.
+        if !c["seed"].is_null() {
+            cli = cli.opt("--seed", number("seed"));
+        }
     }
     cli.run_ok();
     let (shape, images) = culturelens_table::read_npy_nd(&npy).unwrap();

@@ -13,26 +13,29 @@
 //! | [`Pipeline::CogView4`] | `CogView4Pipeline` | `tokenizer` (GLM's ids, left-padded to a multiple of 16) |
 //! | [`Pipeline::Lumina2`] | `Lumina2Pipeline` | `tokenizer` (unpadded; the system prompt on prompts only) |
 //! | [`Pipeline::Kandinsky3`] | `Kandinsky3Pipeline` | `tokenizer` |
+//! | [`Pipeline::DeepFloydIf`] | `IFPipeline` (stage I) | `tokenizer` |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
 //! `torch.Generator().manual_seed(seed)` as diffusers draws them with a CPU generator
-//! ([`Pipeline::initial_latents`]: FLUX draws the unpacked `(K, c, h, w)` and packs it).
+//! ([`Pipeline::initial_latents`]: FLUX draws the unpacked `(K, c, h, w)` and packs it). IF's
+//! DDPM scheduler goes on drawing from that generator ([`Pipeline::noise_generator`]).
 
 use burn::tensor::{Device, Tensor};
 
 use super::pipeline::{Request, StableDiffusion, seed_latents};
 use super::pipeline_cogview4::CogView4;
 use super::pipeline_flux::Flux;
-use super::pipeline_lumina2::Lumina2;
+use super::pipeline_if::DeepFloydIf;
 use super::pipeline_kandinsky3::Kandinsky3;
+use super::pipeline_lumina2::Lumina2;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
 use super::scheduler::Scheduler;
 use super::unet::AttentionSlice;
 use culturelens_models::ModelError;
-use culturelens_rng::TorchNormalPath;
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 /// A loaded text-to-image pipeline.
 #[derive(Debug)]
@@ -44,13 +47,18 @@ pub enum Pipeline {
     CogView4(Box<CogView4>),
     Lumina2(Box<Lumina2>),
     Kandinsky3(Box<Kandinsky3>),
+    DeepFloydIf(Box<DeepFloydIf>),
 }
 
 impl Pipeline {
     /// The number of token-id rows a prompt has (one per tokenizer).
     pub fn tokenizers(&self) -> usize {
         match self {
-            Self::StableDiffusion(_) | Self::CogView4(_) | Self::Lumina2(_) | Self::Kandinsky3(_) => 1,
+            Self::StableDiffusion(_)
+            | Self::CogView4(_)
+            | Self::Lumina2(_)
+            | Self::Kandinsky3(_)
+            | Self::DeepFloydIf(_) => 1,
             Self::StableDiffusion3(_) => 3,
             Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
         }
@@ -66,6 +74,7 @@ impl Pipeline {
             Self::CogView4(p) => p.default_size(),
             Self::Lumina2(p) => p.default_size(),
             Self::Kandinsky3(p) => p.default_size(),
+            Self::DeepFloydIf(p) => p.default_size(),
         }
     }
 
@@ -76,6 +85,7 @@ impl Pipeline {
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
             Self::Lumina2(_) => 30,
             Self::Kandinsky3(_) => 25,
+            Self::DeepFloydIf(_) => 100,
         }
     }
 
@@ -88,12 +98,19 @@ impl Pipeline {
             Self::Flux(_) => 3.5,
             Self::Lumina2(_) => 4.0,
             Self::Kandinsky3(_) => 3.0,
+            Self::DeepFloydIf(_) => 7.0,
         }
     }
 
     /// Whether the pipeline needs a flow-matching scheduler.
     pub fn flow_matching(&self) -> bool {
-        !matches!(self, Self::StableDiffusion(_) | Self::StableDiffusionXl(_) | Self::Kandinsky3(_))
+        !matches!(
+            self,
+            Self::StableDiffusion(_)
+                | Self::StableDiffusionXl(_)
+                | Self::Kandinsky3(_)
+                | Self::DeepFloydIf(_)
+        )
     }
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
@@ -109,6 +126,7 @@ impl Pipeline {
             Self::CogView4(p) => p.lens_layers(),
             Self::Lumina2(p) => p.lens_layers(),
             Self::Kandinsky3(p) => p.lens_layers(),
+            Self::DeepFloydIf(p) => p.lens_layers(),
         }
     }
 
@@ -136,6 +154,7 @@ impl Pipeline {
             Self::CogView4(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Lumina2(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Kandinsky3(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::DeepFloydIf(p) => p.latent_shape(images, height, width)?.to_vec(),
         })
     }
 
@@ -177,7 +196,29 @@ impl Pipeline {
                 pack_host(&seed_latents(seed, shape, path), shape)
             }
             Self::Kandinsky3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::DeepFloydIf(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
         })
+    }
+
+    /// The generator of `seed` in the state a pipeline's scheduler goes on drawing from (IF's
+    /// DDPM variance noise, `Scheduler::set_noise_generators`): past the draw of `images`
+    /// images' initial latents ([`Self::initial_latents`]), or fresh when the latents were given
+    /// (diffusers then draws nothing before the loop).
+    pub fn noise_generator(
+        &self,
+        seed: u64,
+        images: usize,
+        height: usize,
+        width: usize,
+        latents_given: bool,
+        path: TorchNormalPath,
+    ) -> Result<TorchGenerator, GenerateError> {
+        let mut generator = TorchGenerator::manual_seed(seed);
+        if !latents_given {
+            let n: usize = self.latent_shape(images, height, width)?.iter().product();
+            generator.randn(n, path);
+        }
+        Ok(generator)
     }
 
     /// Attention slicing (diffusers' `set_attention_slice`): the SD UNet's; the transformer
@@ -226,6 +267,7 @@ impl Pipeline {
             Self::CogView4(p) => p.generate(request, scheduler, device),
             Self::Lumina2(p) => p.generate(request, scheduler, device),
             Self::Kandinsky3(p) => p.generate(request, scheduler, device),
+            Self::DeepFloydIf(p) => p.generate(request, scheduler, device),
         }
     }
 }

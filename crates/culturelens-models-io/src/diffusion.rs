@@ -13,6 +13,7 @@
 //! | `CogView4Pipeline` | [`cogview4`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //! | `Lumina2Pipeline` | [`lumina2`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //! | `Kandinsky3Pipeline` | [`kandinsky3`] | `text_encoder`, `tokenizer`, `unet`, `movq`, `scheduler` |
+//! | `IFPipeline` | [`deepfloyd_if`] | `text_encoder`, `tokenizer`, `unet`, `scheduler` (DDPM) |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -22,9 +23,12 @@
 //! A new family is a row of [`PIPELINES`], a module beside these and a variant of [`Pipeline`].
 
 pub mod cogview4;
+mod deepfloyd_if;
+
+pub use deepfloyd_if::load_super_resolution;
 mod flux;
-mod lumina2;
 mod kandinsky3;
+mod lumina2;
 mod stable_diffusion;
 mod stable_diffusion_3;
 mod stable_diffusion_xl;
@@ -53,6 +57,7 @@ enum Family {
     CogView4,
     Lumina2,
     Kandinsky3,
+    DeepFloydIf,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -145,6 +150,15 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("movq", &["VQModel"]),
         ],
     ),
+    (
+        "IFPipeline",
+        Family::DeepFloydIf,
+        &[
+            ("text_encoder", &["T5EncoderModel"]),
+            ("tokenizer", T5_TOKENIZERS),
+            ("unet", &["UNet2DConditionModel"]),
+        ],
+    ),
 ];
 type Components = &'static [(&'static str, &'static [&'static str])];
 const CLIP_TOKENIZERS: &[&str] = &["CLIPTokenizer", "CLIPTokenizerFast"];
@@ -168,6 +182,8 @@ pub enum PromptTokenizer {
     Glm(Box<cogview4::GlmTokenizer>),
     /// Lumina 2's: unpadded ids, the system prompt prefixed to prompts (not to negatives).
     Gemma(Box<GemmaTokenizer>),
+    /// DeepFloyd IF's T5 tokenizer, after IF's `lower().strip()` of the prompt.
+    IfT5(Box<T5Tokenizer>),
 }
 
 impl PromptTokenizer {
@@ -177,6 +193,7 @@ impl PromptTokenizer {
             Self::Clip(t) => t.ids(text),
             Self::XlmRoberta(t) => t.ids(text),
             Self::T5(t) => t.ids(text),
+            Self::IfT5(t) => t.ids(&deepfloyd_if::preprocess(text)),
             Self::Glm(t) => t.ids(text),
             Self::Gemma(t) => t.ids(&culturelens_diffusion::pipeline_lumina2::prompt_text(text)),
         }
@@ -295,6 +312,18 @@ impl PipelineFolder {
                 ),
             ));
         }
+        if built.kind().draws_noise() != passes_generator(family) {
+            let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
+            let message = if passes_generator(family) {
+                format!("{key} {} does not fit {class}, which runs DDPMScheduler", built.kind().class_name())
+            } else {
+                format!(
+                    "{key} {} does not fit {class}: its loop hands the scheduler no generator for DDPM's noise",
+                    built.kind().class_name()
+                )
+            };
+            return Err(unsupported(&scheduler_path, message));
+        }
         let (model, tokenizers) = match family {
             Family::StableDiffusion | Family::AltDiffusion => {
                 stable_diffusion::load(dir, device, family == Family::AltDiffusion)?
@@ -305,6 +334,7 @@ impl PipelineFolder {
             Family::CogView4 => cogview4::load(dir, device)?,
             Family::Lumina2 => lumina2::load(dir, device)?,
             Family::Kandinsky3 => kandinsky3::load(dir, device)?,
+            Family::DeepFloydIf => deepfloyd_if::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -371,6 +401,12 @@ impl PipelineFolder {
         Scheduler::from_config(&self.scheduler_config, kind)
             .map_err(|source| LoadError::Scheduler { path: self.scheduler_path.clone(), source })
     }
+}
+
+/// Whether the family's loop hands its scheduler the run's generator, so that it may run a
+/// scheduler whose steps draw noise (DDPM); the others run the deterministic ones only.
+fn passes_generator(family: Family) -> bool {
+    matches!(family, Family::DeepFloydIf | Family::Kandinsky3)
 }
 
 /// `model_max_length` of `dir/tokenizer_config.json`: the length diffusers pads and truncates

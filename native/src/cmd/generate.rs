@@ -1,6 +1,7 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
-//! Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2 or Kandinsky 3 pipeline in the diffusers folder layout (`model_index.json`'s
-//! `_class_name` picks it), run by `culturelens-diffusion` on the chosen device (issues 13, 30 and 31;
+//! Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3 or DeepFloyd IF (stage I)
+//! pipeline in the diffusers folder layout (`model_index.json`'s `_class_name` picks it), run by
+//! `culturelens-diffusion` on the chosen device (issues 13, 30 and 31;
 //! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
 //! Output: one PNG per image in `--out` and `--out/manifest.csv` (the prompt table's columns,
@@ -12,9 +13,10 @@
 //! `(K, c, h, w)` tensor for its K images (diffusers with a CPU generator; FLUX packs it into
 //! `(K, tokens, 4c)`); `--seed-per-image` gives image k its own generator seeded `S + k`.
 //! `--latents FILE.npy` replaces the draw with the array the pipeline's `latents=` takes.
-//! A scheduler whose steps draw noise (DDPM, Kandinsky 3's) goes on drawing from the prompt's
-//! generator after the initial latents (from a fresh `manual_seed(S)` with `--latents`), so such
-//! runs go one prompt per call and refuse `--seed-per-image`; so do Kandinsky 3's, whose text
+//! A scheduler whose steps draw noise (DDPM: Kandinsky 3's and DeepFloyd IF's) goes on drawing
+//! from the prompt's generator after the initial latents (from a fresh `manual_seed(S)` with
+//! `--latents`, as IF's and Kandinsky 3's `__call__` draw nothing else before their loops), so
+//! such runs go one prompt per call and refuse `--seed-per-image`; so do Kandinsky 3's, whose text
 //! conditioning depends on the other prompts of a batch. Kandinsky 3's images are
 //! `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)` pixels high (diffusers' `downscale_height_and_width`):
 //! a size it would change is refused, naming the size it makes.
@@ -38,7 +40,7 @@ use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
-use culturelens_rng::{TorchGenerator, TorchNormalPath};
+use culturelens_rng::TorchNormalPath;
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
@@ -57,14 +59,15 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4 or Lumina 2 pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3 or DeepFloyd IF stage I pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
     /// per component — unet/ or transformer/, vae/, text_encoder*/, tokenizer*/, scheduler/;
     /// safetensors weights). `_class_name` picks the pipeline: StableDiffusionPipeline,
     /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline or
-    /// CogView4Pipeline.
+    /// CogView4Pipeline, Lumina2Pipeline, Kandinsky3Pipeline or IFPipeline (DeepFloyd IF stage I:
+    /// 64² pixels; stages II and III are not run).
     #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
     pub pipeline: Option<PathBuf>,
     /// Hugging Face hub pipeline ORG/NAME[@REVISION], downloaded (safetensors only) into the
@@ -115,12 +118,12 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub seed_per_image: bool,
     /// Denoising steps (default: diffusers' for the pipeline, 50 for SD 1.x/2.x, 28 for SD 3 and
-    /// FLUX).
+    /// FLUX, 100 for IF).
     #[arg(long)]
     pub steps: Option<usize>,
     /// Guidance scale: classifier-free guidance for SD and SD 3 (1.0 or less: none), FLUX-dev's
     /// distilled guidance embedding (schnell ignores it). Default: diffusers' for the pipeline
-    /// (7.5 SD, 7.0 SD 3, 3.5 FLUX).
+    /// (7.5 SD, 7.0 SD 3 and IF, 3.5 FLUX).
     #[arg(long)]
     pub guidance: Option<f64>,
     /// FLUX: `true_cfg_scale`, a second transformer call on the negative prompt per step
@@ -144,7 +147,8 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "NAME")]
     pub scheduler: Option<String>,
     /// Initial latents instead of the seed, for every prompt: the float32 .npy the pipeline's
-    /// `latents=` takes, (K, c, h, w), or FLUX's packed (K, (h/2)(w/2), 4c).
+    /// `latents=` takes, (K, c, h, w), or FLUX's packed (K, (h/2)(w/2), 4c). IF: the initial
+    /// noise (K, 3, H, W); --seed still seeds the DDPM scheduler's variance noise.
     #[arg(long, value_name = "FILE.npy")]
     pub latents: Option<PathBuf>,
     /// Also write the decoded images as float32 (N, H, W, 3) in [0, 1], in manifest order.
@@ -576,6 +580,10 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
             let Some(values) = plan.done.get(&name) else { continue };
             manifest_rows.push(item.row);
             let seed = match (&args.latents, args.seed_per_image) {
+                // IF's DDPM noise still comes from the seed's generator.
+                (Some(_), _) if read.scheduler_name == SchedulerKind::Ddpm.class_name() => {
+                    args.seed.to_string()
+                }
                 (Some(_), _) => String::new(),
                 (None, true) => (args.seed + i as u64).to_string(),
                 (None, false) => args.seed.to_string(),
@@ -714,20 +722,51 @@ impl Job<'_> {
         let [height, width] = self.size;
         let model = &pipeline.model;
         let mut values = Vec::new();
+        // Each draw's generator, for a scheduler that goes on drawing from it (IF's DDPM).
+        let mut generators = Vec::new();
+        let mut scheduler = pipeline.scheduler(self.kind)?;
+        let noisy = scheduler.kind().draws_noise();
+        let seed = self.args.seed;
         for _ in batch {
             match &self.given {
-                Some(v) => values.extend_from_slice(v),
+                Some(v) => {
+                    values.extend_from_slice(v);
+                    if noisy {
+                        generators.push(model.noise_generator(seed, k, height, width, true, torch_path())?);
+                    }
+                }
                 None if self.args.seed_per_image => {
                     for i in 0..k {
-                        let seed = self.args.seed + i as u64;
+                        let seed = seed + i as u64;
                         values.extend(model.initial_latents(seed, 1, height, width, torch_path())?);
+                        if noisy {
+                            generators.push(model.noise_generator(
+                                seed,
+                                1,
+                                height,
+                                width,
+                                false,
+                                torch_path(),
+                            )?);
+                        }
                     }
                 }
                 None => {
-                    values.extend(model.initial_latents(self.args.seed, k, height, width, torch_path())?)
+                    values.extend(model.initial_latents(seed, k, height, width, torch_path())?);
+                    if noisy {
+                        generators.push(model.noise_generator(
+                            seed,
+                            k,
+                            height,
+                            width,
+                            false,
+                            torch_path(),
+                        )?);
+                    }
                 }
             }
         }
+        scheduler.set_noise_generators(generators, torch_path());
         let request = GenerateRequest {
             prompt_ids: &prompt_ids,
             negative_ids: &negative_ids,
@@ -741,16 +780,6 @@ impl Job<'_> {
             layer: batch[0].layer,
             latents: &values,
         };
-        let mut scheduler = pipeline.scheduler(self.kind)?;
-        if scheduler.kind().draws_noise() {
-            // DDPM goes on drawing from the prompt's generator after its initial latents (fresh
-            // when they are given), as diffusers' `generator=` (one prompt per call, above).
-            let mut generator = TorchGenerator::manual_seed(self.args.seed);
-            if self.given.is_none() {
-                generator.randn(values.len(), torch_path());
-            }
-            scheduler.set_noise_generator(generator, torch_path());
-        }
         let (images, [_, height, width, _]) =
             images_hwc(model.generate(&request, &mut scheduler, self.device)?);
         let per_item = k * height * width * 3;

@@ -89,7 +89,8 @@ impl Ddpm {
         })
     }
 
-    pub(super) fn train_steps(&self) -> usize {
+    /// `num_train_timesteps`.
+    pub fn train_steps(&self) -> usize {
         self.alphas_cumprod.len()
     }
 
