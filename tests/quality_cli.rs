@@ -126,7 +126,7 @@ fn refusals_name_the_file_key_row_and_column() {
     // The manifest: a missing prompt column, then an empty prompt, by file, row and column.
     let weights = import(tmp.path(), "hps-v2.1");
     let manifest = tmp.path().join("images.csv");
-    let images = quality_fixture("images");
+    let images = fixture("encoders/images");
     std::fs::write(
         &manifest,
         format!("image,text\n{0}/a_rgb.png,a photo\n{0}/b_grey.png,\n", images.display()),

@@ -591,6 +591,46 @@ mod tests {
     }
 
     #[test]
+    fn longest_side_rounds_half_to_even() {
+        assert_eq!(longest_side_size(37, 45, 28), (23, 28)); // 37 · 28 / 45 = 23.02
+        assert_eq!(longest_side_size(3, 8, 28), (10, 28)); // 10.5 rounds to 10
+        assert_eq!(longest_side_size(5, 8, 28), (18, 28)); // 17.5 rounds to 18
+        assert_eq!(longest_side_size(52, 30, 28), (28, 16)); // 16.15
+    }
+
+    #[test]
+    fn longest_pad_float_keeps_a_constant_and_pads_with_zero() {
+        // A constant 6 × 3 (w × h) image to 8: resized to 8 × 4 (no rounding to 8 bits, so the
+        // constant stays exact), padded by 2 rows above and 2 below with 0 before normalising.
+        let rgb = Rgb8 { width: 6, height: 3, data: [51u8, 102, 204].repeat(18) };
+        let p = ImageProcessor {
+            convert_rgb: true,
+            alpha: Alpha::Drop,
+            crop_offset: CropOffset::RoundHalfEven,
+            resize: Some((Resize::LongestPadFloat(8), PilFilter::Bicubic)),
+            crop: None,
+            rescale: Some(1.0 / 255.0),
+            normalize: Some(([0.5; 3], [0.5; 3])),
+        };
+        let decoded = Decoded {
+            image: DynamicImage::ImageRgb8(image::RgbImage::from_raw(6, 3, rgb.data).unwrap()),
+            palette_or_bilevel: false,
+        };
+        let v = p.pixel_values_decoded(&decoded);
+        assert_eq!((v.height, v.width), (8, 8));
+        for (c, value) in [51.0f32, 102.0, 204.0].into_iter().enumerate() {
+            let inside = (value / 255.0 - 0.5) / 0.5;
+            for y in 0..8 {
+                let want = if (2..6).contains(&y) { inside } else { -1.0 };
+                for x in 0..8 {
+                    let got = v.data[(c * 8 + y) * 8 + x];
+                    assert!((got - want).abs() < 1e-6, "c {c} y {y} x {x}: {got} vs {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn shortest_edge_truncates_the_long_side() {
         assert_eq!(shortest_edge_size(40, 48, 32), (32, 38)); // 32 * 48 / 40 = 38.4
         assert_eq!(shortest_edge_size(52, 30, 32), (55, 32)); // 32 * 52 / 30 = 55.47
