@@ -14,16 +14,20 @@
 //! `culturelens_models::preprocess::Resize::LongestPadFloat`). Prompts are cleaned and tokenized
 //! as open_clip does and cut to the 77-token context, as hpsv2 does silently (a count is printed).
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_compute::tensor::paired_cosine_tensor;
 use culturelens_models::open_clip::OpenClipFile;
+use culturelens_models_io::Encoder;
 
 use crate::embeddings::{matrix, read_back, upload};
-use crate::encode::{ModelArgs, PerImageArgs, check_batch, embed_image_list, embed_token_ids};
+use crate::encode::{ModelArgs, PerImageArgs, check_batch, embed_images, embed_token_ids};
 use crate::input::ImageList;
 use crate::output::write_meta_with_columns;
+use crate::work::progress::Progress;
+use crate::work::resume::{ResumeLog, RunKey, canonical, split_finished};
 
 const CONVENTIONS: &str = "\
 HPS v2 / v2.1 (Wu et al., 2023), the quality score s(x) of CUBE's qVS (CUBE Sec. 5.1.2, Eq. 2-3),
@@ -37,7 +41,8 @@ zero padding to a square). RGBA images are scored with alpha dropped (hpsv2 itse
 --prompt-col. Prompts longer than the 77-token context are cut, as hpsv2 does (a count is printed).
 Output (--out, atomic): the manifest's columns, then `hps` and `hps_version`;
 `culturelens vendi --quality-col hps` reads it. An image that cannot be read stops the run unless
---skip-bad, which keeps its row with an empty score.";
+--skip-bad, which keeps its row with an empty score. Image features are kept in OUT.resume as they
+are computed (embed's resume log), so an interrupted run picks up where it stopped.";
 
 /// Arguments of `culturelens quality`.
 #[derive(clap::Args, Debug, serde::Serialize)]
@@ -91,7 +96,7 @@ pub fn run(args: &QualityArgs) -> Result<()> {
     let ids: Vec<Vec<u32>> = marked.into_iter().map(|(ids, _)| ids).collect();
     let text_rows = embed_token_ids(&encoder, &ids, args.run.batch, None)?;
     let n = images.paths.len();
-    let done = embed_image_list(&encoder, &images.paths, args.run.batch, args.run.skip_bad)?;
+    let done = image_features(&encoder, &weights, &images, args)?;
     let texts = done.keys().map(|&row| {
         let at = distinct.binary_search(&prompts[row]).expect("every prompt is in the distinct list");
         &text_rows[at]
@@ -109,6 +114,8 @@ pub fn run(args: &QualityArgs) -> Result<()> {
     // Write.
     write_meta_with_columns(&args.run.out, meta, &added)?;
     args.model.provenance("quality", args, &weights)?.input(&args.images)?.write_beside(&args.run.out)?;
+    let log = ResumeLog::path_for(&args.run.out);
+    std::fs::remove_file(&log).with_context(|| format!("cannot remove {}", log.display()))?;
     eprintln!(
         "wrote HPS {version} scores of {} images to {} ({} with empty scores)",
         done.len(),
@@ -116,4 +123,51 @@ pub fn run(args: &QualityArgs) -> Result<()> {
         n - done.len()
     );
     Ok(())
+}
+
+/// The image features of every row of the manifest, resumed from and appended to `OUT.resume`
+/// (the resume log of `embed`, keyed by image path, for this weights folder and precision).
+/// Unreadable images stop the run unless `--skip-bad` (their rows are then left out).
+fn image_features(
+    encoder: &Encoder,
+    weights: &Path,
+    images: &ImageList,
+    args: &QualityArgs,
+) -> Result<BTreeMap<usize, Vec<f32>>> {
+    let dim = encoder.model.image_dim();
+    let key = RunKey::Embed { weights: canonical(weights), dim, precision: args.model.precision };
+    let (mut log, finished) = ResumeLog::open(&args.run.out, &key)?;
+    let keys: Vec<String> = images.paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let rows: Vec<usize> = (0..images.paths.len()).collect();
+    let (mut done, todo) = split_finished(&rows, |row| keys[row].clone(), &finished);
+    if todo.len() < rows.len() {
+        eprintln!("resuming: {} of {} images already scored", rows.len() - todo.len(), rows.len());
+    }
+    let progress = Progress::new(rows.len(), rows.len() - todo.len(), "images");
+    let failures = embed_images(encoder, &images.paths, &todo, args.run.batch, &progress, |batch| {
+        for (row, values) in batch {
+            log.append(&keys[row], &values)?;
+            done.insert(row, values);
+        }
+        log.sync()
+    })?;
+    progress.finish();
+    if !failures.is_empty() {
+        eprintln!("{} image(s) could not be read:", failures.len());
+        for (_, err) in &failures {
+            // The error names its file.
+            eprintln!("  {err}");
+        }
+        if !args.run.skip_bad {
+            bail!(
+                "{} image(s) failed; nothing written (finished images are kept in {}; fix or remove them, or pass --skip-bad)",
+                failures.len(),
+                log.path().display()
+            );
+        }
+    }
+    if done.is_empty() {
+        bail!("no image could be read");
+    }
+    Ok(done)
 }
