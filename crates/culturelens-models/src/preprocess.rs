@@ -82,6 +82,8 @@ pub enum Resize {
     /// by torch's bicubic interpolation with `antialias=True` on the float values (Pillow's
     /// coefficients, no rounding to 8 bits, no clamping), then zero padding to a square
     /// (`pad // 2` before, the rest after), then `Normalize`. The configured crop is not used.
+    /// `antialias=True` is torchvision's default since 0.17 (checked with 0.29.2); hpsv2 under
+    /// an older torchvision resized tensors without antialiasing and scored differently.
     /// An image whose longer side already has this size is not resized (hpsv2 then does not pad
     /// either, and its model fails on a non-square image; here it is padded). Alpha is dropped
     /// (`convert("RGB")`); hpsv2 keeps the alpha of an `RGBA` image as a fourth channel and its
