@@ -34,6 +34,7 @@ mod generate_xl_cli;
 mod hub_cli;
 mod merge_cli;
 mod prompts_cli;
+mod quality_cli;
 mod release_plan;
 mod report_cli;
 mod slurm_cli;

@@ -107,6 +107,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
             "culturelens clipscore --images imgs/manifest.csv --captions surface,semantic --weights clip-vit-base-patch32/ --out scores.csv",
         ],
     ),
+    ("quality", &["culturelens quality --images imgs/manifest.csv --weights hps-v2.1/ --out quality.csv"]),
 ];
 
 /// `command` with each subcommand's examples after its help (after what it already shows there).

@@ -58,6 +58,7 @@ enum Command {
     Slurm(cmd::slurm::SlurmArgs),
     Classify(cmd::classify::ClassifyArgs),
     Clipscore(cmd::clipscore::ClipscoreArgs),
+    Quality(cmd::quality::QualityArgs),
 }
 
 fn main() {
@@ -87,6 +88,7 @@ fn main() {
         Command::Slurm(args) => cmd::slurm::run(args),
         Command::Classify(args) => cmd::classify::run(args),
         Command::Clipscore(args) => cmd::clipscore::run(args),
+        Command::Quality(args) => cmd::quality::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

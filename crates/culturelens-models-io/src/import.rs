@@ -60,8 +60,21 @@ pub fn arch_configs(arch: &str) -> Option<(String, String)> {
 /// The tensors of a pickled checkpoint as a safetensors buffer (float tensors keep their
 /// dtype, F64 becomes F32; integer buffers such as `num_batches_tracked` are kept as they are).
 pub fn pickle_to_safetensors(path: &Path) -> Result<Vec<u8>, LoadError> {
+    pickle_entry_to_safetensors(path, None)
+}
+
+/// [`pickle_to_safetensors`] of the state dict stored under `key` of a pickled dict (HPS's
+/// `{"state_dict": ...}`), or of the whole pickle when `key` is `None`.
+pub fn pickle_entry_to_safetensors(path: &Path, key: Option<&str>) -> Result<Vec<u8>, LoadError> {
     let bad = |message: String| LoadError::Pickle { path: path.to_owned(), message };
-    let reader = PytorchReader::new(path).map_err(|e| bad(e.to_string()))?;
+    let reader = match key {
+        Some(key) => PytorchReader::with_top_level_key(path, key),
+        None => PytorchReader::new(path),
+    }
+    .map_err(|e| bad(e.to_string()))?;
+    if reader.is_empty() {
+        return Err(bad(key.map_or("no tensors".into(), |k| format!("no tensors under the key {k:?}"))));
+    }
     let mut tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
     for (name, tensor) in reader.tensors() {
         let bytes = tensor.read().map_err(|e| bad(e.to_string()))?;
@@ -93,6 +106,73 @@ pub fn pickle_to_safetensors(path: &Path) -> Result<Vec<u8>, LoadError> {
         .collect::<Result<Vec<_>, _>>()?;
     let metadata = HashMap::from([("converted_from".to_string(), path.display().to_string())]);
     safetensors::tensor::serialize(views, Some(metadata)).map_err(|e| bad(e.to_string()))
+}
+
+/// The HPS checkpoints `import-weights` knows: `--arch`, the version, and the file it ships as
+/// (`hps_version_map` of the `hpsv2` package). Both are OpenCLIP ViT-H-14.
+pub const HPS_VERSIONS: &[(&str, &str, &str)] =
+    &[("hps-v2.0", "v2.0", "HPS_v2_compressed.pt"), ("hps-v2.1", "v2.1", "HPS_v2.1_compressed.pt")];
+
+/// OpenCLIP's `model_configs/ViT-H-14.json` (the `hpsv2` package's copy), the architecture of
+/// both HPS checkpoints.
+pub const VIT_H_14: &str = r#"{"embed_dim": 1024, "vision_cfg": {"image_size": 224, "layers": 32, "width": 1280,
+ "head_width": 80, "patch_size": 14}, "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 1024,
+ "heads": 16, "layers": 24}}"#;
+
+/// Converts an HPS v2 checkpoint (`HPS_v2_compressed.pt` / `HPS_v2.1_compressed.pt`: a pickle
+/// of `{"state_dict": <open_clip ViT-H-14 state dict>}`) into an OpenCLIP folder `out`:
+/// `open_clip_config.json` (`model_cfg` = `model_cfg`, ViT-H-14 by default; `preprocess_cfg`
+/// with OpenAI's mean and std and the `hpsv2` package's own transform,
+/// [`culturelens_models::open_clip::HPSV2_RESIZE_MODE`]; `hps_version`),
+/// `open_clip_model.safetensors` and the CLIP BPE `tokenizer` (a `tokenizer.json`, copied).
+/// The folder is loaded once on `device` to check every tensor before it appears.
+pub fn import_hps(
+    pickle: &Path,
+    version: &str,
+    model_cfg: Option<&str>,
+    tokenizer: &Path,
+    out: &Path,
+    device: &Device,
+) -> Result<(), LoadError> {
+    if !HPS_VERSIONS.iter().any(|(_, v, _)| *v == version) {
+        return Err(LoadError::Invalid {
+            path: pickle.to_owned(),
+            message: format!("unknown HPS version {version:?}"),
+        });
+    }
+    if out.exists() {
+        return Err(LoadError::Exists { path: out.to_owned() });
+    }
+    let model_cfg: serde_json::Value = serde_json::from_str(model_cfg.unwrap_or(VIT_H_14))
+        .map_err(|source| LoadError::Json { path: pickle.to_owned(), source })?;
+    let preprocess = culturelens_models::open_clip::OpenClipPreprocess {
+        resize_mode: culturelens_models::open_clip::HPSV2_RESIZE_MODE.into(),
+        ..Default::default()
+    };
+    let config = serde_json::json!({
+        "model_cfg": model_cfg,
+        "preprocess_cfg": preprocess,
+        "hps_version": version,
+    });
+    let config = serde_json::to_string_pretty(&config).expect("json") + "\n";
+    let tokenizer_bytes = crate::read(tokenizer)?;
+    crate::tokenizer_from_bytes(&tokenizer_bytes, tokenizer)?;
+    let weights = pickle_entry_to_safetensors(pickle, Some("state_dict"))?;
+    culturelens_files::write_dir_atomic(out, |staging| {
+        for (file, bytes) in [
+            ("open_clip_config.json", config.as_bytes()),
+            ("open_clip_model.safetensors", weights.as_slice()),
+            ("tokenizer.json", tokenizer_bytes.as_slice()),
+        ] {
+            let path = staging.join(file);
+            std::fs::write(&path, bytes).map_err(|source| LoadError::Io { path, source })?;
+        }
+        Encoder::from_dir(staging, device).map_err(|e| match e {
+            LoadError::Model { source, .. } => LoadError::Model { path: pickle.to_owned(), source },
+            other => other,
+        })?;
+        Ok(())
+    })
 }
 
 /// Converts the pickle at `pickle` (architecture `arch`) into the weights folder `out`, after

@@ -40,11 +40,20 @@ use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_
 /// `open_clip_config.json`: `{"model_cfg": {...}, "preprocess_cfg": {...}}` (what
 /// `open_clip.push_to_hf_hub` writes). A bare model config (the files of
 /// `open_clip/model_configs/`) is accepted as `model_cfg` with default preprocessing.
+///
+/// A folder made by `import-weights` from an HPS v2 checkpoint also carries `"hps_version"`
+/// (`"v2.0"` or `"v2.1"`, culturelens' key) and `preprocess_cfg.resize_mode` =
+/// [`HPSV2_RESIZE_MODE`], the `hpsv2` package's own evaluation transform
+/// ([`Resize::LongestPadFloat`]).
 #[derive(Clone, Debug)]
 pub struct OpenClipFile {
     pub model_cfg: OpenClipConfig,
     pub preprocess_cfg: OpenClipPreprocess,
+    pub hps_version: Option<String>,
 }
+
+/// `preprocess_cfg.resize_mode` of hpsv2's evaluation transform (see [`Resize::LongestPadFloat`]).
+pub const HPSV2_RESIZE_MODE: &str = "hpsv2_longest_pad";
 
 /// `model_cfg` of an OpenCLIP `CLIP` with a ViT image tower and the built-in text tower.
 #[derive(Clone, Debug, Deserialize)]
@@ -97,18 +106,22 @@ impl OpenClipPreprocess {
         let resize = match self.resize_mode.as_str() {
             "shortest" => Resize::ShortestEdge(image_size),
             "squash" => Resize::Exact { height: image_size, width: image_size },
+            // HPS v2's own transform (culturelens' name; `import-weights --arch hps-v2*`).
+            HPSV2_RESIZE_MODE => Resize::LongestPadFloat(image_size),
             other => {
                 return Err(ModelError::Unsupported(format!(
-                    "open_clip_config.json: preprocess_cfg.resize_mode = {other:?} (shortest or squash)"
+                    "open_clip_config.json: preprocess_cfg.resize_mode = {other:?} (shortest, squash or {HPSV2_RESIZE_MODE})"
                 )));
             }
         };
+        let crop =
+            if matches!(resize, Resize::LongestPadFloat(_)) { None } else { Some((image_size, image_size)) };
         Ok(ImageProcessor {
             convert_rgb: true,
             alpha: Alpha::Drop,
             crop_offset: CropOffset::RoundHalfEven,
             resize: Some((resize, filter)),
-            crop: Some((image_size, image_size)),
+            crop,
             rescale: Some(1.0 / 255.0),
             normalize: Some((self.mean, self.std)),
         })
@@ -224,6 +237,7 @@ impl OpenClipFile {
     /// Reads the file; `null` anywhere is "not set", as in OpenCLIP's dataclass configs.
     pub fn from_json(json: &str) -> Result<Self, ModelError> {
         let value = without_nulls(serde_json::from_str(json)?);
+        let hps_version = value.get("hps_version").and_then(Value::as_str).map(str::to_owned);
         let (model, preprocess) = match value.get("model_cfg") {
             Some(model) => (model.clone(), value.get("preprocess_cfg").cloned()),
             None => (value, None),
@@ -233,7 +247,7 @@ impl OpenClipFile {
             Some(p) => config::from_value(p, &OpenClipPreprocess::default(), &[])?,
             None => OpenClipPreprocess::default(),
         };
-        Ok(Self { model_cfg, preprocess_cfg })
+        Ok(Self { model_cfg, preprocess_cfg, hps_version })
     }
 }
 

@@ -11,7 +11,7 @@ use image::{DynamicImage, ImageReader};
 use serde::{Deserialize, Serialize};
 
 use super::config;
-use super::resample::{PilFilter, pil_resize_nearest_u8, pil_resize_u8};
+use super::resample::{PilFilter, pil_resize_nearest_u8, pil_resize_u8, torch_bicubic_aa_matrix};
 
 /// Why an image could not be turned into `pixel_values`.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +76,19 @@ pub enum Resize {
     ShortestEdge(u32),
     /// Resize to exactly `(height, width)`.
     Exact { height: u32, width: u32 },
+    /// hpsv2's evaluation transform (`image_transform(resize_longest_max=True)` of its vendored
+    /// open_clip, `ResizeMaxSize`), which works on float pixels: `ToTensor` first, then the
+    /// longer side scaled to this size (each side `round(side · size / longer)`, half to even)
+    /// by torch's bicubic interpolation with `antialias=True` on the float values (Pillow's
+    /// coefficients, no rounding to 8 bits, no clamping), then zero padding to a square
+    /// (`pad // 2` before, the rest after), then `Normalize`. The configured crop is not used.
+    /// `antialias=True` is torchvision's default since 0.17 (checked with 0.29.2); hpsv2 under
+    /// an older torchvision resized tensors without antialiasing and scored differently.
+    /// An image whose longer side already has this size is not resized (hpsv2 then does not pad
+    /// either, and its model fails on a non-square image; here it is padded). Alpha is dropped
+    /// (`convert("RGB")`); hpsv2 keeps the alpha of an `RGBA` image as a fourth channel and its
+    /// model fails on it.
+    LongestPadFloat(u32),
 }
 
 /// What happens to an alpha channel when an image is converted to RGB.
@@ -320,6 +333,14 @@ pub fn shortest_edge_size(height: usize, width: usize, size: u32) -> (usize, usi
     if width <= height { (size * height / width, size) } else { (size, size * width / height) }
 }
 
+/// `(height, width)` with the longer side scaled to `size`: each side `round(side · size /
+/// longer)` in f64, half to even (Python's `round`, hpsv2's `ResizeMaxSize`).
+pub fn longest_side_size(height: usize, width: usize, size: u32) -> (usize, usize) {
+    let scale = f64::from(size) / height.max(width) as f64;
+    let side = |n: usize| ((n as f64 * scale).round_ties_even() as usize).max(1);
+    (side(height), side(width))
+}
+
 impl ImageProcessor {
     /// `pixel_values` of an RGB image.
     pub fn pixel_values_rgb(&self, rgb: &Rgb8) -> PixelValues {
@@ -365,6 +386,7 @@ impl ImageProcessor {
         let (h, w) = match resize {
             Resize::ShortestEdge(n) => shortest_edge_size(height, width, n),
             Resize::Exact { height, width } => (height as usize, width as usize),
+            Resize::LongestPadFloat(n) => longest_side_size(height, width, n),
         };
         let out = if nearest {
             pil_resize_nearest_u8::<C>(px, width, height, w, h)
@@ -407,6 +429,59 @@ impl ImageProcessor {
         PixelValues { height: out_h, width: out_w, data: out }
     }
 
+    /// [`Resize::LongestPadFloat`]: `ToTensor`, the float resize of the longer side to `size`,
+    /// zero padding to `size × size`, `Normalize` (all in f32, as torch on the CPU; the
+    /// interpolation sums in f64 and rounds once, within an ulp or two of torch's f32 sums).
+    fn pixel_values_longest_pad_float(&self, rgb: &Rgb8, size: usize) -> PixelValues {
+        let (width, height) = (rgb.width, rgb.height);
+        let (h, w) = longest_side_size(height, width, size as u32);
+        let (h, w) = if width.max(height) == size { (height, width) } else { (h, w) };
+        let rows = torch_bicubic_aa_matrix(height, h);
+        let cols = torch_bicubic_aa_matrix(width, w);
+        let (top, left) = ((size - h) / 2, (size - w) / 2);
+        let mut out = vec![0f32; 3 * size * size];
+        for c in 0..3 {
+            // ToTensor: u8 / 255 in f32.
+            let plane: Vec<f32> =
+                (0..width * height).map(|i| f32::from(rgb.data[i * 3 + c]) / 255.0).collect();
+            // Horizontal pass first, as torch's separable kernel, each pass rounded to f32.
+            let mut tmp = vec![0f32; height * w];
+            for y in 0..height {
+                for x in 0..w {
+                    let weights = &cols[x * width..(x + 1) * width];
+                    let acc: f64 = weights
+                        .iter()
+                        .zip(&plane[y * width..(y + 1) * width])
+                        .filter(|(k, _)| **k != 0.0)
+                        .map(|(k, v)| k * f64::from(*v))
+                        .sum();
+                    tmp[y * w + x] = acc as f32;
+                }
+            }
+            let (mean, std) = self.normalize.map_or((0.0, 1.0), |(m, s)| (m[c], s[c]));
+            for oy in 0..size {
+                for ox in 0..size {
+                    let inside = oy >= top && oy < top + h && ox >= left && ox < left + w;
+                    let v = if inside {
+                        let (y, x) = (oy - top, ox - left);
+                        let weights = &rows[y * height..(y + 1) * height];
+                        let acc: f64 = weights
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, k)| **k != 0.0)
+                            .map(|(i, k)| k * f64::from(tmp[i * w + x]))
+                            .sum();
+                        acc as f32
+                    } else {
+                        0.0
+                    };
+                    out[(c * size + oy) * size + ox] = (v - mean) / std;
+                }
+            }
+        }
+        PixelValues { height: size, width: size, data: out }
+    }
+
     /// Output `(height, width)` for an input of `height × width`.
     pub fn output_size(&self, height: usize, width: usize) -> (usize, usize) {
         if let Some((h, w)) = self.crop {
@@ -415,6 +490,7 @@ impl ImageProcessor {
         match self.resize {
             Some((Resize::ShortestEdge(n), _)) => shortest_edge_size(height, width, n),
             Some((Resize::Exact { height, width }, _)) => (height as usize, width as usize),
+            Some((Resize::LongestPadFloat(n), _)) => (n as usize, n as usize),
             None => (height, width),
         }
     }
@@ -427,6 +503,9 @@ impl ImageProcessor {
     /// The `pixel_values` of a decoded image.
     pub fn pixel_values_decoded(&self, decoded: &Decoded) -> PixelValues {
         let image = &decoded.image;
+        if let Some((Resize::LongestPadFloat(size), _)) = self.resize {
+            return self.pixel_values_longest_pad_float(&to_rgb8(image, Alpha::Drop), size as usize);
+        }
         if self.alpha == Alpha::Drop && self.resize.is_some() {
             if decoded.palette_or_bilevel {
                 return self.pixel_values_rgb_resampled(&to_rgb8(image, Alpha::Drop), true);
@@ -511,6 +590,46 @@ mod tests {
         let p = ImageProcessor { alpha: Alpha::OverWhite, ..p };
         // Composited onto white first: (255, 0, 0) and (255, 255, 255) averaged.
         assert_eq!(p.pixel_values(&png).unwrap().data, [255.0, 128.0, 128.0]);
+    }
+
+    #[test]
+    fn longest_side_rounds_half_to_even() {
+        assert_eq!(longest_side_size(37, 45, 28), (23, 28)); // 37 · 28 / 45 = 23.02
+        assert_eq!(longest_side_size(3, 8, 28), (10, 28)); // 10.5 rounds to 10
+        assert_eq!(longest_side_size(5, 8, 28), (18, 28)); // 17.5 rounds to 18
+        assert_eq!(longest_side_size(52, 30, 28), (28, 16)); // 16.15
+    }
+
+    #[test]
+    fn longest_pad_float_keeps_a_constant_and_pads_with_zero() {
+        // A constant 6 × 3 (w × h) image to 8: resized to 8 × 4 (no rounding to 8 bits, so the
+        // constant stays exact), padded by 2 rows above and 2 below with 0 before normalising.
+        let rgb = Rgb8 { width: 6, height: 3, data: [51u8, 102, 204].repeat(18) };
+        let p = ImageProcessor {
+            convert_rgb: true,
+            alpha: Alpha::Drop,
+            crop_offset: CropOffset::RoundHalfEven,
+            resize: Some((Resize::LongestPadFloat(8), PilFilter::Bicubic)),
+            crop: None,
+            rescale: Some(1.0 / 255.0),
+            normalize: Some(([0.5; 3], [0.5; 3])),
+        };
+        let decoded = Decoded {
+            image: DynamicImage::ImageRgb8(image::RgbImage::from_raw(6, 3, rgb.data).unwrap()),
+            palette_or_bilevel: false,
+        };
+        let v = p.pixel_values_decoded(&decoded);
+        assert_eq!((v.height, v.width), (8, 8));
+        for (c, value) in [51.0f32, 102.0, 204.0].into_iter().enumerate() {
+            let inside = (value / 255.0 - 0.5) / 0.5;
+            for y in 0..8 {
+                let want = if (2..6).contains(&y) { inside } else { -1.0 };
+                for x in 0..8 {
+                    let got = v.data[(c * 8 + y) * 8 + x];
+                    assert!((got - want).abs() < 1e-6, "c {c} y {y} x {x}: {got} vs {want}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod import;
 pub mod magbig;
 pub mod merge;
 pub mod prompts;
+pub mod quality;
 pub mod report;
 pub mod slurm;
 pub mod sos;
