@@ -31,6 +31,7 @@ mod generate_xl_cli;
 mod hub_cli;
 mod merge_cli;
 mod prompts_cli;
+#[cfg(unix)]
 mod readme_tutorial;
 mod release_plan;
 mod report_cli;
