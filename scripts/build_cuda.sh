@@ -18,7 +18,7 @@
 # Needs: python3 with pip (any venv), a C++ compiler, zlib and zstd (the `-dev` packages, or
 # their runtime libraries: a missing `libzstd.so` link is made inside the LLVM tree).
 # The binary then needs on the GPU machine only glibc, libstdc++, libz, libzstd and the NVIDIA
-# driver (CUDA's libcuda/nvrtc are loaded at run time): see README "CUDA builds behind a firewall".
+# driver (CUDA's libcuda/nvrtc are loaded at run time): see docs/devices.md "GPU builds behind a firewall".
 #
 # Usage: scripts/build_cuda.sh [--prepare-only] [extra cargo args...]
 #   env: PYTHON (default python3), XDG_DATA_HOME, CARGO_TARGET_DIR (as cargo).

@@ -3,7 +3,7 @@
 //! scripts/fixtures/make_authors_sos.py and make_authors_magbig.py (which say what was stubbed),
 //! committed under tests/fixtures/authors/. Where the authors' convention differs from
 //! culturelens's, the part that is the same is tested and the difference is asserted as such
-//! (README: "Surface over semantics" and "MAGBIG", "Checked against the authors' code").
+//! (docs/sos.md and docs/magbig.md, "Against the authors' code").
 //!
 //! CulText2I has no public code (its repository holds a README only), and the SoS repository has
 //! no code of the SoS score (Eq. 1) or its aggregation: only the CLIP language-vs-culture check is
@@ -220,7 +220,7 @@ fn magbig_mad_matches_the_authors_exp_max_unfairness_and_score_fairness() {
         worst = worst.max((mad - mean_l1).abs());
         assert!((mad - mean_l1).abs() <= MAD, "{loc}: mad {mad} vs the authors' mean_l1 {mean_l1}");
     }
-    // The authors' `random` row is no fair-coin MAD (Normal(0.5, 0.1) shares; see the README):
+    // The authors' `random` row is no fair-coin MAD (Normal(0.5, 0.1) shares; see docs/magbig.md):
     // it is present in their table and has no culturelens counterpart to compare with.
     assert!(table.contains_key("random"));
     eprintln!("magbig: max abs difference from exp_max_unfairness.py's mean_l1 {worst:e} (5 locations)");

@@ -15,6 +15,7 @@ mod ci_cli;
 mod classify_cli;
 mod cluster_manifests;
 mod cultext2i_cli;
+mod docs_commands;
 #[cfg(feature = "wgpu")]
 mod embed_backends;
 mod embed_cli;
@@ -35,6 +36,8 @@ mod hub_cli;
 mod merge_cli;
 mod prompts_cli;
 mod quality_cli;
+#[cfg(unix)]
+mod readme_tutorial;
 mod release_plan;
 mod report_cli;
 mod slurm_cli;

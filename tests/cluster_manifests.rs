@@ -1,5 +1,5 @@
 //! The Kubernetes manifests of `scripts/cluster/` (no cluster needed): they parse as Jobs with
-//! the fields the README relies on, and their commands, run as a pod would run them (with
+//! the fields docs/cluster.md relies on, and their commands, run as a pod would run them (with
 //! `JOB_COMPLETION_INDEX` set, `/data` a scratch folder), embed every shard once and merge into
 //! the table of one unsharded run, byte for byte.
 

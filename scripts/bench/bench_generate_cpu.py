@@ -26,7 +26,7 @@ The pipeline is built once in the work folder and reused. Run on a quiet machine
 
     python3 scripts/bench/bench_generate_cpu.py --bin target/release/culturelens
 
-(needs torch, diffusers 0.31.0, transformers 4.46.3; see the README's generation section).
+(needs torch, diffusers 0.31.0, transformers 4.46.3; see docs/generate.md).
 """
 import argparse
 import json

@@ -6,7 +6,7 @@
 // load the run's bundle and give the CLI's scores, and once loaded it must work offline.
 //
 // Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as in app.test.mjs; WEB_SCREENS (a folder)
-// also saves the report page's first screen there as report.png (the README's screenshot).
+// also saves the report page's first screen there as report.png (the screenshot in docs/figures-report.md).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";

@@ -23,7 +23,7 @@
 //! computes it in float32 in an f16 run (what every f32 run does anyway). [`AttentionSlice`] is
 //! diffusers' `unet.set_attention_slice`: the `batch × heads` score matrices of each attention
 //! layer are computed a few at a time, which bounds the memory of a backend that materialises
-//! them (Burn's wgpu and CUDA backends in this build; see the README's generation section).
+//! them (Burn's wgpu and CUDA backends in this build; see docs/generate.md, "Memory").
 
 use burn::module::Module;
 use burn::nn::conv::Conv2d;

@@ -1,7 +1,7 @@
 //! Dominant colours of generated images (SoS paper App. F): k-means on an image's pixels, the
 //! palette of a group of images, and the HSV value (brightness) of each colour (App. F.3).
 //!
-//! Conventions (stated once here; the CLI's `--help` and the README repeat them):
+//! Conventions (stated once here; the CLI's `--help` and docs/analyses.md repeat them):
 //! - Colour space: sRGB as decoded, channels in `[0, 255]` as `f64`, squared Euclidean distance.
 //! - Subsampling ([`subsample`]): at most `n` pixels, the pixel at index `⌊i·N/n⌋` for
 //!   `i = 0..n` of the `N` pixels in row-major order. No randomness, so every image is read the
