@@ -312,16 +312,18 @@ impl PipelineFolder {
                 ),
             ));
         }
-        if built.kind().draws_noise() != passes_generator(family) {
-            let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
-            let message = if passes_generator(family) {
-                format!("{key} {} does not fit {class}, which runs DDPMScheduler", built.kind().class_name())
-            } else {
-                format!(
-                    "{key} {} does not fit {class}: its loop hands the scheduler no generator for DDPM's noise",
-                    built.kind().class_name()
-                )
-            };
+        // DDPM draws noise at every step: only the loops that hand it the run's generator run it
+        // (Kandinsky 3, IF); IF's learned-variance loop runs nothing else.
+        let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
+        let name = built.kind().class_name();
+        if built.kind().draws_noise() && !passes_generator(family) {
+            let message = format!(
+                "{key} {name} does not fit {class}: its loop hands the scheduler no generator for DDPM's noise"
+            );
+            return Err(unsupported(&scheduler_path, message));
+        }
+        if family == Family::DeepFloydIf && !built.kind().draws_noise() {
+            let message = format!("{key} {name} does not fit {class}, which runs DDPMScheduler");
             return Err(unsupported(&scheduler_path, message));
         }
         let (model, tokenizers) = match family {

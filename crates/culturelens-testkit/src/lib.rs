@@ -11,27 +11,12 @@
 use std::path::{Path, PathBuf};
 
 /// The repository root: the workspace folder, two levels above this crate's
-/// (`crates/culturelens-testkit`). When cargo runs a test it sets `$CARGO_MANIFEST_DIR` to the
-/// tested package's folder, and the nearest folder above it with a `Cargo.toml` and
-/// `tests/fixtures/` wins: a testkit compiled in another checkout that shares the target folder
-/// (whose compile-time path cargo does not rebuild for) still reads the tested checkout's files.
+/// (`crates/culturelens-testkit`).
 pub fn root() -> &'static Path {
-    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    ROOT.get_or_init(|| {
-        let running = std::env::var_os("CARGO_MANIFEST_DIR").and_then(|dir| {
-            PathBuf::from(dir)
-                .ancestors()
-                .find(|a| a.join("Cargo.toml").is_file() && a.join("tests/fixtures").is_dir())
-                .map(Path::to_path_buf)
-        });
-        running.unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .ancestors()
-                .nth(2)
-                .expect("crates/culturelens-testkit is two levels deep")
-                .to_path_buf()
-        })
-    })
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/culturelens-testkit is two levels deep")
 }
 
 /// The fixtures root, `tests/fixtures/`: every committed fixture, made by the scripts of
