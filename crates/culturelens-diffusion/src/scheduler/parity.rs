@@ -85,6 +85,13 @@ fn matches_diffusers_step_by_step() {
     for kind in ["EDMEulerScheduler", "EDMDPMSolverMultistepScheduler", "DDPMScheduler"] {
         assert!(fixture.cases.iter().filter(|c| c.scheduler == kind).count() >= 8, "{kind}");
     }
+    // PNDM's Runge-Kutta warm-up (`skip_prk_steps` false, AltDiffusion's config) step by step.
+    let runge_kutta = fixture
+        .cases
+        .iter()
+        .filter(|c| c.scheduler == "PNDMScheduler" && !c.config.contains("\"skip_prk_steps\": true"))
+        .count();
+    assert!(runge_kutta >= 7, "{runge_kutta} Runge-Kutta cases");
     let device = Device::flex();
     let mut worst = (0.0f32, String::new());
     for case in &fixture.cases {
