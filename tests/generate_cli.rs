@@ -742,7 +742,8 @@ fn generate_reads_a_prompt_set_from_mirror() {
 }
 
 /// Off a terminal (Slurm, nohup: here a pipe) progress comes as plain lines while the run goes
-/// (`CULTURELENS_PROGRESS_EVERY=0`: one per batch) and one at the end, not a bar drawn only at exit.
+/// (`CULTURELENS_PROGRESS_EVERY=0`: one per batch and per denoising-step update) and one at the
+/// end, not a bar drawn only at exit.
 #[test]
 fn progress_off_a_terminal_is_plain_lines() {
     let tmp = tempfile::tempdir().unwrap();
@@ -756,8 +757,18 @@ fn progress_off_a_terminal_is_plain_lines() {
         .run_ok();
     let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("progress: ")).collect();
     assert!(lines.len() >= 3, "{}", run.stderr);
-    assert!(lines[0].starts_with("progress: 1/2 images · ") && lines[0].contains("/s · ETA "), "{lines:?}");
-    assert!(lines.last().unwrap().starts_with("progress: 2/2 images · "), "{lines:?}");
+    // While a batch denoises: its step (PNDM's 4 steps here take 5 scheduler calls, the first
+    // timestep repeated as diffusers' PLMS does).
+    assert!(
+        lines.iter().any(|l| l.starts_with("progress: 0/2 images · denoising step ") && l.ends_with("/5")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("progress: 1/2 images · ") && l.contains("/s · ETA ")),
+        "{lines:?}"
+    );
+    let last = lines.last().unwrap();
+    assert!(last.starts_with("progress: 2/2 images · ") && !last.contains("denoising"), "{lines:?}");
     // The default interval (30 s) prints only the final line on a run this short.
     let quiet = generate(&tmp.path().join("quiet")).opt("--prompts", &prompts).opt("--batch", "1").run_ok();
     let lines: Vec<&str> = quiet.stderr.lines().filter(|l| l.starts_with("progress: ")).collect();

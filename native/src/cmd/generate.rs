@@ -537,8 +537,37 @@ fn generate(
         size: [read.height, read.width],
         device: &read.device,
     };
+    // The denoising steps of a batch, as the bar's message (or part of the plain lines): every
+    // scheduler step is counted by the diffusion crate; a watcher thread shows the count.
+    // A loop takes a step per timestep (PNDM's Runge–Kutta warm-up adds some; a schedule that
+    // needs the image size to set its timesteps counts `--steps`).
+    let mut scheduler = read.pipeline.scheduler(read.kind)?;
+    let per_call = match scheduler.set_timesteps(read.steps) {
+        Ok(()) => scheduler.timesteps().len().max(1) as u64,
+        Err(_) => read.steps.max(1) as u64,
+    };
+    // Job::run's rule: one prompt per call unless the pipeline batches prompts independently and
+    // the scheduler draws no noise.
+    let alone = !read.pipeline.model.batch_independent() || scheduler.kind().draws_noise();
     for batch in batches {
-        match make(&job, &batch) {
+        let calls = if alone { batch.len() as u64 } else { 1 };
+        let total = per_call * calls;
+        let base = culturelens_diffusion::scheduler::steps_taken();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let result = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let taken = culturelens_diffusion::scheduler::steps_taken().saturating_sub(base);
+                    progress.set_detail(format!("denoising step {}/{total}", taken.min(total)));
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            });
+            let result = make(&job, &batch);
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            result
+        });
+        progress.clear_detail();
+        match result {
             Ok(outputs) => {
                 for (item, images) in outputs {
                     for (i, image) in images.chunks(height * width * 3).enumerate() {

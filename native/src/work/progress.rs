@@ -27,6 +27,8 @@ struct Lines {
     len: usize,
     /// Items done when the run started (resumed), done now, and when the last line was printed.
     state: Mutex<(usize, usize, Instant)>,
+    /// What the current item is doing (e.g. its denoising step), appended to the lines.
+    detail: Mutex<String>,
 }
 
 impl Progress {
@@ -48,6 +50,7 @@ impl Progress {
             what: what.to_string(),
             len,
             state: Mutex::new((done, done, Instant::now())),
+            detail: Mutex::new(String::new()),
         });
         Self { bar, started: Instant::now(), lines }
     }
@@ -62,6 +65,29 @@ impl Progress {
                 state.2 = Instant::now();
                 eprintln!("{}", lines.line(state.0, state.1, self.started.elapsed()));
             }
+        }
+    }
+
+    /// What the current item is doing, between item updates (e.g. `denoising step 12/50`): the
+    /// bar's message on a terminal; off a terminal, part of the next line, and a line of its own
+    /// when the interval has passed since the last one.
+    pub fn set_detail(&self, detail: String) {
+        self.bar.set_message(detail.clone());
+        if let Some(lines) = &self.lines {
+            *lines.detail.lock().unwrap_or_else(|e| e.into_inner()) = detail;
+            let mut state = lines.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.2.elapsed() >= lines.every {
+                state.2 = Instant::now();
+                eprintln!("{}", lines.line(state.0, state.1, self.started.elapsed()));
+            }
+        }
+    }
+
+    /// Clears the detail (the item it described is done), printing nothing.
+    pub fn clear_detail(&self) {
+        self.bar.set_message("");
+        if let Some(lines) = &self.lines {
+            lines.detail.lock().unwrap_or_else(|e| e.into_inner()).clear();
         }
     }
 
@@ -83,12 +109,15 @@ impl Lines {
     fn line(&self, start: usize, done: usize, elapsed: Duration) -> String {
         let seconds = elapsed.as_secs_f64();
         let new = done.saturating_sub(start);
+        let detail = self.detail.lock().unwrap_or_else(|e| e.into_inner());
+        let detail =
+            if detail.is_empty() || done >= self.len { String::new() } else { format!(" · {detail}") };
         if new == 0 || seconds <= 0.0 {
-            return format!("progress: {done}/{} {}", self.len, self.what);
+            return format!("progress: {done}/{} {}{detail}", self.len, self.what);
         }
         let rate = new as f64 / seconds;
         let left = self.len.saturating_sub(done) as f64 / rate;
-        format!("progress: {done}/{} {} · {rate:.3}/s · ETA {left:.0} s", self.len, self.what)
+        format!("progress: {done}/{} {} · {rate:.3}/s · ETA {left:.0} s{detail}", self.len, self.what)
     }
 }
 

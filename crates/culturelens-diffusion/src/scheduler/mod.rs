@@ -586,7 +586,9 @@ impl Scheduler {
     }
 
     /// One denoising step: `model_output` at the `step`-th timestep (0-based) applied to `sample`.
+    /// Counted in [`steps_taken`].
     pub fn step(&mut self, model_output: Tensor<4>, step: usize, sample: Tensor<4>) -> Tensor<4> {
+        STEPS_TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self {
             Self::Ddim(s) => s.step(model_output, step, sample),
             Self::Pndm(s) => s.step(model_output, step, sample),
@@ -598,6 +600,18 @@ impl Scheduler {
             Self::Ddpm(s) => s.step(model_output, step, sample),
         }
     }
+}
+
+/// Denoising steps every scheduler of the process has taken ([`Scheduler::step`] calls, one per
+/// timestep of a loop: PNDM's Runge–Kutta warm-up counts each of its calls).
+static STEPS_TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The process-wide count of denoising steps taken so far: a caller that reads it before and
+/// during a generation (from another thread) shows the progress within the denoising loop, which
+/// every pipeline drives through [`Scheduler::step`]. On an asynchronous backend (wgpu, CUDA) a
+/// step is counted when it is queued.
+pub fn steps_taken() -> u64 {
+    STEPS_TAKEN.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(test)]
