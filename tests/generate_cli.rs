@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use culturelens_testkit::{fixture, max_abs, read_fixture, upstream_mirror};
 
-use crate::common::{Cli, copy_pipeline, read_csv, replace_in};
+use crate::common::{Cli, copy_pipeline, read_csv, replace_in, sos_chain};
 
 /// The bound of `culturelens-models-io`'s `diffusion_parity` (every case but AltDiffusion's DDIM
 /// with guidance, which no CLI test runs): the CLI-only paths (`--scheduler` given on the command
@@ -377,127 +377,15 @@ fn bad_pipelines_and_requests_fail_clearly_and_write_nothing() {
     }
 }
 
+/// prompts export → generate → embed → sos through the tiny SD 1, in value ([`sos_chain`]).
 #[test]
 fn prompts_export_generate_embed_sos_chain() {
     let tmp = tempfile::tempdir().unwrap();
-    let mirror = upstream_mirror();
-    let exported = tmp.path().join("sos.csv");
-    Cli::new("prompts")
-        .arg("export")
-        .arg("sos")
-        .opt("--out", &exported)
-        .opt("--languages", "en,de")
-        .opt("--mirror", &mirror)
-        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
-        .run_ok();
-    // Two cultures, one template and person, both languages: 4 prompts of the exported table.
-    let (header, rows) = read_csv(&exported);
-    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let cultures: Vec<String> = {
-        let mut c: Vec<String> = rows.iter().map(|r| r[col("culture")].clone()).collect();
-        c.dedup();
-        c.into_iter().take(2).collect()
-    };
-    let first = &rows[0];
-    let keep: Vec<&Vec<String>> = rows
-        .iter()
-        .filter(|r| {
-            cultures.contains(&r[col("culture")])
-                && r[col("template")] == first[col("template")]
-                && r[col("person")] == first[col("person")]
-        })
-        .collect();
-    assert_eq!(keep.len(), 4);
-    let subset = tmp.path().join("subset.csv");
-    let mut w = csv::Writer::from_path(&subset).unwrap();
-    w.write_record(&header).unwrap();
-    for r in keep {
-        w.write_record(r).unwrap();
-    }
-    w.flush().unwrap();
-
-    let images = tmp.path().join("imgs");
-    generate(&images).opt("--prompts", &subset).run_ok();
-    let embeddings = tmp.path().join("emb.npy");
-    Cli::new("embed")
-        .opt("--images", images.join("manifest.csv"))
-        .opt("--weights", fixture("encoders/clip"))
-        .opt("--out", &embeddings)
-        .run_ok();
-    let scores = tmp.path().join("sos.csv");
-    Cli::new("sos")
-        .opt("--embeddings", &embeddings)
-        .opt("--meta", tmp.path().join("emb.csv"))
-        .opt("--out", &scores)
-        .run_ok();
-    // The scores, recomputed here in f64 from the chain's own embeddings and the *exported*
-    // table's language and culture of each image's prompt (so a metadata mix-up anywhere in
-    // generate → embed → sos fails): SoS(o) = cos(sem_c, e_o) − cos(sur_l, e_o) over unit
-    // embeddings, sem_c and sur_l the means over all images of culture c and language l (SoS
-    // §4.1, Eq. 1), a cell's score the mean over its images.
-    let (shape, values) = read_npy(&embeddings);
-    let d = shape[1];
-    let (manifest_header, manifest) = read_csv(&images.join("manifest.csv"));
-    let (meta_header, meta) = read_csv(&tmp.path().join("emb.csv"));
-    assert_eq!(meta.len(), shape[0]);
-    let at = |h: &[String], name: &str| h.iter().position(|x| x == name).unwrap();
-    let prompt_of = |image: &str| {
-        let row = manifest.iter().find(|r| {
-            // emb.csv carries the manifest's own (relative) image column, or an absolute path.
-            let name = &r[at(&manifest_header, "image")];
-            name == image || images.join(name) == Path::new(image)
-        });
-        row.map(|r| r[at(&manifest_header, "prompt")].clone()).unwrap_or_else(|| panic!("{image}"))
-    };
-    let cells: Vec<(String, String)> = meta
-        .iter()
-        .map(|r| {
-            let prompt = prompt_of(&r[at(&meta_header, "image")]);
-            let row = rows.iter().find(|p| p[col("prompt")] == prompt).expect("an exported prompt");
-            (row[col("language")].clone(), row[col("culture")].clone())
-        })
-        .collect();
-    let unit: Vec<Vec<f64>> = values
-        .chunks_exact(d)
-        .map(|e| {
-            let norm = e.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
-            e.iter().map(|v| f64::from(*v) / norm).collect()
-        })
-        .collect();
-    let mean_of = |keep: &dyn Fn(usize) -> bool| {
-        let members: Vec<usize> = (0..unit.len()).filter(|&i| keep(i)).collect();
-        (0..d)
-            .map(|k| members.iter().map(|&i| unit[i][k]).sum::<f64>() / members.len() as f64)
-            .collect::<Vec<_>>()
-    };
-    let cos = |a: &[f64], b: &[f64]| {
-        let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-        dot / a.iter().map(|x| x * x).sum::<f64>().sqrt() / b.iter().map(|x| x * x).sum::<f64>().sqrt()
-    };
-    let per_image: Vec<f64> = (0..unit.len())
-        .map(|i| {
-            let sem = mean_of(&|j| cells[j].1 == cells[i].1);
-            let sur = mean_of(&|j| cells[j].0 == cells[i].0);
-            cos(&sem, &unit[i]) - cos(&sur, &unit[i])
-        })
-        .collect();
-    let (sos_header, sos_rows) = read_csv(&scores);
-    // generate writes the text-encoder layer (3, the tiny CLIP's last), and sos keeps it.
-    assert_eq!(sos_header, ["model", "layer", "language", "culture", "n", "sos"]);
-    assert_eq!(sos_rows.len(), 4, "2 languages × 2 cultures");
-    let mut worst = 0f64;
-    for row in &sos_rows {
-        assert_eq!(row[1], "3", "{row:?}");
-        let cell = (row[2].clone(), row[3].clone());
-        let members: Vec<usize> = (0..cells.len()).filter(|&i| cells[i] == cell).collect();
-        assert_eq!(row[4], members.len().to_string(), "{row:?}");
-        let want = members.iter().map(|&i| per_image[i]).sum::<f64>() / members.len() as f64;
-        let got: f64 = row[5].parse().unwrap();
-        worst = worst.max((got - want).abs());
-    }
-    println!("chain: max |sos − f64 recomputation| {worst:.2e}");
-    // f32 on the device against f64: 3.9e-8 measured; 3× that.
-    assert!(worst <= 1.2e-7, "the chain's SoS differs from its f64 recomputation by {worst:.2e}");
+    sos_chain(
+        tmp.path(),
+        &fixture("diffusion/tiny-sd1"),
+        &["--steps", "4", "--height", "16", "--width", "16"],
+    );
 }
 
 #[test]

@@ -148,62 +148,10 @@ fn kandinsky3_shards_merge_into_the_unsharded_run() {
     crate::generate_flow_cli::shards_merge_into_the_unsharded_run("kandinsky3", &[]);
 }
 
-/// The SoS prompts of two cultures in English and German through Kandinsky 3, embedded with the
-/// tiny CLIP and scored: prompts export → generate → embed → sos.
+/// prompts export → generate → embed → sos through Kandinsky 3, in value
+/// ([`crate::common::sos_chain`]).
 #[test]
 fn prompts_export_generate_embed_sos_through_kandinsky3() {
     let tmp = tempfile::tempdir().unwrap();
-    let exported = tmp.path().join("sos.csv");
-    Cli::new("prompts")
-        .arg("export")
-        .arg("sos")
-        .opt("--out", &exported)
-        .opt("--languages", "en,de")
-        .opt("--mirror", culturelens_testkit::upstream_mirror())
-        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
-        .run_ok();
-    let (header, rows) = read_csv(&exported);
-    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let first = &rows[0];
-    let mut cultures: Vec<&str> = rows.iter().map(|r| r[col("culture")].as_str()).collect();
-    cultures.dedup();
-    let keep: Vec<&Vec<String>> = rows
-        .iter()
-        .filter(|r| {
-            cultures[..2].contains(&r[col("culture")].as_str())
-                && r[col("template")] == first[col("template")]
-                && r[col("person")] == first[col("person")]
-        })
-        .collect();
-    assert_eq!(keep.len(), 4);
-    let subset = tmp.path().join("subset.csv");
-    let mut w = csv::Writer::from_path(&subset).unwrap();
-    w.write_record(&header).unwrap();
-    for r in keep {
-        w.write_record(r).unwrap();
-    }
-    w.flush().unwrap();
-    let images = tmp.path().join("k3");
-    Cli::new("generate")
-        .opt("--pipeline", pipeline())
-        .opt("--out", &images)
-        .opt("--prompts", &subset)
-        .opt("--steps", "2")
-        .opt("--height", "16")
-        .opt("--width", "16")
-        .run_ok();
-    let embeddings = tmp.path().join("k3-emb.npy");
-    Cli::new("embed")
-        .opt("--images", images.join("manifest.csv"))
-        .opt("--weights", fixture("encoders").join("clip"))
-        .opt("--out", &embeddings)
-        .run_ok();
-    let scores = tmp.path().join("k3-sos.csv");
-    Cli::new("sos")
-        .opt("--embeddings", &embeddings)
-        .opt("--meta", tmp.path().join("k3-emb.csv"))
-        .opt("--out", &scores)
-        .run_ok();
-    let (sos_header, sos_rows) = read_csv(&scores);
-    assert!(!sos_rows.is_empty() && sos_header.iter().any(|h| h == "model"), "{sos_header:?}");
+    crate::common::sos_chain(tmp.path(), &pipeline(), &["--steps", "2", "--height", "16", "--width", "16"]);
 }

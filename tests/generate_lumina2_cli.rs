@@ -127,60 +127,10 @@ fn lumina2_shards_merge_into_the_unsharded_run() {
     crate::generate_flow_cli::shards_merge_into_the_unsharded_run("lumina2", &[]);
 }
 
-/// The SoS prompts of two cultures in English and German through Lumina 2, embedded with the
-/// tiny CLIP and scored: prompts export → generate → embed → sos.
+/// prompts export → generate → embed → sos through Lumina 2, in value
+/// ([`crate::common::sos_chain`]).
 #[test]
 fn prompts_export_generate_embed_sos_for_lumina2() {
     let tmp = tempfile::tempdir().unwrap();
-    let exported = tmp.path().join("sos.csv");
-    Cli::new("prompts")
-        .arg("export")
-        .arg("sos")
-        .opt("--out", &exported)
-        .opt("--languages", "en,de")
-        .opt("--mirror", culturelens_testkit::upstream_mirror())
-        .env("CULTURELENS_CACHE", tmp.path().join("cache"))
-        .run_ok();
-    let (header, rows) = read_csv(&exported);
-    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let first = &rows[0];
-    let mut cultures: Vec<&str> = rows.iter().map(|r| r[col("culture")].as_str()).collect();
-    cultures.dedup();
-    let subset = tmp.path().join("subset.csv");
-    let mut w = csv::Writer::from_path(&subset).unwrap();
-    w.write_record(&header).unwrap();
-    let mut kept = 0;
-    for r in rows.iter().filter(|r| {
-        cultures[..2].contains(&r[col("culture")].as_str())
-            && r[col("template")] == first[col("template")]
-            && r[col("person")] == first[col("person")]
-    }) {
-        w.write_record(r).unwrap();
-        kept += 1;
-    }
-    w.flush().unwrap();
-    assert_eq!(kept, 4);
-    let images = tmp.path().join("lumina2");
-    Cli::new("generate")
-        .opt("--pipeline", pipeline())
-        .opt("--out", &images)
-        .opt("--prompts", &subset)
-        .opt("--steps", "2")
-        .opt("--height", "16")
-        .opt("--width", "16")
-        .run_ok();
-    let embeddings = tmp.path().join("emb.npy");
-    Cli::new("embed")
-        .opt("--images", images.join("manifest.csv"))
-        .opt("--weights", fixture("encoders").join("clip"))
-        .opt("--out", &embeddings)
-        .run_ok();
-    let scores = tmp.path().join("sos.csv");
-    Cli::new("sos")
-        .opt("--embeddings", &embeddings)
-        .opt("--meta", tmp.path().join("emb.csv"))
-        .opt("--out", &scores)
-        .run_ok();
-    let (sos_header, sos_rows) = read_csv(&scores);
-    assert!(!sos_rows.is_empty() && sos_header.iter().any(|h| h == "model"), "{sos_header:?}");
+    crate::common::sos_chain(tmp.path(), &pipeline(), &["--steps", "2", "--height", "16", "--width", "16"]);
 }
