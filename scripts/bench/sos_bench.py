@@ -11,8 +11,14 @@ cultures x 3 templates x 3 person terms, the paper's grid), writes it as .npy + 
 on the same in-memory data (load and write are timed separately and reported too). Prints both
 times, the ratio, and the max |difference| of the joint scores (must be <= 1e-5).
 
+With `--ci` it then times the bootstrap intervals (issue 37) on the same table: the whole command
+with `--ci 0.95 --bootstrap 1000` in the fast mode (references held at the full-table estimate)
+against the same command without `--ci`, and the exact mode (references recomputed from every
+resample) with `--exact-resamples` resamples, reported per resample.
+
 Usage:  python3 scripts/bench/sos_bench.py [--bin target/release/culturelens] [--device cpu]
         [--rows-scale 1.0] [--repeats 3] [--workdir /tmp/culturelens-sos-bench]
+        [--ci] [--exact-resamples 10]
 Requires: numpy.
 """
 import argparse
@@ -99,6 +105,8 @@ def main():
     ap.add_argument("--dim", type=int, default=1280)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workdir", default="/tmp/culturelens-sos-bench")
+    ap.add_argument("--ci", action="store_true", help="also time --ci in the fast and the exact mode")
+    ap.add_argument("--exact-resamples", type=int, default=10)
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     emb_path, meta_path = make_table(args.workdir, args.dim)
@@ -141,6 +149,32 @@ def main():
     print(f"ratio numpy/culturelens (SoS compute): {min(np_times) / min(cl_score):.2f}x")
     print(f"max |joint SoS difference|: {max_diff:.2e}")
     assert max_diff <= 1e-5, "culturelens and numpy disagree"
+    if args.ci:
+        time_intervals(args, emb_path, meta_path, min(cl_total))
+
+
+def time_intervals(args, emb_path, meta_path, point_seconds):
+    """Whole-command times of `sos --ci` (fast, B = 1000; exact, B = --exact-resamples) against
+    the point estimate's."""
+    def run(extra):
+        out = os.path.join(args.workdir, "sos-ci.csv")
+        best = None
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            subprocess.run([args.bin, "sos", "--embeddings", emb_path, "--meta", meta_path, "--out", out,
+                            "--device", args.device, "--ci", "0.95", "--seed", "1", *extra],
+                           capture_output=True, text=True, check=True)
+            took = time.perf_counter() - t0
+            best = took if best is None else min(best, took)
+        return best
+
+    fast = run(["--bootstrap", "1000", "--ci-mode", "fast"])
+    b = args.exact_resamples
+    exact = run(["--bootstrap", str(b), "--ci-mode", "exact"])
+    print(f"--ci fast, 1000 resamples: whole command {fast:.3f} s = {fast / point_seconds:.2f}x the point "
+          f"estimate's {point_seconds:.3f} s")
+    print(f"--ci exact, {b} resamples: whole command {exact:.3f} s; "
+          f"{(exact - point_seconds) / b:.3f} s per resample beyond the point estimate")
 
 
 if __name__ == "__main__":
