@@ -1,0 +1,127 @@
+"""culturelens in Python: the metrics of the culturelens CLI on numpy arrays and pandas DataFrames.
+
+Every function here runs the CLI command's own compiled code (the Rust crates behind
+``culturelens``), not a reimplementation: the same inputs give the same numbers, to the last bit,
+and the same error messages (as ``ValueError``/``TypeError``). Results are pandas DataFrames with
+the columns of the CLI's output files. pandas is imported only by the calls that return a
+DataFrame (``pip install culturelens[pandas]``).
+
+Inputs:
+  embeddings: a 2-D numpy array (N x d) of float16, float32 or float64, C or Fortran order;
+    converted to float32 as the CLI's ``.npy`` reader does.
+  meta: one row per embedding, as a pandas or polars DataFrame, a pyarrow Table, or a mapping of
+    column name to a sequence; cells are read as text, as the CLI reads ``meta.csv`` (a missing
+    value, None or NaN, is an empty cell).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Mapping, Sequence, Tuple
+
+from . import _native
+
+__version__: str = _native.__version__
+__all__ = ["magbig", "sos", "__version__"]
+
+# Result columns the CLI writes as numbers; every other column is text.
+_INT_COLUMNS = frozenset({"row", "n", "n_prompts", "n_images"})
+_FLOAT_COLUMNS = frozenset({"sos", "sos_lo", "sos_hi", "mad", "mad_random", "male_share"})
+
+
+def _cell(value: Any) -> str:
+    """One metadata value as the CLI would read its CSV text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return _cell(value.item())
+    return str(value)
+
+
+def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
+    """The columns of ``meta`` (pandas/polars DataFrame, pyarrow Table or mapping) as text."""
+    if hasattr(meta, "to_pydict"):  # pyarrow Table
+        meta = meta.to_pydict()
+    elif hasattr(meta, "to_dict") and hasattr(meta, "columns"):
+        if type(meta).__module__.startswith("polars"):
+            meta = meta.to_dict(as_series=False)
+        else:  # pandas
+            # By position: a frame may repeat a name, which the CLI's check refuses by name.
+            return [(str(name), [_cell(v) for v in meta.iloc[:, i].tolist()]) for i, name in enumerate(meta.columns)]
+    if not isinstance(meta, Mapping):
+        raise TypeError(
+            "meta: expected a pandas or polars DataFrame, a pyarrow Table or a mapping of column "
+            f"name to values, got {type(meta).__name__}"
+        )
+    return [(str(name), [_cell(v) for v in values]) for name, values in meta.items()]
+
+
+def _frame(records: Tuple[Sequence[str], Sequence[Sequence[str]]]):
+    """A DataFrame of the CLI's header and cells, number columns parsed as the CLI's readers do."""
+    import pandas as pd
+
+    header, rows = records
+    data = {}
+    for i, name in enumerate(header):
+        cells = [row[i] for row in rows]
+        if name in _INT_COLUMNS:
+            data[name] = pd.array([int(c) for c in cells], dtype="int64")
+        elif name in _FLOAT_COLUMNS:
+            data[name] = pd.array([float(c) if c else math.nan for c in cells], dtype="float64")
+        else:
+            data[name] = pd.array(cells, dtype=object)
+    return pd.DataFrame(data, columns=list(header))
+
+
+def sos(embeddings: Any, meta: Any, pool: str = "all", per_image: bool = False):
+    """Surface-over-Semantics scores (SoS paper §4.1, Eq. 1; per layer §5.1), as ``culturelens sos``.
+
+    SoS(o) = cos(sem_c, e_o) - cos(sur_l, e_o): the cosine of an output to the mean of the outputs
+    targeting its culture, minus that to the mean of the outputs prompted in its language
+    (embeddings L2-normalised first; references include the output itself).
+
+    Args:
+      embeddings: N x d numpy array (float16/32/64, any order).
+      meta: N rows with the columns model, language, culture (non-empty), optionally layer and
+        person (and image, carried into the per-image table).
+      pool: "all" (references pooled over all models, §4.1) or "per-model" (``--pool``).
+      per_image: return every output's score (``--per-image``) instead of the joint scores.
+
+    Returns:
+      A DataFrame: ``model,[layer,]language,culture,n,sos`` (the joint score of each cell, the
+      mean over its outputs; ``--out``), or with ``per_image`` ``row,[image,]model,[layer,]
+      language,culture,[person,]sos`` in input row order.
+
+    Raises:
+      ValueError: the CLI's message for a bad table (row and column named) or a bad ``pool``.
+      TypeError: embeddings that are not a 2-D float array, or an unsupported ``meta``.
+    """
+    return _frame(_native.sos(embeddings, _columns(meta), pool, per_image))
+
+
+def magbig(attributes: Any):
+    """MAGBIG's gender bias per (model, language, set) (MAGBIG §4, App. B), as ``culturelens magbig``.
+
+    Per prompt (``prompt_id``) with m male and f female images, p_m = m / (m + f) and the deviation
+    |p_m - 1/2| + |p_f - 1/2|; ``mad`` is its mean over the prompts, ``male_share`` the mean p_m,
+    ``mad_random`` the exact expected mad were every image's gender a fair coin flip (each prompt
+    keeping its number of classified images). Images with an empty gender are excluded; prompts
+    without a classified image count nowhere.
+
+    Args:
+      attributes: one row per generated image with the columns model, language, set, prompt_id
+        (non-empty) and gender (``male``, ``female`` or empty/None/NaN), as ``--attributes``.
+
+    Returns:
+      A DataFrame ``model,language,set,n_prompts,n_images,mad,mad_random,male_share``, one row per
+      (model, language, set) with a classified image, sorted (``--out``).
+
+    Raises:
+      ValueError: the CLI's message for a missing column, an empty key or an unknown gender (row
+        and column named).
+    """
+    return _frame(_native.magbig(_columns(attributes)))

@@ -1,0 +1,186 @@
+//! `culturelens._native`: the compiled half of the Python package `culturelens` (PyO3, abi3 for
+//! every Python ≥ 3.9). Each function is the CLI command's own code path on in-memory inputs:
+//! numpy arrays in, the command's result rows out as (header, records) with the cells the
+//! command writes (`culturelens_results`' schemas), so a DataFrame built from them has the CLI's
+//! columns and, parsed, its values to the last bit. The pure-Python half
+//! (`python/culturelens/__init__.py`) turns DataFrames into columns and the records back into
+//! DataFrames, so pandas is needed only by the calls that take or return one.
+//!
+//! Conventions: embeddings are a 2-D numpy array of float16, float32 or float64 in any memory
+//! order, converted to f32 as the CLI's `.npy` reader converts (f16 exactly, f64 rounded to
+//! nearest); one copy is made, since the device takes ownership of its buffer (on the CPU it
+//! then uses it in place). Validation is the CLI's (`culturelens_table`), and every error is a
+//! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
+//! is no file). The GIL is released while the table is validated and scored.
+
+use burn::tensor::Device;
+use culturelens_compute::device::Processor;
+use culturelens_compute::sos::{Blocking, Pooling, ScoreError, SosColumns, per_image_scores, score_rows};
+use culturelens_results::CsvSchema;
+use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, magbig_rows};
+use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError};
+use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// A result table as the CLI writes it: its header and the cells of each row.
+type Records = (Vec<String>, Vec<Vec<String>>);
+
+/// The rows of `embeddings` (2-D float16/32/64, any order) as row-major f32, and the column count.
+fn embeddings_f32(embeddings: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize, usize)> {
+    fn rows<T: numpy::Element + Copy>(
+        a: PyReadonlyArray2<'_, T>,
+        f: impl Fn(T) -> f32,
+    ) -> (Vec<f32>, usize, usize) {
+        let (n, d) = (a.shape()[0], a.shape()[1]);
+        // `as_slice` also takes F order (memory order): only a C-order buffer is read as it lies.
+        let data = match a.as_slice() {
+            Ok(s) if a.is_c_contiguous() => s.iter().map(|&v| f(v)).collect(),
+            // F order or strided: ndarray's iterator walks the logical (row-major) order.
+            _ => a.as_array().iter().map(|&v| f(v)).collect(),
+        };
+        (data, n, d)
+    }
+    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, f32>>() {
+        return Ok(rows(a, |v| v));
+    }
+    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, f64>>() {
+        return Ok(rows(a, |v| v as f32));
+    }
+    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, half::f16>>() {
+        return Ok(rows(a, half::f16::to_f32));
+    }
+    let what = match embeddings.getattr("dtype").and_then(|d| d.str()) {
+        Ok(dtype) => format!("a numpy array of dtype {dtype} and {} dimensions", dims(embeddings)),
+        Err(_) => format!("a {}", embeddings.get_type().name().map_or("?".into(), |n| n.to_string())),
+    };
+    Err(PyTypeError::new_err(format!(
+        "embeddings: expected a 2-D numpy array of float16, float32 or float64 (N x d), got {what}"
+    )))
+}
+
+fn dims(a: &Bound<'_, PyAny>) -> String {
+    a.getattr("ndim").map_or("?".into(), |n| n.to_string())
+}
+
+fn table_error(e: TableError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`].
+fn table(
+    data: Vec<f32>,
+    n: usize,
+    d: usize,
+    columns: Vec<(String, Vec<String>)>,
+) -> PyResult<EmbeddingTable> {
+    let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+    if meta.n_rows() != n {
+        return Err(PyValueError::new_err(format!(
+            "meta: row-count mismatch: the metadata has {} data rows but embeddings has {n} embeddings",
+            meta.n_rows()
+        )));
+    }
+    let table = EmbeddingTable::new(Matrix::new(n, d, data), meta);
+    table.validate(None).map_err(table_error)?;
+    Ok(table)
+}
+
+/// SoS scores of a table: the joint scores and, with `per_image`, every output's score
+/// (`culturelens sos --out` and `--per-image`, SoS paper §4.1 Eq. 1), on the CPU device.
+#[pyfunction]
+#[pyo3(signature = (embeddings, columns, pool = "all", per_image = false))]
+fn sos(
+    py: Python<'_>,
+    embeddings: &Bound<'_, PyAny>,
+    columns: Vec<(String, Vec<String>)>,
+    pool: &str,
+    per_image: bool,
+) -> PyResult<Records> {
+    let pooling = match pool {
+        "all" => Pooling::All,
+        "per-model" => Pooling::PerModel,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "pool: expected 'all' or 'per-model' (as `culturelens sos --pool`), got {other:?}"
+            )));
+        }
+    };
+    let (data, n, d) = embeddings_f32(embeddings)?;
+    py.detach(move || {
+        let EmbeddingTable { embeddings, meta } = table(data, n, d, columns)?;
+        let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
+        let required = |name| meta.require_nonempty_column(name).map_err(table_error);
+        let optional = |name| meta.column(name).map(|_| required(name)).transpose();
+        let cols = SosColumns {
+            model: required("model")?,
+            language: required("language")?,
+            culture: required("culture")?,
+            layer: optional("layer")?,
+            person: optional("person")?,
+        };
+        let device = Device::flex();
+        let scored = score_rows(
+            embeddings.into_data(),
+            d,
+            cols,
+            pooling,
+            &device,
+            Processor::Cpu,
+            Blocking::Default(Processor::Cpu),
+            &mut |_| {},
+        )
+        .map_err(|e| match e {
+            ScoreError::Sos(e) => {
+                PyValueError::new_err(format!("SoS cannot be computed for this table: {e}"))
+            }
+            e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
+        })?;
+        if per_image {
+            let layout = &scored.layout;
+            let columns = PerImageColumns {
+                image: images.is_some(),
+                layer: layout.has_layer,
+                person: layout.person.is_some(),
+            };
+            let rows = per_image_scores(layout, &scored.values, images.as_deref());
+            Ok(records::<schema::PerImage>(&columns, &rows))
+        } else {
+            let report = &scored.report;
+            let columns =
+                JointColumns { layer: report.joint.first().is_some_and(|j| j.layer.is_some()), ci: false };
+            Ok(records::<schema::Joint>(&columns, &report.joint))
+        }
+    })
+}
+
+/// MAGBIG's gender bias per (model, language, set) of a per-image attribute table given as its
+/// columns (`culturelens magbig --out`, MAGBIG §4, App. B).
+#[pyfunction]
+fn magbig(py: Python<'_>, columns: Vec<(String, Vec<String>)>) -> PyResult<Records> {
+    py.detach(move || {
+        let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+        let required = |name| meta.require_nonempty_column(name).map_err(table_error);
+        let [model, language, set, prompt_id, _] = ATTRIBUTE_COLUMNS.map(required);
+        let (model, language, set, prompt_id) = (model?, language?, set?, prompt_id?);
+        let gender = meta.require_column(GENDER).map_err(table_error)?;
+        let groups = culturelens_metrics::magbig::prompt_counts(model, language, set, prompt_id, gender)
+            .map_err(|(row, e)| table_error(TableError::invalid(meta.cell(row, GENDER), e)))?;
+        let rows = magbig_rows(&groups, |_, _| [None, None]);
+        Ok(records::<Magbig>(&MagbigColumns { ci: false }, &rows))
+    })
+}
+
+/// The header and cells of `rows` as `S` writes them.
+fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
+    (S::header(columns), rows.iter().map(|r| S::record(columns, r)).collect())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sos, m)?)?;
+    m.add_function(wrap_pyfunction!(magbig, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
