@@ -16,13 +16,18 @@
 use burn::tensor::Device;
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{Blocking, Pooling, ScoreError, SosColumns, per_image_scores, score_rows};
+use culturelens_compute::vendi::{
+    Collection, CosineRows, ProductPrecision, Route, categorical_features, point_scores,
+};
 use culturelens_results::CsvSchema;
 use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, magbig_rows};
 use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
+use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, table_rows};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError};
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::collections::BTreeMap;
 
 /// A result table as the CLI writes it: its header and the cells of each row.
 type Records = (Vec<String>, Vec<Vec<String>>);
@@ -68,14 +73,18 @@ fn table_error(e: TableError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`].
+/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`]; without `columns`,
+/// embeddings without metadata (as `--embeddings E.npy` without `--meta`).
 fn table(
     data: Vec<f32>,
     n: usize,
     d: usize,
-    columns: Vec<(String, Vec<String>)>,
+    columns: Option<Vec<(String, Vec<String>)>>,
 ) -> PyResult<EmbeddingTable> {
-    let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+    let meta = match columns {
+        Some(columns) => Metadata::from_columns(None, columns).map_err(table_error)?,
+        None => Metadata::empty(n),
+    };
     if meta.n_rows() != n {
         return Err(PyValueError::new_err(format!(
             "meta: row-count mismatch: the metadata has {} data rows but embeddings has {n} embeddings",
@@ -109,7 +118,7 @@ fn sos(
     };
     let (data, n, d) = embeddings_f32(embeddings)?;
     py.detach(move || {
-        let EmbeddingTable { embeddings, meta } = table(data, n, d, columns)?;
+        let EmbeddingTable { embeddings, meta } = table(data, n, d, Some(columns))?;
         let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
         let required = |name| meta.require_nonempty_column(name).map_err(table_error);
         let optional = |name| meta.column(name).map(|_| required(name)).transpose();
@@ -172,6 +181,137 @@ fn magbig(py: Python<'_>, columns: Vec<(String, Vec<String>)>) -> PyResult<Recor
     })
 }
 
+/// Vendi scores of a collection, or of each group of `group_by` (`culturelens vendi --csv`, CUBE
+/// §5.2 Eq. 2–3): the point estimate (no `--batch-size`, no `--ci`) on the CPU device.
+#[pyfunction]
+#[pyo3(signature = (embeddings, columns, q = "1", kernel = None, categories = Vec::new(), weights = Vec::new(),
+                    quality_col = None, group_by = None, route = "auto", intdiv = false))]
+#[allow(clippy::too_many_arguments)]
+fn vendi(
+    py: Python<'_>,
+    embeddings: Option<&Bound<'_, PyAny>>,
+    columns: Option<Vec<(String, Vec<String>)>>,
+    q: &str,
+    kernel: Option<&str>,
+    categories: Vec<String>,
+    weights: Vec<f64>,
+    quality_col: Option<String>,
+    group_by: Option<String>,
+    route: &str,
+    intdiv: bool,
+) -> PyResult<Records> {
+    let value = |e: String| PyValueError::new_err(e);
+    let q = Order::parse(q).map_err(|e| value(format!("q: {e}")))?;
+    let route = match route {
+        "auto" => Route::Auto,
+        "kernel" => Route::Kernel,
+        "dual" => Route::Dual,
+        other => return Err(value(format!("route: expected 'auto', 'kernel' or 'dual', got {other:?}"))),
+    };
+    let kernel = kernel.unwrap_or(if embeddings.is_some() { "cosine" } else { "categorical" });
+    // The checks of `culturelens vendi`'s flags, named by argument.
+    match kernel {
+        "cosine" | "categorical" | "precomputed" => {}
+        other => {
+            return Err(value(format!(
+                "kernel: expected 'cosine', 'categorical' or 'precomputed', got {other:?}"
+            )));
+        }
+    }
+    let categorical = kernel == "categorical";
+    if !categorical && (!categories.is_empty() || !weights.is_empty()) {
+        return Err(value("categories and weights belong to kernel='categorical'".into()));
+    }
+    if categorical && embeddings.is_some() {
+        return Err(value("kernel='categorical' is built from meta alone; drop embeddings".into()));
+    }
+    if kernel == "precomputed" && route != Route::Auto {
+        return Err(value(
+            "route applies to cosine and categorical kernels; a precomputed kernel is diagonalised as given"
+                .into(),
+        ));
+    }
+    let rows = match embeddings {
+        Some(e) => Some(embeddings_f32(e)?),
+        None if categorical => None,
+        None => return Err(value(format!("kernel='{kernel}' needs embeddings"))),
+    };
+    let kernel = kernel.to_string();
+    py.detach(move || {
+        let (items, meta) = match (kernel.as_str(), rows) {
+            ("cosine", Some((data, n, d))) => {
+                let EmbeddingTable { embeddings, meta } = table(data, n, d, columns)?;
+                let rows = CosineRows::new(embeddings.into_data(), n, d)
+                    .map_err(|e| value(format!("embeddings: {e}")))?;
+                (Collection::Cosine(rows), meta)
+            }
+            ("precomputed", Some((data, n, d))) => {
+                if n != d {
+                    return Err(value(format!("embeddings: a kernel matrix must be square, found {n} x {d}")));
+                }
+                let meta = match columns {
+                    Some(columns) => {
+                        let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+                        if meta.n_rows() != n {
+                            return Err(value(format!(
+                                "meta: {} metadata rows but the kernel is {n} x {n}",
+                                meta.n_rows()
+                            )));
+                        }
+                        meta
+                    }
+                    None => Metadata::empty(n),
+                };
+                // As the CLI reads K.npy: f32 values, then f64.
+                (Collection::Kernel { k: data.iter().map(|v| f64::from(*v)).collect(), n }, meta)
+            }
+            (_, _) => {
+                let Some(columns) = columns else {
+                    return Err(value("kernel='categorical' needs meta with the category columns".into()));
+                };
+                if categories.is_empty() || categories.len() != weights.len() {
+                    return Err(value(format!(
+                        "kernel='categorical' needs categories and weights with one weight per column (got {} columns, {} weights)",
+                        categories.len(),
+                        weights.len()
+                    )));
+                }
+                let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+                let cols: Vec<(&str, &[String])> = categories
+                    .iter()
+                    .map(|c| meta.require_nonempty_column(c).map(|v| (c.as_str(), v)))
+                    .collect::<Result<_, _>>()
+                    .map_err(table_error)?;
+                let f = categorical_features(&cols, &weights).map_err(|e| value(format!("meta: {e}")))?;
+                (Collection::Features(f), meta)
+            }
+        };
+        let quality = quality_col.as_deref().map(|c| meta.number_column(c, "quality")).transpose().map_err(table_error)?;
+        let groups = match group_by.as_deref() {
+            Some(col) => meta.row_groups(col).map_err(table_error)?,
+            None => vec![(String::new(), (0..items.n()).collect())],
+        };
+        let device = Device::flex();
+        let precision = ProductPrecision::for_device(&device);
+        let mut results = BTreeMap::new();
+        for (name, rows) in &groups {
+            let sub = (rows.len() != items.n()).then(|| items.subset(rows));
+            let group = sub.as_ref().unwrap_or(&items);
+            let qual: Option<Vec<f64>> = quality.as_ref().map(|q| rows.iter().map(|&i| q[i]).collect());
+            let score =
+                point_scores(group, q, qual.as_deref(), route, intdiv, Processor::Cpu, precision, &device, &mut |_| {})
+                    .map_err(|e| value(format!("embeddings: {e}")))?;
+            results.insert(name.clone(), score);
+        }
+        let file = match group_by {
+            Some(_) => VendiFile::Groups(results),
+            None => VendiFile::Whole(results.remove("").expect("the ungrouped result")),
+        };
+        let (columns, rows) = table_rows(&file, group_by.as_deref(), false);
+        Ok(records::<VendiTable>(&columns, &rows))
+    })
+}
+
 /// The header and cells of `rows` as `S` writes them.
 fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
     (S::header(columns), rows.iter().map(|r| S::record(columns, r)).collect())
@@ -181,6 +321,7 @@ fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sos, m)?)?;
     m.add_function(wrap_pyfunction!(magbig, m)?)?;
+    m.add_function(wrap_pyfunction!(vendi, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

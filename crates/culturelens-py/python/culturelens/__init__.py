@@ -17,16 +17,18 @@ Inputs:
 from __future__ import annotations
 
 import math
-from typing import Any, List, Mapping, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 
 __version__: str = _native.__version__
-__all__ = ["magbig", "sos", "__version__"]
+__all__ = ["magbig", "sos", "vendi", "__version__"]
 
 # Result columns the CLI writes as numbers; every other column is text.
 _INT_COLUMNS = frozenset({"row", "n", "n_prompts", "n_images"})
-_FLOAT_COLUMNS = frozenset({"sos", "sos_lo", "sos_hi", "mad", "mad_random", "male_share"})
+_FLOAT_COLUMNS = frozenset(
+    {"sos", "sos_lo", "sos_hi", "mad", "mad_random", "male_share", "q", "vs", "qvs", "qvs_norm", "intdiv"}
+)
 
 
 def _cell(value: Any) -> str:
@@ -58,6 +60,14 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
             f"name to values, got {type(meta).__name__}"
         )
     return [(str(name), [_cell(v) for v in values]) for name, values in meta.items()]
+
+
+def _order(q: Any) -> str:
+    """The order q as the CLI's ``--q`` text (a number >= 0, or inf)."""
+    if isinstance(q, str):
+        return q
+    q = float(q)
+    return "inf" if math.isinf(q) and q > 0 else repr(q)
 
 
 def _frame(records: Tuple[Sequence[str], Sequence[Sequence[str]]]):
@@ -125,3 +135,56 @@ def magbig(attributes: Any):
         and column named).
     """
     return _frame(_native.magbig(_columns(attributes)))
+
+
+def vendi(
+    embeddings: Any = None,
+    meta: Any = None,
+    q: Union[float, str] = 1,
+    kernel: Optional[str] = None,
+    columns: Optional[Sequence[str]] = None,
+    weights: Optional[Sequence[float]] = None,
+    quality_col: Optional[str] = None,
+    group_by: Optional[str] = None,
+    route: str = "auto",
+    intdiv: bool = False,
+):
+    """Vendi scores (CUBE §5.2, Eq. 2-3; Friedman & Dieng's Vendi Score), as ``culturelens vendi``.
+
+    VS_q = exp of the order-q Renyi entropy of the eigenvalues of K/N (K the N x N similarity
+    kernel, k(x, x) = 1); qVS_q = mean(quality) * VS_q (Eq. 2) and qVS_q / N (Eq. 3). The point
+    estimate (the CLI without ``--batch-size`` and ``--ci``), on the CPU.
+
+    Args:
+      embeddings: N x d numpy array (float16/32/64) for the cosine kernel, or the N x N kernel
+        matrix with ``kernel="precomputed"`` (read as float32, as the CLI reads K.npy).
+      meta: one row per item (category, quality and group columns), as ``--meta``.
+      q: the order, a number >= 0 or ``"inf"``/``math.inf`` (``--q``).
+      kernel: "cosine" (default with embeddings), "categorical" (default without) or "precomputed".
+      columns, weights: the categorical kernel's meta columns and their weights (>= 0, sum 1).
+      quality_col: meta column of per-item quality scores (default 1).
+      group_by: score each value of this meta column separately.
+      route: "auto", "kernel" (N x N) or "dual" (d x d) eigenproblem (``--route``).
+      intdiv: add intdiv = 1 - mean similarity of distinct items.
+
+    Returns:
+      A DataFrame with the columns of ``--csv``: ``[group_by,]n,q,vs,qvs,qvs_norm[,intdiv]``, one
+      row per group (in value order), or one row without ``group_by``.
+
+    Raises:
+      ValueError: the CLI's message for bad input (row and column named) or a bad argument.
+    """
+    return _frame(
+        _native.vendi(
+            embeddings,
+            None if meta is None else _columns(meta),
+            _order(q),
+            kernel,
+            list(columns or []),
+            [float(w) for w in (weights or [])],
+            quality_col,
+            group_by,
+            route,
+            intdiv,
+        )
+    )

@@ -1,6 +1,6 @@
 """The compiled core of culturelens (see the package docstring); call it through ``culturelens``."""
 
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -14,3 +14,16 @@ def sos(
 ) -> Tuple[List[str], List[List[str]]]: ...
 
 def magbig(columns: Sequence[Tuple[str, Sequence[str]]]) -> Tuple[List[str], List[List[str]]]: ...
+
+def vendi(
+    embeddings: Optional[np.ndarray],
+    columns: Optional[Sequence[Tuple[str, Sequence[str]]]],
+    q: str = "1",
+    kernel: Optional[str] = None,
+    categories: Sequence[str] = ...,
+    weights: Sequence[float] = ...,
+    quality_col: Optional[str] = None,
+    group_by: Optional[str] = None,
+    route: str = "auto",
+    intdiv: bool = False,
+) -> Tuple[List[str], List[List[str]]]: ...
