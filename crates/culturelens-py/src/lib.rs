@@ -28,6 +28,11 @@ use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
+use culturelens_prompts::text::language_codes;
+use culturelens_prompts::{Fetcher, LoadOptions, PromptError, PromptSet, load as load_prompts};
 
 /// A result table as the CLI writes it: its header and the cells of each row.
 type Records = (Vec<String>, Vec<Vec<String>>);
@@ -312,6 +317,46 @@ fn vendi(
     })
 }
 
+/// One of the four papers' prompt sets as its normalised table (`culturelens prompts export SET
+/// --languages ...`): the upstream files fetched and verified (or read from `mirror` /
+/// `CULTURELENS_DATA_MIRROR`), parsed, only `languages` kept (all when empty).
+#[pyfunction]
+#[pyo3(signature = (set, languages = Vec::new(), mirror = None))]
+fn prompts_load(
+    py: Python<'_>,
+    set: &str,
+    languages: Vec<String>,
+    mirror: Option<PathBuf>,
+) -> PyResult<Records> {
+    let set = PromptSet::from_name(set).map_err(|e| PyValueError::new_err(format!("set: {e}")))?;
+    let prompt_error = |e: PromptError| PyValueError::new_err(e.to_string());
+    py.detach(move || {
+        let fetcher = Fetcher::from_env(mirror).map_err(prompt_error)?;
+        if fetcher.first_use(set) {
+            eprintln!("Licence of the {set} prompt set (shown once): {}", set.info().licence);
+        }
+        let options = LoadOptions {
+            cultext2i: culturelens_prompts::cultext2i::Options {
+                gibberish_length: DEFAULT_GIBBERISH_LENGTH,
+                seed: 0,
+            },
+            ..LoadOptions::default()
+        };
+        let mut table = load_prompts(set, &fetcher, &options)
+            .map_err(|e| PyValueError::new_err(format!("loading the {set} prompt set: {e}")))?;
+        if !languages.is_empty() {
+            let codes =
+                language_codes(&languages).map_err(|e| PyValueError::new_err(format!("languages: {e}")))?;
+            table.retain_languages(&codes).map_err(prompt_error)?;
+        }
+        let meta = table.to_metadata();
+        let header: Vec<String> = meta.names().to_vec();
+        let columns: Vec<&[String]> = header.iter().map(|n| meta.column(n).expect("named")).collect();
+        let rows = (0..meta.n_rows()).map(|r| columns.iter().map(|c| c[r].clone()).collect()).collect();
+        Ok((header, rows))
+    })
+}
+
 /// The header and cells of `rows` as `S` writes them.
 fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
     (S::header(columns), rows.iter().map(|r| S::record(columns, r)).collect())
@@ -322,6 +367,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sos, m)?)?;
     m.add_function(wrap_pyfunction!(magbig, m)?)?;
     m.add_function(wrap_pyfunction!(vendi, m)?)?;
+    m.add_function(wrap_pyfunction!(prompts_load, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

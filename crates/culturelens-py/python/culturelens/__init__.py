@@ -22,7 +22,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 from . import _native
 
 __version__: str = _native.__version__
-__all__ = ["magbig", "sos", "vendi", "__version__"]
+__all__ = ["magbig", "prompts", "sos", "vendi", "__version__"]
 
 # Result columns the CLI writes as numbers; every other column is text.
 _INT_COLUMNS = frozenset({"row", "n", "n_prompts", "n_images"})
@@ -70,17 +70,18 @@ def _order(q: Any) -> str:
     return "inf" if math.isinf(q) and q > 0 else repr(q)
 
 
-def _frame(records: Tuple[Sequence[str], Sequence[Sequence[str]]]):
-    """A DataFrame of the CLI's header and cells, number columns parsed as the CLI's readers do."""
+def _frame(records: Tuple[Sequence[str], Sequence[Sequence[str]]], numbers: bool = True):
+    """A DataFrame of the CLI's header and cells, number columns parsed as the CLI's readers do
+    (with ``numbers``; every column text without)."""
     import pandas as pd
 
     header, rows = records
     data = {}
     for i, name in enumerate(header):
         cells = [row[i] for row in rows]
-        if name in _INT_COLUMNS:
+        if numbers and name in _INT_COLUMNS:
             data[name] = pd.array([int(c) for c in cells], dtype="int64")
-        elif name in _FLOAT_COLUMNS:
+        elif numbers and name in _FLOAT_COLUMNS:
             data[name] = pd.array([float(c) if c else math.nan for c in cells], dtype="float64")
         else:
             data[name] = pd.array(cells, dtype=object)
@@ -188,3 +189,6 @@ def vendi(
             intdiv,
         )
     )
+
+
+from . import prompts  # noqa: E402  (the submodule needs _frame above)

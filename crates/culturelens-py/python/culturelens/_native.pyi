@@ -27,3 +27,7 @@ def vendi(
     route: str = "auto",
     intdiv: bool = False,
 ) -> Tuple[List[str], List[List[str]]]: ...
+
+def prompts_load(
+    set: str, languages: Sequence[str] = ..., mirror: Optional[str] = None
+) -> Tuple[List[str], List[List[str]]]: ...
