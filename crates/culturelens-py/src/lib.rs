@@ -30,6 +30,7 @@ use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use culturelens_metrics::agreement::Level;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::text::language_codes;
 use culturelens_prompts::{Fetcher, LoadOptions, PromptError, PromptSet, load as load_prompts};
@@ -357,6 +358,44 @@ fn prompts_load(
     })
 }
 
+/// Inter-rater agreement of the `raters` columns (`culturelens agreement`, SoS App. B.2): the
+/// command's JSON report, as text.
+#[pyfunction]
+#[pyo3(signature = (columns, raters, level = "nominal"))]
+fn agreement(
+    py: Python<'_>,
+    columns: Vec<(String, Vec<String>)>,
+    raters: Vec<String>,
+    level: &str,
+) -> PyResult<String> {
+    let level = match level {
+        "nominal" => Level::Nominal,
+        "ordinal" => Level::Ordinal,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "level: expected 'nominal' or 'ordinal', got {other:?}"
+            )));
+        }
+    };
+    if raters.len() < 2 {
+        return Err(PyValueError::new_err(format!(
+            "raters needs at least two rater columns (got {})",
+            raters.len()
+        )));
+    }
+    py.detach(move || {
+        let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+        let cols = raters
+            .iter()
+            .map(|r| meta.require_column(r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(table_error)?;
+        let coded = culturelens_metrics::agreement::code_ratings(&cols, level)
+            .map_err(|e| table_error(TableError::invalid(meta.cell(e.row, &raters[e.rater]), e.message)))?;
+        Ok(culturelens_metrics::agreement::report(&coded, &raters, level))
+    })
+}
+
 /// The header and cells of `rows` as `S` writes them.
 fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
     (S::header(columns), rows.iter().map(|r| S::record(columns, r)).collect())
@@ -368,6 +407,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(magbig, m)?)?;
     m.add_function(wrap_pyfunction!(vendi, m)?)?;
     m.add_function(wrap_pyfunction!(prompts_load, m)?)?;
+    m.add_function(wrap_pyfunction!(agreement, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

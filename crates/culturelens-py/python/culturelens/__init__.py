@@ -16,13 +16,14 @@ Inputs:
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 
 __version__: str = _native.__version__
-__all__ = ["magbig", "prompts", "sos", "vendi", "__version__"]
+__all__ = ["agreement", "magbig", "prompts", "sos", "vendi", "__version__"]
 
 # Result columns the CLI writes as numbers; every other column is text.
 _INT_COLUMNS = frozenset({"row", "n", "n_prompts", "n_images"})
@@ -190,5 +191,28 @@ def vendi(
         )
     )
 
+
+
+def agreement(labels: Any, raters: Sequence[str], level: str = "nominal") -> dict:
+    """Inter-rater agreement (SoS paper App. B.2, Tables 8-9), as ``culturelens agreement``.
+
+    Fleiss' kappa over the items every rater labelled (statsmodels), Cohen's kappa per rater pair
+    (scikit-learn, unweighted), category-specific Cohen's kappa per label, and Krippendorff's
+    alpha over all pairable labels (``level`` "nominal" or "ordinal"; ordinal labels are numbers).
+    Empty cells (None, NaN) are missing ratings.
+
+    Args:
+      labels: one row per item, one column per rater (as ``--labels``).
+      raters: at least two rater columns (``--raters``).
+      level: "nominal" or "ordinal" (``--level``).
+
+    Returns:
+      The command's JSON report as a dict: n_items, fleiss_kappa, cohen_kappa ({"a|b": kappa}),
+      krippendorff_alpha, level, per_label ({label: {"a|b": kappa}}); None where undefined.
+
+    Raises:
+      ValueError: the CLI's message (row and column of a bad ordinal label, a missing column).
+    """
+    return json.loads(_native.agreement(_columns(labels), list(raters), level))
 
 from . import prompts  # noqa: E402  (the submodule needs _frame above)

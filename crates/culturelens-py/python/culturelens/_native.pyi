@@ -31,3 +31,7 @@ def vendi(
 def prompts_load(
     set: str, languages: Sequence[str] = ..., mirror: Optional[str] = None
 ) -> Tuple[List[str], List[List[str]]]: ...
+
+def agreement(
+    columns: Sequence[Tuple[str, Sequence[str]]], raters: Sequence[str], level: str = "nominal"
+) -> str: ...
