@@ -22,6 +22,7 @@ use culturelens_compute::vendi::{
 use culturelens_results::CsvSchema;
 use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, magbig_rows};
 use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
+use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
 use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, table_rows};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError};
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
@@ -396,6 +397,49 @@ fn agreement(
     })
 }
 
+/// The SoS validation against human labels (`culturelens validate --out`, SoS §4.2, Table 2):
+/// accuracy, P_sur and P_sem of the SoS-sign and CLIPScore labelling rules, all images and
+/// without English prompts; point estimates (no `--ci`).
+#[pyfunction]
+#[pyo3(signature = (columns, raters, sos = None, clipscore = None))]
+fn validate(
+    py: Python<'_>,
+    columns: Vec<(String, Vec<String>)>,
+    raters: Vec<String>,
+    sos: Option<String>,
+    clipscore: Option<(String, String)>,
+) -> PyResult<Records> {
+    if sos.is_none() && clipscore.is_none() {
+        return Err(PyValueError::new_err(
+            "give sos=COL and/or clipscore=(SUR, SEM): there is nothing to validate",
+        ));
+    }
+    py.detach(move || {
+        let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
+        let language = meta.require_column("language").map_err(table_error)?;
+        let raters = raters
+            .iter()
+            .map(|r| meta.require_column(r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(table_error)?;
+        let sos = sos.as_deref().map(|col| meta.numbers(col)).transpose().map_err(table_error)?;
+        let cosines = match &clipscore {
+            Some((sur, sem)) => {
+                Some((meta.numbers(sur).map_err(table_error)?, meta.numbers(sem).map_err(table_error)?))
+            }
+            None => None,
+        };
+        let rows = validation_rows(
+            language,
+            &raters,
+            sos.as_deref(),
+            cosines.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
+            |_, _, _, _| [None; 3],
+        );
+        Ok(records::<Validation>(&ValidationColumns { ci: false }, &rows))
+    })
+}
+
 /// The header and cells of `rows` as `S` writes them.
 fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
     (S::header(columns), rows.iter().map(|r| S::record(columns, r)).collect())
@@ -408,6 +452,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(vendi, m)?)?;
     m.add_function(wrap_pyfunction!(prompts_load, m)?)?;
     m.add_function(wrap_pyfunction!(agreement, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

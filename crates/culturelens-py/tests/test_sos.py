@@ -1,6 +1,7 @@
 """culturelens.sos against `culturelens sos` on the same inputs: equal to the last bit."""
 
 import csv
+import math
 import pathlib
 
 import numpy as np
@@ -40,7 +41,8 @@ def assert_same_as_cli(frame, path):
         values = frame[name].tolist()
         if name in FLOAT_COLUMNS:
             assert frame[name].dtype == np.float64
-            expected = np.array([float(c) for c in cells], dtype=np.float64)
+            # An empty cell (undefined) is NaN.
+            expected = np.array([float(c) if c else math.nan for c in cells], dtype=np.float64)
             got = np.array(values, dtype=np.float64)
             assert np.array_equal(expected.view(np.uint64), got.view(np.uint64)), name
         elif name in INT_COLUMNS:

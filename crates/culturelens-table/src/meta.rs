@@ -109,6 +109,18 @@ impl Metadata {
         Ok(by.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 
+    /// The column `name` as finite numbers (values trimmed); a cell that is not one (empty
+    /// included) is refused by its location, "expected a number, got ...".
+    pub fn numbers(&self, name: &str) -> Result<Vec<f64>, TableError> {
+        let col = self.require_column(name)?;
+        let number = |(row, v): (usize, &String)| {
+            v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| {
+                TableError::invalid(self.cell(row, name), format!("expected a number, got {v:?}"))
+            })
+        };
+        col.iter().enumerate().map(number).collect()
+    }
+
     /// The column `name` as finite numbers (values trimmed); an error naming the cell says
     /// "`what` must be a finite number".
     pub fn number_column(&self, name: &str, what: &str) -> Result<Vec<f64>, TableError> {

@@ -23,12 +23,13 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 from . import _native
 
 __version__: str = _native.__version__
-__all__ = ["agreement", "magbig", "prompts", "sos", "vendi", "__version__"]
+__all__ = ["agreement", "magbig", "prompts", "sos", "validate", "vendi", "__version__"]
 
 # Result columns the CLI writes as numbers; every other column is text.
 _INT_COLUMNS = frozenset({"row", "n", "n_prompts", "n_images"})
+# (validate's acc, p_sur and p_sem are empty where undefined: NaN here.)
 _FLOAT_COLUMNS = frozenset(
-    {"sos", "sos_lo", "sos_hi", "mad", "mad_random", "male_share", "q", "vs", "qvs", "qvs_norm", "intdiv"}
+    {"sos", "sos_lo", "sos_hi", "mad", "mad_random", "male_share", "q", "vs", "qvs", "qvs_norm", "intdiv", "acc", "p_sur", "p_sem"}
 )
 
 
@@ -214,5 +215,37 @@ def agreement(labels: Any, raters: Sequence[str], level: str = "nominal") -> dic
       ValueError: the CLI's message (row and column of a bad ordinal label, a missing column).
     """
     return json.loads(_native.agreement(_columns(labels), list(raters), level))
+
+
+def validate(
+    labels: Any,
+    raters: Sequence[str],
+    sos: Optional[str] = None,
+    clipscore: Optional[Tuple[str, str]] = None,
+):
+    """The SoS validation against human labels (SoS paper §4.2, Table 2), as ``culturelens validate``.
+
+    Each image's human label is the strict majority of its non-empty rater cells (surface,
+    semantic, or another answer). The SoS rule labels an image surface when SoS < 0 and semantic
+    when SoS > 0; the CLIPScore rule compares 2.5 * max(cos, 0) of the surface and semantic
+    references. Accuracy, P_sur and P_sem over the labelled images, on all images and without
+    English prompts (language ``en``). Point estimates (no ``--ci``).
+
+    Args:
+      labels: one row per image with a ``language`` column, the rater columns and the score
+        columns (as ``--labels``).
+      raters: the rater columns (``--raters``).
+      sos: the per-image SoS column (``--sos``).
+      clipscore: the (surface, semantic) cosine columns (``--clipscore SUR,SEM``).
+
+    Returns:
+      A DataFrame ``method,subset,n,acc,p_sur,p_sem`` (NaN where undefined), as ``--out``.
+
+    Raises:
+      ValueError: the CLI's message (row and column of a cell that is not a number, a missing
+        column), or neither ``sos`` nor ``clipscore`` given.
+    """
+    cs = None if clipscore is None else (str(clipscore[0]), str(clipscore[1]))
+    return _frame(_native.validate(_columns(labels), list(raters), sos, cs))
 
 from . import prompts  # noqa: E402  (the submodule needs _frame above)

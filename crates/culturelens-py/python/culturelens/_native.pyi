@@ -35,3 +35,10 @@ def prompts_load(
 def agreement(
     columns: Sequence[Tuple[str, Sequence[str]]], raters: Sequence[str], level: str = "nominal"
 ) -> str: ...
+
+def validate(
+    columns: Sequence[Tuple[str, Sequence[str]]],
+    raters: Sequence[str],
+    sos: Optional[str] = None,
+    clipscore: Optional[Tuple[str, str]] = None,
+) -> Tuple[List[str], List[List[str]]]: ...
