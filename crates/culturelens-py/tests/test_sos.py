@@ -239,3 +239,24 @@ def test_bad_arguments(demo):
         culturelens.sos(embeddings[0], meta)
     with pytest.raises(TypeError, match=r"meta: expected a pandas or polars DataFrame"):
         culturelens.sos(embeddings, [1, 2, 3])
+
+
+def test_import_does_not_need_pandas():
+    """pandas (and polars, pyarrow) are imported only by the calls that take or return frames."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['pandas'] = None; sys.modules['polars'] = None; sys.modules['pyarrow'] = None\n"
+        "import culturelens\n"
+        "print(sorted(culturelens.__all__))\n"
+        "try:\n"
+        "    culturelens.magbig({'model': ['m'], 'language': ['de'], 'set': ['d'], 'prompt_id': ['a'], 'gender': ['male']})\n"
+        "except ImportError:\n"
+        "    print('frames need pandas')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [
+        "['__version__', 'agreement', 'magbig', 'prompts', 'sos', 'validate', 'vendi']",
+        "frames need pandas",
+    ]
