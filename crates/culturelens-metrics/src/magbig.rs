@@ -87,6 +87,31 @@ impl PromptCounts {
     }
 }
 
+/// A (model, language, set) group of MAGBIG's tables.
+pub type Group = (String, String, String);
+
+/// Classified-image counts per prompt (`prompt_id`, sorted) per [`Group`] (sorted).
+pub type GroupCounts = BTreeMap<Group, BTreeMap<String, PromptCounts>>;
+
+/// The counts of an attribute table given as its columns (one value per image; `gender` as
+/// [`Gender::parse`] reads it after trimming): the grouping of `culturelens magbig` and of the
+/// Python package's `magbig`. `Err((row, message))` names the 0-based row of an unknown gender.
+pub fn prompt_counts(
+    model: &[String],
+    language: &[String],
+    set: &[String],
+    prompt_id: &[String],
+    gender: &[String],
+) -> Result<GroupCounts, (usize, String)> {
+    let mut groups = GroupCounts::new();
+    for (row, value) in gender.iter().enumerate() {
+        let g = Gender::parse(value.trim()).map_err(|e| (row, e))?;
+        let key = (model[row].clone(), language[row].clone(), set[row].clone());
+        groups.entry(key).or_default().entry(prompt_id[row].clone()).or_default().add(g);
+    }
+    Ok(groups)
+}
+
 /// `|p_m − ½| + |p_f − ½|` of one prompt, `None` without a classified image.
 pub fn deviation(counts: PromptCounts) -> Option<f64> {
     counts.male_share().map(|p_m| (p_m - 0.5).abs() + ((1.0 - p_m) - 0.5).abs())

@@ -72,6 +72,15 @@ impl PromptSet {
         Self::ALL.into_iter().find(|s| s.name() == name)
     }
 
+    /// The set named `name`; an unknown name is refused, listing the sets (`prompts export SET`,
+    /// `generate --prompt-set`, the Python package's `prompts.load`).
+    pub fn from_name(name: &str) -> Result<PromptSet, String> {
+        Self::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|s| s.name()).collect();
+            format!("unknown prompt set {name:?} (expected one of {})", names.join(", "))
+        })
+    }
+
     pub fn info(self) -> &'static SetInfo {
         match self {
             PromptSet::Sos => &SOS,

@@ -41,6 +41,24 @@ pub const LANGUAGES: [(&str, &str); 16] = [
     ("zh", "Chinese"),
 ];
 
+/// The ISO 639-1 codes of `languages` (codes or English names, as [`language_code`] reads them);
+/// an unknown one is refused, listing the known codes (`--languages` of `prompts export` and
+/// `generate`, and the Python package's `prompts.load`).
+pub fn language_codes(languages: &[String]) -> Result<Vec<String>, crate::PromptError> {
+    languages
+        .iter()
+        .map(|l| {
+            language_code(l).map(str::to_string).ok_or_else(|| {
+                let known: Vec<&str> = LANGUAGES.iter().map(|(code, _)| *code).collect();
+                crate::PromptError::Invalid(format!(
+                    "unknown language {l:?} (known: {}, or their English names)",
+                    known.join(", ")
+                ))
+            })
+        })
+        .collect()
+}
+
 /// The ISO 639-1 code of a code or English language name (case-insensitive); the obsolete code
 /// `iw` (used by the CulText2I paper) maps to `he`.
 pub fn language_code(name_or_code: &str) -> Option<&'static str> {

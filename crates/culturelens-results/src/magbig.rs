@@ -9,6 +9,7 @@ use std::io::Read;
 use crate::ci::{Interval, bound_cells, with_bounds};
 use crate::csv_file::{Cells, CsvSchema, header_error, malformed, open, strings};
 use crate::error::SchemaError;
+use culturelens_metrics::magbig::{Group, GroupCounts, PromptCounts, mad};
 
 /// Header of `culturelens magbig --out`.
 pub const HEADER: [&str; 8] =
@@ -20,6 +21,37 @@ pub const GENDER: &str = "gender";
 /// Columns the attribute table (`magbig --attributes`) must have: the image's group, its prompt and
 /// its perceived [`GENDER`].
 pub const ATTRIBUTE_COLUMNS: [&str; 5] = ["model", "language", "set", "prompt_id", GENDER];
+
+/// The rows of `culturelens magbig --out`, one per group with a classified image (sorted), each
+/// with the bias summary of `culturelens_metrics::magbig::mad` over its prompts and the two
+/// intervals `intervals` gives for the group's key and prompt counts (`[None, None]` without
+/// `--ci`). The CLI and the Python package's `magbig` both build their rows here.
+pub fn magbig_rows(
+    groups: &GroupCounts,
+    mut intervals: impl FnMut(&Group, &[PromptCounts]) -> [Option<Interval>; 2],
+) -> Vec<MagbigRow> {
+    groups
+        .iter()
+        .filter_map(|(key, prompts)| {
+            let counts: Vec<PromptCounts> = prompts.values().copied().collect();
+            let s = mad(&counts)?;
+            let [mad_ci, male_share_ci] = intervals(key, &counts);
+            let (model, language, set) = key.clone();
+            Some(MagbigRow {
+                model,
+                language,
+                set,
+                n_prompts: s.n_prompts,
+                n_images: s.n_images,
+                mad: s.mad,
+                mad_random: s.mad_random,
+                male_share: s.male_share,
+                mad_ci,
+                male_share_ci,
+            })
+        })
+        .collect()
+}
 
 /// One row of the MAGBIG table.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,9 +7,68 @@
 use crate::ci::{Interval, bound_cells, with_bounds};
 use crate::csv_file::{Cells, CsvSchema, header_error, optional, strings};
 use crate::error::SchemaError;
+use culturelens_metrics::cultext2i::majority;
+use culturelens_metrics::validation::{
+    CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
+};
 
 /// Header of `culturelens validate --out`.
 pub const HEADER: [&str; 6] = ["method", "subset", "n", "acc", "p_sur", "p_sem"];
+
+/// Predicted labels of one method, per image.
+pub type Predicted = Vec<Option<Tendency>>;
+/// Human labels per image: `None` unlabelled, `Some(None)` a label that is neither tendency.
+pub type Human = Vec<Option<Option<Tendency>>>;
+
+/// The rows of `culturelens validate --out` (and the Python package's `validate`): the human
+/// label of each image is the strict majority of the non-empty `raters` cells; each method
+/// (`sos` from per-image SoS scores, `clipscore` from the (surface, semantic) cosines) is scored
+/// against it on all images and without English prompts (`language` = `en`), with the
+/// intervals `intervals` gives for (method, subset, predicted, human) (`[None; 3]` without `--ci`).
+pub fn validation_rows(
+    language: &[String],
+    raters: &[&[String]],
+    sos: Option<&[f64]>,
+    clipscore_cosines: Option<(&[f64], &[f64])>,
+    mut intervals: impl FnMut(&str, &str, &Predicted, &Human) -> [Option<Interval>; 3],
+) -> Vec<ValidationRow> {
+    let human: Human = (0..language.len())
+        .map(|row| {
+            let given: Vec<&str> = raters.iter().map(|c| c[row].trim()).filter(|v| !v.is_empty()).collect();
+            majority(&given).map(Tendency::parse)
+        })
+        .collect();
+    let mut methods: Vec<(&str, Predicted)> = Vec::new();
+    if let Some(scores) = sos {
+        methods.push(("sos", scores.iter().copied().map(label_by_sos).collect()));
+    }
+    if let Some((sur, sem)) = clipscore_cosines {
+        let labels = sur
+            .iter()
+            .zip(sem)
+            .map(|(&a, &b)| label_by_clipscore(clipscore(a, CLIPSCORE_W), clipscore(b, CLIPSCORE_W)))
+            .collect();
+        methods.push(("clipscore", labels));
+    }
+    let no_en: Human =
+        human.iter().zip(language).map(|(h, l)| if l.trim() == "en" { None } else { *h }).collect();
+    let mut rows = Vec::new();
+    for (name, predicted) in &methods {
+        for (subset, h) in [("all", &human), ("no_en", &no_en)] {
+            let s: LabelScores = score_labels(predicted, h);
+            rows.push(ValidationRow {
+                method: name.to_string(),
+                subset: subset.to_string(),
+                n: s.n,
+                acc: s.accuracy,
+                p_sur: s.p_sur,
+                p_sem: s.p_sem,
+                ci: intervals(name, subset, predicted, h),
+            });
+        }
+    }
+    rows
+}
 
 /// The scores of one method on one subset.
 #[derive(Debug, Clone, PartialEq)]

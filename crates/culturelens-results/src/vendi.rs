@@ -213,6 +213,26 @@ pub struct TableRow {
     pub scores: VendiScores,
 }
 
+/// The `--csv` table of a Vendi result file: one row per group, the `group_by` column holding its
+/// value (`culturelens vendi --csv`, and the Python package's `vendi`).
+pub fn table_rows(file: &VendiFile, group_by: Option<&str>, ci: bool) -> (TableColumns, Vec<TableRow>) {
+    let rows: Vec<TableRow> = match file {
+        VendiFile::Whole(scores) => vec![TableRow { group: vec![], scores: *scores }],
+        VendiFile::Groups(groups) => groups
+            .iter()
+            .map(|(name, scores)| TableRow { group: vec![name.clone()], scores: *scores })
+            .collect(),
+    };
+    let first = rows.first().map(|r| r.scores);
+    let columns = TableColumns {
+        groups: group_by.map(str::to_string).into_iter().collect(),
+        intdiv: first.is_some_and(|s| s.intdiv.is_some()),
+        protocol: first.is_some_and(|s| s.protocol.is_some()),
+        ci,
+    };
+    (columns, rows)
+}
+
 impl TableColumns {
     /// The columns after the group columns.
     fn tail(&self) -> Vec<String> {

@@ -99,6 +99,42 @@ impl Metadata {
         Ok(col)
     }
 
+    /// The rows of each value of the column `name` (non-empty values), in value order: the groups
+    /// of a `--group-by`.
+    pub fn row_groups(&self, name: &str) -> Result<Vec<(String, Vec<usize>)>, TableError> {
+        let mut by: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
+        for (i, v) in self.require_nonempty_column(name)?.iter().enumerate() {
+            by.entry(v).or_default().push(i);
+        }
+        Ok(by.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    /// The column `name` as finite numbers (values trimmed); a cell that is not one (empty
+    /// included) is refused by its location, "expected a number, got ...".
+    pub fn numbers(&self, name: &str) -> Result<Vec<f64>, TableError> {
+        let col = self.require_column(name)?;
+        let number = |(row, v): (usize, &String)| {
+            v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| {
+                TableError::invalid(self.cell(row, name), format!("expected a number, got {v:?}"))
+            })
+        };
+        col.iter().enumerate().map(number).collect()
+    }
+
+    /// The column `name` as finite numbers (values trimmed); an error naming the cell says
+    /// "`what` must be a finite number".
+    pub fn number_column(&self, name: &str, what: &str) -> Result<Vec<f64>, TableError> {
+        let values = self.require_nonempty_column(name)?;
+        let number = |(row, v): (usize, &String)| match v.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(x),
+            _ => Err(TableError::invalid(
+                self.cell(row, name),
+                format!("{what} must be a finite number, got `{v}`"),
+            )),
+        };
+        values.iter().enumerate().map(number).collect()
+    }
+
     /// The location of data row `row` (0-based) in column `name`, with its 1-based line when the
     /// source is a CSV file (header on line 1).
     pub fn cell(&self, row: usize, name: &str) -> Location {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_metrics::agreement::{Level, category_kappa, cohen_kappa, fleiss_kappa, krippendorff_alpha};
+use culturelens_metrics::agreement::{self, Coded, Level, report};
 use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
 
 use crate::provenance::Provenance;
@@ -52,16 +52,6 @@ pub struct AgreementArgs {
     pub level: LevelArg,
 }
 
-/// A statistic of two raters' codes over the same items.
-type PairStatistic<'a> = &'a dyn Fn(&[usize], &[usize]) -> Option<f64>;
-
-/// Ratings as codes into `labels` (sorted: by value for the ordinal level, as text otherwise).
-struct Coded {
-    labels: Vec<String>,
-    /// items × raters.
-    codes: Vec<Vec<Option<usize>>>,
-}
-
 pub fn run(args: &AgreementArgs) -> Result<()> {
     if args.raters.len() < 2 {
         bail!("--raters needs at least two rater columns (got {})", args.raters.len());
@@ -79,83 +69,10 @@ pub fn run(args: &AgreementArgs) -> Result<()> {
     Ok(())
 }
 
-/// Reads the rater columns and maps each non-empty label onto its code.
+/// The ratings of the `raters` columns of `meta`, coded ([`agreement::code_ratings`]); an
+/// unreadable ordinal label is refused by file, line and column.
 fn code_ratings(meta: &Metadata, raters: &[String], level: Level) -> Result<Coded, TableError> {
     let columns = raters.iter().map(|r| meta.require_column(r)).collect::<Result<Vec<_>, _>>()?;
-    let mut labels: Vec<String> = Vec::new();
-    for (rater, column) in raters.iter().zip(&columns) {
-        for (row, value) in column.iter().enumerate() {
-            let value = value.trim();
-            if value.is_empty() {
-                continue;
-            }
-            if level == Level::Ordinal && value.parse::<f64>().map_or(true, |v| !v.is_finite()) {
-                return Err(TableError::invalid(
-                    meta.cell(row, rater),
-                    format!("ordinal labels must be numbers, got {value:?}"),
-                ));
-            }
-            labels.push(value.to_string());
-        }
-    }
-    match level {
-        Level::Nominal => labels.sort(),
-        Level::Ordinal => {
-            labels.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse::<f64>().unwrap()))
-        }
-    }
-    labels.dedup();
-    let code = |v: &str| labels.iter().position(|l| l == v);
-    let codes = (0..meta.n_rows()).map(|row| columns.iter().map(|c| code(c[row].trim())).collect()).collect();
-    Ok(Coded { labels, codes })
-}
-
-/// The JSON report, keys in a fixed order (pairs in the order the raters were given).
-fn report(coded: &Coded, raters: &[String], level: Level) -> String {
-    let k = coded.labels.len();
-    let complete: Vec<Vec<usize>> =
-        coded.codes.iter().filter_map(|item| item.iter().copied().collect::<Option<Vec<_>>>()).collect();
-    let columns: Vec<Vec<usize>> =
-        (0..raters.len()).map(|r| complete.iter().map(|item| item[r]).collect()).collect();
-    let pairs: Vec<(usize, usize)> =
-        (0..raters.len()).flat_map(|a| (a + 1..raters.len()).map(move |b| (a, b))).collect();
-    let pair_object = |f: PairStatistic| {
-        object(
-            pairs
-                .iter()
-                .map(|&(a, b)| (format!("{}|{}", raters[a], raters[b]), number(f(&columns[a], &columns[b])))),
-        )
-    };
-    let per_label = object(
-        coded
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(label, name)| (name.clone(), pair_object(&|a, b| category_kappa(a, b, label)))),
-    );
-    let level_name = match level {
-        Level::Nominal => "nominal",
-        Level::Ordinal => "ordinal",
-    };
-    let entries = [
-        ("n_items".to_string(), complete.len().to_string()),
-        ("fleiss_kappa".to_string(), number(fleiss_kappa(&complete, k))),
-        ("cohen_kappa".to_string(), pair_object(&|a, b| cohen_kappa(a, b, k))),
-        ("krippendorff_alpha".to_string(), number(krippendorff_alpha(&coded.codes, k, level))),
-        ("level".to_string(), serde_json::to_string(level_name).unwrap()),
-        ("per_label".to_string(), per_label),
-    ];
-    object(entries.into_iter()) + "\n"
-}
-
-/// A JSON number in full f64 precision, or `null`.
-fn number(value: Option<f64>) -> String {
-    serde_json::to_string(&value).unwrap()
-}
-
-/// A JSON object from (key, already-serialised value) pairs, in the order given.
-fn object(entries: impl Iterator<Item = (String, String)>) -> String {
-    let body: Vec<String> =
-        entries.map(|(key, value)| format!("{}: {value}", serde_json::to_string(&key).unwrap())).collect();
-    format!("{{{}}}", body.join(", "))
+    agreement::code_ratings(&columns, level)
+        .map_err(|e| TableError::invalid(meta.cell(e.row, &raters[e.rater]), e.message))
 }

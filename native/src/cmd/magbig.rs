@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use culturelens_compute::tensor::paired_cosine_tensor;
 use culturelens_metrics::bootstrap::{CiSpec, Replicates};
-use culturelens_metrics::magbig::{Gender, PromptCounts, deviation, mad, paired_test};
+use culturelens_metrics::magbig::{self, Group, GroupCounts, PromptCounts, deviation, mad, paired_test};
 use culturelens_metrics::stats::mean;
 use culturelens_results::ci::Interval;
-use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, MagbigRow};
+use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, magbig_rows};
 use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv, write_atomic};
 use serde_json::{Value, json};
 
@@ -99,8 +99,6 @@ pub struct MagbigArgs {
     pub ci: CiArgs,
 }
 
-type Group = (String, String, String);
-
 /// The attribute table's columns that say which prompt an image answers: model, language, set,
 /// prompt_id.
 const KEY: [&str; 4] =
@@ -112,29 +110,11 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
     }
     let meta = read_metadata_csv(&args.attributes)?;
     let groups = prompt_counts(&meta)?;
-    let rows: Vec<MagbigRow> = groups
-        .iter()
-        .filter_map(|((model, language, set), prompts)| {
-            let counts: Vec<PromptCounts> = prompts.values().copied().collect();
-            let s = mad(&counts)?;
-            let [mad_ci, male_share_ci] = match args.ci.spec() {
-                Some(spec) => intervals(&spec, &counts, &[model, language, set]),
-                None => [None, None],
-            };
-            Some(MagbigRow {
-                model: model.clone(),
-                language: language.clone(),
-                set: set.clone(),
-                n_prompts: s.n_prompts,
-                n_images: s.n_images,
-                mad: s.mad,
-                mad_random: s.mad_random,
-                male_share: s.male_share,
-                mad_ci,
-                male_share_ci,
-            })
-        })
-        .collect();
+    let spec = args.ci.spec();
+    let rows = magbig_rows(&groups, |(model, language, set), counts| match &spec {
+        Some(spec) => intervals(spec, counts, &[model, language, set]),
+        None => [None, None],
+    });
     if let Some(path) = &args.report {
         let json = report(args, &meta, &groups)?;
         write_json_pretty(path, &json)?;
@@ -171,28 +151,19 @@ fn intervals(spec: &CiSpec, counts: &[PromptCounts], key: &[&String]) -> [Option
 }
 
 /// Male/female counts per prompt, per (model, language, set), both sorted.
-fn prompt_counts(meta: &Metadata) -> Result<BTreeMap<Group, BTreeMap<String, PromptCounts>>, TableError> {
+fn prompt_counts(meta: &Metadata) -> Result<GroupCounts, TableError> {
     let [model, language, set, prompt_id] = KEY.map(|name| meta.require_nonempty_column(name));
     let (model, language, set, prompt_id) = (model?, language?, set?, prompt_id?);
     let gender = meta.require_column(GENDER)?;
-    let mut groups: BTreeMap<Group, BTreeMap<String, PromptCounts>> = BTreeMap::new();
-    for (row, value) in gender.iter().enumerate() {
-        let g = Gender::parse(value.trim()).map_err(|e| TableError::invalid(meta.cell(row, GENDER), e))?;
-        let key = (model[row].clone(), language[row].clone(), set[row].clone());
-        groups.entry(key).or_default().entry(prompt_id[row].clone()).or_default().add(g);
-    }
-    Ok(groups)
+    magbig::prompt_counts(model, language, set, prompt_id, gender)
+        .map_err(|(row, e)| TableError::invalid(meta.cell(row, GENDER), e))
 }
 
 /// Per-prompt values of one (model, language, set).
 type PerPrompt = BTreeMap<String, f64>;
 
 /// The `--report` JSON (keys sorted).
-fn report(
-    args: &MagbigArgs,
-    meta: &Metadata,
-    groups: &BTreeMap<Group, BTreeMap<String, PromptCounts>>,
-) -> Result<Value> {
+fn report(args: &MagbigArgs, meta: &Metadata, groups: &GroupCounts) -> Result<Value> {
     let attempts = attempts(meta)?;
     let alignment = match &args.images {
         Some(images) => Some(alignment(args, images, meta)?),

@@ -5,17 +5,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use burn::tensor::Tensor;
-use culturelens_compute::device::{Processor, upload_rows};
+use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{
-    Blocking, CellUnits, Comparison, Factor, Pooling, SosCiMode, SosColumns, SosLayout, SosReport, SosValues,
-    paired_differences, sos_exact_replicates, sos_fast_replicates, sos_packed, sos_report, unpack,
+    Blocking, CellUnits, Comparison, Factor, Pooling, ScoreError, Scored, SosCiMode, SosColumns, SosLayout,
+    SosReport, SosValues, paired_differences, per_image_scores, score_rows, sos_exact_replicates,
+    sos_fast_replicates,
 };
 use culturelens_metrics::bootstrap::CiSpec;
 use culturelens_metrics::demo::demo_table;
 use culturelens_metrics::permutation::DEFAULT_PERMUTATIONS;
 use culturelens_results::sos::{
-    self as schema, ComparisonColumns, DEMO_JOINT, JointColumns, PerImageColumns, PerImageScore,
+    self as schema, ComparisonColumns, DEMO_JOINT, JointColumns, PerImageColumns,
 };
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, load_table, save_table, write_atomic};
 use serde_json::json;
@@ -438,26 +438,13 @@ pub fn score_table(
         layer: meta.column("layer").map(|_| meta.require_nonempty_column("layer")).transpose()?,
         person: meta.column("person").map(|_| meta.require_nonempty_column("person")).transpose()?,
     };
-    let layout = SosLayout::new(cols, pooling).context("SoS cannot be computed for this table")?;
-    clock.lap("layout");
-    let blocks = upload_rows(embeddings.into_data(), dim, processor.upload_rows(dim), device);
-    device.sync().map_err(|e| anyhow::anyhow!("the table could not be uploaded: {e:?}"))?;
-    clock.lap("upload");
-    let packed = sos_packed(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
-    let values = unpack(packed, &layout).context("SoS cannot be computed for this table")?;
-    clock.lap("device");
-    let report = sos_report(&layout, &values.per_image);
-    clock.lap("report");
-    Ok(Scored { layout, values, report, blocks })
-}
-
-/// A scored table: its layout, per-output scores, report, and the table's row blocks on the
-/// device (kept for the exact mode of `--ci`).
-pub struct Scored {
-    pub layout: SosLayout,
-    pub values: SosValues,
-    pub report: SosReport,
-    pub blocks: Vec<Tensor<2>>,
+    let mut lap = |stage: &'static str| clock.lap(stage);
+    score_rows(embeddings.into_data(), dim, cols, pooling, device, processor, blocking, &mut lap).map_err(
+        |e| match e {
+            ScoreError::Sos(e) => anyhow::Error::from(e).context("SoS cannot be computed for this table"),
+            e @ ScoreError::Upload(_) => anyhow::Error::from(e),
+        },
+    )
 }
 
 /// Writes the joint scores (`culturelens_results::sos::Joint`), with `sos_lo`, `sos_hi` when `ci`.
@@ -475,23 +462,10 @@ fn write_per_image_csv(
     values: &SosValues,
     images: Option<&[String]>,
 ) -> Result<()> {
-    assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
     let columns =
         PerImageColumns { image: images.is_some(), layer: layout.has_layer, person: layout.person.is_some() };
-    let rows = layout.cell.iter().zip(&values.per_image).enumerate().map(|(row, (cell, score))| {
-        let c = &layout.cells[*cell as usize];
-        PerImageScore {
-            row,
-            image: images.map(|i| i[row].clone()),
-            model: c.model.clone(),
-            layer: c.layer.clone(),
-            language: c.language.clone(),
-            culture: c.culture.clone(),
-            person: layout.person.as_ref().map(|p| p[row].clone()),
-            sos: *score,
-        }
-    });
-    write_atomic(path, |w| culturelens_results::write::<schema::PerImage>(w, &columns, rows))?;
+    let rows = per_image_scores(layout, values, images);
+    write_atomic(path, |w| culturelens_results::write::<schema::PerImage>(w, &columns, &rows))?;
     Ok(())
 }
 

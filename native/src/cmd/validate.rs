@@ -6,13 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use culturelens_metrics::bootstrap::{CiSpec, Replicates};
-use culturelens_metrics::cultext2i::majority;
-use culturelens_metrics::validation::{
-    CLIPSCORE_W, LabelScores, Tendency, clipscore, label_by_clipscore, label_by_sos, score_labels,
-};
+use culturelens_metrics::validation::{Tendency, score_labels};
 use culturelens_results::ci::Interval;
-use culturelens_results::validate::{Validation, ValidationColumns, ValidationRow};
-use culturelens_table::{Metadata, TableError, read_metadata_csv, write_atomic};
+use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
+use culturelens_table::{read_metadata_csv, write_atomic};
 
 use crate::provenance::Provenance;
 use crate::uncertainty::CiArgs;
@@ -70,41 +67,23 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     }
     let meta = read_metadata_csv(&args.labels)?;
     let language = meta.require_column("language")?;
-    let human = human_labels(&meta, &args.raters)?;
-    let mut methods: Vec<(&str, Vec<Option<Tendency>>)> = Vec::new();
-    if let Some(col) = &args.sos {
-        methods.push(("sos", numbers(&meta, col)?.into_iter().map(label_by_sos).collect()));
-    }
-    if let [sur, sem] = args.clipscore.as_slice() {
-        let (sur, sem) = (numbers(&meta, sur)?, numbers(&meta, sem)?);
-        let labels = sur
-            .iter()
-            .zip(&sem)
-            .map(|(&a, &b)| label_by_clipscore(clipscore(a, CLIPSCORE_W), clipscore(b, CLIPSCORE_W)))
-            .collect();
-        methods.push(("clipscore", labels));
-    }
-    let no_en: Vec<Option<Option<Tendency>>> =
-        human.iter().zip(language).map(|(h, l)| if l.trim() == "en" { None } else { *h }).collect();
-    let mut rows = Vec::new();
-    for (name, predicted) in &methods {
-        for (subset, h) in [("all", &human), ("no_en", &no_en)] {
-            let s: LabelScores = score_labels(predicted, h);
-            let ci = match args.ci.spec() {
-                Some(spec) => intervals(&spec, predicted, h, &format!("validate\u{1f}{name}\u{1f}{subset}")),
-                None => [None; 3],
-            };
-            rows.push(ValidationRow {
-                method: name.to_string(),
-                subset: subset.to_string(),
-                n: s.n,
-                acc: s.accuracy,
-                p_sur: s.p_sur,
-                p_sem: s.p_sem,
-                ci,
-            });
-        }
-    }
+    let raters = args.raters.iter().map(|r| meta.require_column(r)).collect::<Result<Vec<_>, _>>()?;
+    let sos = args.sos.as_deref().map(|col| meta.numbers(col)).transpose()?;
+    let cosines = match args.clipscore.as_slice() {
+        [sur, sem] => Some((meta.numbers(sur)?, meta.numbers(sem)?)),
+        _ => None,
+    };
+    let spec = args.ci.spec();
+    let rows = validation_rows(
+        language,
+        &raters,
+        sos.as_deref(),
+        cosines.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
+        |name, subset, predicted, human| match &spec {
+            Some(spec) => intervals(spec, predicted, human, &format!("validate\u{1f}{name}\u{1f}{subset}")),
+            None => [None; 3],
+        },
+    );
     let columns = ValidationColumns { ci: args.ci.ci.is_some() };
     write_atomic(&args.out, |w| culturelens_results::write::<Validation>(w, &columns, &rows))?;
     let mut provenance = Provenance::new("validate", args);
@@ -139,28 +118,4 @@ fn intervals(
         [s.accuracy, s.p_sur, s.p_sem]
     });
     replicates.map(|r| r.and_then(|r| r.interval(spec.level, spec.method)))
-}
-
-/// Per image: `None` without a strict majority, else `Some(the majority's tendency)`.
-fn human_labels(meta: &Metadata, raters: &[String]) -> Result<Vec<Option<Option<Tendency>>>, TableError> {
-    let columns = raters.iter().map(|r| meta.require_column(r)).collect::<Result<Vec<_>, _>>()?;
-    Ok((0..meta.n_rows())
-        .map(|row| {
-            let given: Vec<&str> = columns.iter().map(|c| c[row].trim()).filter(|v| !v.is_empty()).collect();
-            majority(&given).map(Tendency::parse)
-        })
-        .collect())
-}
-
-/// A numeric column; every value must be a finite number.
-fn numbers(meta: &Metadata, name: &str) -> Result<Vec<f64>, TableError> {
-    let col = meta.require_column(name)?;
-    col.iter()
-        .enumerate()
-        .map(|(row, v)| {
-            v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| {
-                TableError::invalid(meta.cell(row, name), format!("expected a number, got {v:?}"))
-            })
-        })
-        .collect()
 }

@@ -2,16 +2,13 @@
 //! Eq. 2–3) with cosine, categorical (Eq. 4) or precomputed kernels, optionally per group and with
 //! the CUBE batch protocol (§5.2, App. J). The metric code is `culturelens_compute::vendi`.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_compute::vendi::{
-    CosineRows, Features, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiItems,
-    VendiScore, VendiStatistic, categorical_features, host_dual_product, host_product, intdiv,
-    intdiv_of_kernel, kernel_submatrix, precomputed_spectrum, product_tensor, protocol, protocol_precomputed,
-    spectrum_from_product, spectrum_of_product,
+    Collection, CosineRows, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiItems,
+    VendiStatistic, categorical_features, point_scores, precomputed_spectrum, protocol, protocol_precomputed,
 };
 use culturelens_results::vendi::{self as schema, Protocol, VendiFile, VendiScores};
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
@@ -164,45 +161,6 @@ impl From<RouteArg> for Route {
     }
 }
 
-/// What the kernel is built from.
-enum Items {
-    /// The cosine kernel's feature map, kept as the f32 rows and their norms.
-    Cosine(CosineRows),
-    /// The categorical kernel's feature map.
-    Features(Features),
-    /// A precomputed kernel matrix (row-major n × n) and the file it came from.
-    Kernel { k: Vec<f64>, n: usize, path: PathBuf },
-}
-
-impl Items {
-    fn n(&self) -> usize {
-        match self {
-            Items::Cosine(c) => c.n,
-            Items::Features(f) => f.n,
-            Items::Kernel { n, .. } => *n,
-        }
-    }
-
-    fn subset(&self, rows: &[usize]) -> Items {
-        match self {
-            Items::Cosine(c) => Items::Cosine(c.select_rows(rows)),
-            Items::Features(f) => Items::Features(f.select_rows(rows)),
-            Items::Kernel { k, n, path } => {
-                Items::Kernel { k: kernel_submatrix(k, *n, rows), n: rows.len(), path: path.clone() }
-            }
-        }
-    }
-
-    /// The feature map in f64, for the kernels that have one (a cosine map is built here).
-    fn features(&self) -> Option<Cow<'_, Features>> {
-        match self {
-            Items::Cosine(c) => Some(Cow::Owned(c.features())),
-            Items::Features(f) => Some(Cow::Borrowed(f)),
-            Items::Kernel { .. } => None,
-        }
-    }
-}
-
 pub fn run(args: &VendiArgs) -> Result<()> {
     let mut clock = Stages::new(args.timings);
     let kernel = args.kernel.unwrap_or(if args.embeddings.is_some() {
@@ -214,7 +172,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     let inputs =
         InputHashes::start([&args.embeddings, &args.meta].into_iter().flatten().map(PathBuf::as_path));
     let (items, meta) = load_items(args, kernel)?;
-    let quality = args.quality_col.as_deref().map(|col| quality_column(&meta, col)).transpose()?;
+    let quality = args.quality_col.as_deref().map(|col| meta.number_column(col, "quality")).transpose()?;
     let groups = groups(&meta, args.group_by.as_deref(), items.n())?;
     clock.lap("load");
     let device = select_device(args.device)?;
@@ -234,9 +192,9 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                     seed: group_seed(args.ci.seed, name),
                 };
                 let score = match (group, group.features()) {
-                    (Items::Kernel { k, n, path }, _) => {
+                    (Collection::Kernel { k, n }, _) => {
                         precomputed_spectrum(k, *n, ProductPrecision::F32)
-                            .with_context(|| path.display().to_string())?;
+                            .with_context(|| kernel_path(args))?;
                         protocol_precomputed(k, *n, qual.as_deref(), args.q, plan, ProductPrecision::F32)
                     }
                     (_, Some(f)) => protocol(&f, qual.as_deref(), args.q, plan, precision, &device),
@@ -246,61 +204,34 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                 protocol_scores(&score, group.n(), args.q, args.intdiv)
             }
             None => {
-                let route = Route::from(args.route);
-                let spectrum = match group {
-                    Items::Kernel { k, n, path } => precomputed_spectrum(k, *n, ProductPrecision::F32)
-                        .with_context(|| path.display().to_string())?,
-                    // faer's f64 triangular GEMM beats the CPU backend's f64 GEMM, and the cosine
-                    // dual route builds its f64 rows block by block from the f32 table.
-                    Items::Cosine(c)
-                        if args.device == DeviceChoice::Cpu && route.resolve(c.n, c.d) == Route::Dual =>
-                    {
-                        let product = host_dual_product(c);
-                        clock.lap("product");
-                        spectrum_of_product(product, c.n, c.d, precision)
-                    }
-                    _ => {
-                        let f = group.features().expect("cosine and categorical kernels have a feature map");
-                        let product = match args.device {
-                            DeviceChoice::Cpu => host_product(&f, route),
-                            _ => product_tensor(&f, route, precision, &device).into_data(),
-                        };
-                        clock.lap("product");
-                        spectrum_from_product(product, &f, precision)
-                    }
-                };
-                clock.lap("eigenvalues");
-                let score = VendiScore::from_spectrum(&spectrum, group.n(), args.q, qual.as_deref());
-                let intdiv = args.intdiv.then(|| match (group, group.features()) {
-                    (Items::Kernel { k, n, .. }, _) => intdiv_of_kernel(k, *n),
-                    (_, Some(f)) => intdiv(&f),
-                    (_, None) => unreachable!("only a precomputed kernel has no feature map"),
-                });
-                let VendiScore { n, q, vs, qvs, qvs_norm } = score;
-                VendiScores {
-                    n,
-                    q,
-                    vs,
-                    qvs,
-                    qvs_norm,
-                    intdiv,
-                    protocol: None,
-                    vs_ci: None,
-                    qvs_ci: None,
-                    qvs_norm_ci: None,
-                }
+                let mut lap = |stage: &'static str| clock.lap(stage);
+                point_scores(
+                    group,
+                    args.q,
+                    qual.as_deref(),
+                    Route::from(args.route),
+                    args.intdiv,
+                    args.device.processor(),
+                    precision,
+                    &device,
+                    &mut lap,
+                )
+                .with_context(|| kernel_path(args))?
             }
         };
         let value = match args.ci.spec() {
             Some(spec) => {
                 let features = group.features();
                 let items = match (group, &features) {
-                    (Items::Kernel { k, n, .. }, _) => VendiItems::Kernel { k, n: *n },
+                    (Collection::Kernel { k, n }, _) => VendiItems::Kernel { k, n: *n },
                     (_, Some(f)) => VendiItems::Features(f),
                     (_, None) => unreachable!("only a precomputed kernel has no feature map"),
                 };
-                let precision =
-                    if matches!(group, Items::Kernel { .. }) { ProductPrecision::F32 } else { precision };
+                let precision = if matches!(group, Collection::Kernel { .. }) {
+                    ProductPrecision::F32
+                } else {
+                    precision
+                };
                 let protocol = args.batch_size.map(|batch| ProtocolPlan {
                     batch: batch as usize,
                     repeats: args.repeats as usize,
@@ -348,20 +279,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
 /// Writes `file` as the `--csv` table (`culturelens_results::vendi::Table`): one row per group,
 /// the `group_by` column holding its value.
 fn write_table(path: &Path, group_by: Option<&str>, ci: bool, file: &VendiFile) -> Result<()> {
-    let rows: Vec<schema::TableRow> = match file {
-        VendiFile::Whole(scores) => vec![schema::TableRow { group: vec![], scores: *scores }],
-        VendiFile::Groups(groups) => groups
-            .iter()
-            .map(|(name, scores)| schema::TableRow { group: vec![name.clone()], scores: *scores })
-            .collect(),
-    };
-    let first = rows.first().map(|r| r.scores);
-    let columns = schema::TableColumns {
-        groups: group_by.map(str::to_string).into_iter().collect(),
-        intdiv: first.is_some_and(|s| s.intdiv.is_some()),
-        protocol: first.is_some_and(|s| s.protocol.is_some()),
-        ci,
-    };
+    let (columns, rows) = schema::table_rows(file, group_by, ci);
     write_atomic(path, |w| culturelens_results::write::<schema::Table>(w, &columns, &rows))?;
     Ok(())
 }
@@ -369,12 +287,15 @@ fn write_table(path: &Path, group_by: Option<&str>, ci: bool, file: &VendiFile) 
 /// The groups of `--group-by COL` (value and rows, in value order), or one group named `""`
 /// of all `n` rows.
 fn groups(meta: &Metadata, group_by: Option<&str>, n: usize) -> Result<Vec<(String, Vec<usize>)>> {
-    let Some(col) = group_by else { return Ok(vec![(String::new(), (0..n).collect())]) };
-    let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, v) in meta.require_nonempty_column(col)?.iter().enumerate() {
-        by.entry(v).or_default().push(i);
-    }
-    Ok(by.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    Ok(match group_by {
+        Some(col) => meta.row_groups(col)?,
+        None => vec![(String::new(), (0..n).collect())],
+    })
+}
+
+/// The kernel file named in errors of a precomputed kernel (the only kernel that can be refused).
+fn kernel_path(args: &VendiArgs) -> String {
+    args.embeddings.as_deref().map_or_else(String::new, |p| p.display().to_string())
 }
 
 /// Rejects flag combinations that would otherwise be silently ignored.
@@ -401,7 +322,7 @@ fn group_seed(seed: u64, group: &str) -> u64 {
     culturelens_metrics::bootstrap::stream_seed(seed, group)
 }
 
-fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> {
+fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Collection, Metadata)> {
     match kernel {
         KernelArg::Cosine => {
             let path = args.embeddings.as_deref().context("--kernel cosine needs --embeddings")?;
@@ -409,7 +330,7 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> 
             let (n, d) = (table.len(), table.dim());
             let rows = CosineRows::new(table.embeddings.into_data(), n, d)
                 .with_context(|| path.display().to_string())?;
-            Ok((Items::Cosine(rows), table.meta))
+            Ok((Collection::Cosine(rows), table.meta))
         }
         KernelArg::Categorical => {
             let path = args
@@ -430,7 +351,7 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> 
                 .map(|c| meta.require_nonempty_column(c).map(|v| (c.as_str(), v)))
                 .collect::<Result<_, _>>()?;
             let f = categorical_features(&cols, &args.weights).with_context(|| path.display().to_string())?;
-            Ok((Items::Features(f), meta))
+            Ok((Collection::Features(f), meta))
         }
         KernelArg::Precomputed => {
             let path = args
@@ -452,7 +373,7 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Items, Metadata)> 
                 None => Metadata::empty(n),
             };
             let k = m.data().iter().map(|v| f64::from(*v)).collect();
-            Ok((Items::Kernel { k, n, path: path.to_path_buf() }, meta))
+            Ok((Collection::Kernel { k, n }, meta))
         }
     }
 }
@@ -464,21 +385,6 @@ fn precomputed_meta(path: &Path, n: usize) -> Result<Metadata> {
         bail!("{}: {} metadata rows but the kernel is {n} x {n}", path.display(), meta.n_rows());
     }
     Ok(meta)
-}
-
-fn quality_column(meta: &Metadata, col: &str) -> Result<Vec<f64>> {
-    let values = meta.require_nonempty_column(col)?;
-    values
-        .iter()
-        .enumerate()
-        .map(|(row, v)| match v.trim().parse::<f64>() {
-            Ok(x) if x.is_finite() => Ok(x),
-            _ => {
-                let at = meta.location().row(row).line(row as u64 + 2).column(col);
-                bail!("{at}: quality must be a finite number, got `{v}`")
-            }
-        })
-        .collect()
 }
 
 /// The scores of the CUBE protocol: the means over the batches, with their spreads.

@@ -121,5 +121,80 @@ pub fn sos(
     Ok((layout, values, report))
 }
 
+/// A table scored on a device by [`score_rows`]: its layout, per-output scores, report, and the
+/// table's row blocks on the device (kept for the exact mode of the bootstrap).
+pub struct Scored {
+    pub layout: SosLayout,
+    pub values: SosValues,
+    pub report: SosReport,
+    pub blocks: Vec<Tensor<2>>,
+}
+
+/// Every output's score in row order as the rows of `sos --per-image`
+/// (`culturelens_results::sos::PerImage`), with the input's `image` cells when it has that column.
+pub fn per_image_scores(
+    layout: &SosLayout,
+    values: &SosValues,
+    images: Option<&[String]>,
+) -> Vec<culturelens_results::sos::PerImageScore> {
+    assert_eq!(layout.cell.len(), values.per_image.len(), "one score per row");
+    let rows = layout.cell.iter().zip(&values.per_image).enumerate();
+    rows.map(|(row, (cell, score))| {
+        let c = &layout.cells[*cell as usize];
+        culturelens_results::sos::PerImageScore {
+            row,
+            image: images.map(|i| i[row].clone()),
+            model: c.model.clone(),
+            layer: c.layer.clone(),
+            language: c.language.clone(),
+            culture: c.culture.clone(),
+            person: layout.person.as_ref().map(|p| p[row].clone()),
+            sos: *score,
+        }
+    })
+    .collect()
+}
+
+/// Why [`score_rows`] produced no scores.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    /// The metadata or the references make SoS undefined.
+    #[error(transparent)]
+    Sos(#[from] SosError),
+    /// The device did not take the table (its error, debug-formatted).
+    #[error("the table could not be uploaded: {0}")]
+    Upload(String),
+}
+
+/// The one SoS scoring of a whole table, shared by `culturelens sos`/`demo` and the Python
+/// package's `culturelens.sos`: the layout of `cols` (host), the row-major `embeddings` (N ×
+/// `dim`) onto `device` (a `processor`) in the blocks its buffers take
+/// ([`Processor::upload_rows`]; on a CPU without a copy), [`sos_packed`] in row blocks of
+/// `blocking`, one read-back, [`unpack`] and [`sos_report`] (f64). `lap` is called after the
+/// stages `layout`, `upload` (waited for), `device` (device work and read-back) and `report`.
+#[allow(clippy::too_many_arguments)]
+pub fn score_rows(
+    embeddings: Vec<f32>,
+    dim: usize,
+    cols: SosColumns<'_>,
+    pooling: Pooling,
+    device: &Device,
+    processor: Processor,
+    blocking: Blocking,
+    lap: &mut dyn FnMut(&'static str),
+) -> Result<Scored, ScoreError> {
+    let layout = SosLayout::new(cols, pooling).map_err(SosError::from)?;
+    lap("layout");
+    let blocks = crate::device::upload_rows(embeddings, dim, processor.upload_rows(dim), device);
+    device.sync().map_err(|e| ScoreError::Upload(format!("{e:?}")))?;
+    lap("upload");
+    let packed = sos_packed(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
+    let values = unpack(packed, &layout).map_err(SosError::from)?;
+    lap("device");
+    let report = sos_report(&layout, &values.per_image);
+    lap("report");
+    Ok(Scored { layout, values, report, blocks })
+}
+
 #[cfg(test)]
 mod tests;

@@ -60,6 +60,7 @@
 //!   here those eigenvalues are zeroed first, so `q = 0` is the rank and every route agrees.
 
 mod bootstrap;
+mod collection;
 mod eigen;
 mod gram;
 mod product;
@@ -67,6 +68,7 @@ mod protocol;
 mod score;
 
 pub use bootstrap::{VendiItems, VendiStatistic};
+pub use collection::{Collection, point_scores};
 pub use gram::HOST_BLOCK_ROWS;
 pub use product::{
     KERNEL_ENTRY_TOLERANCE, PRODUCT_BLOCK, host_dual_product, host_product, kernel_submatrix,

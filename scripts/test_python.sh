@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Python package's test (crates/culturelens-py), as scripts/test.sh runs it: builds the wheel
+# with maturin (dev profile, abi3), installs it with numpy, pandas and pytest into a FRESH
+# virtualenv (never the source tree), and runs the pytest suite, which compares every function
+# with the `culturelens` binary on the same inputs (CULTURELENS_BIN, default
+# $CARGO_TARGET_DIR/debug/culturelens, built here when missing).
+# maturin is installed, pinned, into $CARGO_TARGET_DIR/python-tools only when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}
+python=${PYTHON:-python3}
+tools=$target/python-tools
+if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin 1.16.0"; then
+  "$python" -m venv "$tools"
+  "$tools/bin/pip" install -q maturin==1.16.0
+fi
+wheels=$target/python-wheels
+rm -rf "$wheels"
+"$tools/bin/maturin" build --locked -q -m crates/culturelens-py/Cargo.toml --out "$wheels"
+bin=${CULTURELENS_BIN:-$target/debug/culturelens}
+[ -x "$bin" ] || cargo build --locked -p culturelens
+bin=$(realpath "$bin")
+root=$(pwd)
+venv=$(mktemp -d)
+trap 'rm -rf "$venv"' EXIT
+"$python" -m venv "$venv"
+"$venv/bin/pip" install -q "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pytest==9.2.0
+# From a folder outside the checkout, so `import culturelens` can only find the installed wheel.
+cd "$venv"
+CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/crates/culturelens-py/tests"
