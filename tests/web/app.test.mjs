@@ -6,7 +6,8 @@
 // educator slide with `culturelens sos --per-image`; the box selection with the points inside the
 // box (computed here from the drawn coordinates); the result views (MAGBIG bars, CulText2I NA
 // matrix, the occupation slide) with the `culturelens magbig` / `cultext2i` tables the bundle
-// carries, row by row; a table spread over several GPU buffers (`part-bytes=`) with the CLI.
+// carries, row by row; a table spread over several GPU buffers (`part-bytes=`) with the CLI; the
+// Vendi panel at width 768 with vendi-score (tests/fixtures/vendi/wide.json).
 //
 // Environment: CULTURELENS_BIN (the CLI, default ../../target/debug/culturelens), CHROMIUM
 // (default /usr/bin/chromium), WEB_DIST (default ../../web/dist), WEB_TEST_REPORT (JSON report of
@@ -1117,6 +1118,57 @@ test("Bundles whose manifest lies about sizes get an on-screen error, and the ta
       report.runs.push({ path: `bad bundle ${name}`, errorAfterMs: Date.now() - t0 });
       await bad.page.close();
     }
+  } finally {
+    await browser.close();
+  }
+});
+
+/** splitmix64 (Steele, Lea & Flood), the generator of scripts/fixtures/make_vendi_wide.py's table. */
+function splitmix64(x) {
+  const M = (1n << 64n) - 1n;
+  x = (x + 0x9E3779B97F4A7C15n) & M;
+  x = ((x ^ (x >> 30n)) * 0xBF58476D1CE4E5B9n) & M;
+  x = ((x ^ (x >> 27n)) * 0x94D049BB133111EBn) & M;
+  return x ^ (x >> 31n);
+}
+
+// The Vendi panel at a real embedding width (d = 768, N = 900 in 20 clusters: its eigenvalues
+// come from the two-stage solver, order ≥ 512) against vendi-score's `score_dual` (q = 1,
+// tests/fixtures/vendi/wide.json); the table is rebuilt here from the script's formula, bundled by
+// the CLI and opened on the CPU backend. Bound: about 3× the measured 2.6e-15 (relative; the
+// CLI's: 2.7e-15).
+test("Vendi at width 768 (two-stage eigensolver) equals vendi-score's, CPU panel", { timeout: TIMEOUT * 2 }, async () => {
+  const fixture = JSON.parse(fs.readFileSync(path.join(repo, "tests/fixtures/vendi/wide.json"), "utf8"));
+  const { n, d, clusters } = fixture;
+  const h = (stream, k) => Number(splitmix64((7n << 56n) | (BigInt(stream) << 48n) | BigInt(k)) >> 11n) / 2 ** 53;
+  const body = Buffer.alloc(n * d * 4);
+  let checksum = 0;
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < d; j++) {
+      const v = Math.fround(2 * (h(1, (i % clusters) * d + j) - 0.5) + (h(2, i * d + j) - 0.5));
+      body.writeFloatLE(v, (i * d + j) * 4);
+      checksum += v;
+    }
+  }
+  assert.ok(Math.abs(checksum - fixture.x_checksum) < 1e-6, `the table: ${checksum} vs ${fixture.x_checksum}`);
+  const npy = path.join(work, "wide.npy"), meta = path.join(work, "wide.csv");
+  writeNpy(npy, n, d, body);
+  const rows = Array.from({ length: n }, (_, i) => `m,${["en", "de"][i % 2]},c${i % clusters}`);
+  fs.writeFileSync(meta, ["model,language,culture", ...rows].join("\n") + "\n");
+  cli("bundle", "--embeddings", npy, "--meta", meta, "--title", "vendi width 768", "--out", path.join(work, "bundles", "wide"));
+  const browser = await launch(false);
+  try {
+    const { page, errors } = await openPage(browser, "?bundle=/bundles/wide/&backend=cpu", { disableWebGpu: true });
+    await results(page);
+    await page.click("#tab-vendi");
+    await page.waitForFunction(() => document.querySelector("#vendi-vs")?.textContent !== "–");
+    const got = await vendiAfter(page, () => page.selectOption("#vendi-quality", ""));
+    const want = fixture.dual["1"];
+    const rel = Math.abs(got.vs - want) / want;
+    report.runs.push({ bundle: "wide", backend: "cpu", vendiWidth768RelDiff: rel });
+    assert.equal(got.n, n);
+    assert.ok(rel <= 8e-15, `VS ${got.vs} vs vendi-score's ${want}: relative ${rel}`);
+    assert.deepEqual(errors, []);
   } finally {
     await browser.close();
   }
