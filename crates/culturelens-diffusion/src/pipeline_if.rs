@@ -21,7 +21,7 @@
 //!   no `latents=`; culturelens' given latents replace this draw), then every DDPM step at
 //!   `t > 0` draws `randn((K, 3, H, W))` from the same generator: the caller hands the scheduler
 //!   the generator(s) in their state after the initial draw
-//!   ([`crate::pipelines::Pipeline::noise_generator`], `Scheduler::set_noise_generators`).
+//!   (`Pipeline::noise_generator`, `Scheduler::set_noise_generators`).
 //! - **Output**: `(x / 2 + 0.5).clamp(0, 1)` (`output_type="np"`; no safety checker and no
 //!   watermark, which diffusers applies to PIL output only).
 
