@@ -409,14 +409,6 @@ fn protocol_is_deterministic_and_bad_quality_is_located() {
     assert!(err.contains("m.csv, line 3 (data row 1), column hps: quality must be a finite number"), "{err}");
 }
 
-/// splitmix64 (Steele, Lea & Flood), the generator of `scripts/fixtures/make_vendi_wide.py`'s table.
-fn splitmix64(x: u64) -> u64 {
-    let mut x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 /// How far (relative) the CLI's scores at width 768 may sit from vendi-score's: 2.7e-15 measured
 /// on an AVX-512 EPYC (printed with `--nocapture`); faer's GEMM, inside the first stage, sums in
 /// another order on AVX2 machines, so the bound leaves room for a few times that.
@@ -430,8 +422,9 @@ fn scores_at_width_768_match_vendi_score() {
     let fixture: Value = serde_json::from_str(&culturelens_testkit::read_fixture("vendi/wide.json")).unwrap();
     let (n, d, clusters) = (900usize, 768usize, 20usize);
     assert_eq!((fixture["n"].as_u64(), fixture["d"].as_u64()), (Some(n as u64), Some(d as u64)));
+    // The script's h(s, k): its splitmix64 of the key, top 53 bits, = SplitMix64's first next_f64.
     let h = |stream: u64, k: usize| {
-        (splitmix64(7 << 56 | stream << 48 | k as u64) >> 11) as f64 / (1u64 << 53) as f64
+        culturelens_rng::SplitMix64::new(7 << 56 | stream << 48 | k as u64).next_f64()
     };
     let x: Vec<f32> = (0..n * d)
         .map(|ij| {

@@ -4,6 +4,7 @@
 //! from the script's splitmix64 formula; the covariance is the centred XᵀX, as the CLI's figure
 //! and the browser form it.
 
+use culturelens_rng::SplitMix64;
 use culturelens_testkit::read_fixture;
 use culturelens_view::pca::principal_axes_with_stats;
 use serde_json::Value;
@@ -13,15 +14,10 @@ use serde_json::Value;
 /// case by about 0.984^200 ≈ 4e-2.
 const AXIS_BOUND: f64 = 2e-14;
 
-fn splitmix64(x: u64) -> u64 {
-    let mut x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
+/// `h(case, stream, k)` of make_pca.py: the first `next_f64` of SplitMix64 seeded with the key
+/// (the script's splitmix64 of the key, top 53 bits).
 fn h(case: u64, stream: u64, k: u64) -> f64 {
-    (splitmix64(case << 56 | stream << 48 | k) >> 11) as f64 / (1u64 << 53) as f64
+    SplitMix64::new(case << 56 | stream << 48 | k).next_f64()
 }
 
 /// The script's table of case `c`, row-major `n × d`.
