@@ -546,9 +546,7 @@ fn generate(
         Ok(()) => scheduler.timesteps().len().max(1) as u64,
         Err(_) => read.steps.max(1) as u64,
     };
-    // Job::run's rule: one prompt per call unless the pipeline batches prompts independently and
-    // the scheduler draws no noise.
-    let alone = !read.pipeline.model.batch_independent() || scheduler.kind().draws_noise();
+    let alone = job.one_prompt_per_call()?;
     for batch in batches {
         let calls = if alone { batch.len() as u64 } else { 1 };
         let total = per_call * calls;
@@ -726,15 +724,18 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Whether a batch runs one prompt per call: a scheduler drawing noise needs each prompt's
+    /// own generator, and Kandinsky 3's text depends on the batch.
+    fn one_prompt_per_call(&self) -> Result<bool> {
+        Ok(!self.pipeline.model.batch_independent()
+            || self.pipeline.scheduler(self.kind)?.kind().draws_noise())
+    }
+
     /// The images of `batch` (prompts sharing a text layer): each item's K images as
     /// `K × H × W × 3` floats.
     fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
         let pipeline = self.pipeline;
-        let alone =
-            !pipeline.model.batch_independent() || pipeline.scheduler(self.kind)?.kind().draws_noise();
-        if batch.len() > 1 && alone {
-            // A scheduler drawing noise needs each prompt's own generator, and Kandinsky 3's text
-            // depends on the batch: one prompt per call.
+        if batch.len() > 1 && self.one_prompt_per_call()? {
             let mut all = Vec::new();
             for item in batch {
                 all.extend(self.run(std::slice::from_ref(item))?);

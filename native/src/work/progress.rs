@@ -59,12 +59,8 @@ impl Progress {
     pub fn inc(&self, n: usize) {
         self.bar.inc(n as u64);
         if let Some(lines) = &self.lines {
-            let mut state = lines.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.1 += n;
-            if state.2.elapsed() >= lines.every {
-                state.2 = Instant::now();
-                eprintln!("{}", lines.line(state.0, state.1, self.started.elapsed()));
-            }
+            lines.state.lock().unwrap_or_else(|e| e.into_inner()).1 += n;
+            lines.print_when_due(self.started.elapsed());
         }
     }
 
@@ -75,11 +71,7 @@ impl Progress {
         self.bar.set_message(detail.clone());
         if let Some(lines) = &self.lines {
             *lines.detail.lock().unwrap_or_else(|e| e.into_inner()) = detail;
-            let mut state = lines.state.lock().unwrap_or_else(|e| e.into_inner());
-            if state.2.elapsed() >= lines.every {
-                state.2 = Instant::now();
-                eprintln!("{}", lines.line(state.0, state.1, self.started.elapsed()));
-            }
+            lines.print_when_due(self.started.elapsed());
         }
     }
 
@@ -105,6 +97,16 @@ impl Progress {
 }
 
 impl Lines {
+    /// Prints a line when the interval has passed since the last one (`elapsed`: since the run
+    /// started).
+    fn print_when_due(&self, elapsed: Duration) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.2.elapsed() >= self.every {
+            state.2 = Instant::now();
+            eprintln!("{}", self.line(state.0, state.1, elapsed));
+        }
+    }
+
     /// `done/len what · rate/s · ETA`, the rate over this run's items only.
     fn line(&self, start: usize, done: usize, elapsed: Duration) -> String {
         let seconds = elapsed.as_secs_f64();
