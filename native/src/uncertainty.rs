@@ -8,7 +8,7 @@ use anyhow::Result;
 use culturelens_metrics::bootstrap::{CiMethod, CiSpec, DEFAULT_RESAMPLES, check_level};
 use serde_json::{Value, json};
 
-use crate::provenance::value_enum;
+use crate::provenance::{Provenance, value_enum};
 
 /// The help text every command's `long_about` ends with (its own unit is stated before it), as
 /// a literal for `concat!`.
@@ -82,6 +82,15 @@ impl CiArgs {
             CiSpec::new(level, self.bootstrap, self.seed, self.ci_method.into())
                 .expect("checked by the parsers"),
         )
+    }
+
+    /// Records the intervals of a command without options of its own in `provenance`, with
+    /// `--ci` only: `--seed` among its seeds and the `uncertainty` record ([`Self::record`]).
+    pub fn record_in(&self, provenance: &mut Provenance, unit: &str) {
+        if self.ci.is_some() {
+            provenance.seed("seed", self.seed);
+        }
+        provenance.uncertainty(self.record(unit, json!({})));
     }
 
     /// The provenance's `uncertainty` record: the settings, the resampling `unit` and anything

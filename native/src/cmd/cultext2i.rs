@@ -181,11 +181,7 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     for path in [&args.images, &args.image_meta, &args.texts, &args.text_meta].into_iter().chain(&args.vqa) {
         provenance.input(path)?;
     }
-    if args.ci.ci.is_some() {
-        provenance.seed("seed", args.ci.seed);
-    }
-    let unit = "images within each (model, language, concept, template)";
-    provenance.uncertainty(args.ci.record(unit, serde_json::json!({})));
+    args.ci.record_in(&mut provenance, "images within each (model, language, concept, template)");
     provenance.device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, concept, template) rows to {}", rows.len(), args.out.display());
     Ok(())

@@ -129,11 +129,8 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
         provenance.input(path)?;
     }
     let sets: std::collections::BTreeSet<&String> = groups.keys().map(|(_, _, set)| set).collect();
-    if args.ci.ci.is_some() {
-        provenance.seed("seed", args.ci.seed);
-    }
     let unit = "prompts (prompt_id) with a classified image, within each (model, language, set)";
-    provenance.uncertainty(args.ci.record(unit, json!({})));
+    args.ci.record_in(&mut provenance, unit);
     provenance.prompt_sets(sets).device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())

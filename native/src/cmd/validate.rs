@@ -88,11 +88,8 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     write_atomic(&args.out, |w| culturelens_results::write::<Validation>(w, &columns, &rows))?;
     let mut provenance = Provenance::new("validate", args);
     provenance.input(&args.labels)?;
-    if args.ci.ci.is_some() {
-        provenance.seed("seed", args.ci.seed);
-    }
-    let unit = "images with a human label, within each (method, subset)";
-    provenance.uncertainty(args.ci.record(unit, serde_json::json!({}))).write_beside(&args.out)?;
+    args.ci.record_in(&mut provenance, "images with a human label, within each (method, subset)");
+    provenance.write_beside(&args.out)?;
     eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
     Ok(())
 }

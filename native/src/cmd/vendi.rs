@@ -260,16 +260,17 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     }
     let mut provenance = Provenance::new("vendi", args);
     inputs.record(&mut provenance)?;
-    if args.batch_size.is_some() || args.ci.ci.is_some() {
-        provenance.seed("seed", args.ci.seed);
-    }
     let unit = match &args.group_by {
         Some(col) => {
             format!("items within each {col} group, the whole Vendi computation re-run per resample")
         }
         None => "items of the collection, the whole Vendi computation re-run per resample".to_string(),
     };
-    provenance.uncertainty(args.ci.record(&unit, serde_json::json!({})));
+    args.ci.record_in(&mut provenance, &unit);
+    if args.batch_size.is_some() {
+        // The CUBE protocol's batches are drawn from --seed too.
+        provenance.seed("seed", args.ci.seed);
+    }
     provenance.device(args.device, precision).write_beside(&args.out)?;
     clock.lap("write");
     println!("{}", String::from_utf8_lossy(&text));
