@@ -15,7 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-step() { printf '\n== [%4ds] %s\n' "$((SECONDS - start))" "$*"; }
+# Each step also prints the disk left where target/ lives, so a run that fills the disk says where.
+step() {
+  printf '\n== [%4ds] %s (disk free: %s)\n' "$((SECONDS - start))" "$*" \
+    "$(df -h --output=avail "${CARGO_TARGET_DIR:-.}" 2>/dev/null | tail -1 | tr -d ' ')"
+}
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
