@@ -20,6 +20,7 @@ mod docs_commands;
 mod embed_backends;
 mod embed_cli;
 mod embed_kill;
+mod errors_cli;
 mod faces_cli;
 mod fighting_words_convokit_cli;
 mod figures_cli;

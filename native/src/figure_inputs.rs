@@ -502,7 +502,7 @@ pub fn write(dir: &Path, figures: &[Figure], scale: f32) -> Result<Vec<PathBuf>>
         .iter()
         .map(|f| png(&f.svg, scale, &[]).with_context(|| format!("cannot render {}", f.name)))
         .collect::<Result<_>>()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    culturelens_files::create_dir_all(dir)?;
     let mut written = Vec::new();
     for (f, png) in figures.iter().zip(pngs) {
         for (ext, bytes) in [("svg", f.svg.as_bytes()), ("png", png.as_slice())] {

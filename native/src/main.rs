@@ -7,6 +7,7 @@ mod cmd;
 mod device;
 mod embeddings;
 mod encode;
+mod error_chain;
 mod examples;
 mod figure_inputs;
 mod hub;
@@ -91,7 +92,7 @@ fn main() {
         Command::Quality(args) => cmd::quality::run(args),
     };
     if let Err(err) = result {
-        eprintln!("error: {err:#}");
+        eprintln!("error: {}", error_chain::render(&err));
         std::process::exit(1);
     }
 }

@@ -77,7 +77,7 @@ pub struct CsvFile {
 /// Writes every file into `dir` (created if needed), each atomically. Callers compute all files
 /// before calling, so a bad input never leaves a partial result folder.
 pub fn write_csv_files(dir: &Path, files: &[CsvFile]) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    culturelens_files::create_dir_all(dir)?;
     for file in files {
         write_csv_rows(&dir.join(file.name), &file.header, &file.rows)?;
     }

@@ -26,22 +26,43 @@ fn staging(prefix: &str, #[cfg_attr(not(unix), allow(unused))] mode: u32) -> Bui
     builder
 }
 
-/// Writes `path` atomically: `write` fills a temporary file in the same folder, which is flushed,
-/// synced and renamed onto `path` only when `write` succeeds. The file gets the user's umask
-/// (`0666 & !umask`). Errors are those of the file system; the caller names `path`.
+/// Creates the folder `dir` and its missing parents, the one rule of every output folder: a
+/// command creates the folders its outputs go into (as `mkdir -p` would), so `--out runs/a/x.csv`
+/// works in an empty directory. The error names `dir`.
+pub fn create_dir_all(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::new("create the folder", dir, e))
+}
+
+/// Writes `path` atomically: `write` fills a temporary file in the same folder (created with its
+/// missing parents, [`create_dir_all`]), which is flushed, synced and renamed onto `path` only
+/// when `write` succeeds. The file gets the user's umask (`0666 & !umask`). Errors are those of
+/// the file system, never naming the temporary file; the caller names `path`.
 pub fn write_atomic<F>(path: &Path, write: F) -> std::io::Result<()>
 where
     F: FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 {
-    let mut tmp = staging(".culturelens-", 0o666).suffix(".tmp").tempfile_in(parent_dir(path))?;
+    let parent = parent_dir(path);
+    create_dir_all(parent).map_err(|e| std::io::Error::new(e.source.kind(), format!("{e}: {}", e.source)))?;
+    let mut tmp =
+        staging(".culturelens-", 0o666).suffix(".tmp").tempfile_in(parent).map_err(without_temporary_path)?;
     {
         let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         write(&mut out)?;
         out.flush()?;
     }
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(path).map_err(|e| without_temporary_path(e.error))?;
     Ok(())
+}
+
+/// `tempfile`'s I/O error without the ` at path "…/.culturelens-XXXX.tmp"` it appends: the user
+/// named the output, not the temporary file beside it, and the caller names the output.
+fn without_temporary_path(e: std::io::Error) -> std::io::Error {
+    let text = e.to_string();
+    match text.rfind(" at path ") {
+        Some(at) if e.get_ref().is_some() => std::io::Error::new(e.kind(), &text[..at]),
+        _ => e,
+    }
 }
 
 /// Builds the folder `out` atomically: `fill` writes its content into an empty staging folder
@@ -54,7 +75,7 @@ where
     E: From<Error>,
 {
     let parent = parent_dir(out);
-    std::fs::create_dir_all(parent).map_err(|e| Error::new("create", parent, e))?;
+    create_dir_all(parent)?;
     let staged = staging(".culturelens-", 0o777)
         .tempdir_in(parent)
         .map_err(|e| Error::new("create a folder in", parent, e))?;
@@ -159,7 +180,41 @@ mod tests {
         let blocked = dir.path().join("file");
         std::fs::write(&blocked, "f").unwrap();
         let err = write_dir_atomic(&blocked.join("inside"), fill("x")).unwrap_err();
-        assert_eq!(err.to_string(), format!("cannot create {}", blocked.display()));
+        assert_eq!(err.to_string(), format!("cannot create the folder {}", blocked.display()));
+    }
+
+    /// A file's missing folders are created; a failure names the folder or the file, never the
+    /// temporary file beside it.
+    #[test]
+    fn a_file_gets_its_folders_and_errors_name_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/a/out.csv");
+        write_atomic(&path, |w| w.write_all(b"x")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "x");
+        assert_eq!(names(&dir.path().join("runs/a")), ["out.csv"]);
+        // A file where a folder should be.
+        let blocked = dir.path().join("file");
+        std::fs::write(&blocked, "f").unwrap();
+        let err = write_atomic(&blocked.join("out.csv"), |w| w.write_all(b"x")).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("cannot create the folder {}: ", blocked.display())), "{err}");
+        // A folder where the file should be: the rename fails.
+        let taken = dir.path().join("taken");
+        std::fs::create_dir(&taken).unwrap();
+        std::fs::write(taken.join("inside"), "i").unwrap();
+        let err = write_atomic(&taken, |w| w.write_all(b"x")).unwrap_err().to_string();
+        assert!(!err.contains(".culturelens-") && !err.contains(".tmp"), "{err}");
+        assert_eq!(names(dir.path()), ["file", "runs", "taken"], "no temporary file is left");
+    }
+
+    #[test]
+    fn temporary_paths_are_cut_from_tempfile_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = staging(".culturelens-", 0o666).tempfile_in(&missing).unwrap_err();
+        assert!(err.to_string().contains(" at path "), "tempfile's own text: {err}");
+        let cut = without_temporary_path(err);
+        assert_eq!(cut.kind(), std::io::ErrorKind::NotFound);
+        assert!(!cut.to_string().contains("at path"), "{cut}");
     }
 
     /// Outputs take the umask as `std::fs::write` would: 022 gives 0644 files and 0755 folders,

@@ -5,7 +5,9 @@
 //!   target and renamed into place only when complete, so a failed or killed run never leaves a
 //!   partial output, and an existing one is replaced only on success. Outputs get the user's
 //!   umask (files `0666 & !umask`, folders `0777 & !umask`), as `std::fs::write` and
-//!   `create_dir_all` would, not the owner-only mode of a temporary file.
+//!   `create_dir_all` would, not the owner-only mode of a temporary file. Both create the missing
+//!   folders above an output ([`create_dir_all`], the one output-folder rule of every command),
+//!   and their errors name the output, never the temporary file.
 //! - [`parent_dir`] and [`sibling`]: the folder a path sits in (`.` for a bare name), and a name
 //!   relative to a file's folder.
 //! - [`sha256_hex`], [`Sha256Hex`] and [`file_sha256`]: SHA-256 in lower-case hex, of bytes, of a
@@ -22,7 +24,7 @@ mod paths;
 mod atomic;
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use atomic::{write_atomic, write_dir_atomic};
+pub use atomic::{create_dir_all, write_atomic, write_dir_atomic};
 pub use error::Error;
 pub use hash::{Sha256Hex, file_sha256, sha256_hex};
 pub use paths::{parent_dir, sibling};

@@ -478,7 +478,7 @@ fn plan(args: &GenerateArgs, read: &Read) -> Result<Plan> {
     let pixels = if args.out_npy.is_some() { height * width * 3 } else { 0 };
 
     let manifest_path = args.out.join("manifest.csv");
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    culturelens_files::create_dir_all(&args.out)?;
     let key = RunKey::Generate {
         pipeline: canonical(&read.dir),
         scheduler: read.scheduler_name,

@@ -128,8 +128,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
         _ => None,
     };
     for sub in ["logs", "parts"] {
-        std::fs::create_dir_all(args.dir.join(sub))
-            .with_context(|| format!("cannot create {}", args.dir.join(sub).display()))?;
+        culturelens_files::create_dir_all(&args.dir.join(sub))?;
     }
     let dir = absolute(&args.dir)?;
 

@@ -407,7 +407,7 @@ pub fn run_demo(args: &DemoArgs) -> Result<()> {
     println!("culturelens demo: SYNTHETIC demo data (planted tendencies), not results from any model\n");
     print_summary(&layout, &report, &mut std::io::stdout().lock())?;
     if let Some(dir) = &args.write {
-        std::fs::create_dir_all(dir)?;
+        culturelens_files::create_dir_all(dir)?;
         save_table(&table, &dir.join("embeddings.npy"), Some(&dir.join("meta.csv")))?;
         write_joint_csv(&dir.join(DEMO_JOINT), &report, false)?;
         Provenance::new("demo", args).device(args.device, FloatType::F32).write_for_dir(dir)?;
