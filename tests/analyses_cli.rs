@@ -201,8 +201,8 @@ fn magbig_report_by_hand() {
         .opt("--out", &out)
         .opt("--report", &report)
         .opt("--compare", "direct,indirect")
-        .opt("--images", &images)
-        .opt("--texts", &texts)
+        .opt("--image-embeddings", &images)
+        .opt("--text-embeddings", &texts)
         .opt("--text-meta", &text_meta)
         .opt("--reference-set", "ref")
         .run_ok();
@@ -277,8 +277,8 @@ fn validate_by_hand() {
     Cli::new("validate")
         .opt("--labels", &labels)
         .opt("--raters", "r1,r2,r3")
-        .opt("--sos", "sos")
-        .opt("--clipscore", "cs_sur,cs_sem")
+        .opt("--sos-col", "sos")
+        .opt("--clipscore-cols", "cs_sur,cs_sem")
         .opt("--out", &out)
         .run_ok();
     assert_eq!(
@@ -305,7 +305,7 @@ fn validate_by_hand() {
     let err = Cli::new("validate")
         .opt("--labels", &bad)
         .opt("--raters", "r1,r2")
-        .opt("--sos", "sos")
+        .opt("--sos-col", "sos")
         .opt("--out", dir.path().join("b.out"))
         .run_fails()
         .stderr;

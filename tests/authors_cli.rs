@@ -65,7 +65,7 @@ fn sos_clip_language_vs_culture_matches_the_authors_get_clip_results() {
     Cli::new("clipscore")
         .opt("--images", &manifest)
         .opt("--weights", fixture("encoders/clip"))
-        .opt("--captions", "lang,cult")
+        .opt("--caption-cols", "lang,cult")
         .opt("--w", "100")
         .opt("--out", &out)
         .run_ok();

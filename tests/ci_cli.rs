@@ -478,7 +478,7 @@ fn validate_ci_resamples_labelled_images() {
         p(&labels),
         "--raters",
         "r1,r2",
-        "--sos",
+        "--sos-col",
         "sos",
         "--out",
         p(&out),

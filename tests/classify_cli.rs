@@ -201,7 +201,7 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
             .opt("--template", "A photo of a {} person")
             .opt("--out", &out)
     };
-    clipscore().opt("--captions", "surface").run_ok();
+    clipscore().opt("--caption-cols", "surface").run_ok();
     let (header, rows) = read_csv(&out);
     assert_eq!(header, ["image", "surface", "long", "surface_cos", "surface_clipscore"]);
     let (image, text) = (reference("clip", "image_embeds"), reference("clip", "text_embeds"));
@@ -223,11 +223,11 @@ fn clipscore_is_w_times_the_clamped_cosine_of_transformers_features() {
 
     // A caption over the 16-token context: an error naming row and column, unless --truncate.
     std::fs::remove_file(&out).unwrap();
-    let run = clipscore().opt("--captions", "surface,long").run_fails();
+    let run = clipscore().opt("--caption-cols", "surface,long").run_fails();
     assert!(run.stderr.contains("column `long`") || run.stderr.contains("long"), "{}", run.stderr);
     assert!(run.stderr.contains("--truncate"), "{}", run.stderr);
     assert!(!out.exists());
-    clipscore().opt("--captions", "surface,long").flag("--truncate").run_ok();
+    clipscore().opt("--caption-cols", "surface,long").flag("--truncate").run_ok();
     let (header, _) = read_csv(&out);
     assert_eq!(header[5..], ["long_cos", "long_clipscore"]);
 }
@@ -255,7 +255,7 @@ fn clipscore_with_w_100_equals_torchmetrics_clipscore_on_the_tiny_clip() {
     Cli::new("clipscore")
         .opt("--images", &manifest)
         .opt("--weights", fixture("encoders/clip"))
-        .opt("--captions", "caption")
+        .opt("--caption-cols", "caption")
         .opt("--w", "100")
         .opt("--out", &out)
         .run_ok();

@@ -25,6 +25,7 @@ mod faces_cli;
 mod fighting_words_convokit_cli;
 mod figures_cli;
 mod file_modes;
+mod flag_names_cli;
 mod generate_cli;
 mod generate_cogview4_cli;
 mod generate_flow_cli;

@@ -52,9 +52,9 @@ const TEXT_META: &str = "kind,label,language\nnationality,german,\nnationality,s
 
 fn cli(i: &Inputs, out: &Path) -> Cli {
     Cli::new("cultext2i")
-        .opt("--images", &i.images)
+        .opt("--image-embeddings", &i.images)
         .opt("--image-meta", &i.image_meta)
-        .opt("--texts", &i.texts)
+        .opt("--text-embeddings", &i.texts)
         .opt("--text-meta", &i.text_meta)
         .opt("--out", out)
 }

@@ -78,7 +78,7 @@ pub fn finished_run(root: &Path) -> FinishedRun {
         .opt("--embeddings", work.join("embeddings.npy"))
         .opt("--meta", work.join("meta.csv"))
         .opt("--group-by", "language")
-        .opt("--batch-size", "8")
+        .opt("--protocol-batch", "8")
         .opt("--repeats", "4")
         .opt("--out", &run.vendi)
         .run_ok();
@@ -91,7 +91,7 @@ pub fn finished_run(root: &Path) -> FinishedRun {
     );
     Cli::new("magbig").opt("--attributes", &attributes).opt("--out", &run.magbig).run_ok();
     Cli::new("cultext2i")
-        .opt("--images", npy(&work.join("i.npy"), &[[1.0, 0.0], [0.0, 2.0], [3.0, 4.0], [0.2, 1.0]]))
+        .opt("--image-embeddings", npy(&work.join("i.npy"), &[[1.0, 0.0], [0.0, 2.0], [3.0, 4.0], [0.2, 1.0]]))
         .opt(
             "--image-meta",
             write(
@@ -100,7 +100,7 @@ pub fn finished_run(root: &Path) -> FinishedRun {
                  m,es,city,t,spanish\nm,es,city,t,spanish\n",
             ),
         )
-        .opt("--texts", npy(&work.join("t.npy"), &[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.0]]))
+        .opt("--text-embeddings", npy(&work.join("t.npy"), &[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.0]]))
         .opt(
             "--text-meta",
             write(

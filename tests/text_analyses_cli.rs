@@ -82,7 +82,7 @@ fn colour_rejects_a_non_image_and_writes_nothing() {
     let run = Cli::new("colour")
         .opt("--images", dir.path().join("m.csv"))
         .opt("--out", &out)
-        .opt("--group-by", "model,seed")
+        .opt("--palette-by", "model,seed")
         .run_fails();
     assert!(run.stderr.contains("seed"), "{}", run.stderr);
 }

@@ -84,14 +84,14 @@ fn cpu_and_device_agree(device: &str) {
         "categorical",
         "--columns",
         "culture,person,template",
-        "--weights",
+        "--kernel-weights",
         "0.5,0.3,0.2",
     ];
     // 8 groups of 270 rows: the kernel route multiplies 270 × 270, the dual route 64 × 64
     // (cosine) or 16 × 16 (categorical: 10 cultures + 3 person terms + 3 templates).
     let kernel_route = ["--group-by", "language", "--route", "kernel"];
     let dual_route = ["--group-by", "language", "--route", "dual"];
-    let protocol = ["--group-by", "model", "--batch-size", "8", "--repeats", "50", "--seed", "5"];
+    let protocol = ["--group-by", "model", "--protocol-batch", "8", "--repeats", "50", "--seed", "5"];
     // The order q only changes the host's formula on the spectrum the device product gives, so
     // each route runs once, at orders that weigh the spectrum differently.
     let runs =

@@ -20,13 +20,13 @@ fn vendi_on(npy: &Path) -> Cli {
     Cli::new("vendi").opt("--embeddings", npy)
 }
 
-/// `culturelens vendi --meta CSV --kernel categorical --columns COLS --weights WEIGHTS`.
+/// `culturelens vendi --meta CSV --kernel categorical --columns COLS --kernel-weights WEIGHTS`.
 fn categorical(meta: &Path, columns: &str, weights: &str) -> Cli {
     Cli::new("vendi")
         .opt("--meta", meta)
         .opt("--kernel", "categorical")
         .opt("--columns", columns)
-        .opt("--weights", weights)
+        .opt("--kernel-weights", weights)
 }
 
 /// Writes `k` (n × n, row-major) as a precomputed kernel `.npy`.
@@ -236,7 +236,7 @@ fn protocol_on_categorical_and_precomputed_kernels_agree() {
     let protocol = |cli: Cli, out: &Path| {
         cli.opt("--q", "2")
             .opt("--quality-col", "hps")
-            .opt("--batch-size", "2")
+            .opt("--protocol-batch", "2")
             .opt("--repeats", "9")
             .opt("--seed", "7")
             .flag("--intdiv")
@@ -302,7 +302,7 @@ fn protocol_groups_are_seeded_by_value() {
     let run = |meta: &Path, out: &Path| {
         categorical(meta, "country,artifact", "0.5,0.5")
             .opt("--group-by", "prompt")
-            .opt("--batch-size", "3")
+            .opt("--protocol-batch", "3")
             .opt("--repeats", "5")
             .opt("--seed", "11")
             .opt("--out", out)
@@ -353,14 +353,14 @@ fn flags_that_would_be_ignored_are_errors() {
     let (npy, csv) = readme_table(dir.path());
     let out = dir.path().join("v.json");
     let fails = |cli: Cli| cli.opt("--out", &out).run_fails().stderr;
-    let err = fails(vendi_on(&npy).opt("--columns", "prompt").opt("--weights", "1"));
-    assert!(err.contains("--columns and --weights belong to --kernel categorical"), "{err}");
+    let err = fails(vendi_on(&npy).opt("--columns", "prompt").opt("--kernel-weights", "1"));
+    assert!(err.contains("--columns and --kernel-weights belong to --kernel categorical"), "{err}");
     let err = fails(categorical(&csv, "prompt", "1").opt("--embeddings", &npy));
     assert!(err.contains("drop --embeddings"), "{err}");
     let err = fails(vendi_on(&npy).opt("--q", "-1"));
     assert!(err.contains("order q must be a number >= 0 or `inf`"), "{err}");
-    let err = fails(vendi_on(&npy).opt("--batch-size", "0"));
-    assert!(err.contains("--batch-size"), "{err}");
+    let err = fails(vendi_on(&npy).opt("--protocol-batch", "0"));
+    assert!(err.contains("--protocol-batch"), "{err}");
     assert!(!out.exists(), "no output on errors");
     // --timings splits the command into stages on stderr.
     let stderr = vendi_on(&npy).flag("--timings").opt("--out", &out).run_ok().stderr;
@@ -377,7 +377,7 @@ fn protocol_is_deterministic_and_bad_quality_is_located() {
     let protocol = |out: &Path| {
         vendi_on(&npy)
             .opt("--meta", &csv)
-            .opt("--batch-size", "2")
+            .opt("--protocol-batch", "2")
             .opt("--repeats", "7")
             .opt("--seed", "3")
             .opt("--out", out)

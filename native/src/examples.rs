@@ -16,7 +16,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
         "vendi",
         &[
             "culturelens vendi --embeddings emb.npy --meta emb.csv --group-by language --out vendi.json --csv vendi.csv",
-            "culturelens vendi --meta cube.csv --kernel categorical --columns continent,country,artifact --weights 0.2,0.3,0.5 --out vendi.json",
+            "culturelens vendi --meta cube.csv --kernel categorical --columns continent,country,artifact --kernel-weights 0.2,0.3,0.5 --out vendi.json",
         ],
     ),
     (
@@ -53,7 +53,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
     ("agreement", &["culturelens agreement --labels labels.csv --raters A1,A2,A3 --out agreement.json"]),
     (
         "colour",
-        &["culturelens colour --images imgs/manifest.csv --out colour/ --group-by model,language,culture"],
+        &["culturelens colour --images imgs/manifest.csv --out colour/ --palette-by model,language,culture"],
     ),
     (
         "captions",
@@ -68,13 +68,13 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
     (
         "cultext2i",
         &[
-            "culturelens cultext2i --images img.npy --image-meta img.csv --texts text.npy --text-meta text.csv --out cultext2i.csv --report report.json",
+            "culturelens cultext2i --image-embeddings img.npy --image-meta img.csv --text-embeddings text.npy --text-meta text.csv --out cultext2i.csv --report report.json",
         ],
     ),
     (
         "validate",
         &[
-            "culturelens validate --labels scores.csv --raters A1,A2,A3 --clipscore surface_cos,semantic_cos --out validate.csv",
+            "culturelens validate --labels scores.csv --raters A1,A2,A3 --clipscore-cols surface_cos,semantic_cos --out validate.csv",
         ],
     ),
     (
@@ -104,7 +104,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
     (
         "clipscore",
         &[
-            "culturelens clipscore --images imgs/manifest.csv --captions surface,semantic --weights clip-vit-base-patch32/ --out scores.csv",
+            "culturelens clipscore --images imgs/manifest.csv --caption-cols surface,semantic --weights clip-vit-base-patch32/ --out scores.csv",
         ],
     ),
     ("quality", &["culturelens quality --images imgs/manifest.csv --weights hps-v2.1/ --out quality.csv"]),

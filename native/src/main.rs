@@ -10,6 +10,7 @@ mod encode;
 mod error_chain;
 mod examples;
 mod figure_inputs;
+mod flags;
 mod hub;
 mod input;
 mod output;
@@ -97,10 +98,20 @@ fn main() {
     }
 }
 
-/// The command line, parsed by [`Cli`] with the subcommands' examples in their help.
+/// The command line, parsed by [`Cli`] with the subcommands' examples in their help and the old
+/// spellings of renamed flags (a deprecation note each on stderr).
 fn parse() -> Cli {
-    let matches = examples::with_examples(Cli::command()).get_matches();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = command().get_matches_from(&args);
+    for note in flags::old_spelling_notes(&args, &matches) {
+        eprintln!("{note}");
+    }
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The whole command tree as it parses: [`Cli`], its examples and the old flag spellings.
+fn command() -> clap::Command {
+    flags::with_old_spellings(examples::with_examples(Cli::command()))
 }
 
 #[cfg(test)]
@@ -111,7 +122,7 @@ mod tests {
     /// them.
     #[test]
     fn every_subcommand_has_examples_that_parse() {
-        let command = examples::with_examples(Cli::command());
+        let command = command();
         let names: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
         let with: Vec<&str> = examples::EXAMPLES.iter().map(|(name, _)| *name).collect();
         assert_eq!(names, with, "one entry per subcommand, in order");

@@ -273,7 +273,7 @@ function cultext2iResults() {
   writeNpy(i, vectors.length, dim, f32(vectors));
   const im = file("cultext2i-images.csv", meta.join("\n") + "\n");
   const out = path.join(work, "cultext2i.csv"), report = path.join(work, "cultext2i-report.json");
-  cli("cultext2i", "--images", i, "--image-meta", im, "--texts", t, "--text-meta", tm, "--out", out, "--report", report);
+  cli("cultext2i", "--image-embeddings", i, "--image-meta", im, "--text-embeddings", t, "--text-meta", tm, "--out", out, "--report", report);
   return { cultext2i: out, report };
 }
 

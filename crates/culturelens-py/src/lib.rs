@@ -189,7 +189,7 @@ fn magbig(py: Python<'_>, columns: Vec<(String, Vec<String>)>) -> PyResult<Recor
 }
 
 /// Vendi scores of a collection, or of each group of `group_by` (`culturelens vendi --csv`, CUBE
-/// §5.2 Eq. 2–3): the point estimate (no `--batch-size`, no `--ci`) on the CPU device.
+/// §5.2 Eq. 2–3): the point estimate (no `--protocol-batch`, no `--ci`) on the CPU device.
 #[pyfunction]
 #[pyo3(signature = (embeddings, columns, q = "1", kernel = None, categories = Vec::new(), weights = Vec::new(),
                     quality_col = None, group_by = None, route = "auto", intdiv = false))]

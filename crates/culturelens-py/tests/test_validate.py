@@ -32,7 +32,7 @@ def run_cli(cli, tmp_path, text, *args):
 
 
 def test_by_hand_equals_the_cli_and_the_hand_values(cli, tmp_path):
-    done, out = run_cli(cli, tmp_path, BY_HAND, "--raters", "r1,r2,r3", "--sos", "sos", "--clipscore", "cs_sur,cs_sem")
+    done, out = run_cli(cli, tmp_path, BY_HAND, "--raters", "r1,r2,r3", "--sos-col", "sos", "--clipscore-cols", "cs_sur,cs_sem")
     assert done.returncode == 0, done.stderr
     labels = pd.read_csv(tmp_path / "l.csv")  # numbers as floats, the empty rater cell as NaN
     frame = culturelens.validate(labels, ["r1", "r2", "r3"], sos="sos", clipscore=("cs_sur", "cs_sem"))
@@ -48,7 +48,7 @@ def test_by_hand_equals_the_cli_and_the_hand_values(cli, tmp_path):
 
 def test_sos_only_and_undefined_shares(cli, tmp_path):
     text = "language,r1,r2,sos\nde,semantic,semantic,0.2\nen,japan,japan,0.1\n"
-    done, out = run_cli(cli, tmp_path, text, "--raters", "r1,r2", "--sos", "sos")
+    done, out = run_cli(cli, tmp_path, text, "--raters", "r1,r2", "--sos-col", "sos")
     assert done.returncode == 0, done.stderr
     frame = culturelens.validate(pd.read_csv(tmp_path / "l.csv", dtype=str), ["r1", "r2"], sos="sos")
     assert_same_as_cli(frame, out)
@@ -56,7 +56,7 @@ def test_sos_only_and_undefined_shares(cli, tmp_path):
 
 
 def test_bad_input(cli, tmp_path):
-    done, _ = run_cli(cli, tmp_path, "language,r1,r2,sos\nde,surface,surface,x\n", "--raters", "r1,r2", "--sos", "sos")
+    done, _ = run_cli(cli, tmp_path, "language,r1,r2,sos\nde,surface,surface,x\n", "--raters", "r1,r2", "--sos-col", "sos")
     assert done.returncode != 0
     with pytest.raises(ValueError) as err:
         culturelens.validate(pd.read_csv(tmp_path / "l.csv", dtype=str), ["r1", "r2"], sos="sos")

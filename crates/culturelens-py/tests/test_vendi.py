@@ -97,7 +97,7 @@ CUBE = pd.DataFrame(
 def test_categorical_kernel(cli, tmp_path):
     CUBE.to_csv(tmp_path / "cube.csv", index=False)
     args = ["--meta", tmp_path / "cube.csv", "--kernel", "categorical", "--columns", "continent,country,artifact"]
-    csv_path = cli_vendi(cli, tmp_path, *args, "--weights", "0.5,0.3,0.2", "--q", "inf", "--intdiv")
+    csv_path = cli_vendi(cli, tmp_path, *args, "--kernel-weights", "0.5,0.3,0.2", "--q", "inf", "--intdiv")
     frame = culturelens.vendi(
         meta=CUBE, columns=["continent", "country", "artifact"], weights=[0.5, 0.3, 0.2], q="inf", intdiv=True
     )

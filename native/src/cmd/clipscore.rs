@@ -21,13 +21,13 @@ const CONVENTIONS: &str = "\
 CLIPScore (Hessel et al., 2021) as the SoS validation uses it (SoS Sec. 4.2):
   CLIPScore(I, C) = w * max(cos(E_I, E_C), 0), w = 2.5 (--w; torchmetrics' CLIPScore is w = 100)
 with E_I, E_C the image and caption embeddings of a CLIP-family model that `embed` supports.
---images is a manifest CSV (column `image`, paths relative to the CSV) whose --captions columns
+--images is a manifest CSV (column `image`, paths relative to the CSV) whose --caption-cols columns
 hold each image's captions; with --template (e.g. \"A photo of a {} person\") a cell's value is put
 in place of {} (so a column of culture names gives the SoS captions). A caption longer than the
 text tower's context is an error naming its row and column, unless --truncate (then it is cut
 to the context, as torchmetrics does silently).
 Output (--out, atomic): the manifest's columns, then COL_cos and COL_clipscore per caption column
-(`culturelens validate --clipscore SUR_cos,SEM_cos` labels the images from these). An image that
+(`culturelens validate --clipscore-cols SUR_cos,SEM_cos` labels the images from these). An image that
 cannot be read stops the run unless --skip-bad, which keeps its row with empty scores.";
 
 /// Arguments of `culturelens clipscore`.
@@ -39,7 +39,7 @@ pub struct ClipscoreArgs {
     pub images: PathBuf,
     /// Caption columns of the manifest, comma-separated.
     #[arg(long, value_delimiter = ',', required = true, value_name = "COL1,COL2,...")]
-    pub captions: Vec<String>,
+    pub caption_cols: Vec<String>,
     /// Caption template; `{}` is replaced by the cell's value.
     #[arg(long, value_name = "TEXT")]
     pub template: Option<String>,
@@ -71,7 +71,7 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     // Per caption column, per row: the index of its text in `texts`.
     let mut caption_of: Vec<Vec<usize>> = Vec::new();
-    for col in &args.captions {
+    for col in &args.caption_cols {
         let values = meta.require_nonempty_column(col)?;
         let rows = values
             .iter()
@@ -89,7 +89,7 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     let (encoder, weights) = args.model.load()?;
     let marked = encoder.tokenize_marked(&texts)?;
     if !args.truncate {
-        for (c, col) in args.captions.iter().enumerate() {
+        for (c, col) in args.caption_cols.iter().enumerate() {
             if let Some(row) = caption_of[c].iter().position(|&t| marked[t].1) {
                 let max = encoder.model.max_text_len().unwrap_or(0);
                 return Err(TableError::invalid(
@@ -111,7 +111,7 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     let n = images.paths.len();
     let done = embed_image_list(&encoder, &images.paths, args.run.batch, args.run.skip_bad)?;
     let mut added = Vec::new();
-    for (col, captions) in args.captions.iter().zip(&caption_of) {
+    for (col, captions) in args.caption_cols.iter().zip(&caption_of) {
         let captions = done.keys().map(|&row| &text_rows[captions[row]]);
         let cosines = read_back(paired_cosine_tensor(
             upload(&matrix(done.values()), &encoder.device),

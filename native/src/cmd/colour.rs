@@ -30,8 +30,8 @@ centre; stop when an iteration's assignment repeats the previous one, or after -
 Fewer than k distinct colours give a shorter palette. Colours are ordered by cluster size
 (share = cluster pixels / kept pixels), HSV as Python's colorsys.
 Outputs in --out (a folder), written only when every image was read:
-  dominant_colours.csv  image, the --group-by columns, rank, r, g, b, hex, share, h, s, v
-  palettes.csv          per --group-by group: k-means of the pooled kept pixels of its images
+  dominant_colours.csv  image, the --palette-by columns, rank, r, g, b, hex, share, h, s, v
+  palettes.csv          per --palette-by group: k-means of the pooled kept pixels of its images
                         (each image contributes its --pixels sample, so images weigh equally)
   values.csv            per --value-by group: histogram of the HSV value V of every image's
                         dominant colours, weighted by share, --bins equal bins of [0, 1] (last
@@ -60,10 +60,10 @@ pub struct ColourArgs {
     #[arg(long, default_value_t = PaletteConfig::DEFAULT.seed)]
     pub seed: u64,
     /// Manifest columns whose groups get a palette ('' = all images in one group).
-    #[arg(long, value_delimiter = ',', default_value = "model,language,culture")]
-    pub group_by: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "model,language,culture", value_name = "COLS")]
+    pub palette_by: Vec<String>,
     /// Manifest columns whose groups get an HSV value histogram ('' = one group).
-    #[arg(long, value_delimiter = ',', default_value = "model,language")]
+    #[arg(long, value_delimiter = ',', default_value = "model,language", value_name = "COLS")]
     pub value_by: Vec<String>,
     /// Bins of the HSV value histogram.
     #[arg(long, default_value_t = 10)]
@@ -118,7 +118,7 @@ pub fn run(args: &ColourArgs) -> Result<()> {
     let config =
         PaletteConfig { k: args.k, max_pixels: args.pixels, max_iter: args.max_iter, seed: args.seed };
     let list = ImageList::read(&args.images)?;
-    let (group_by, value_by) = (columns(&args.group_by), columns(&args.value_by));
+    let (group_by, value_by) = (columns(&args.palette_by), columns(&args.value_by));
     let (group_keys, value_keys) = (group_keys(&list, &group_by)?, group_keys(&list, &value_by)?);
     let mut dominant = Vec::new();
     let mut pooled: BTreeMap<&[String], (usize, Vec<Rgb>)> = BTreeMap::new();

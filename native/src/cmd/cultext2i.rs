@@ -57,13 +57,13 @@ seeded with --seed XOR FNV-1a(\"cultext2i\", model, language, concept, template)
 pub struct Cultext2iArgs {
     /// Image embeddings (.npy, .parquet).
     #[arg(long, value_name = "FILE")]
-    pub images: PathBuf,
+    pub image_embeddings: PathBuf,
     /// Image metadata CSV: model,language,concept,template,nationality.
     #[arg(long, value_name = "FILE")]
     pub image_meta: PathBuf,
     /// Text embeddings (.npy, .parquet).
     #[arg(long, value_name = "FILE")]
-    pub texts: PathBuf,
+    pub text_embeddings: PathBuf,
     /// Text metadata CSV: kind (nationality|dimension|concept), label, language (concept rows).
     #[arg(long, value_name = "FILE")]
     pub text_meta: PathBuf,
@@ -109,14 +109,14 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     if !(args.temperature.is_finite() && args.temperature > 0.0) {
         bail!("--temperature must be a positive number (got {})", args.temperature);
     }
-    let images = load_table(&args.images, Some(&args.image_meta))?;
-    let texts_table = load_table(&args.texts, Some(&args.text_meta))?;
+    let images = load_table(&args.image_embeddings, Some(&args.image_meta))?;
+    let texts_table = load_table(&args.text_embeddings, Some(&args.text_meta))?;
     if images.dim() != texts_table.dim() {
         bail!(
             "{} has {}-dimensional embeddings but {} has {}: image and text embeddings must come from one model",
-            args.images.display(),
+            args.image_embeddings.display(),
             images.dim(),
-            args.texts.display(),
+            args.text_embeddings.display(),
             texts_table.dim()
         );
     }
@@ -178,7 +178,10 @@ pub fn run(args: &Cultext2iArgs) -> Result<()> {
     let columns = Cultext2iColumns { dimensions: texts.dimensions.clone(), ci: args.ci.ci.is_some() };
     write_atomic(&args.out, |w| culturelens_results::write::<Groups>(w, &columns, &rows))?;
     let mut provenance = Provenance::new("cultext2i", args);
-    for path in [&args.images, &args.image_meta, &args.texts, &args.text_meta].into_iter().chain(&args.vqa) {
+    for path in [&args.image_embeddings, &args.image_meta, &args.text_embeddings, &args.text_meta]
+        .into_iter()
+        .chain(&args.vqa)
+    {
         provenance.input(path)?;
     }
     args.ci.record_in(&mut provenance, "images within each (model, language, concept, template)");

@@ -87,7 +87,7 @@ pub struct GenerateArgs {
     pub prompt: Option<String>,
     /// A prompt table (CSV with a `prompt` column, e.g. from `culturelens prompts export`; every
     /// column is carried into the manifest) or a `.txt` file with one prompt per line.
-    #[arg(long, value_name = "FILE.csv", conflicts_with = "prompt_set")]
+    #[arg(long, value_name = "CSV|TXT", conflicts_with = "prompt_set")]
     pub prompts: Option<PathBuf>,
     /// One of the papers' prompt sets (sos, magbig, cube, cultext2i), as `prompts export` gives
     /// it (upstream files from the cache, downloading or $CULTURELENS_DATA_MIRROR).

@@ -54,7 +54,7 @@ Report (--report FILE.json), per (model, language, set) as above plus:
              prompt, that produced the image; MAGBIG Table 3): a prompt's attempts = its largest
              value; mean_per_prompt = their mean, images_per_prompt = mean rows per prompt
              (classified or not);
-  alignment  with --images (embeddings, one row per A.csv row, same order) and --texts/--text-meta
+  alignment  with --image-embeddings (embeddings, one row per A.csv row, same order) and --text-embeddings/--text-meta
              (language,set,prompt_id): mean cos(image, its own prompt) (MAGBIG Fig. 6, red and blue
              bars) and, with --reference-set R, mean cos(image, the prompt of set R with the same
              language and prompt_id) (the purple bars);
@@ -81,16 +81,16 @@ pub struct MagbigArgs {
     #[arg(long, value_delimiter = ',', value_name = "A,B", requires = "report")]
     pub compare: Vec<String>,
     /// Image embeddings (.npy, .parquet), one row per --attributes row in the same order.
-    #[arg(long, value_name = "FILE", requires_all = ["texts", "text_meta", "report"])]
-    pub images: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires_all = ["text_embeddings", "text_meta", "report"])]
+    pub image_embeddings: Option<PathBuf>,
     /// Prompt text embeddings (.npy, .parquet).
-    #[arg(long, value_name = "FILE", requires = "images")]
-    pub texts: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires = "image_embeddings")]
+    pub text_embeddings: Option<PathBuf>,
     /// Prompt text metadata CSV: language,set,prompt_id.
-    #[arg(long, value_name = "FILE", requires = "images")]
+    #[arg(long, value_name = "FILE", requires = "image_embeddings")]
     pub text_meta: Option<PathBuf>,
     /// The set whose prompts are the reference of the alignment comparison.
-    #[arg(long, value_name = "SET", requires = "images")]
+    #[arg(long, value_name = "SET", requires = "image_embeddings")]
     pub reference_set: Option<String>,
     /// Backend of the alignment cosines.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -122,9 +122,14 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
     let columns = MagbigColumns { ci: args.ci.ci.is_some() };
     write_atomic(&args.out, |w| culturelens_results::write::<Magbig>(w, &columns, &rows))?;
     let mut provenance = Provenance::new("magbig", args);
-    for path in [Some(&args.attributes), args.images.as_ref(), args.texts.as_ref(), args.text_meta.as_ref()]
-        .into_iter()
-        .flatten()
+    for path in [
+        Some(&args.attributes),
+        args.image_embeddings.as_ref(),
+        args.text_embeddings.as_ref(),
+        args.text_meta.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         provenance.input(path)?;
     }
@@ -162,7 +167,7 @@ type PerPrompt = BTreeMap<String, f64>;
 /// The `--report` JSON (keys sorted).
 fn report(args: &MagbigArgs, meta: &Metadata, groups: &GroupCounts) -> Result<Value> {
     let attempts = attempts(meta)?;
-    let alignment = match &args.images {
+    let alignment = match &args.image_embeddings {
         Some(images) => Some(alignment(args, images, meta)?),
         None => None,
     };
@@ -259,14 +264,15 @@ fn alignment(args: &MagbigArgs, images_path: &std::path::Path, meta: &Metadata) 
     let images = load_table(images_path, None)?;
     if images.len() != meta.n_rows() {
         bail!(
-            "{} has {} rows but {} has {}: --images needs one embedding per attributes row, in order",
+            "{} has {} rows but {} has {}: --image-embeddings needs one embedding per attributes row, in order",
             images_path.display(),
             images.len(),
             args.attributes.display(),
             meta.n_rows()
         );
     }
-    let texts = load_table(args.texts.as_deref().expect("clap requires"), args.text_meta.as_deref())?;
+    let texts =
+        load_table(args.text_embeddings.as_deref().expect("clap requires"), args.text_meta.as_deref())?;
     if images.dim() != texts.dim() {
         bail!(
             "image embeddings are {}-dimensional, text embeddings {}: use one model",

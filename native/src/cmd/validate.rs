@@ -18,11 +18,11 @@ const CONVENTIONS: &str = "\
 SoS validation (SoS paper Sec. 4.2, Table 2). --labels has one row per image with a `language`
 column, the rater columns (--raters; each label `surface`, `semantic`, another option such as a
 distractor culture, or empty = missing) and the predictor columns:
-  --sos COL            per-image SoS (cos(semantic) - cos(surface)): > 0 semantic, < 0 surface,
-                       0 no label
-  --clipscore SUR,SEM  the image's cosine with \"A photo of a {c} person\" for the surface and the
-                       semantic culture; CLIPScore = 2.5 * max(cos, 0) (Hessel et al.), the higher
-                       wins, a tie gives no label
+  --sos-col COL             per-image SoS (cos(semantic) - cos(surface)): > 0 semantic, < 0
+                            surface, 0 no label
+  --clipscore-cols SUR,SEM  the image's cosine with \"A photo of a {c} person\" for the surface and the
+                            semantic culture; CLIPScore = 2.5 * max(cos, 0) (Hessel et al.), the
+                            higher wins, a tie gives no label
 Human label = the label of strictly more than half of the non-empty rater labels (none: the image
 is left out). accuracy = share of the labelled images whose predicted label equals the human one
 (another option and a missing prediction count as wrong); p_sur / p_sem = share of the images
@@ -47,10 +47,10 @@ pub struct ValidateArgs {
     pub raters: Vec<String>,
     /// Column of the per-image SoS.
     #[arg(long, value_name = "COL")]
-    pub sos: Option<String>,
+    pub sos_col: Option<String>,
     /// Columns of the cosines with the surface and the semantic caption.
     #[arg(long, value_delimiter = ',', value_name = "SUR,SEM")]
-    pub clipscore: Vec<String>,
+    pub clipscore_cols: Vec<String>,
     /// Output CSV.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -59,17 +59,17 @@ pub struct ValidateArgs {
 }
 
 pub fn run(args: &ValidateArgs) -> Result<()> {
-    if !args.clipscore.is_empty() && args.clipscore.len() != 2 {
-        bail!("--clipscore takes two columns, SUR,SEM (got {})", args.clipscore.join(","));
+    if !args.clipscore_cols.is_empty() && args.clipscore_cols.len() != 2 {
+        bail!("--clipscore-cols takes two columns, SUR,SEM (got {})", args.clipscore_cols.join(","));
     }
-    if args.sos.is_none() && args.clipscore.is_empty() {
-        bail!("give --sos COL and/or --clipscore SUR,SEM: there is nothing to validate");
+    if args.sos_col.is_none() && args.clipscore_cols.is_empty() {
+        bail!("give --sos-col COL and/or --clipscore-cols SUR,SEM: there is nothing to validate");
     }
     let meta = read_metadata_csv(&args.labels)?;
     let language = meta.require_column("language")?;
     let raters = args.raters.iter().map(|r| meta.require_column(r)).collect::<Result<Vec<_>, _>>()?;
-    let sos = args.sos.as_deref().map(|col| meta.numbers(col)).transpose()?;
-    let cosines = match args.clipscore.as_slice() {
+    let sos = args.sos_col.as_deref().map(|col| meta.numbers(col)).transpose()?;
+    let cosines = match args.clipscore_cols.as_slice() {
         [sur, sem] => Some((meta.numbers(sur)?, meta.numbers(sem)?)),
         _ => None,
     };

@@ -33,7 +33,7 @@ qvs = mean(quality) * VS_q (Eq. 2) and qvs_norm = qvs / N (Eq. 3), quality from 
 Kernels (every one has k(x, x) = 1):
   cosine       rows of --embeddings L2-normalised (the default with --embeddings)
   categorical  k = w1 [same continent] + w2 [same country] + w3 [same artifact] (Eq. 4) from
-               the metadata --columns with --weights (>= 0, summing to 1); the default
+               the metadata --columns with --kernel-weights (>= 0, summing to 1); the default
                without --embeddings
   precomputed  --embeddings K.npy is the N x N kernel matrix itself, read as float32; it is
                validated: finite, symmetric and unit diagonal to 1e-6, and positive
@@ -59,15 +59,15 @@ holding such objects. --intdiv adds \"intdiv\" = 1 - mean similarity of distinct
 n,q,vs,qvs,qvs_norm[,intdiv][,batch_size,repeats,vs_sd,qvs_sd,qvs_norm_sd[,intdiv_sd]], one row
 per group (q = infinity as inf, an undefined intdiv as an empty cell).
 
-CUBE protocol (--batch-size, 8 in the paper): per group, --repeats batches (default 50) of
+CUBE protocol (--protocol-batch, 8 in the paper): per group, --repeats batches (default 50) of
 min(batch size, group size) distinct items, drawn with --seed mixed with the group value, are
 scored; vs, qvs, qvs_norm (and intdiv) are the means over the batches, vs_sd, qvs_sd,
 qvs_norm_sd (intdiv_sd) their population standard deviations, n is the group size and
-qvs_norm = qvs / batch size. Without --batch-size each group is scored whole.
+qvs_norm = qvs / batch size. Without --protocol-batch each group is scored whole.
 
 Unit resampled by --ci: the items of each group (of the whole collection without --group-by),
 with replacement; every resample re-runs the whole Vendi computation on the resampled collection
-(the protocol's batches drawn from it with the protocol's seed under --batch-size), since a
+(the protocol's batches drawn from it with the protocol's seed under --protocol-batch), since a
 diversity is no mean over items. A resample is scored from its distinct items weighted by their
 counts (the same spectrum as the collection with the repeats), so it costs one Vendi computation
 of up to N items; BCa adds one per item (the jackknife). Adds vs_ci, qvs_ci, qvs_norm_ci.
@@ -94,7 +94,7 @@ pub struct VendiArgs {
     pub columns: Vec<String>,
     /// Weights of the categorical kernel, comma-separated, one per column (>= 0, sum 1).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "W1,W2,...")]
-    pub weights: Vec<f64>,
+    pub kernel_weights: Vec<f64>,
     /// Order q >= 0, or `inf`.
     #[arg(long, default_value = "1", value_parser = Order::parse, value_name = "Q", allow_negative_numbers = true)]
     #[serde(serialize_with = "as_text")]
@@ -110,7 +110,7 @@ pub struct VendiArgs {
     pub route: RouteArg,
     /// CUBE protocol: score random batches of this many items per group (8 in the paper).
     #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(1..))]
-    pub batch_size: Option<u64>,
+    pub protocol_batch: Option<u64>,
     /// Repetitions of the protocol.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     pub repeats: u64,
@@ -184,7 +184,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
         let sub = (rows.len() != items.n()).then(|| items.subset(rows));
         let group = sub.as_ref().unwrap_or(&items);
         let qual: Option<Vec<f64>> = quality.as_ref().map(|q| rows.iter().map(|&i| q[i]).collect());
-        let value = match args.batch_size {
+        let value = match args.protocol_batch {
             Some(batch) => {
                 let plan = ProtocolPlan {
                     batch: batch as usize,
@@ -232,7 +232,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                 } else {
                     precision
                 };
-                let protocol = args.batch_size.map(|batch| ProtocolPlan {
+                let protocol = args.protocol_batch.map(|batch| ProtocolPlan {
                     batch: batch as usize,
                     repeats: args.repeats as usize,
                     seed: group_seed(args.ci.seed, name),
@@ -267,7 +267,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
         None => "items of the collection, the whole Vendi computation re-run per resample".to_string(),
     };
     args.ci.record_in(&mut provenance, &unit);
-    if args.batch_size.is_some() {
+    if args.protocol_batch.is_some() {
         // The CUBE protocol's batches are drawn from --seed too.
         provenance.seed("seed", args.ci.seed);
     }
@@ -302,8 +302,8 @@ fn kernel_path(args: &VendiArgs) -> String {
 /// Rejects flag combinations that would otherwise be silently ignored.
 fn check_flags(args: &VendiArgs, kernel: KernelArg) -> Result<()> {
     let categorical = kernel == KernelArg::Categorical;
-    if !categorical && (!args.columns.is_empty() || !args.weights.is_empty()) {
-        bail!("--columns and --weights belong to --kernel categorical");
+    if !categorical && (!args.columns.is_empty() || !args.kernel_weights.is_empty()) {
+        bail!("--columns and --kernel-weights belong to --kernel categorical");
     }
     if categorical && args.embeddings.is_some() {
         bail!("--kernel categorical is built from --meta alone; drop --embeddings");
@@ -338,11 +338,11 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Collection, Metada
                 .meta
                 .as_deref()
                 .context("--kernel categorical needs --meta with the category columns")?;
-            if args.columns.is_empty() || args.columns.len() != args.weights.len() {
+            if args.columns.is_empty() || args.columns.len() != args.kernel_weights.len() {
                 bail!(
-                    "--kernel categorical needs --columns and --weights with one weight per column (got {} columns, {} weights)",
+                    "--kernel categorical needs --columns and --kernel-weights with one weight per column (got {} columns, {} weights)",
                     args.columns.len(),
-                    args.weights.len()
+                    args.kernel_weights.len()
                 );
             }
             let meta = read_metadata_csv(path)?;
@@ -351,7 +351,8 @@ fn load_items(args: &VendiArgs, kernel: KernelArg) -> Result<(Collection, Metada
                 .iter()
                 .map(|c| meta.require_nonempty_column(c).map(|v| (c.as_str(), v)))
                 .collect::<Result<_, _>>()?;
-            let f = categorical_features(&cols, &args.weights).with_context(|| path.display().to_string())?;
+            let f = categorical_features(&cols, &args.kernel_weights)
+                .with_context(|| path.display().to_string())?;
             Ok((Collection::Features(f), meta))
         }
         KernelArg::Precomputed => {

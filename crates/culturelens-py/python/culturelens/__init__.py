@@ -156,7 +156,7 @@ def vendi(
 
     VS_q = exp of the order-q Renyi entropy of the eigenvalues of K/N (K the N x N similarity
     kernel, k(x, x) = 1); qVS_q = mean(quality) * VS_q (Eq. 2) and qVS_q / N (Eq. 3). The point
-    estimate (the CLI without ``--batch-size`` and ``--ci``), on the CPU.
+    estimate (the CLI without ``--protocol-batch`` and ``--ci``), on the CPU.
 
     Args:
       embeddings: N x d numpy array (float16/32/64) for the cosine kernel, or the N x N kernel
@@ -236,7 +236,7 @@ def validate(
         columns (as ``--labels``).
       raters: the rater columns (``--raters``).
       sos: the per-image SoS column (``--sos``).
-      clipscore: the (surface, semantic) cosine columns (``--clipscore SUR,SEM``).
+      clipscore: the (surface, semantic) cosine columns (``--clipscore-cols SUR,SEM``).
 
     Returns:
       A DataFrame ``method,subset,n,acc,p_sur,p_sem`` (NaN where undefined), as ``--out``.
