@@ -246,3 +246,81 @@ fn half_precision_on_the_cpu_is_refused_before_any_work() {
     assert!(stderr.contains("--precision f16 runs on a GPU"), "{stderr}");
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "nothing is written");
 }
+
+/// The table names the encoder that made it (`encoder` column): the folder's name, the hub id
+/// `_name_or_path` in its config.json, or `--encoder-name`; `sos` records it in its provenance
+/// and `bundle` in its manifest. An input that has an `encoder` column already is refused.
+#[test]
+fn the_table_names_its_encoder_and_later_steps_carry_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let encoder_column = |out: &Path| {
+        let table = load_table(out, Some(&out.with_extension("csv"))).unwrap();
+        let mut names = table.meta.column("encoder").expect("an encoder column").to_vec();
+        names.dedup();
+        names
+    };
+    let by_folder = tmp.path().join("folder.npy");
+    embed(&fixture("encoders/images"), "clip", &by_folder).run_ok();
+    assert_eq!(encoder_column(&by_folder), ["clip"]);
+    // A folder saved with the hub id it was loaded from.
+    let saved = tmp.path().join("weights");
+    std::fs::create_dir(&saved).unwrap();
+    for entry in std::fs::read_dir(fixture("encoders/clip")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, saved.join(path.file_name().unwrap())).unwrap();
+    }
+    let config = saved.join("config.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["_name_or_path"] = "openai/clip-vit-base-patch32".into();
+    std::fs::write(&config, json.to_string()).unwrap();
+    let by_config = tmp.path().join("config.npy");
+    Cli::new("embed")
+        .opt("--images", fixture("encoders/images"))
+        .opt("--weights", &saved)
+        .opt("--out", &by_config)
+        .run_ok();
+    assert_eq!(encoder_column(&by_config), ["openai/clip-vit-base-patch32"]);
+    let named = tmp.path().join("named.npy");
+    embed(&fixture("encoders/images"), "clip", &named).opt("--encoder-name", "tiny CLIP").run_ok();
+    assert_eq!(encoder_column(&named), ["tiny CLIP"]);
+    let prompts = tmp.path().join("p.txt");
+    std::fs::write(&prompts, "a\nb\n").unwrap();
+    let text = tmp.path().join("text.npy");
+    Cli::new("embed-text")
+        .opt("--prompts", &prompts)
+        .opt("--weights", fixture("encoders/clip"))
+        .opt("--encoder-name", "tiny CLIP text")
+        .opt("--out", &text)
+        .run_ok();
+    assert_eq!(encoder_column(&text), ["tiny CLIP text"]);
+
+    // sos (its provenance) and bundle (its manifest) carry the encoder on.
+    let meta = tmp.path().join("named.csv");
+    let csv = std::fs::read_to_string(&meta).unwrap();
+    let mut lines = csv.lines();
+    let mut with_groups = format!("{},model,language,culture\n", lines.next().unwrap());
+    for (i, line) in lines.enumerate() {
+        with_groups += &format!("{line},m,{},c{}\n", ["en", "de"][i % 2], i % 2);
+    }
+    std::fs::write(&meta, with_groups).unwrap();
+    let sos = tmp.path().join("sos.csv");
+    Cli::new("sos").opt("--embeddings", &named).opt("--meta", &meta).opt("--out", &sos).run_ok();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("sos.csv.provenance.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["encoders"], serde_json::json!(["tiny CLIP"]), "{manifest}");
+    let bundle = tmp.path().join("bundle");
+    Cli::new("bundle").opt("--embeddings", &named).opt("--meta", &meta).opt("--out", &bundle).run_ok();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["embedding_model"], "tiny CLIP", "{manifest}");
+
+    // An image list with an `encoder` column of its own is refused, by file and column.
+    let list = tmp.path().join("list.csv");
+    let images = fixture("encoders/images");
+    std::fs::write(&list, format!("image,encoder\n{}/a_rgb.png,x\n", images.display())).unwrap();
+    let err = embed(&list, "clip", &tmp.path().join("refused.npy")).run_fails().stderr;
+    assert!(err.contains("list.csv") && err.contains("`encoder`"), "{err}");
+    assert!(!tmp.path().join("refused.npy").exists());
+}

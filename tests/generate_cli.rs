@@ -589,8 +589,8 @@ fn a_missing_prompt_source_names_every_source() {
     assert!(!out.exists());
 }
 
-/// The manifest's `model` column is the pipeline folder's name unless `--model-name` names it;
-/// an empty name is refused.
+/// The manifest's `model` column is `--model-name`, else the hub id in the folder's
+/// model_index.json, else the pipeline folder's name; an empty name is refused.
 #[test]
 fn model_name_sets_the_model_column() {
     let tmp = tempfile::tempdir().unwrap();
@@ -605,6 +605,28 @@ fn model_name_sets_the_model_column() {
     let named = tmp.path().join("named");
     generate(&named).opt("--prompt", "a street in japan").opt("--model-name", "sd-1.5 (tiny)").run_ok();
     assert_eq!(model_column(&named), ["sd-1.5 (tiny)"]);
+    // A folder saved by diffusers' `save_pretrained` after `from_pretrained("ORG/NAME")` holds the
+    // hub id in model_index.json's `_name_or_path`: that names the model, not the folder. A local
+    // path there (a pipeline loaded from a folder) does not.
+    for (saved, want) in [("org/sd-tiny", "org/sd-tiny"), ("/home/me/sd", "pipe")] {
+        let pipe = copy_pipeline(&tmp.path().join(want.replace('/', "_")), "tiny-sd1", |dir| {
+            let path = dir.join("model_index.json");
+            let mut index: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            index["_name_or_path"] = saved.into();
+            std::fs::write(&path, index.to_string()).unwrap();
+        });
+        let out = tmp.path().join(format!("saved-{}", want.replace('/', "_")));
+        Cli::new("generate")
+            .opt("--pipeline", &pipe)
+            .opt("--out", &out)
+            .opt("--steps", "1")
+            .opt("--height", "16")
+            .opt("--width", "16")
+            .opt("--prompt", "a")
+            .run_ok();
+        assert_eq!(model_column(&out), [want], "_name_or_path {saved}");
+    }
     let refused = tmp.path().join("refused");
     let err = generate(&refused).opt("--prompt", "a").opt("--model-name", " ").run_fails().stderr;
     assert!(err.contains("a model name is a non-empty single line"), "{err}");

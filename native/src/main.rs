@@ -13,6 +13,7 @@ mod figure_inputs;
 mod flags;
 mod hub;
 mod input;
+mod model_name;
 mod output;
 mod prompt_sets;
 mod provenance;

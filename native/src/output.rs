@@ -14,6 +14,28 @@ pub fn meta_out_path(out: &Path, meta_out: Option<&Path>) -> Option<PathBuf> {
     is_npy.then(|| meta_out.map_or_else(|| out.with_extension("csv"), Path::to_path_buf))
 }
 
+/// Refuses input metadata that already has the column `name`, one the command writes (its rows
+/// would then say two things).
+pub fn refuse_column(meta: &Metadata, name: &str) -> Result<()> {
+    if meta.column(name).is_some() {
+        anyhow::bail!(
+            "{}: the input has a column `{name}`, which this command writes; rename or drop it",
+            meta.source().map_or_else(|| "input".into(), |p| p.display().to_string())
+        );
+    }
+    Ok(())
+}
+
+/// `meta` with the column `name` holding `value` in every row, after the others
+/// ([`refuse_column`] first).
+pub fn with_constant_column(meta: &Metadata, name: &str, value: &str) -> Result<Metadata> {
+    refuse_column(meta, name)?;
+    let mut columns: Vec<(String, Vec<String>)> =
+        meta.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
+    columns.push((name.to_string(), vec![value.to_string(); meta.n_rows()]));
+    Ok(Metadata::from_columns(meta.source().map(Path::to_path_buf), columns)?)
+}
+
 /// Writes the rows `kept` (indices into `meta` and keys of `rows`, in output order) with their
 /// embeddings to `out` (and the metadata CSV of [`meta_out_path`]).
 pub fn write_table(

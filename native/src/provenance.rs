@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::device::{DeviceChoice, FloatType, ModelPrecision};
 use crate::output::write_json_pretty;
+use culturelens_table::Metadata;
 
 /// The git commit the binary was built from (`native/build.rs`; `unknown` outside a git
 /// checkout, or `CULTURELENS_GIT_COMMIT` when set at build time).
@@ -50,6 +51,7 @@ pub struct Provenance {
     device: Map<String, Value>,
     parts: Vec<Value>,
     uncertainty: Option<Value>,
+    encoders: Vec<String>,
 }
 
 /// Every file under `dir` (recursively, symlinks followed), as paths relative to `dir` with `/`
@@ -149,6 +151,21 @@ fn prompt_set_files(names: &[String]) -> Value {
     Value::Object(files.collect())
 }
 
+/// The encoders that made a table's embeddings: the distinct values of its `encoder` column
+/// (written by `embed` and `embed-text`), in first-seen order; none without the column.
+pub fn encoders(meta: &Metadata) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for value in meta.column(ENCODER_COLUMN).unwrap_or_default() {
+        if !names.contains(value) {
+            names.push(value.clone());
+        }
+    }
+    names
+}
+
+/// The table column naming the encoder of each row (`culturelens_table::KNOWN_COLUMNS`).
+pub const ENCODER_COLUMN: &str = "encoder";
+
 impl Provenance {
     /// A manifest of `command` run with `args`, the command's clap arguments as parsed (they
     /// serialize to the resolved arguments: one key per argument, flattened groups inlined,
@@ -164,6 +181,7 @@ impl Provenance {
             device: Map::new(),
             parts: Vec::new(),
             uncertainty: None,
+            encoders: Vec::new(),
         }
     }
 
@@ -193,6 +211,17 @@ impl Provenance {
         let files: Vec<Value> = files.into_iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect();
         self.models.push(json!({"id": id, "path": dir.display().to_string(), "files": files}));
         Ok(self)
+    }
+
+    /// Records the encoders that made an input table's embeddings (the [`encoders`] of its
+    /// metadata; nothing for a table without an `encoder` column).
+    pub fn encoders(&mut self, names: &[String]) -> &mut Self {
+        for name in names {
+            if !self.encoders.contains(name) {
+                self.encoders.push(name.clone());
+            }
+        }
+        self
     }
 
     /// Records a seed under its argument name.
@@ -266,6 +295,9 @@ impl Provenance {
         }
         if let Some(u) = &self.uncertainty {
             value["uncertainty"] = u.clone();
+        }
+        if !self.encoders.is_empty() {
+            value["encoders"] = json!(self.encoders);
         }
         value
     }

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Location, TableError};
 
-/// The metadata columns culturelens knows by name (the embedding-table contract).
-pub const KNOWN_COLUMNS: [&str; 9] =
-    ["model", "language", "culture", "template", "person", "seed", "layer", "prompt", "image"];
+/// The metadata columns culturelens knows by name (the embedding-table contract). `model` is the
+/// model that made the item (generate's pipeline); `encoder` the encoder that embedded it
+/// (written by `embed` and `embed-text`).
+pub const KNOWN_COLUMNS: [&str; 10] =
+    ["model", "language", "culture", "template", "person", "seed", "layer", "prompt", "image", "encoder"];
 
 /// Column-major string metadata with a fixed number of rows.
 #[derive(Debug, Clone, PartialEq, Default)]

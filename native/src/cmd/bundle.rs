@@ -51,9 +51,10 @@ pub struct BundleArgs {
     /// Title shown by the app.
     #[arg(long, default_value = "culturelens bundle")]
     pub title: String,
-    /// The encoder that produced the embeddings (recorded in the manifest).
-    #[arg(long, default_value = "unknown")]
-    pub embedding_model: String,
+    /// The encoder that produced the embeddings, recorded in the manifest (default: the table's
+    /// `encoder` column, which `embed` writes, its names joined by ", "; else `unknown`).
+    #[arg(long, value_name = "NAME")]
+    pub embedding_model: Option<String>,
     /// Provenance note recorded in the manifest (default: the input paths).
     #[arg(long)]
     pub provenance: Option<String>,
@@ -112,7 +113,10 @@ pub fn run(args: &BundleArgs) -> Result<()> {
     let spec = BundleSpec {
         title: args.title.clone(),
         synthetic: args.synthetic,
-        embedding_model: args.embedding_model.clone(),
+        embedding_model: args.embedding_model.clone().unwrap_or_else(|| {
+            let encoders = crate::provenance::encoders(&table.meta);
+            if encoders.is_empty() { "unknown".to_string() } else { encoders.join(", ") }
+        }),
         provenance,
         dtype: match args.dtype {
             DTypeArg::F32 => DType::F32,

@@ -16,11 +16,12 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use culturelens_files::sha256_hex;
+use culturelens_table::Metadata;
 
 use crate::encode::{ModelArgs, check_batch, embed_images, embed_token_ids};
 use crate::input::{ImageList, read_prompts};
-use crate::output::{meta_out_path, write_table};
-use crate::provenance::{as_text_opt, value_name};
+use crate::output::{meta_out_path, refuse_column, with_constant_column, write_table};
+use crate::provenance::{ENCODER_COLUMN, as_text_opt, value_name};
 use crate::work::part::{Input, Part};
 use crate::work::progress::Progress;
 use crate::work::resume::{ResumeLog, RunKey, canonical, split_finished};
@@ -35,6 +36,23 @@ pub struct OutputArgs {
     /// Metadata CSV for a `.npy` output (default: the output path with extension `.csv`).
     #[arg(long, value_name = "FILE")]
     pub meta_out: Option<PathBuf>,
+    /// The table's `encoder` column, naming the encoder that made the embeddings (default: the
+    /// --model id, else the hub id `_name_or_path` in the folder's config.json, else the
+    /// --weights folder's name).
+    #[arg(long, value_name = "NAME", value_parser = crate::model_name::parse_name)]
+    pub encoder_name: Option<String>,
+}
+
+impl OutputArgs {
+    /// `meta` with the `encoder` column: `--encoder-name`, else the default name of the encoder
+    /// in `weights` (`crate::model_name`).
+    fn with_encoder(&self, meta: &Metadata, model: &ModelArgs, weights: &Path) -> Result<Metadata> {
+        let name = match &self.encoder_name {
+            Some(name) => name.clone(),
+            None => crate::model_name::default_name(model.model.as_deref(), weights, "config.json"),
+        };
+        with_constant_column(meta, ENCODER_COLUMN, &name)
+    }
 }
 
 /// Arguments of `culturelens embed`.
@@ -93,6 +111,7 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     // Read: the image list, this shard's rows, the model, the rows a previous run finished.
     check_batch(args.batch)?;
     let images = ImageList::read(&args.images)?;
+    refuse_column(&images.meta, ENCODER_COLUMN)?;
     let rows: Vec<usize> = Shard::items(args.shard, images.paths.len()).collect();
     let (encoder, weights) = args.model.load()?;
     let dim = encoder.model.image_dim();
@@ -126,7 +145,8 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     }
 
     // Write the table, then its part file (sharded runs), then drop the log.
-    write_table(&args.output.out, args.output.meta_out.as_deref(), &images.meta, &kept, &done)?;
+    let meta = args.output.with_encoder(&images.meta, &args.model, &weights)?;
+    write_table(&args.output.out, args.output.meta_out.as_deref(), &meta, &kept, &done)?;
     let mut provenance = args.model.provenance("embed", args, &weights)?;
     provenance.input(&args.images)?.write_beside(&args.output.out)?;
     if let Some(shard) = args.shard {
@@ -191,6 +211,7 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     if prompts.is_empty() {
         bail!("{}: no prompts", args.prompts.display());
     }
+    refuse_column(&meta, ENCODER_COLUMN)?;
     let started = Instant::now();
     let (encoder, weights) = args.model.load()?;
     let ids = encoder.tokenize(&prompts)?;
@@ -199,7 +220,8 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
         embed_token_ids(&encoder, &ids, args.batch, Some(&progress))?.into_iter().enumerate().collect();
     progress.finish();
     let kept: Vec<usize> = (0..prompts.len()).collect();
-    write_table(&args.output.out, args.output.meta_out.as_deref(), &meta, &kept, &rows)?;
+    let with_encoder = args.output.with_encoder(&meta, &args.model, &weights)?;
+    write_table(&args.output.out, args.output.meta_out.as_deref(), &with_encoder, &kept, &rows)?;
     let mut provenance = args.model.provenance("embed-text", args, &weights)?;
     provenance.input(&args.prompts)?.prompt_sets(meta.column("set").unwrap_or_default());
     provenance.write_beside(&args.output.out)?;

@@ -74,9 +74,10 @@ pub struct GenerateArgs {
     /// hub's cache instead of --pipeline.
     #[arg(long, value_name = "HF_ID")]
     pub model: Option<String>,
-    /// The manifest's `model` column (default: the --model id, else the --pipeline folder's
+    /// The manifest's `model` column (default: the --model id, else the hub id `save_pretrained`
+    /// wrote as `_name_or_path` into the folder's model_index.json, else the --pipeline folder's
     /// name), e.g. `sdxl-base-1.0` for a folder called `pipeline`.
-    #[arg(long, value_name = "NAME", value_parser = non_empty_name)]
+    #[arg(long, value_name = "NAME", value_parser = crate::model_name::parse_name)]
     pub model_name: Option<String>,
     /// One prompt.
     #[arg(
@@ -292,14 +293,6 @@ fn filter_prompts(
     Ok((keep.iter().map(|&i| prompts[i].clone()).collect(), meta.select_rows(&keep)))
 }
 
-/// A `--model-name`: not empty, no line break (it is a CSV cell and a figure label).
-fn non_empty_name(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() || text.contains(['\n', '\r']) {
-        return Err("a model name is a non-empty single line".into());
-    }
-    Ok(text.to_string())
-}
-
 pub fn run(args: &GenerateArgs) -> Result<()> {
     run_with(args, |job, batch| job.run(batch))
 }
@@ -424,12 +417,9 @@ fn read(args: &GenerateArgs) -> Result<Read> {
             );
         }
     }
-    let model_name = match (&args.model_name, &args.model) {
-        (Some(name), _) => name.clone(),
-        (None, Some(id)) => id.clone(),
-        (None, None) => canonical(&dir)
-            .file_name()
-            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
+    let model_name = match &args.model_name {
+        Some(name) => name.clone(),
+        None => crate::model_name::default_name(args.model.as_deref(), &dir, "model_index.json"),
     };
     Ok(Read {
         prompts,

@@ -197,6 +197,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
         }
         (None, None) => anyhow::bail!("give --embeddings or --bundle"),
     };
+    let encoders = crate::provenance::encoders(&table.meta);
     let cluster = key_columns(&table.meta, &args.cluster)?;
     let pair_key = if compare.is_some() { key_columns(&table.meta, &args.pair_by)? } else { None };
     let images = table.meta.column(schema::IMAGE).map(<[String]>::to_vec);
@@ -257,7 +258,7 @@ pub fn run(args: &SosArgs) -> Result<()> {
     for path in [&args.bundle, &args.embeddings, &args.meta].into_iter().flatten() {
         provenance.input(path)?;
     }
-    provenance.uncertainty(uncertainty_record(args));
+    provenance.uncertainty(uncertainty_record(args)).encoders(&encoders);
     provenance.device(args.device, FloatType::F32).write_beside(&args.out)?;
     if let Some(path) = args.compare_out.as_ref().filter(|_| differences.is_some()) {
         provenance.write_beside(path)?;

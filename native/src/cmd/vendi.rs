@@ -260,6 +260,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
     }
     let mut provenance = Provenance::new("vendi", args);
     inputs.record(&mut provenance)?;
+    provenance.encoders(&crate::provenance::encoders(&meta));
     let unit = match &args.group_by {
         Some(col) => {
             format!("items within each {col} group, the whole Vendi computation re-run per resample")
