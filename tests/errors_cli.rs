@@ -60,13 +60,16 @@ fn a_blocked_output_names_the_users_paths() {
     demo_table(&demo);
     let blocked = tmp.path().join("file");
     std::fs::write(&blocked, "f").unwrap();
-    let out = blocked.join("sos.csv");
-    let stderr = Cli::new("sos")
-        .opt("--embeddings", demo.join("embeddings.npy"))
-        .opt("--meta", demo.join("meta.csv"))
-        .opt("--out", &out)
-        .run_fails()
-        .stderr;
+    // `sos --out OUT` on the demo table: what it prints on stderr as it fails.
+    let sos_fails = |out: &std::path::Path| {
+        Cli::new("sos")
+            .opt("--embeddings", demo.join("embeddings.npy"))
+            .opt("--meta", demo.join("meta.csv"))
+            .opt("--out", out)
+            .run_fails()
+            .stderr
+    };
+    let stderr = sos_fails(&blocked.join("sos.csv"));
     assert!(stderr.contains(&format!("cannot create the folder {}", p(&blocked))), "{stderr}");
     assert!(!stderr.contains(".culturelens-") && !stderr.contains("at path"), "{stderr}");
     let stderr = Cli::new("demo").opt("--write", blocked.join("sub")).run_fails().stderr;
@@ -75,12 +78,7 @@ fn a_blocked_output_names_the_users_paths() {
     let taken = tmp.path().join("taken.csv");
     std::fs::create_dir(&taken).unwrap();
     std::fs::write(taken.join("inside"), "i").unwrap();
-    let stderr = Cli::new("sos")
-        .opt("--embeddings", demo.join("embeddings.npy"))
-        .opt("--meta", demo.join("meta.csv"))
-        .opt("--out", &taken)
-        .run_fails()
-        .stderr;
+    let stderr = sos_fails(&taken);
     assert!(stderr.contains(p(&taken)), "{stderr}");
     assert!(!stderr.contains(".culturelens-") && !stderr.contains("at path"), "{stderr}");
 }
