@@ -112,7 +112,7 @@ pub struct VendiScores {
     /// (a single item), `None` (no key) without `--intdiv`.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub intdiv: Option<Option<f64>>,
-    /// The CUBE batch protocol's settings and spreads (`--batch-size`).
+    /// The CUBE batch protocol's settings and spreads (`--protocol-batch`).
     #[serde(flatten)]
     pub protocol: Option<Protocol>,
     /// With `--ci`: the bootstrap intervals of `vs`, `qvs` and `qvs_norm`.
@@ -128,7 +128,7 @@ pub struct VendiScores {
 /// deviations over them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Protocol {
-    /// Items per batch: `min(--batch-size, group size)`.
+    /// Items per batch: `min(--protocol-batch, group size)`.
     pub batch_size: usize,
     pub repeats: usize,
     pub vs_sd: f64,

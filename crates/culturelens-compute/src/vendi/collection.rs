@@ -1,5 +1,5 @@
 //! A collection to score ([`Collection`]: what its kernel is built from) and its point estimate
-//! ([`point_scores`]): the one computation of `culturelens vendi` without `--batch-size` or
+//! ([`point_scores`]): the one computation of `culturelens vendi` without `--protocol-batch` or
 //! `--ci`, per group, which the Python package's `vendi` calls too.
 
 use std::borrow::Cow;
