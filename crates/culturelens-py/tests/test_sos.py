@@ -1,6 +1,7 @@
 """culturelens.sos against `culturelens sos` on the same inputs: equal to the last bit."""
 
 import csv
+import json
 import math
 import pathlib
 
@@ -257,6 +258,20 @@ def test_import_does_not_need_pandas():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == [
-        "['__version__', 'agreement', 'magbig', 'prompts', 'sos', 'validate', 'vendi']",
+        "['__version__', 'agreement', 'clipscore', 'cultext2i', 'magbig', 'prompts', 'sos', 'sos_report', "
+        "'validate', 'vendi', 'wilcoxon']",
         "frames need pandas",
     ]
+
+
+@pytest.mark.parametrize("pool", ["all", "per-model"])
+def test_report_equals_the_cli(cli, demo, tmp_path, pool):
+    _, embeddings, meta = demo
+    report = tmp_path / "report.json"
+    run_cli_sos(cli, tmp_path, embeddings, meta, "--pool", pool, "--report", report)
+    got = culturelens.sos_report(embeddings, meta, pool=pool)
+    assert got == json.loads(report.read_text())
+    assert {"joint", "per_model", "language_medians", "language_correlation", "person_means"} <= set(got)
+    # Its joint entries are the joint table's values.
+    joint = culturelens.sos(embeddings, meta, pool=pool)
+    assert [j["sos"] for j in got["joint"]] == joint["sos"].tolist()
