@@ -7,8 +7,9 @@ the columns of the CLI's output files. pandas is imported only by the calls that
 DataFrame (``pip install culturelens[pandas]``).
 
 Inputs:
-  embeddings: a 2-D numpy array (N x d) of float16, float32 or float64, C or Fortran order;
-    converted to float32 as the CLI's ``.npy`` reader does.
+  embeddings: a 2-D numpy array (N x d) of float16, float32 or float64, C or Fortran order, or a
+    CPU tensor with the DLPack protocol (torch, JAX, ...; read through a numpy view, no copy);
+    converted to float32 as the CLI's ``.npy`` reader does (one copy: the device owns its buffer).
   meta: one row per embedding, as a pandas or polars DataFrame, a pyarrow Table, or a mapping of
     column name to a sequence; cells are read as text, as the CLI reads ``meta.csv`` (a missing
     value, None or NaN, is an empty cell).
@@ -87,6 +88,23 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
     return [(str(name), [_cell(v) for v in values]) for name, values in meta.items()]
 
 
+def _array(x: Any, name: str) -> Any:
+    """``x`` as the compiled functions take it: a numpy array as it is; a tensor with the DLPack
+    protocol (``__dlpack__``: torch, JAX, CuPy, ...) on the CPU as a numpy view of its memory (no
+    copy; ``np.from_dlpack``)."""
+    if x is None or isinstance(x, (list, tuple)) or type(x).__module__ == "numpy" or not hasattr(x, "__dlpack__"):
+        return x
+    import numpy as np
+
+    try:
+        return np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise TypeError(
+            f"{name}: a {type(x).__name__} whose memory numpy cannot read through DLPack ({e}); "
+            "pass a CPU tensor of float16/32/64 (e.g. tensor.detach().cpu())"
+        ) from e
+
+
 def _order(q: Any) -> str:
     """The order q as the CLI's ``--q`` text (a number >= 0, or inf)."""
     if isinstance(q, str):
@@ -154,7 +172,7 @@ def sos(
       TypeError: embeddings that are not a 2-D float array, or an unsupported ``meta``.
     """
     output = "per_image" if per_image else "joint"
-    records, _ = _native.sos(embeddings, _columns(meta), pool, output, *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []))
+    records, _ = _native.sos(_array(embeddings, "embeddings"), _columns(meta), pool, output, *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []))
     return _frame(records)
 
 
@@ -237,7 +255,7 @@ def vendi(
     """
     return _frame(
         _native.vendi(
-            embeddings,
+            _array(embeddings, "embeddings"),
             None if meta is None else _columns(meta),
             _order(q),
             kernel,
@@ -343,7 +361,7 @@ def sos_report(
     Raises:
       ValueError, TypeError: as :func:`sos`.
     """
-    _, text = _native.sos(embeddings, _columns(meta), pool, "report", *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []))
+    _, text = _native.sos(_array(embeddings, "embeddings"), _columns(meta), pool, "report", *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []))
     return json.loads(text)
 
 
@@ -392,9 +410,9 @@ def cultext2i(
       ValueError: the CLI's message for bad input (row and column named) or a bad argument.
     """
     records, text = _native.cultext2i(
-        images,
+        _array(images, "images"),
         _columns(image_meta),
-        texts,
+        _array(texts, "texts"),
         _columns(text_meta),
         float(temperature),
         report,
@@ -429,7 +447,7 @@ def clipscore(images: Any, captions: Any, w: float = 2.5):
     header: List[str] = []
     columns: List[List[str]] = []
     for name, rows in named:
-        cos, score = _native.clipscore(images, rows, float(w))
+        cos, score = _native.clipscore(_array(images, "images"), _array(rows, "captions"), float(w))
         prefix = "" if name is None else f"{name}_"
         header += [f"{prefix}cos", f"{prefix}clipscore"]
         columns += [cos, score]
