@@ -11,7 +11,10 @@
 //! nearest); one copy is made, since the device takes ownership of its buffer (on the CPU it
 //! then uses it in place). Validation is the CLI's (`culturelens_table`), and every error is a
 //! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
-//! is no file). The GIL is released while the table is validated and scored.
+//! is no file). Each call validates and computes on a thread of its own, without the GIL, while
+//! the calling thread waits and runs Python's signal handlers every 50 ms ([`interruptible`]), so
+//! Ctrl-C raises `KeyboardInterrupt` in a long call. Embeddings may be 2-D float16/32/64 numpy
+//! arrays; the Python half turns DLPack tensors into numpy views first.
 
 use burn::tensor::Device;
 use culturelens_compute::cultext2i as cultext2i_core;
