@@ -17,6 +17,24 @@ pub fn paired_cosine_tensor(a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
     (unit_rows(a) * unit_rows(b)).sum_dim(1).reshape([n])
 }
 
+/// CLIPScore (Hessel et al., 2021; SoS §4.2) of paired rows: `cos(image_i, caption_i)` of two
+/// `n × dim` row-major tables on `device`, and `w · max(cos, 0)`
+/// (`culturelens_metrics::validation::clipscore`), as `culturelens clipscore` and the Python
+/// `culturelens.clipscore` write them.
+pub fn clip_scores(
+    images: Vec<f32>,
+    captions: Vec<f32>,
+    dim: usize,
+    w: f64,
+    device: &Device,
+) -> Vec<(f32, f64)> {
+    let n = images.len() / dim.max(1);
+    let upload = |rows: Vec<f32>| Tensor::<2>::from_data(TensorData::new(rows, [n, dim]), device);
+    let cos = paired_cosine_tensor(upload(images), upload(captions)).into_data();
+    let cos = cos.convert::<f32>().try_to_vec::<f32>().expect("f32 data");
+    cos.into_iter().map(|c| (c, culturelens_metrics::validation::clipscore(f64::from(c), w))).collect()
+}
+
 /// Each row divided by its L2 norm.
 pub fn unit_rows(x: Tensor<2>) -> Tensor<2> {
     let norm = (x.clone() * x.clone()).sum_dim(1).sqrt();

@@ -38,6 +38,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::bootstrap::{CiSpec, Interval, Replicates};
 use crate::stats::{Wilcoxon, mean, wilcoxon};
 
 /// A perceived gender as the attribute table writes it.
@@ -85,6 +86,18 @@ impl PromptCounts {
         let n = self.classified();
         (n > 0).then(|| self.male as f64 / n as f64)
     }
+}
+
+/// The bootstrap intervals of `mad` and `male_share` of one (model, language, set) group
+/// (`magbig --ci`): its prompts with a classified image resampled with replacement from the
+/// stream of `magbig` and the group's `key` values, both means recomputed per resample.
+pub fn intervals(spec: &CiSpec, counts: &[PromptCounts], key: &[&String]) -> [Option<Interval>; 2] {
+    let (deviations, shares): (Vec<f64>, Vec<f64>) =
+        counts.iter().filter_map(|c| Some((deviation(*c)?, c.male_share()?))).unzip();
+    let key =
+        std::iter::once("magbig").chain(key.iter().map(|k| k.as_str())).collect::<Vec<_>>().join("\u{1f}");
+    let draws = spec.draws(deviations.len(), &key);
+    [&deviations, &shares].map(|values| Replicates::of_mean(values, &draws).interval(spec.level, spec.method))
 }
 
 /// A (model, language, set) group of MAGBIG's tables.

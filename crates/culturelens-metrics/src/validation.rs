@@ -24,6 +24,8 @@
 //! also drops an RGBA image's alpha channel where transformers' processors (and culturelens)
 //! composite it onto white.
 
+use crate::bootstrap::{CiSpec, Interval, Replicates};
+
 /// Hessel et al.'s CLIPScore weight.
 pub const CLIPSCORE_W: f64 = 2.5;
 
@@ -97,6 +99,31 @@ pub fn score_labels(predicted: &[Option<Tendency>], human: &[Option<Option<Tende
         p_sur: precision(Tendency::Surface),
         p_sem: precision(Tendency::Semantic),
     }
+}
+
+/// The bootstrap intervals of `acc`, `p_sur` and `p_sem` of one (method, subset) (`validate
+/// --ci`): its labelled images resampled with replacement (the stream of `validate`, `method`,
+/// `subset`), the three scores recomputed by [`score_labels`] from each resample; none without a
+/// labelled image.
+pub fn intervals(
+    spec: &CiSpec,
+    method: &str,
+    subset: &str,
+    predicted: &[Option<Tendency>],
+    human: &[Option<Option<Tendency>>],
+) -> [Option<Interval>; 3] {
+    let items: Vec<(Option<Tendency>, Option<Option<Tendency>>)> =
+        predicted.iter().zip(human).filter(|(_, h)| h.is_some()).map(|(p, h)| (*p, *h)).collect();
+    if items.is_empty() {
+        return [None; 3];
+    }
+    let draws = spec.draws(items.len(), &format!("validate\u{1f}{method}\u{1f}{subset}"));
+    let replicates = Replicates::of_statistics(&draws, |idx| {
+        let (p, h): (Vec<_>, Vec<_>) = idx.iter().map(|&i| items[i as usize]).unzip();
+        let s = score_labels(&p, &h);
+        [s.accuracy, s.p_sur, s.p_sem]
+    });
+    replicates.map(|r| r.and_then(|r| r.interval(spec.level, spec.method)))
 }
 
 #[cfg(test)]

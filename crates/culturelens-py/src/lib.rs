@@ -11,22 +11,31 @@
 //! nearest); one copy is made, since the device takes ownership of its buffer (on the CPU it
 //! then uses it in place). Validation is the CLI's (`culturelens_table`), and every error is a
 //! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
-//! is no file). The GIL is released while the table is validated and scored.
+//! is no file). Each call validates and computes on a thread of its own, without the GIL, while
+//! the calling thread waits and runs Python's signal handlers every 50 ms ([`interruptible`]), so
+//! Ctrl-C raises `KeyboardInterrupt` in a long call. Embeddings may be 2-D float16/32/64 numpy
+//! arrays; the Python half turns DLPack tensors into numpy views first.
 
 use burn::tensor::Device;
+use culturelens_compute::cultext2i as cultext2i_core;
 use culturelens_compute::device::Processor;
-use culturelens_compute::sos::{Blocking, Pooling, ScoreError, SosColumns, per_image_scores, score_rows};
-use culturelens_compute::vendi::{
-    Collection, CosineRows, ProductPrecision, Route, categorical_features, point_scores,
+use culturelens_compute::sos::{
+    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, per_image_scores, score_rows,
 };
+use culturelens_compute::vendi::{
+    Collection, CosineRows, ProductPrecision, Route, categorical_features, group_intervals, point_scores,
+};
+use culturelens_metrics::bootstrap::{CiError, CiMethod, CiSpec};
+use culturelens_metrics::validation::CLIPSCORE_W;
 use culturelens_results::CsvSchema;
+use culturelens_results::cultext2i::Groups as Cultext2iGroups;
 use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, magbig_rows};
 use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
 use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
-use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, table_rows};
+use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, VendiScores, table_rows};
 use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError};
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -88,94 +97,229 @@ fn table(
     d: usize,
     columns: Option<Vec<(String, Vec<String>)>>,
 ) -> PyResult<EmbeddingTable> {
+    named_table(data, n, d, columns, ["embeddings", "meta"])
+}
+
+/// [`table`] with the names of the two inputs in its errors: `names[0]` the embeddings' (whose
+/// rows `validate` checks), `names[1]` the metadata's. With the names `embeddings` and `meta` the
+/// embeddings' errors are the CLI's messages without a file, as [`table`] gives them.
+fn named_table(
+    data: Vec<f32>,
+    n: usize,
+    d: usize,
+    columns: Option<Vec<(String, Vec<String>)>>,
+    names: [&str; 2],
+) -> PyResult<EmbeddingTable> {
+    let meta_error = |e: PyErr| if names[1] == "meta" { e } else { argument(names[1], e) };
     let meta = match columns {
-        Some(columns) => Metadata::from_columns(None, columns).map_err(table_error)?,
+        Some(columns) => Metadata::from_columns(None, columns).map_err(table_error).map_err(meta_error)?,
         None => Metadata::empty(n),
     };
     if meta.n_rows() != n {
         return Err(PyValueError::new_err(format!(
-            "meta: row-count mismatch: the metadata has {} data rows but embeddings has {n} embeddings",
-            meta.n_rows()
+            "{}: row-count mismatch: the metadata has {} data rows but {} has {n} embeddings",
+            names[1],
+            meta.n_rows(),
+            names[0]
         )));
     }
     let table = EmbeddingTable::new(Matrix::new(n, d, data), meta);
-    table.validate(None).map_err(table_error)?;
+    table
+        .validate(None)
+        .map_err(table_error)
+        .map_err(|e| if names[0] == "embeddings" { e } else { argument(names[0], e) })?;
     Ok(table)
 }
 
-/// SoS scores of a table: the joint scores and, with `per_image`, every output's score
-/// (`culturelens sos --out` and `--per-image`, SoS paper §4.1 Eq. 1), on the CPU device.
+/// The `pool` argument as the CLI's `--pool`.
+fn pooling(pool: &str) -> PyResult<Pooling> {
+    match pool {
+        "all" => Ok(Pooling::All),
+        "per-model" => Ok(Pooling::PerModel),
+        other => Err(PyValueError::new_err(format!(
+            "pool: expected 'all' or 'per-model' (as `culturelens sos --pool`), got {other:?}"
+        ))),
+    }
+}
+
+/// SoS of a validated table on the CPU device, as `culturelens sos` scores it (`score_table`),
+/// and the table's `image` cells.
+fn score_sos(
+    table: EmbeddingTable,
+    pooling: Pooling,
+    ci: Option<SosCi>,
+) -> PyResult<(Scored, Option<Vec<String>>)> {
+    let EmbeddingTable { embeddings, meta } = table;
+    let d = embeddings.cols();
+    let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
+    // The cluster columns first, as the command reads them before scoring.
+    let keys = match &ci {
+        Some(ci) => ci
+            .cluster
+            .iter()
+            .map(|c| meta.require_nonempty_column(c).map(<[String]>::to_vec))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(table_error)?,
+        None => Vec::new(),
+    };
+    let required = |name| meta.require_nonempty_column(name).map_err(table_error);
+    let optional = |name| meta.column(name).map(|_| required(name)).transpose();
+    let cols = SosColumns {
+        model: required("model")?,
+        language: required("language")?,
+        culture: required("culture")?,
+        layer: optional("layer")?,
+        person: optional("person")?,
+    };
+    let device = Device::flex();
+    let scored = score_rows(
+        embeddings.into_data(),
+        d,
+        cols,
+        pooling,
+        &device,
+        Processor::Cpu,
+        Blocking::Default(Processor::Cpu),
+        &mut |_| {},
+    )
+    .map_err(|e| match e {
+        ScoreError::Sos(e) => PyValueError::new_err(format!("SoS cannot be computed for this table: {e}")),
+        e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
+    })?;
+    let mut scored = scored;
+    if let Some(ci) = ci {
+        let keys: Vec<&[String]> = keys.iter().map(Vec::as_slice).collect();
+        let cluster = (!keys.is_empty()).then_some(keys.as_slice());
+        let chunk_rows = Blocking::Default(Processor::Cpu).chunk_rows(d);
+        scored.add_intervals(cluster, ci.mode, ci.spec, chunk_rows).map_err(|e| {
+            PyValueError::new_err(format!("SoS cannot be computed on a bootstrap resample: {e}"))
+        })?;
+    }
+    Ok((scored, images))
+}
+
+/// `sos --ci`'s settings: the interval, the mode and the cluster columns.
+struct SosCi {
+    spec: CiSpec,
+    mode: SosCiMode,
+    cluster: Vec<String>,
+}
+
+/// The `ci`, `ci_mode` and `cluster` arguments of `sos` and `sos_report` as the CLI checks them.
+fn sos_ci(spec: Option<CiSpec>, ci_mode: &str, cluster: Vec<String>) -> PyResult<Option<SosCi>> {
+    let mode = match ci_mode {
+        "fast" => SosCiMode::Fast,
+        "exact" => SosCiMode::Exact,
+        other => {
+            return Err(PyValueError::new_err(format!("ci_mode: expected 'fast' or 'exact', got {other:?}")));
+        }
+    };
+    match spec {
+        Some(spec) => Ok(Some(SosCi { spec, mode, cluster })),
+        None if !cluster.is_empty() => {
+            Err(PyValueError::new_err("cluster resamples for the intervals: give ci too"))
+        }
+        None => Ok(None),
+    }
+}
+
+/// SoS scores of a table (SoS paper §4.1 Eq. 1) on the CPU device, as `culturelens sos` writes
+/// them: `output` "joint" (`--out`: the joint scores, with `ci` their intervals), "per_image"
+/// (`--per-image`: every output's score) or "report" (`--report`: the JSON report, SoS §4.1,
+/// §5.1–5.2, Fig. 2 and 5, App. C.4). The tables come back as records, the report as its text.
 #[pyfunction]
-#[pyo3(signature = (embeddings, columns, pool = "all", per_image = false))]
+#[pyo3(signature = (embeddings, columns, pool = "all", output = "joint", ci = None, bootstrap = 1000,
+                    ci_method = "bca", seed = 0, ci_mode = "fast", cluster = Vec::new()))]
+#[allow(clippy::too_many_arguments)]
 fn sos(
     py: Python<'_>,
     embeddings: &Bound<'_, PyAny>,
     columns: Vec<(String, Vec<String>)>,
     pool: &str,
-    per_image: bool,
-) -> PyResult<Records> {
-    let pooling = match pool {
-        "all" => Pooling::All,
-        "per-model" => Pooling::PerModel,
+    output: &str,
+    ci: Option<f64>,
+    bootstrap: usize,
+    ci_method: &str,
+    seed: u64,
+    ci_mode: &str,
+    cluster: Vec<String>,
+) -> PyResult<(Option<Records>, Option<String>)> {
+    let pooling = pooling(pool)?;
+    let ci = sos_ci(ci_spec(ci, bootstrap, ci_method, seed)?, ci_mode, cluster)?;
+    let with_ci = ci.is_some();
+    let output = match output {
+        "joint" | "per_image" | "report" => output.to_string(),
         other => {
             return Err(PyValueError::new_err(format!(
-                "pool: expected 'all' or 'per-model' (as `culturelens sos --pool`), got {other:?}"
+                "output: expected 'joint', 'per_image' or 'report', got {other:?}"
             )));
         }
     };
     let (data, n, d) = embeddings_f32(embeddings)?;
-    py.detach(move || {
-        let EmbeddingTable { embeddings, meta } = table(data, n, d, Some(columns))?;
-        let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
-        let required = |name| meta.require_nonempty_column(name).map_err(table_error);
-        let optional = |name| meta.column(name).map(|_| required(name)).transpose();
-        let cols = SosColumns {
-            model: required("model")?,
-            language: required("language")?,
-            culture: required("culture")?,
-            layer: optional("layer")?,
-            person: optional("person")?,
-        };
-        let device = Device::flex();
-        let scored = score_rows(
-            embeddings.into_data(),
-            d,
-            cols,
-            pooling,
-            &device,
-            Processor::Cpu,
-            Blocking::Default(Processor::Cpu),
-            &mut |_| {},
-        )
-        .map_err(|e| match e {
-            ScoreError::Sos(e) => {
-                PyValueError::new_err(format!("SoS cannot be computed for this table: {e}"))
+    interruptible(py, move || {
+        let (scored, images) = score_sos(table(data, n, d, Some(columns))?, pooling, ci)?;
+        let report = &scored.report;
+        match output.as_str() {
+            "per_image" => {
+                let layout = &scored.layout;
+                let columns = PerImageColumns {
+                    image: images.is_some(),
+                    layer: layout.has_layer,
+                    person: layout.person.is_some(),
+                };
+                let rows = per_image_scores(layout, &scored.values, images.as_deref());
+                Ok((Some(records::<schema::PerImage>(&columns, &rows)), None))
             }
-            e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
-        })?;
-        if per_image {
-            let layout = &scored.layout;
-            let columns = PerImageColumns {
-                image: images.is_some(),
-                layer: layout.has_layer,
-                person: layout.person.is_some(),
-            };
-            let rows = per_image_scores(layout, &scored.values, images.as_deref());
-            Ok(records::<schema::PerImage>(&columns, &rows))
-        } else {
-            let report = &scored.report;
-            let columns =
-                JointColumns { layer: report.joint.first().is_some_and(|j| j.layer.is_some()), ci: false };
-            Ok(records::<schema::Joint>(&columns, &report.joint))
+            "report" => Ok((None, Some(json_text(|w| schema::write_report(w, report))?))),
+            _ => {
+                let layer = report.joint.first().is_some_and(|j| j.layer.is_some());
+                let columns = JointColumns { layer, ci: with_ci };
+                Ok((Some(records::<schema::Joint>(&columns, &report.joint)), None))
+            }
         }
     })
+}
+
+/// What a writer of JSON writes, as text.
+fn json_text(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> PyResult<String> {
+    let mut bytes = Vec::new();
+    write(&mut bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(String::from_utf8(bytes).expect("JSON is UTF-8"))
+}
+
+/// `--ci LEVEL --bootstrap B --ci-method M --seed S` as the CLI reads them; `None` without `ci`.
+fn ci_spec(ci: Option<f64>, bootstrap: usize, ci_method: &str, seed: u64) -> PyResult<Option<CiSpec>> {
+    let Some(level) = ci else { return Ok(None) };
+    let method = match ci_method {
+        "bca" => CiMethod::Bca,
+        "percentile" => CiMethod::Percentile,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "ci_method: expected 'bca' or 'percentile', got {other:?}"
+            )));
+        }
+    };
+    match CiSpec::new(level, bootstrap, seed, method) {
+        Ok(spec) => Ok(Some(spec)),
+        Err(e @ CiError::Level(_)) => Err(PyValueError::new_err(format!("ci: {e}"))),
+        Err(e @ CiError::Resamples) => Err(PyValueError::new_err(format!("bootstrap: {e}"))),
+    }
 }
 
 /// MAGBIG's gender bias per (model, language, set) of a per-image attribute table given as its
 /// columns (`culturelens magbig --out`, MAGBIG §4, App. B).
 #[pyfunction]
-fn magbig(py: Python<'_>, columns: Vec<(String, Vec<String>)>) -> PyResult<Records> {
-    py.detach(move || {
+#[pyo3(signature = (columns, ci = None, bootstrap = 1000, ci_method = "bca", seed = 0))]
+fn magbig(
+    py: Python<'_>,
+    columns: Vec<(String, Vec<String>)>,
+    ci: Option<f64>,
+    bootstrap: usize,
+    ci_method: &str,
+    seed: u64,
+) -> PyResult<Records> {
+    let spec = ci_spec(ci, bootstrap, ci_method, seed)?;
+    interruptible(py, move || {
         let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
         let required = |name| meta.require_nonempty_column(name).map_err(table_error);
         let [model, language, set, prompt_id, _] = ATTRIBUTE_COLUMNS.map(required);
@@ -183,8 +327,11 @@ fn magbig(py: Python<'_>, columns: Vec<(String, Vec<String>)>) -> PyResult<Recor
         let gender = meta.require_column(GENDER).map_err(table_error)?;
         let groups = culturelens_metrics::magbig::prompt_counts(model, language, set, prompt_id, gender)
             .map_err(|(row, e)| table_error(TableError::invalid(meta.cell(row, GENDER), e)))?;
-        let rows = magbig_rows(&groups, |_, _| [None, None]);
-        Ok(records::<Magbig>(&MagbigColumns { ci: false }, &rows))
+        let rows = magbig_rows(&groups, |(model, language, set), counts| match &spec {
+            Some(spec) => culturelens_metrics::magbig::intervals(spec, counts, &[model, language, set]),
+            None => [None, None],
+        });
+        Ok(records::<Magbig>(&MagbigColumns { ci: spec.is_some() }, &rows))
     })
 }
 
@@ -192,7 +339,8 @@ fn magbig(py: Python<'_>, columns: Vec<(String, Vec<String>)>) -> PyResult<Recor
 /// §5.2 Eq. 2–3): the point estimate (no `--protocol-batch`, no `--ci`) on the CPU device.
 #[pyfunction]
 #[pyo3(signature = (embeddings, columns, q = "1", kernel = None, categories = Vec::new(), weights = Vec::new(),
-                    quality_col = None, group_by = None, route = "auto", intdiv = false))]
+                    quality_col = None, group_by = None, route = "auto", intdiv = false, ci = None,
+                    bootstrap = 1000, ci_method = "bca", seed = 0))]
 #[allow(clippy::too_many_arguments)]
 fn vendi(
     py: Python<'_>,
@@ -206,7 +354,12 @@ fn vendi(
     group_by: Option<String>,
     route: &str,
     intdiv: bool,
+    ci: Option<f64>,
+    bootstrap: usize,
+    ci_method: &str,
+    seed: u64,
 ) -> PyResult<Records> {
+    let spec = ci_spec(ci, bootstrap, ci_method, seed)?;
     let value = |e: String| PyValueError::new_err(e);
     let q = Order::parse(q).map_err(|e| value(format!("q: {e}")))?;
     let route = match route {
@@ -244,7 +397,7 @@ fn vendi(
         None => return Err(value(format!("kernel='{kernel}' needs embeddings"))),
     };
     let kernel = kernel.to_string();
-    py.detach(move || {
+    interruptible(py, move || {
         let (items, meta) = match (kernel.as_str(), rows) {
             ("cosine", Some((data, n, d))) => {
                 let EmbeddingTable { embeddings, meta } = table(data, n, d, columns)?;
@@ -254,7 +407,9 @@ fn vendi(
             }
             ("precomputed", Some((data, n, d))) => {
                 if n != d {
-                    return Err(value(format!("embeddings: a kernel matrix must be square, found {n} x {d}")));
+                    return Err(value(format!(
+                        "embeddings: a kernel matrix must be square, found {n} x {d}"
+                    )));
                 }
                 let meta = match columns {
                     Some(columns) => {
@@ -293,7 +448,11 @@ fn vendi(
                 (Collection::Features(f), meta)
             }
         };
-        let quality = quality_col.as_deref().map(|c| meta.number_column(c, "quality")).transpose().map_err(table_error)?;
+        let quality = quality_col
+            .as_deref()
+            .map(|c| meta.number_column(c, "quality"))
+            .transpose()
+            .map_err(table_error)?;
         let groups = match group_by.as_deref() {
             Some(col) => meta.row_groups(col).map_err(table_error)?,
             None => vec![(String::new(), (0..items.n()).collect())],
@@ -305,16 +464,33 @@ fn vendi(
             let sub = (rows.len() != items.n()).then(|| items.subset(rows));
             let group = sub.as_ref().unwrap_or(&items);
             let qual: Option<Vec<f64>> = quality.as_ref().map(|q| rows.iter().map(|&i| q[i]).collect());
-            let score =
-                point_scores(group, q, qual.as_deref(), route, intdiv, Processor::Cpu, precision, &device, &mut |_| {})
-                    .map_err(|e| value(format!("embeddings: {e}")))?;
+            let score = point_scores(
+                group,
+                q,
+                qual.as_deref(),
+                route,
+                intdiv,
+                Processor::Cpu,
+                precision,
+                &device,
+                &mut |_| {},
+            )
+            .map_err(|e| value(format!("embeddings: {e}")))?;
+            let score = match &spec {
+                Some(spec) => {
+                    let [vs, qvs, qvs_norm] =
+                        group_intervals(group, qual.as_deref(), q, None, precision, spec, name);
+                    VendiScores { vs_ci: vs, qvs_ci: qvs, qvs_norm_ci: qvs_norm, ..score }
+                }
+                None => score,
+            };
             results.insert(name.clone(), score);
         }
         let file = match group_by {
             Some(_) => VendiFile::Groups(results),
             None => VendiFile::Whole(results.remove("").expect("the ungrouped result")),
         };
-        let (columns, rows) = table_rows(&file, group_by.as_deref(), false);
+        let (columns, rows) = table_rows(&file, group_by.as_deref(), spec.is_some());
         Ok(records::<VendiTable>(&columns, &rows))
     })
 }
@@ -332,7 +508,7 @@ fn prompts_load(
 ) -> PyResult<Records> {
     let set = PromptSet::from_name(set).map_err(|e| PyValueError::new_err(format!("set: {e}")))?;
     let prompt_error = |e: PromptError| PyValueError::new_err(e.to_string());
-    py.detach(move || {
+    interruptible(py, move || {
         let fetcher = Fetcher::from_env(mirror).map_err(prompt_error)?;
         if fetcher.first_use(set) {
             eprintln!("Licence of the {set} prompt set (shown once): {}", set.info().licence);
@@ -384,7 +560,7 @@ fn agreement(
             raters.len()
         )));
     }
-    py.detach(move || {
+    interruptible(py, move || {
         let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
         let cols = raters
             .iter()
@@ -401,20 +577,27 @@ fn agreement(
 /// accuracy, P_sur and P_sem of the SoS-sign and CLIPScore labelling rules, all images and
 /// without English prompts; point estimates (no `--ci`).
 #[pyfunction]
-#[pyo3(signature = (columns, raters, sos = None, clipscore = None))]
+#[pyo3(signature = (columns, raters, sos = None, clipscore = None, ci = None, bootstrap = 1000,
+                    ci_method = "bca", seed = 0))]
+#[allow(clippy::too_many_arguments)]
 fn validate(
     py: Python<'_>,
     columns: Vec<(String, Vec<String>)>,
     raters: Vec<String>,
     sos: Option<String>,
     clipscore: Option<(String, String)>,
+    ci: Option<f64>,
+    bootstrap: usize,
+    ci_method: &str,
+    seed: u64,
 ) -> PyResult<Records> {
+    let spec = ci_spec(ci, bootstrap, ci_method, seed)?;
     if sos.is_none() && clipscore.is_none() {
         return Err(PyValueError::new_err(
             "give sos=COL and/or clipscore=(SUR, SEM): there is nothing to validate",
         ));
     }
-    py.detach(move || {
+    interruptible(py, move || {
         let meta = Metadata::from_columns(None, columns).map_err(table_error)?;
         let language = meta.require_column("language").map_err(table_error)?;
         let raters = raters
@@ -434,11 +617,188 @@ fn validate(
             &raters,
             sos.as_deref(),
             cosines.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
-            |_, _, _, _| [None; 3],
+            |name, subset, predicted, human| match &spec {
+                Some(spec) => {
+                    culturelens_metrics::validation::intervals(spec, name, subset, predicted, human)
+                }
+                None => [None; 3],
+            },
         );
-        Ok(records::<Validation>(&ValidationColumns { ci: false }, &rows))
+        Ok(records::<Validation>(&ValidationColumns { ci: spec.is_some() }, &rows))
     })
 }
+
+/// The CulText2I metrics (`culturelens cultext2i`, CulText2I §6.1, Table 2): NA, NA accuracy, CD
+/// and DP per (model, language, concept, template) group, with `ci` their bootstrap intervals,
+/// and with `report` the command's JSON report (confusion matrices, CCS, XNA/XDP from `vqa`).
+#[pyfunction]
+#[pyo3(signature = (images, image_columns, texts, text_columns, temperature = 1.0, report = false,
+                    vqa = None, ci = None, bootstrap = 1000, ci_method = "bca", seed = 0))]
+#[allow(clippy::too_many_arguments)]
+fn cultext2i(
+    py: Python<'_>,
+    images: &Bound<'_, PyAny>,
+    image_columns: Vec<(String, Vec<String>)>,
+    texts: &Bound<'_, PyAny>,
+    text_columns: Vec<(String, Vec<String>)>,
+    temperature: f64,
+    report: bool,
+    vqa: Option<Vec<(String, Vec<String>)>>,
+    ci: Option<f64>,
+    bootstrap: usize,
+    ci_method: &str,
+    seed: u64,
+) -> PyResult<(Records, Option<String>)> {
+    if !(temperature.is_finite() && temperature > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "temperature must be a positive number (got {temperature})"
+        )));
+    }
+    if vqa.is_some() && !report {
+        return Err(PyValueError::new_err("vqa answers go into the report: pass report=True"));
+    }
+    let ci = ci_spec(ci, bootstrap, ci_method, seed)?;
+    let (images, n, d) = embeddings_f32(images).map_err(|e| argument("images", e))?;
+    let (texts, k, dt) = embeddings_f32(texts).map_err(|e| argument("texts", e))?;
+    if d != dt {
+        return Err(PyValueError::new_err(format!(
+            "images has {d}-dimensional embeddings but texts has {dt}: image and text embeddings must come from one model"
+        )));
+    }
+    interruptible(py, move || {
+        let images = named_table(images, n, d, Some(image_columns), ["images", "image_meta"])?;
+        let texts = named_table(texts, k, d, Some(text_columns), ["texts", "text_meta"])?;
+        let vqa = vqa
+            .map(|c| Metadata::from_columns(None, c))
+            .transpose()
+            .map_err(|e| argument("vqa", table_error(e)))?;
+        let options = cultext2i_core::Options { temperature, ci, report: report.then_some(vqa.as_ref()) };
+        let result =
+            cultext2i_core::cultext2i(&images, &texts, &options, &Device::flex()).map_err(table_error)?;
+        let report = result
+            .report
+            .map(|r| json_text(|w| culturelens_results::cultext2i::write_report(w, &r)))
+            .transpose()?;
+        Ok((records::<Cultext2iGroups>(&result.columns, &result.rows), report))
+    })
+}
+
+/// An error about the argument `name`: its message prefixed with the name.
+fn argument(name: &str, e: PyErr) -> PyErr {
+    Python::attach(|py| {
+        let message = e.value(py).to_string();
+        // The helpers name their input `embeddings` or `meta`: the caller's name replaces it.
+        let message =
+            ["embeddings: ", "meta: "].iter().find_map(|p| message.strip_prefix(p)).unwrap_or(&message);
+        if message.starts_with(name) {
+            e
+        } else {
+            let prefixed = format!("{name}: {message}");
+            if e.is_instance_of::<PyTypeError>(py) {
+                PyTypeError::new_err(prefixed)
+            } else {
+                PyValueError::new_err(prefixed)
+            }
+        }
+    })
+}
+
+/// CLIPScore of paired image and caption embeddings (`culturelens clipscore`'s `COL_cos` and
+/// `COL_clipscore` cells; Hessel et al. 2021, SoS §4.2): `cos(image_i, caption_i)` on the CPU
+/// device and `w · max(cos, 0)`.
+#[pyfunction]
+#[pyo3(signature = (images, captions, w = CLIPSCORE_W))]
+fn clipscore(
+    py: Python<'_>,
+    images: &Bound<'_, PyAny>,
+    captions: &Bound<'_, PyAny>,
+    w: f64,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    let (images, n, d) = embeddings_f32(images).map_err(|e| argument("images", e))?;
+    let (captions, nc, dc) = embeddings_f32(captions).map_err(|e| argument("captions", e))?;
+    if (n, d) != (nc, dc) {
+        return Err(PyValueError::new_err(format!(
+            "captions: {nc} x {dc} embeddings for {n} x {d} image embeddings: one caption per image, from one model"
+        )));
+    }
+    if !w.is_finite() {
+        return Err(PyValueError::new_err(format!("w: expected a finite weight, got {w}")));
+    }
+    interruptible(py, move || {
+        for (name, rows) in [("images", &images), ("captions", &captions)] {
+            named_table(rows.clone(), n, d, None, [name, "meta"])?;
+        }
+        let scores = culturelens_compute::tensor::clip_scores(images, captions, d, w, &Device::flex());
+        Ok(scores.iter().map(|(c, s)| (c.to_string(), s.to_string())).unzip())
+    })
+}
+
+/// The two-sided Wilcoxon signed-rank test (scipy's defaults; MAGBIG App. C, Tables 5–6) as
+/// `culturelens magbig --report --compare` computes it: of `a[k] − b[k]` over the keys in both
+/// maps (the report's `test` object), or of the differences `d` (the test's own fields).
+#[pyfunction]
+#[pyo3(signature = (a = None, b = None, d = None))]
+fn wilcoxon(
+    a: Option<BTreeMap<String, f64>>,
+    b: Option<BTreeMap<String, f64>>,
+    d: Option<Vec<f64>>,
+) -> PyResult<String> {
+    let json = match (a, b, d) {
+        (Some(a), Some(b), None) => match culturelens_metrics::magbig::paired_test(&a, &b) {
+            Some(test) => serde_json::to_string(&test),
+            None => {
+                return Err(PyValueError::new_err("a and b have no key in common: there is no pair to test"));
+            }
+        },
+        (None, None, Some(d)) => {
+            if let Some(i) = d.iter().position(|x| !x.is_finite()) {
+                return Err(PyValueError::new_err(format!(
+                    "d[{i}]: expected a finite difference, got {}",
+                    d[i]
+                )));
+            }
+            serde_json::to_string(&culturelens_metrics::stats::wilcoxon(&d))
+        }
+        _ => return Err(PyValueError::new_err("give either a and b (paired by key) or d (the differences)")),
+    };
+    Ok(json.expect("serialisable"))
+}
+
+/// Runs `work` on a thread of its own, without the GIL, and waits for it in slices of
+/// [`SIGNAL_POLL`], taking the GIL between them to run Python's signal handlers: Ctrl-C (SIGINT)
+/// raises `KeyboardInterrupt` at once (or whatever else a handler raises). The interrupted work
+/// is not stopped (the metric code has no cancellation points): it runs to its end in the
+/// background and its result is dropped.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce() -> PyResult<T> + Send + 'static,
+) -> PyResult<T> {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let (tx, rx) = channel();
+    std::thread::Builder::new()
+        .name("culturelens".into())
+        .spawn(move || {
+            // The receiver is gone when the call was interrupted: nobody waits for this result.
+            let _ = tx.send(work());
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the computation's thread: {e}")))?;
+    let mut rx = rx;
+    loop {
+        // The receiver is `Send`, not `Sync`: it travels into the GIL-free closure and back.
+        let (received, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+        rx = back;
+        match received {
+            Ok(result) => return result,
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err("the computation panicked (see the message above)"));
+            }
+        }
+    }
+}
+
+/// How often a waiting call checks for signals.
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The header and cells of `rows` as `S` writes them.
 fn records<S: CsvSchema>(columns: &S::Columns, rows: &[S::Row]) -> Records {
@@ -453,6 +813,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prompts_load, m)?)?;
     m.add_function(wrap_pyfunction!(agreement, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(cultext2i, m)?)?;
+    m.add_function(wrap_pyfunction!(clipscore, m)?)?;
+    m.add_function(wrap_pyfunction!(wilcoxon, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 """culturelens.sos against `culturelens sos` on the same inputs: equal to the last bit."""
 
 import csv
+import json
 import math
 import pathlib
 
@@ -257,6 +258,49 @@ def test_import_does_not_need_pandas():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == [
-        "['__version__', 'agreement', 'magbig', 'prompts', 'sos', 'validate', 'vendi']",
+        "['__version__', 'agreement', 'clipscore', 'cultext2i', 'magbig', 'prompts', 'sos', 'sos_report', "
+        "'validate', 'vendi', 'wilcoxon']",
         "frames need pandas",
     ]
+
+
+@pytest.mark.parametrize("pool", ["all", "per-model"])
+def test_report_equals_the_cli(cli, demo, tmp_path, pool):
+    _, embeddings, meta = demo
+    report = tmp_path / "report.json"
+    run_cli_sos(cli, tmp_path, embeddings, meta, "--pool", pool, "--report", report)
+    got = culturelens.sos_report(embeddings, meta, pool=pool)
+    assert got == json.loads(report.read_text())
+    assert {"joint", "per_model", "language_medians", "language_correlation", "person_means"} <= set(got)
+    # Its joint entries are the joint table's values.
+    joint = culturelens.sos(embeddings, meta, pool=pool)
+    assert [j["sos"] for j in got["joint"]] == joint["sos"].tolist()
+
+
+class Tensor:
+    """A foreign tensor that offers only the DLPack protocol (as torch's CPU tensors do)."""
+
+    def __init__(self, array, refuse=None):
+        self._array, self._refuse = array, refuse
+
+    def __dlpack__(self, **kwargs):
+        if self._refuse:
+            raise RuntimeError(self._refuse)
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_dlpack_tensors_equal_numpy(demo):
+    _, embeddings, meta = demo
+    want = culturelens.sos(embeddings, meta, per_image=True)
+    pd.testing.assert_frame_equal(culturelens.sos(Tensor(embeddings), meta, per_image=True), want, check_exact=True)
+    half = embeddings.astype(np.float16)
+    pd.testing.assert_frame_equal(culturelens.sos(Tensor(half), meta), culturelens.sos(half, meta), check_exact=True)
+    vendi = culturelens.vendi(Tensor(embeddings), meta, group_by="model")
+    pd.testing.assert_frame_equal(vendi, culturelens.vendi(embeddings, meta, group_by="model"), check_exact=True)
+    # As torch refuses a tensor that requires grad.
+    refused = Tensor(embeddings, refuse="Can't export tensors that require gradient, use tensor.detach()")
+    with pytest.raises(TypeError, match=r"^embeddings: a Tensor whose memory numpy cannot read through DLPack \(Can't"):
+        culturelens.sos(refused, meta)

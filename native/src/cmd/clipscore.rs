@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_compute::tensor::paired_cosine_tensor;
-use culturelens_metrics::validation::{CLIPSCORE_W, clipscore};
+use culturelens_compute::tensor::clip_scores;
+use culturelens_metrics::validation::CLIPSCORE_W;
 use culturelens_table::TableError;
 
-use crate::embeddings::{matrix, read_back, upload};
+use crate::embeddings::matrix;
 use crate::encode::{ModelArgs, PerImageArgs, check_batch, embed_image_list, embed_token_ids};
 use crate::input::ImageList;
 use crate::output::write_meta_with_columns;
@@ -113,14 +113,14 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     let mut added = Vec::new();
     for (col, captions) in args.caption_cols.iter().zip(&caption_of) {
         let captions = done.keys().map(|&row| &text_rows[captions[row]]);
-        let cosines = read_back(paired_cosine_tensor(
-            upload(&matrix(done.values()), &encoder.device),
-            upload(&matrix(captions), &encoder.device),
-        ));
+        let images = matrix(done.values());
+        let dim = images.cols();
+        let scores =
+            clip_scores(images.into_data(), matrix(captions).into_data(), dim, args.w, &encoder.device);
         let (mut cos, mut score) = (vec![String::new(); n], vec![String::new(); n]);
-        for (&row, &c) in done.keys().zip(&cosines) {
+        for (&row, (c, s)) in done.keys().zip(&scores) {
             cos[row] = c.to_string();
-            score[row] = clipscore(c as f64, args.w).to_string();
+            score[row] = s.to_string();
         }
         added.push((format!("{col}_cos"), cos));
         added.push((format!("{col}_clipscore"), score));

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use culturelens_compute::tensor::paired_cosine_tensor;
-use culturelens_metrics::bootstrap::{CiSpec, Replicates};
-use culturelens_metrics::magbig::{self, Group, GroupCounts, PromptCounts, deviation, mad, paired_test};
+use culturelens_metrics::magbig::{
+    self, Group, GroupCounts, PromptCounts, deviation, intervals, mad, paired_test,
+};
 use culturelens_metrics::stats::mean;
-use culturelens_results::ci::Interval;
 use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColumns, magbig_rows};
 use culturelens_table::{Metadata, TableError, load_table, read_metadata_csv, write_atomic};
 use serde_json::{Value, json};
@@ -139,17 +139,6 @@ pub fn run(args: &MagbigArgs) -> Result<()> {
     provenance.prompt_sets(sets).device(args.device, FloatType::F32).write_beside(&args.out)?;
     eprintln!("wrote {} (model, language, set) rows to {}", rows.len(), args.out.display());
     Ok(())
-}
-
-/// The bootstrap intervals of `mad` and `male_share` of one group: its prompts with a classified
-/// image resampled with replacement (the stream of `key`), both means recomputed per resample.
-fn intervals(spec: &CiSpec, counts: &[PromptCounts], key: &[&String]) -> [Option<Interval>; 2] {
-    let (deviations, shares): (Vec<f64>, Vec<f64>) =
-        counts.iter().filter_map(|c| Some((deviation(*c)?, c.male_share()?))).unzip();
-    let key =
-        std::iter::once("magbig").chain(key.iter().map(|k| k.as_str())).collect::<Vec<_>>().join("\u{1f}");
-    let draws = spec.draws(deviations.len(), &key);
-    [&deviations, &shares].map(|values| Replicates::of_mean(values, &draws).interval(spec.level, spec.method))
 }
 
 /// Male/female counts per prompt, per (model, language, set), both sorted.

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{
-    Blocking, CellUnits, Comparison, Factor, Pooling, ScoreError, Scored, SosCiMode, SosColumns, SosLayout,
-    SosReport, SosValues, paired_differences, per_image_scores, score_rows, sos_exact_replicates,
-    sos_fast_replicates,
+    Blocking, Comparison, Factor, Pooling, ScoreError, Scored, SosCiMode, SosColumns, SosLayout, SosReport,
+    SosValues, paired_differences, per_image_scores, score_rows,
 };
 use culturelens_metrics::bootstrap::CiSpec;
 use culturelens_metrics::demo::demo_table;
@@ -210,27 +209,16 @@ pub fn run(args: &SosArgs) -> Result<()> {
     };
     let processor = args.device.processor();
     let dim = table.dim();
-    let Scored { layout, values, mut report, blocks } =
-        score_table(table, args.pool.into(), &device, processor, blocking, &mut clock)?;
+    let mut scored = score_table(table, args.pool.into(), &device, processor, blocking, &mut clock)?;
     let spec = args.ci.spec();
     if let Some(spec) = spec {
-        let units = match &cluster {
-            Some(key) => CellUnits::clusters(&layout, &key.iter().map(Vec::as_slice).collect::<Vec<_>>()),
-            None => CellUnits::outputs(&layout),
-        };
-        let replicates = match SosCiMode::from(args.ci_mode) {
-            SosCiMode::Fast => sos_fast_replicates(&layout, &units, &values.per_image, spec),
-            SosCiMode::Exact => {
-                let chunk_rows = blocking.chunk_rows(dim);
-                sos_exact_replicates(&blocks, &layout, &units, &values.per_image, spec, chunk_rows, |_| {})
-                    .context("SoS cannot be computed on a bootstrap resample")?
-            }
-        };
-        for (joint, r) in report.joint.iter_mut().zip(&replicates) {
-            joint.sos_ci = r.interval(spec.level, spec.method);
-        }
+        let keys: Option<Vec<&[String]>> = cluster.as_ref().map(|k| k.iter().map(Vec::as_slice).collect());
+        scored
+            .add_intervals(keys.as_deref(), args.ci_mode.into(), spec, blocking.chunk_rows(dim))
+            .context("SoS cannot be computed on a bootstrap resample")?;
         clock.lap("bootstrap");
     }
+    let Scored { layout, values, report, blocks } = scored;
     drop(blocks);
     // Every result is computed before the first file is written: a refused comparison leaves none.
     let differences = match (compare, &pair_key, spec) {

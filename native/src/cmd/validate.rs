@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use culturelens_metrics::bootstrap::{CiSpec, Replicates};
-use culturelens_metrics::validation::{Tendency, score_labels};
-use culturelens_results::ci::Interval;
+use culturelens_metrics::validation::intervals;
 use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
 use culturelens_table::{read_metadata_csv, write_atomic};
 
@@ -80,7 +78,7 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
         sos.as_deref(),
         cosines.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
         |name, subset, predicted, human| match &spec {
-            Some(spec) => intervals(spec, predicted, human, &format!("validate\u{1f}{name}\u{1f}{subset}")),
+            Some(spec) => intervals(spec, name, subset, predicted, human),
             None => [None; 3],
         },
     );
@@ -92,27 +90,4 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     provenance.write_beside(&args.out)?;
     eprintln!("wrote {} validation rows to {}", rows.len(), args.out.display());
     Ok(())
-}
-
-/// The intervals of `acc`, `p_sur` and `p_sem` of one (method, subset): its labelled images
-/// resampled with replacement (the stream of `key`), the three scores recomputed by
-/// [`score_labels`] from each resample; none without a labelled image.
-fn intervals(
-    spec: &CiSpec,
-    predicted: &[Option<Tendency>],
-    human: &[Option<Option<Tendency>>],
-    key: &str,
-) -> [Option<Interval>; 3] {
-    let items: Vec<(Option<Tendency>, Option<Option<Tendency>>)> =
-        predicted.iter().zip(human).filter(|(_, h)| h.is_some()).map(|(p, h)| (*p, *h)).collect();
-    if items.is_empty() {
-        return [None; 3];
-    }
-    let draws = spec.draws(items.len(), key);
-    let replicates = Replicates::of_statistics(&draws, |idx| {
-        let (p, h): (Vec<_>, Vec<_>) = idx.iter().map(|&i| items[i as usize]).unzip();
-        let s = score_labels(&p, &h);
-        [s.accuracy, s.p_sur, s.p_sem]
-    });
-    replicates.map(|r| r.and_then(|r| r.interval(spec.level, spec.method)))
 }

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_compute::vendi::{
-    Collection, CosineRows, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiItems,
-    VendiStatistic, categorical_features, point_scores, precomputed_spectrum, protocol, protocol_precomputed,
+    Collection, CosineRows, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route,
+    categorical_features, group_intervals, point_scores, precomputed_spectrum, protocol,
+    protocol_precomputed,
 };
 use culturelens_results::vendi::{self as schema, Protocol, VendiFile, VendiScores};
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
@@ -221,26 +222,13 @@ pub fn run(args: &VendiArgs) -> Result<()> {
         };
         let value = match args.ci.spec() {
             Some(spec) => {
-                let features = group.features();
-                let items = match (group, &features) {
-                    (Collection::Kernel { k, n }, _) => VendiItems::Kernel { k, n: *n },
-                    (_, Some(f)) => VendiItems::Features(f),
-                    (_, None) => unreachable!("only a precomputed kernel has no feature map"),
-                };
-                let precision = if matches!(group, Collection::Kernel { .. }) {
-                    ProductPrecision::F32
-                } else {
-                    precision
-                };
                 let protocol = args.protocol_batch.map(|batch| ProtocolPlan {
                     batch: batch as usize,
                     repeats: args.repeats as usize,
                     seed: group_seed(args.ci.seed, name),
                 });
-                let stat = VendiStatistic { items, quality: qual.as_deref(), q: args.q, protocol, precision };
-                let draws = spec.draws(group.n(), &format!("bootstrap\u{1f}{name}"));
                 let [vs, qvs, qvs_norm] =
-                    stat.replicates(&draws).map(|r| r.interval(spec.level, spec.method));
+                    group_intervals(group, qual.as_deref(), args.q, protocol, precision, &spec, name);
                 clock.lap("bootstrap");
                 VendiScores { vs_ci: vs, qvs_ci: qvs, qvs_norm_ci: qvs_norm, ..value }
             }

@@ -51,6 +51,7 @@ pub use plan::{GROUP_MEMBERS, SEGMENT_ROWS};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport, sos_report};
 
 use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_metrics::bootstrap::CiSpec;
 
 use crate::device::{Processor, rows_for_bytes};
 
@@ -128,6 +129,37 @@ pub struct Scored {
     pub values: SosValues,
     pub report: SosReport,
     pub blocks: Vec<Tensor<2>>,
+}
+
+impl Scored {
+    /// `sos --ci`: the bootstrap interval of every joint score, into the report's `sos_ci`. The
+    /// units of a cell are its outputs, or with `cluster` (key columns, one value per output) its
+    /// groups of outputs with equal keys; `mode` holds the references at the full-table estimate
+    /// ([`sos_fast_replicates`]) or recomputes them from every resample
+    /// ([`sos_exact_replicates`], `chunk_rows` as [`Blocking::chunk_rows`]).
+    pub fn add_intervals(
+        &mut self,
+        cluster: Option<&[&[String]]>,
+        mode: SosCiMode,
+        spec: CiSpec,
+        chunk_rows: Option<usize>,
+    ) -> Result<(), SosError> {
+        let units = match cluster {
+            Some(key) => CellUnits::clusters(&self.layout, key),
+            None => CellUnits::outputs(&self.layout),
+        };
+        let scores = &self.values.per_image;
+        let replicates = match mode {
+            SosCiMode::Fast => sos_fast_replicates(&self.layout, &units, scores, spec),
+            SosCiMode::Exact => {
+                sos_exact_replicates(&self.blocks, &self.layout, &units, scores, spec, chunk_rows, |_| {})?
+            }
+        };
+        for (joint, r) in self.report.joint.iter_mut().zip(&replicates) {
+            joint.sos_ci = r.interval(spec.level, spec.method);
+        }
+        Ok(())
+    }
 }
 
 /// Every output's score in row order as the rows of `sos --per-image`

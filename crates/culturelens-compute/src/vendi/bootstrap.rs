@@ -16,12 +16,12 @@
 //! The BCa acceleration re-runs the Vendi computation without each item (the jackknife), so BCa
 //! costs `n` more Vendi computations than percentile intervals.
 
-use culturelens_metrics::bootstrap::{Draws, Replicates};
+use culturelens_metrics::bootstrap::{CiSpec, Draws, Interval, Replicates};
 
 use super::protocol::protocol_of_kernel;
 use super::{
-    Features, Order, ProductPrecision, ProtocolPlan, Route, VendiScore, clip_eigenvalues, host_product,
-    kernel_submatrix, symmetric_eigenvalues,
+    Collection, Features, Order, ProductPrecision, ProtocolPlan, Route, VendiScore, clip_eigenvalues,
+    host_product, kernel_submatrix, symmetric_eigenvalues,
 };
 
 /// The items of one group, as the bootstrap scores them.
@@ -60,6 +60,30 @@ impl VendiItems<'_> {
             VendiItems::Kernel { k, n } => k[i * n + j],
         }
     }
+}
+
+/// `vendi --ci`'s intervals of one group (`name`; `""` for the whole collection): `[VS_q, qVS_q,
+/// qVS_q / N]` of its items resampled with replacement from the stream of `bootstrap` and `name`,
+/// each resample scored as [`VendiStatistic`] (the CUBE protocol's batches with `protocol`); a
+/// precomputed kernel's products always in f32 (as its point estimate).
+pub fn group_intervals(
+    group: &Collection,
+    quality: Option<&[f64]>,
+    q: Order,
+    protocol: Option<ProtocolPlan>,
+    precision: ProductPrecision,
+    spec: &CiSpec,
+    name: &str,
+) -> [Option<Interval>; 3] {
+    let features = group.features();
+    let (items, precision) = match (group, &features) {
+        (Collection::Kernel { k, n }, _) => (VendiItems::Kernel { k, n: *n }, ProductPrecision::F32),
+        (_, Some(f)) => (VendiItems::Features(f), precision),
+        (_, None) => unreachable!("only a precomputed kernel has no feature map"),
+    };
+    let stat = VendiStatistic { items, quality, q, protocol, precision };
+    let draws = spec.draws(group.n(), &format!("bootstrap\u{1f}{name}"));
+    stat.replicates(&draws).map(|r| r.interval(spec.level, spec.method))
 }
 
 /// What is computed per collection: the protocol (with its plan) or the whole collection.

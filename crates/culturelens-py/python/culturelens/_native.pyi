@@ -1,6 +1,6 @@
 """The compiled core of culturelens (see the package docstring); call it through ``culturelens``."""
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -10,10 +10,22 @@ def sos(
     embeddings: np.ndarray,
     columns: Sequence[Tuple[str, Sequence[str]]],
     pool: str = "all",
-    per_image: bool = False,
-) -> Tuple[List[str], List[List[str]]]: ...
+    output: str = "joint",
+    ci: Optional[float] = None,
+    bootstrap: int = 1000,
+    ci_method: str = "bca",
+    seed: int = 0,
+    ci_mode: str = "fast",
+    cluster: Sequence[str] = ...,
+) -> Tuple[Optional[Tuple[List[str], List[List[str]]]], Optional[str]]: ...
 
-def magbig(columns: Sequence[Tuple[str, Sequence[str]]]) -> Tuple[List[str], List[List[str]]]: ...
+def magbig(
+    columns: Sequence[Tuple[str, Sequence[str]]],
+    ci: Optional[float] = None,
+    bootstrap: int = 1000,
+    ci_method: str = "bca",
+    seed: int = 0,
+) -> Tuple[List[str], List[List[str]]]: ...
 
 def vendi(
     embeddings: Optional[np.ndarray],
@@ -26,6 +38,10 @@ def vendi(
     group_by: Optional[str] = None,
     route: str = "auto",
     intdiv: bool = False,
+    ci: Optional[float] = None,
+    bootstrap: int = 1000,
+    ci_method: str = "bca",
+    seed: int = 0,
 ) -> Tuple[List[str], List[List[str]]]: ...
 
 def prompts_load(
@@ -41,4 +57,30 @@ def validate(
     raters: Sequence[str],
     sos: Optional[str] = None,
     clipscore: Optional[Tuple[str, str]] = None,
+    ci: Optional[float] = None,
+    bootstrap: int = 1000,
+    ci_method: str = "bca",
+    seed: int = 0,
 ) -> Tuple[List[str], List[List[str]]]: ...
+
+def cultext2i(
+    images: np.ndarray,
+    image_columns: Sequence[Tuple[str, Sequence[str]]],
+    texts: np.ndarray,
+    text_columns: Sequence[Tuple[str, Sequence[str]]],
+    temperature: float = 1.0,
+    report: bool = False,
+    vqa: Optional[Sequence[Tuple[str, Sequence[str]]]] = None,
+    ci: Optional[float] = None,
+    bootstrap: int = 1000,
+    ci_method: str = "bca",
+    seed: int = 0,
+) -> Tuple[Tuple[List[str], List[List[str]]], Optional[str]]: ...
+
+def clipscore(images: np.ndarray, captions: np.ndarray, w: float = 2.5) -> Tuple[List[str], List[str]]: ...
+
+def wilcoxon(
+    a: Optional[Mapping[str, float]] = None,
+    b: Optional[Mapping[str, float]] = None,
+    d: Optional[Sequence[float]] = None,
+) -> str: ...
