@@ -32,11 +32,13 @@ to the context, as torchmetrics does silently).
 Output (--out, atomic): the manifest's columns, then COL_cos and COL_clipscore per caption column
 (`culturelens validate --clipscore SUR_cos,SEM_cos` labels the images from these). An image that
 cannot be read stops the run unless --skip-bad, which keeps its row with empty scores.
+
 --summary FILE also writes the aggregate the CLIPScore literature reports, the mean CLIPScore over
 images, per group of the --group-by columns (e.g. model,language; one row over all images without
 them): the --group-by columns, n (the group's scored images), then COL_clipscore per caption column.
 Unit resampled by --ci: the scored images of each group (the unit the mean is taken over), one draw
 of a group's images for all its caption columns.
+
 ",
     crate::uncertainty::ci_help!()
 );
