@@ -521,3 +521,109 @@ fn validate_ci_resamples_labelled_images() {
         "images with a human label, within each (method, subset)"
     );
 }
+
+/// `clipscore --summary --group-by model,language --ci`: the mean CLIPScore per group over its
+/// images, by hand from the per-image scores, and intervals by hand from known draws: with seed
+/// 2, the one resample of group (A, en) draws its images [1, 1] and that of (B, en) [0, 0]
+/// (SplitMix64 from seed XOR FNV-1a("clipscore", model, language), scripts/fixtures/
+/// make_bootstrap.py's `draws`), so the percentile interval of one replicate is that image's
+/// score twice; a group of one image has the interval [score, score].
+#[test]
+fn clipscore_ci_resamples_images_within_groups() {
+    use crate::common::Cli;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let images = culturelens_testkit::fixture("encoders/images");
+    // Captions of tests/fixtures/clipscore/tiny_clip.json: "\u{125}" and "\u{12d}" score above the
+    // tiny CLIP's clamp, "man" and "woman" below it.
+    let rows = [
+        ("A", "en", "a_rgb.png", "\u{125}"),
+        ("A", "en", "b_grey.png", "\u{12d}"),
+        ("B", "en", "d_photo.jpg", "\u{125}"),
+        ("B", "en", "c_rgba.png", "man"),
+        ("C", "ja", "e_lossless.webp", "woman"),
+    ];
+    let mut text = String::from("image,model,language,caption\n");
+    for (model, language, name, caption) in rows {
+        text += &format!("{},{model},{language},{caption}\n", images.join(name).display());
+    }
+    let manifest_csv = d.join("m.csv");
+    std::fs::write(&manifest_csv, text).unwrap();
+    let run = |out: &Path, extra: &[&str]| {
+        let mut cli = Cli::new("clipscore")
+            .opt("--images", &manifest_csv)
+            .opt("--weights", culturelens_testkit::fixture("encoders/clip"))
+            .opt("--caption-cols", "caption")
+            .opt("--out", out);
+        for a in extra {
+            cli = cli.arg(a);
+        }
+        cli
+    };
+    let (plain, scored, summary) = (d.join("plain.csv"), d.join("scored.csv"), d.join("summary.csv"));
+    run(&plain, &[]).run_ok();
+    let hand =
+        ["--group-by", "model,language", "--ci", "0.9", "--ci-method", "percentile", "--bootstrap", "1"];
+    let stdout =
+        run(&scored, &[&["--summary", p(&summary), "--seed", "2"][..], &hand].concat()).run_ok().stdout;
+    assert!(stdout.contains("90% percentile bootstrap, 1 resamples of scored images within each (model, language) group, seed 2"), "{stdout}");
+    assert_eq!(
+        std::fs::read(&plain).unwrap(),
+        std::fs::read(&scored).unwrap(),
+        "--summary leaves --out as it was"
+    );
+    let (_, per_image) = read_csv(&scored);
+    let score: Vec<f64> = per_image.iter().map(|r| number(&r[5])).collect();
+    eprintln!("clipscore per image: {score:?}");
+    assert!(score[0] != score[1] && score[2] != score[3], "the draws must be told apart: {score:?}");
+    let (header, rows) = read_csv(&summary);
+    assert_eq!(
+        header,
+        ["model", "language", "n", "caption_clipscore", "caption_clipscore_lo", "caption_clipscore_hi"]
+    );
+    let want = [
+        ("A", "2", (score[0] + score[1]) / 2.0, score[1]),
+        ("B", "2", (score[2] + score[3]) / 2.0, score[2]),
+        ("C", "1", score[4], score[4]),
+    ];
+    assert_eq!(rows.len(), 3);
+    for (row, (model, n, mean, replicate)) in rows.iter().zip(want) {
+        assert_eq!((row[0].as_str(), row[2].as_str()), (model, n), "{row:?}");
+        assert_eq!(number(&row[3]), mean, "{row:?}");
+        assert_eq!((number(&row[4]), number(&row[5])), (replicate, replicate), "{row:?}");
+    }
+    let uncertainty = &manifest(&summary)["uncertainty"];
+    assert_eq!(uncertainty["unit"], "scored images within each (model, language) group");
+    assert_eq!(uncertainty["method"], "bootstrap (percentile)");
+    assert_eq!(manifest(&scored)["uncertainty"], *uncertainty);
+
+    // The default BCa at 0.95 with 1000 resamples: the same seed gives the same bytes; the
+    // interval of each group with two images lies between its two scores.
+    let (again, first) = (d.join("again.csv"), d.join("first.csv"));
+    for path in [&first, &again] {
+        run(&scored, &["--summary", p(path), "--group-by", "model,language", "--ci", "0.95"]).run_ok();
+    }
+    assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&again).unwrap());
+    let (_, rows) = read_csv(&first);
+    for (row, pair) in rows.iter().zip([[score[0], score[1]], [score[2], score[3]]]) {
+        let (lo, hi) = (number(&row[4]), number(&row[5]));
+        let (min, max) = (pair[0].min(pair[1]), pair[0].max(pair[1]));
+        assert!(min <= lo && lo <= number(&row[3]) && number(&row[3]) <= hi && hi <= max, "{row:?}");
+    }
+    // Without --ci: no bounds; without --group-by: one group of all scored images.
+    run(&scored, &["--summary", p(&summary)]).run_ok();
+    let (header, rows) = read_csv(&summary);
+    assert_eq!(header, ["n", "caption_clipscore"]);
+    assert_eq!(rows, [vec!["5".to_string(), (score.iter().sum::<f64>() / 5.0).to_string()]]);
+    assert!(manifest(&summary).get("uncertainty").is_none());
+
+    // Bad input: a clear error, nothing written.
+    let never = d.join("never.csv");
+    let stderr = run(&never, &["--ci", "0.9"]).run_fails().stderr;
+    assert!(stderr.contains("--summary FILE"), "{stderr}");
+    let stderr = run(&never, &["--group-by", "model"]).run_fails().stderr;
+    assert!(stderr.contains("--summary"), "{stderr}");
+    let stderr = run(&never, &["--summary", p(&d.join("s2.csv")), "--group-by", "seed"]).run_fails().stderr;
+    assert!(stderr.contains("seed"), "{stderr}");
+    assert!(!never.exists() && !d.join("s2.csv").exists());
+}

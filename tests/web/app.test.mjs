@@ -3,7 +3,8 @@
 // page's numbers with the CLI on the same rows: SoS with `culturelens sos --bundle` (≤ SOS_TOL), the
 // recomputed SoS after a filter change with `culturelens sos` on the filtered table, the Vendi
 // panel with `culturelens vendi` (cosine and categorical kernels, quality, a language subset), the
-// educator slide with `culturelens sos --per-image`; the box selection with the points inside the
+// educator slide with `culturelens sos --per-image`; the heatmap's interval tooltips with
+// `culturelens sos --ci` (same level, B, seed); the box selection with the points inside the
 // box (computed here from the drawn coordinates); the result views (MAGBIG bars, CulText2I NA
 // matrix, the occupation slide) with the `culturelens magbig` / `cultext2i` tables the bundle
 // carries, row by row; a table spread over several GPU buffers (`part-bytes=`) with the CLI; the
@@ -234,7 +235,8 @@ function magbigResults() {
   }
   const attributes = path.join(work, "attributes.csv"), out = path.join(work, "magbig.csv");
   fs.writeFileSync(attributes, lines.join("\n") + "\n");
-  cli("magbig", "--attributes", attributes, "--out", out);
+  // With --ci: the bars' tooltips carry the table's intervals.
+  cli("magbig", "--attributes", attributes, "--out", out, "--ci", "0.95", "--seed", "3");
   return { attributes, magbig: out };
 }
 
@@ -954,6 +956,91 @@ async function checkOccupationSlide(page) {
   return cards.length;
 }
 
+/** The heatmap cells on screen with their intervals (`data-lo`/`data-hi`/`data-ci`). */
+async function heatmapIntervals(page) {
+  return page.$$eval("#heatmap-svg .cell", (els) => els.map((e) => ({
+    model: e.dataset.model, language: e.dataset.language, culture: e.dataset.culture,
+    lo: e.dataset.lo, hi: e.dataset.hi, ci: e.dataset.ci,
+  })));
+}
+
+/** `culturelens sos --bundle demo --ci LEVEL --bootstrap B --seed S [extra]`: rows keyed by cell. */
+function cliIntervals(level, resamples, seed, ...extra) {
+  const out = path.join(work, `demo-sos-ci-${level}-${resamples}-${seed}${extra.join("")}.csv`);
+  cli("sos", "--bundle", path.join(work, "bundles", "demo"), "--out", out, "--ci", String(level),
+    "--bootstrap", String(resamples), "--seed", String(seed), ...extra);
+  return new Map(readCsvObjects(out).map((r) => [key(r), r]));
+}
+
+/** Each bound of the heatmap cells' intervals against the CLI's row: the absolute differences. */
+function intervalDifferences(cells, want, label) {
+  assert.ok(cells.length > 0, `${label}: cells on screen`);
+  return cells.flatMap((c) => {
+    const row = want.get(key(c));
+    assert.ok(row, `${label}: ${key(c)} is a CLI cell`);
+    assert.ok(c.lo !== undefined && c.hi !== undefined, `${label}: ${key(c)} has its interval`);
+    return [[c.lo, row.sos_lo], [c.hi, row.sos_hi]].map(([got, cli]) => ({ cell: key(c), got, cli, d: Math.abs(Number(got) - Number(cli)) }));
+  });
+}
+
+// Heatmap intervals against the CLI's. The page and the CLI resample the same per-output scores
+// with the same draws, but those scores differ in the last f32 bits (SOS_TOL). A percentile bound
+// is a continuous function of the scores, so it stays within SOS_TOL. A BCa bound is not: its bias
+// correction counts the replicates below the estimate, and a replicate within that noise of the
+// estimate can fall on the other side, which moves the bound by a fraction of the gap between
+// neighbouring replicates (measured on the CPU page with BCa at levels 0.9 and 0.99, B 500, seed
+// 7: 4 of 320 bounds by 1.5e-5 to 1.4e-4, the rest below 1.6e-7; at the defaults tested here none). So
+// BCa: at least 95% of the bounds within SOS_TOL, every bound within BCA_JUMP (about 3.5× 1.4e-4).
+const BCA_JUMP = 5e-4;
+
+test("Heatmap tooltips give the interval of `culturelens sos --ci` for the same seed and B, after the first heatmap", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(false);
+  try {
+    // Percentile at 0.9, B 500, seed 7 from the URL.
+    const { page, errors } = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu&view=heatmap&ci=0.9&bootstrap=500&seed=7&ci-method=percentile");
+    await results(page);
+    await page.waitForSelector("body[data-ci=ready]");
+    assert.ok(Number(await page.getAttribute("body", "data-ci-ms")) >= 0, "the intervals' time is recorded");
+    let cells = await heatmapIntervals(page);
+    const percentile = intervalDifferences(cells, cliIntervals(0.9, 500, 7, "--ci-method", "percentile"), "percentile 0.9");
+    assert.equal(cells[0].ci, "90% percentile bootstrap, 500 resamples, seed 7, fast mode");
+    // The tooltip: estimate [lo, hi], level and method.
+    const first = cells.find((c) => c.language === "am") ?? cells[0];
+    const selector = `#heatmap-svg .cell[data-language="${first.language}"][data-culture="${first.culture}"]`;
+    await page.focus(selector);
+    const sos = await page.getAttribute(selector, "data-sos");
+    const n = cliRows.find((r) => key(r) === key(first)).n;
+    assert.equal(await page.textContent("#tooltip"),
+      `${first.culture} × ${first.language}: SoS ${sos} [${first.lo}, ${first.hi}], 90% percentile bootstrap, 500 resamples, seed 7, fast mode (n = ${n})`);
+    // The control: level 99% recomputes with the URL's seed, B and method.
+    await page.selectOption("#ci-level", "0.99");
+    await page.waitForFunction(() => document.querySelector("#heatmap-svg .cell")?.dataset.ci?.startsWith("99%"));
+    assert.match(await page.evaluate(() => location.search), /ci=0\.99/);
+    percentile.push(...intervalDifferences(await heatmapIntervals(page), cliIntervals(0.99, 500, 7, "--ci-method", "percentile"), "percentile 0.99"));
+    for (const b of percentile) assert.ok(b.d <= SOS_TOL, `percentile: ${b.cell} bound ${b.got} vs the CLI's ${b.cli}`);
+    assert.deepEqual(errors, []);
+
+    // The defaults (BCa, 0.95, B 1000, seed 0) against `culturelens sos --ci 0.95`.
+    const bca = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu&view=heatmap");
+    await results(bca.page);
+    await bca.page.waitForSelector("body[data-ci=ready]");
+    cells = await heatmapIntervals(bca.page);
+    assert.equal(cells[0].ci, "95% BCa bootstrap, 1000 resamples, seed 0, fast mode");
+    const bcaBounds = intervalDifferences(cells, cliIntervals(0.95, 1000, 0), "BCa 0.95");
+    const within = bcaBounds.filter((b) => b.d <= SOS_TOL).length;
+    for (const b of bcaBounds) assert.ok(b.d <= BCA_JUMP, `BCa: ${b.cell} bound ${b.got} vs the CLI's ${b.cli}`);
+    assert.ok(within >= 0.95 * bcaBounds.length, `BCa: ${within} of ${bcaBounds.length} bounds within ${SOS_TOL}`);
+    const worst = (bounds) => Math.max(...bounds.map((b) => b.d));
+    console.log(`heatmap intervals vs culturelens sos --ci (CPU page): percentile max abs ${worst(percentile).toExponential(2)}; ` +
+      `BCa ${within}/${bcaBounds.length} within ${SOS_TOL}, max abs ${worst(bcaBounds).toExponential(2)}`);
+    report.runs.push({ path: "heatmap intervals", percentile_max_abs: worst(percentile), bca_within_tol: within,
+      bca_bounds: bcaBounds.length, bca_max_abs: worst(bcaBounds) });
+    assert.deepEqual(bca.errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("Result tables: MAGBIG bars, the NA matrix and the occupation slide equal the CLI's tables", { timeout: TIMEOUT * 2 }, async () => {
   const browser = await launch(false);
   try {
@@ -978,6 +1065,12 @@ test("Result tables: MAGBIG bars, the NA matrix and the occupation slide equal t
       }));
       assert.deepEqual(drawn.map((d) => [d.language, d.set, d.nPrompts, d.nImages, d.mad, d.madRandom, d.maleShare]), want,
         `${model}: the bars are the CLI's rows`);
+      const wantCi = magbig.filter((r) => r.model === model)
+        .sort((a, b) => a.language.localeCompare(b.language) || a.set.localeCompare(b.set))
+        .map((r) => [r.mad_lo, r.mad_hi, r.male_share_lo, r.male_share_hi].map((v) => v || undefined));
+      assert.ok(wantCi.some((b) => b[0] !== undefined), `${model}: the table has intervals`);
+      assert.deepEqual(drawn.map((d) => [d.madLo, d.madHi, d.maleShareLo, d.maleShareHi]), wantCi,
+        `${model}: the bars carry the table's intervals`);
       const grid = await page.$$eval("#magbig-svg line.gridline", (ls) => ls.map((l) => [Number(l.dataset.value), Number(l.getAttribute("y1"))]));
       const [[v0, y0], [v1, y1]] = [grid[0], grid[grid.length - 1]];
       const y = (v) => y0 + (y1 - y0) * (v - v0) / (v1 - v0);
@@ -995,6 +1088,8 @@ test("Result tables: MAGBIG bars, the NA matrix and the occupation slide equal t
     assert.equal(await page.evaluate(() => document.activeElement.classList.contains("bar")), true, "Tab reaches a bar");
     assert.ok(await page.isVisible("#tooltip"));
     assert.match(await page.textContent("#tooltip"), /^\w+, \w+: MAD \d\.\d{3} \(fair coin \d\.\d{3}\), male share/);
+    assert.match(await page.textContent("#tooltip"),
+      /; bootstrap intervals \(magbig --ci\): MAD (\[\d\.\d{3}, \d\.\d{3}\]|undefined), male share (\[\d\.\d{3}, \d\.\d{3}\]|undefined)$/);
 
     // CulText2I: per model, the report's confusion counts as row shares, its accuracy, and the
     // CLI table's rows.

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use culturelens_compute::sos::{SosColumns, SosLayout};
+use culturelens_compute::sos::{CellUnits, SosColumns, SosLayout, sos_fast_replicates};
 use culturelens_view::url::{per_model_pooling, views_for};
 use serde::Serialize;
 use wasm_bindgen::JsCast;
@@ -300,14 +300,43 @@ pub async fn recompute() -> Result<(), String> {
     let n_rows = layout.len();
     with_app(|app| {
         let all_rows = rows.unwrap_or_else(|| (0..app.manifest.rows as u32).collect());
-        app.scored = Some(Scored { rows: all_rows, layout, per_image, report });
+        app.scored = Some(Scored { rows: all_rows, layout, per_image, report, ci: None });
     });
     dom::set_body_attr("data-recompute-ms", &format!("{millis:.1}"));
     dom::set_body_attr("data-state", "ready");
     let backend_name = backend.attr();
     dom::status(&format!("SoS of {n_rows} outputs on {backend_name} in {millis:.0} ms"));
     apply(views::render_active());
+    intervals().await;
     Ok(())
+}
+
+/// The bootstrap intervals of the joint scores just computed, after the heatmap is drawn: fast
+/// mode (`culturelens_compute::sos::sos_fast_replicates`, the references fixed, the per-output
+/// scores the device computed resampled within cells) with the page's [`state::ci_spec`], so they
+/// equal `culturelens sos --ci LEVEL --bootstrap B --seed S` on the same rows. The heatmap on
+/// screen gets them in place; `<body data-ci>` is `ready` then.
+async fn intervals() {
+    dom::set_body_attr("data-ci", "computing");
+    dom::yield_to_browser().await;
+    let t0 = dom::now_ms();
+    let spec = state::ci_spec();
+    let done = with_app(|app| {
+        let scored = app.scored.as_mut()?;
+        let units = CellUnits::outputs(&scored.layout);
+        let replicates = sos_fast_replicates(&scored.layout, &units, &scored.per_image, spec);
+        for (joint, r) in scored.report.joint.iter_mut().zip(&replicates) {
+            joint.sos_ci = r.interval(spec.level, spec.method);
+        }
+        scored.ci = Some(spec);
+        Some(())
+    })
+    .flatten();
+    if done.is_some() {
+        dom::set_body_attr("data-ci-ms", &format!("{:.1}", dom::now_ms() - t0));
+        dom::set_body_attr("data-ci", "ready");
+        views::heatmap::show_intervals();
+    }
 }
 
 /// Kicks off a recompute from an event handler, reporting failures on screen.

@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use culturelens_bundle::Manifest;
 use culturelens_compute::sos::{Pooling, SosLayout, SosReport};
+use culturelens_metrics::bootstrap::{CiMethod, CiSpec, DEFAULT_RESAMPLES, check_level};
 pub use culturelens_view::filter::Filter;
 pub use culturelens_view::url::{Slide, Sort, Ui, VIEWS};
 use web_sys::UrlSearchParams;
@@ -23,8 +24,34 @@ pub struct Scored {
     pub rows: Vec<u32>,
     pub layout: SosLayout,
     pub per_image: Vec<f32>,
+    /// The joint scores; with [`Scored::ci`], each `sos_ci` holds its interval.
     pub report: SosReport,
+    /// The settings of the bootstrap intervals in `report`, once they are computed (after the
+    /// first heatmap, `app::intervals`).
+    pub ci: Option<CiSpec>,
 }
+
+/// The page's interval settings, `?ci=LEVEL&bootstrap=B&seed=S&ci-method=bca|percentile`
+/// (defaults 0.95, 1000, 0, bca, as `culturelens sos --ci`); a value out of range falls back to
+/// its default.
+pub fn ci_spec() -> CiSpec {
+    let p = params();
+    let level = p.get("ci").and_then(|v| v.parse().ok()).filter(|&l| check_level(l).is_ok()).unwrap_or(0.95);
+    let resamples = p
+        .get("bootstrap")
+        .and_then(|v| v.parse().ok())
+        .filter(|b| (1..=MAX_RESAMPLES).contains(b))
+        .unwrap_or(DEFAULT_RESAMPLES);
+    let seed = p.get("seed").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let method = match p.get("ci-method").as_deref() {
+        Some("percentile") => CiMethod::Percentile,
+        _ => CiMethod::Bca,
+    };
+    CiSpec::new(level, resamples, seed, method).expect("level and resamples checked")
+}
+
+/// Most resamples the page draws (`?bootstrap=`).
+pub const MAX_RESAMPLES: usize = 10_000;
 
 /// Everything the views read.
 pub struct App {

@@ -4,6 +4,8 @@
 //! - [`clipscore`]: `w · max(cos(image, caption), 0)` with `w = 2.5` ([`CLIPSCORE_W`]), as
 //!   torchmetrics' `CLIPScore` (which reports `100 · max(cos, 0)`, i.e. `w = 100`) and Hessel et
 //!   al.'s released code (`w = 2.5`);
+//! - [`clipscore_means`]: the aggregate the CLIPScore literature reports, the mean over a group's
+//!   images, with a bootstrap interval over those images (`clipscore --summary --ci`);
 //! - [`label_by_sos`]: the sign of the per-image SoS (`cos(semantic) − cos(surface)`): positive →
 //!   semantic, negative → surface, exactly zero → no label;
 //! - [`label_by_clipscore`]: captions "A photo of a {c} person" for the semantic and the surface
@@ -24,7 +26,7 @@
 //! also drops an RGBA image's alpha channel where transformers' processors (and culturelens)
 //! composite it onto white.
 
-use crate::bootstrap::{CiSpec, Interval, Replicates};
+use crate::bootstrap::{CiSpec, Interval, Replicates, ratio_jackknife};
 
 /// Hessel et al.'s CLIPScore weight.
 pub const CLIPSCORE_W: f64 = 2.5;
@@ -32,6 +34,36 @@ pub const CLIPSCORE_W: f64 = 2.5;
 /// `w · max(cos, 0)`.
 pub fn clipscore(cos: f64, w: f64) -> f64 {
     w * cos.max(0.0)
+}
+
+/// The mean CLIPScore of one group of images per caption column (`columns[c]`: the group's
+/// images' scores against caption column `c`, in image order), each with, given `spec`, its
+/// bootstrap interval over the group's images (`None` where undefined, and without `spec`). One
+/// draw of the images serves every column, from the stream of [`clipscore_stratum`]`(group)`, so
+/// a group's intervals do not change when other groups or columns are added.
+pub fn clipscore_means(
+    columns: &[Vec<f64>],
+    spec: Option<&CiSpec>,
+    group: &[&str],
+) -> Vec<(f64, Option<Interval>)> {
+    let draws = spec.map(|s| s.draws(columns.first().map_or(0, Vec::len), &clipscore_stratum(group)));
+    columns
+        .iter()
+        .map(|scores| {
+            assert!(!scores.is_empty(), "a group has at least one scored image");
+            let (mean, _) = ratio_jackknife(scores, &vec![1.0; scores.len()]);
+            let ci = spec.zip(draws.as_ref()).and_then(|(spec, draws)| {
+                Replicates::of_mean(scores, draws).interval(spec.level, spec.method)
+            });
+            (mean, ci)
+        })
+        .collect()
+}
+
+/// The stratum key of a `clipscore --group-by` group: `clipscore` and the group's values, joined
+/// by U+001F (the unit separator, which no CSV cell of a manifest holds unquoted).
+pub fn clipscore_stratum(group: &[&str]) -> String {
+    std::iter::once("clipscore").chain(group.iter().copied()).collect::<Vec<_>>().join("\u{1f}")
 }
 
 /// An image's tendency.
@@ -129,7 +161,78 @@ pub fn intervals(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::CiMethod;
     use Tendency::{Semantic, Surface};
+
+    #[test]
+    fn clipscore_means_by_hand() {
+        // Means: (0.5 + 1.0 + 2.1) / 3 = 1.2 and (0 + 0.75 + 0.75) / 3 = 0.5.
+        let columns = [vec![0.5, 1.0, 2.1], vec![0.0, 0.75, 0.75]];
+        let plain = clipscore_means(&columns, None, &["SD21", "ja"]);
+        assert_eq!(plain, vec![(1.2, None), (0.5, None)]);
+        // One image: every resample is that image, so both intervals are [v, v] (BCa: ẑ₀ = 0 from
+        // the ties counted half, â = 0 without a jackknife).
+        for method in [CiMethod::Percentile, CiMethod::Bca] {
+            let spec = CiSpec::new(0.95, 200, 3, method).unwrap();
+            let one = clipscore_means(&[vec![1.75]], Some(&spec), &["m", "en"]);
+            assert_eq!(one, vec![(1.75, Some(Interval { lo: 1.75, hi: 1.75 }))], "{method:?}");
+        }
+        // Two images a = 0.5, b = 1.5, one resample: its mean is 0.5, 1.0 or 1.5 as it draws aa, ab
+        // / ba or bb; the percentile interval of one replicate is [it, it]. The first two draws of
+        // SplitMix64 seeded with stream_seed(0, "clipscore\u{1f}g") are below(2) = 0, 0 (aa), so
+        // the one replicate is 0.5.
+        let spec = CiSpec::new(0.9, 1, 0, CiMethod::Percentile).unwrap();
+        assert_eq!(spec.draws(2, &clipscore_stratum(&["g"])).resample(0), [0, 0]);
+        let two = clipscore_means(&[vec![0.5, 1.5]], Some(&spec), &["g"]);
+        assert_eq!(two, vec![(1.0, Some(Interval { lo: 0.5, hi: 0.5 }))]);
+        assert_eq!(clipscore_stratum(&["SD21", "ja"]), "clipscore\u{1f}SD21\u{1f}ja");
+    }
+
+    #[test]
+    fn clipscore_means_match_scipy_from_the_same_indices() {
+        // scripts/fixtures/make_bootstrap.py's clipscore_* cases: per group, one case per caption
+        // column, scipy.stats.bootstrap on the indices of the group's stream.
+        let fixture: serde_json::Value =
+            serde_json::from_str(&culturelens_testkit::read_fixture("bootstrap/scipy.json")).unwrap();
+        let mut groups: std::collections::BTreeMap<Vec<String>, Vec<&serde_json::Value>> = Default::default();
+        for case in fixture["intervals"].as_array().unwrap() {
+            if let Some(group) = case["group"].as_array() {
+                let group = group.iter().map(|v| v.as_str().unwrap().to_string()).collect();
+                groups.entry(group).or_default().push(case);
+            }
+        }
+        assert_eq!(groups.len(), 2, "two groups of two caption columns");
+        let mut worst: f64 = 0.0;
+        for (group, cases) in &groups {
+            let group: Vec<&str> = group.iter().map(String::as_str).collect();
+            assert_eq!(cases[0]["key"].as_str().unwrap(), clipscore_stratum(&group));
+            let columns: Vec<Vec<f64>> = cases
+                .iter()
+                .map(|c| c["data"][0].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect())
+                .collect();
+            let (resamples, seed) =
+                (cases[0]["resamples"].as_u64().unwrap() as usize, cases[0]["seed"].as_u64().unwrap());
+            for (k, want) in cases[0]["intervals"].as_array().unwrap().iter().enumerate() {
+                let method = match want["method"].as_str().unwrap() {
+                    "percentile" => CiMethod::Percentile,
+                    _ => CiMethod::Bca,
+                };
+                let spec = CiSpec::new(want["level"].as_f64().unwrap(), resamples, seed, method).unwrap();
+                for ((mean, ci), (case, scores)) in
+                    clipscore_means(&columns, Some(&spec), &group).into_iter().zip(cases.iter().zip(&columns))
+                {
+                    assert_eq!(mean, scores.iter().sum::<f64>() / scores.len() as f64);
+                    let ci = ci.unwrap();
+                    let want = &case["intervals"][k];
+                    for (got, want) in [(ci.lo, &want["lo"]), (ci.hi, &want["hi"])] {
+                        worst = worst.max((got - want.as_f64().unwrap()).abs());
+                    }
+                }
+            }
+        }
+        println!("clipscore means: largest |culturelens - scipy| bound {worst:e}");
+        assert!(worst <= 2e-15, "{worst}");
+    }
 
     #[test]
     fn clipscore_by_hand() {

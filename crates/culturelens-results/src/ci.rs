@@ -33,7 +33,7 @@ pub(crate) fn with_bounds(names: &[String], metrics: &[&str], ci: bool) -> Vec<S
 }
 
 /// The two cells of an interval: its bounds, or two empty cells where it is undefined.
-pub(crate) fn bound_cells(interval: Option<Interval>) -> [String; 2] {
+pub fn bound_cells(interval: Option<Interval>) -> [String; 2] {
     match interval {
         Some(i) => [i.lo.to_string(), i.hi.to_string()],
         None => [String::new(), String::new()],

@@ -1,12 +1,17 @@
 //! SoS heatmap, culture × language for the chosen model (SoS paper Fig. 3, App. C): columns and
-//! rows sortable by mean, hover shows the value and n, a click opens the cell's image grid when
-//! the bundle has thumbnails. Every cell carries `data-sos`/`data-n` so the numbers are in the DOM.
+//! rows sortable by mean, hover shows the value, n and, once computed, the bootstrap interval
+//! (`app::intervals`; not for layered tables, whose cells average layers), a click opens the
+//! cell's image grid when the bundle has thumbnails. Every cell carries `data-sos`/`data-n` (and
+//! `data-lo`/`data-hi`/`data-ci`) so the numbers are in the DOM. A control under the heatmap sets
+//! the level and the resamples (`?ci=`, `?bootstrap=`).
 //!
 //! Rendering is read → check → build: [`render`] reads the model's joint scores into a
 //! `culturelens_view::heatmap::Grid` (values, means, sort orders), checks there is something to
 //! show, and [`grid_svg`] builds the SVG from the grid alone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use culturelens_metrics::bootstrap::{CiMethod, CiSpec, Interval};
 
 use culturelens_view::heatmap::{Grid, Joint};
 use wasm_bindgen::JsCast;
@@ -25,8 +30,9 @@ const TOP: f64 = 44.0;
 /// Most thumbnails shown for one cell.
 const MAX_IMAGES: usize = 60;
 
-pub fn handlers() -> [Handler; 5] {
+pub fn handlers() -> [Handler; 6] {
     [
+        Handler { on: Listen::Id("view-heatmap"), event: "change", run: on_ci_control },
         Handler { on: Listen::Id("view-heatmap"), event: "click", run: on_click },
         Handler { on: Listen::Id("view-heatmap"), event: "keydown", run: on_key },
         Handler { on: Listen::Id("view-heatmap"), event: "mousemove", run: on_hover },
@@ -53,6 +59,22 @@ fn on_focus(e: &Event) -> Update {
         show_tooltip(&el, r.right() + sx, r.bottom() + sy);
     }
     Update::Nothing
+}
+
+/// The level or resamples control: the new setting in the URL, then a recompute (its intervals).
+fn on_ci_control(e: &Event) -> Update {
+    let Some(select) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else {
+        return Update::Nothing;
+    };
+    let name = match select.id().as_str() {
+        "ci-level" => "ci",
+        "ci-resamples" => "bootstrap",
+        _ => return Update::Nothing,
+    };
+    let p = crate::state::params();
+    p.set(name, &select.value());
+    crate::state::replace_params(&p);
+    Update::Recompute
 }
 
 fn hide_tooltip(_: &Event) -> Update {
@@ -86,8 +108,12 @@ fn on_hover(e: &Event) -> Update {
 /// The tooltip of cell `el` near page position (`x`, `y`).
 fn show_tooltip(el: &web_sys::Element, x: f64, y: f64) {
     let attr = |n: &str| el.get_attribute(n).unwrap_or_default();
+    let ci = match (el.get_attribute("data-lo"), el.get_attribute("data-hi")) {
+        (Some(lo), Some(hi)) => format!(" [{lo}, {hi}], {}", attr("data-ci")),
+        _ => String::new(),
+    };
     let text = format!(
-        "{} × {}: SoS {} (n = {})",
+        "{} × {}: SoS {}{ci} (n = {})",
         attr("data-culture"),
         attr("data-language"),
         attr("data-sos"),
@@ -113,6 +139,8 @@ struct Heatmap {
     thumbs: bool,
     col_sort: Sort,
     row_sort: Sort,
+    /// The intervals' settings once computed, and each cell's interval (layered tables: none).
+    ci: Option<CellIntervals>,
 }
 
 pub fn render() {
@@ -123,9 +151,12 @@ pub fn render() {
         let cells: Vec<_> = scored.report.joint.iter().filter(|j| j.model == model).collect();
         let joint =
             cells.iter().map(|c| Joint { language: &c.language, culture: &c.culture, sos: c.sos, n: c.n });
+        let layered = cells.iter().any(|c| c.layer.is_some());
+        let ci = model_intervals(scored, &model);
         Some(Heatmap {
             grid: Grid::new(joint, app.ui.col_sort, app.ui.row_sort),
-            layered: cells.iter().any(|c| c.layer.is_some()),
+            ci,
+            layered,
             thumbs: !matches!(app.thumbs, Thumbs::None),
             col_sort: app.ui.col_sort,
             row_sort: app.ui.row_sort,
@@ -152,11 +183,115 @@ pub fn render() {
         &format!(
             "<h2>SoS of {m}: culture × language</h2><p class='what'>Each cell: how the pictures for a culture, \
              prompted in a language, lean — orange towards the language, purple towards the culture.{thumbs}</p>\
-             {svg}{legend}{note}<div id='cell-images' tabindex='-1'></div>",
+             {svg}{legend}{note}{control}<div id='cell-images' tabindex='-1'></div>",
             legend = diverging_legend(grid.limit, 320.0),
-            svg = grid_svg(grid, &h.model, h.col_sort, h.row_sort)
+            svg = grid_svg(grid, &h.model, h.col_sort, h.row_sort, h.ci.as_ref()),
+            control = ci_control(h.ci.as_ref().map(|(spec, _)| spec))
         ),
     );
+}
+
+/// A cell's interval, and the settings they were computed with.
+type CellIntervals = (CiSpec, BTreeMap<(String, String), Interval>);
+
+/// The intervals of `model`'s cells by (language, culture), once computed; none for a layered
+/// table (its heatmap cells average the layers' cells).
+fn model_intervals(scored: &crate::state::Scored, model: &str) -> Option<CellIntervals> {
+    let spec = scored.ci?;
+    let cells: Vec<_> = scored.report.joint.iter().filter(|j| j.model == model).collect();
+    if cells.iter().any(|c| c.layer.is_some()) {
+        return Some((spec, BTreeMap::new()));
+    }
+    Some((
+        spec,
+        cells.iter().filter_map(|c| Some(((c.language.clone(), c.culture.clone()), c.sos_ci?))).collect(),
+    ))
+}
+
+/// The attributes of a cell's interval (`data-lo`, `data-hi`, `data-ci`) and its words in the
+/// cell's `aria-label`.
+fn interval_attrs(spec: &CiSpec, i: &Interval) -> [(&'static str, String); 3] {
+    [("data-lo", i.lo.to_string()), ("data-hi", i.hi.to_string()), ("data-ci", ci_label(spec))]
+}
+
+/// A cell's `aria-label`.
+fn cell_aria(culture: &str, language: &str, sos: f64, n: usize, ci: Option<(&CiSpec, &Interval)>) -> String {
+    let interval = ci.map_or_else(String::new, |(spec, i)| {
+        format!(" [{:.3}, {:.3}] ({}% interval)", i.lo, i.hi, spec.level * 100.0)
+    });
+    format!("{culture} × {language}: SoS {sos:.3}{interval}, n = {n}")
+}
+
+/// Puts the intervals just computed into the heatmap on screen in place (no re-render, so the
+/// focus, an open image grid and the tooltip stay); nothing when no heatmap is drawn.
+pub fn show_intervals() {
+    let Some(Some((spec, cells))) =
+        with_app(|app| app.scored.as_ref().and_then(|s| model_intervals(s, &app.ui.model)))
+    else {
+        return;
+    };
+    let Some(svg) = dom::document().get_element_by_id("heatmap-svg") else { return };
+    let Ok(nodes) = svg.query_selector_all(".cell") else { return };
+    for k in 0..nodes.length() {
+        let Some(el) = nodes.item(k).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) else { continue };
+        let attr = |n: &str| el.get_attribute(n).unwrap_or_default();
+        let (language, culture) = (attr("data-language"), attr("data-culture"));
+        let Some(interval) = cells.get(&(language.clone(), culture.clone())) else { continue };
+        for (name, value) in interval_attrs(&spec, interval) {
+            el.set_attribute(name, &value).ok();
+        }
+        let (sos, n) = (attr("data-sos").parse().unwrap_or(f64::NAN), attr("data-n").parse().unwrap_or(0));
+        el.set_attribute("aria-label", &cell_aria(&culture, &language, sos, n, Some((&spec, interval)))).ok();
+    }
+    if let Some(control) = dom::document().get_element_by_id("ci-control") {
+        control.set_outer_html(&ci_control(Some(&spec)));
+    }
+}
+
+/// The name of an interval method in words.
+fn method_name(spec: &CiSpec) -> &'static str {
+    match spec.method {
+        CiMethod::Bca => "BCa",
+        CiMethod::Percentile => "percentile",
+    }
+}
+
+/// How an interval was computed, as the tooltip states it.
+fn ci_label(spec: &CiSpec) -> String {
+    format!(
+        "{}% {} bootstrap, {} resamples, seed {}, fast mode",
+        spec.level * 100.0,
+        method_name(spec),
+        spec.resamples,
+        spec.seed
+    )
+}
+
+/// The level and resamples of the intervals (`spec`: the computed ones; `None` while computing).
+fn ci_control(spec: Option<&CiSpec>) -> String {
+    let Some(spec) = spec else {
+        return "<p class='muted' id='ci-control'>Computing the confidence intervals…</p>".into();
+    };
+    let options = |values: &[f64], current: f64, show: &dyn Fn(f64) -> String| -> String {
+        let mut values = values.to_vec();
+        if !values.contains(&current) {
+            values.push(current);
+        }
+        values
+            .iter()
+            .map(|&v| {
+                let selected = if v == current { " selected" } else { "" };
+                format!("<option value='{v}'{selected}>{}</option>", show(v))
+            })
+            .collect()
+    };
+    format!(
+        "<p class='muted' id='ci-control'>Hover a cell for its interval:          <label>level <select id='ci-level'>{}</select></label>          <label>resamples <select id='ci-resamples'>{}</select></label>          ({} bootstrap of the outputs within each cell, seed {}, as <code>culturelens sos --ci</code>).</p>",
+        options(&[0.9, 0.95, 0.99], spec.level, &|v| format!("{}%", v * 100.0)),
+        options(&[200.0, 1000.0, 2000.0], spec.resamples as f64, &|v| format!("{v}")),
+        method_name(spec),
+        spec.seed
+    )
 }
 
 /// One coloured cell with its value printed in it.
@@ -176,7 +311,7 @@ fn cell_svg(x: f64, y: f64, v: f64, limit: f64, attrs: &str) -> String {
 
 /// The heatmap SVG of `grid`: axis labels (sort toggles), one cell per (culture, language) with a
 /// value, and the row and column means.
-fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String {
+fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort, ci: Option<&CellIntervals>) -> String {
     let (langs, cults) = (&grid.languages, &grid.cultures);
     let (w, h) =
         (LEFT + CELL_W * (langs.len() as f64 + 1.0) + 10.0, TOP + CELL_H * (cults.len() as f64 + 1.0) + 10.0);
@@ -228,10 +363,19 @@ fn grid_svg(grid: &Grid, model: &str, col_sort: Sort, row_sort: Sort) -> String 
         let y = TOP + CELL_H * r as f64;
         s.push_str(&svg_label(LEFT - 8.0, y + CELL_H / 2.0 + 4.0, "end", "", c));
         for (i, l) in langs.iter().enumerate() {
-            if let Some((v, n)) = grid.value.get(&(l.clone(), c.clone())) {
+            let key = (l.clone(), c.clone());
+            if let Some((v, n)) = grid.value.get(&key) {
+                let interval = ci.and_then(|(spec, cells)| Some((spec, cells.get(&key)?)));
+                let bounds: String = interval
+                    .map(|(spec, i)| interval_attrs(spec, i))
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, value)| format!(" {name}='{}'", esc(&value)))
+                    .collect();
                 let attrs = format!(
-                    "class='cell' tabindex='0' role='button' aria-label='{c} × {l}: SoS {v:.3}, n = {n}' \
-                     data-model='{m}' data-language='{l}' data-culture='{c}' data-sos='{v}' data-n='{n}'",
+                    "class='cell' tabindex='0' role='button' aria-label='{aria}' \
+                     data-model='{m}' data-language='{l}' data-culture='{c}' data-sos='{v}' data-n='{n}'{bounds}",
+                    aria = esc(&cell_aria(c, l, *v, *n, interval)),
                     l = esc(l),
                     c = esc(c)
                 );

@@ -4,12 +4,14 @@
 //! its bar, as `culturelens figures` draws `magbig_MODEL` (`culturelens_view::magbig::chart`).
 //! Every bar carries its table row in full precision (`data-mad`, `data-mad-random`,
 //! `data-male-share`, `data-n-prompts`, `data-n-images`), is reachable with Tab and shows its
-//! numbers on focus or hover; the numbers table under the chart lists the same rows.
+//! numbers on focus or hover (with the table's bootstrap intervals, `data-mad-lo` … when `magbig
+//! --ci` wrote them); the numbers table under the chart lists the same rows.
 
 use super::colour::{category, css};
 use super::{pick, select, svg_label};
 use crate::dom::esc;
 use crate::state::{Update, with_app};
+use culturelens_results::ci::Interval;
 use culturelens_results::magbig::{HEADER, MagbigRow};
 use culturelens_view::magbig::{Chart, Row, chart, models};
 
@@ -76,15 +78,35 @@ fn chart_svg(c: &Chart, rows: &[MagbigRow], model: &str) -> String {
             let Some(i) = *bar else { continue };
             let r = &rows[i];
             let x = gx + k as f64 * BAR_W;
+            // The bootstrap intervals of a table written by `magbig --ci`.
+            let interval = |i: Option<Interval>| {
+                i.map_or_else(|| "undefined".to_string(), |i| format!("[{:.3}, {:.3}]", i.lo, i.hi))
+            };
+            let (ci_tip, ci_attrs) = if r.mad_ci.is_some() || r.male_share_ci.is_some() {
+                let attrs: String = [("mad", r.mad_ci), ("male-share", r.male_share_ci)]
+                    .iter()
+                    .filter_map(|(name, i)| {
+                        i.map(|i| format!(" data-{name}-lo='{}' data-{name}-hi='{}'", full(i.lo), full(i.hi)))
+                    })
+                    .collect();
+                let tip = format!(
+                    "; bootstrap intervals (magbig --ci): MAD {}, male share {}",
+                    interval(r.mad_ci),
+                    interval(r.male_share_ci)
+                );
+                (tip, attrs)
+            } else {
+                (String::new(), String::new())
+            };
             let tip = format!(
-                "{language}, {}: MAD {:.3} (fair coin {:.3}), male share {:.3}; {} prompts, {} images",
+                "{language}, {}: MAD {:.3} (fair coin {:.3}), male share {:.3}; {} prompts, {} images{ci_tip}",
                 r.set, r.mad, r.mad_random, r.male_share, r.n_prompts, r.n_images
             );
             let (top, base) = (y(r.mad), y(r.mad_random));
             s.push_str(&format!(
                 "<g class='bar' tabindex='0' role='img' aria-label='{tip}' data-tip='{tip}' data-model='{m}' \
                  data-language='{l}' data-set='{set}' data-mad='{}' data-mad-random='{}' data-male-share='{}' \
-                 data-n-prompts='{}' data-n-images='{}'>\
+                 data-n-prompts='{}' data-n-images='{}'{ci_attrs}>\
                  <rect x='{:.1}' y='{top:.2}' width='{:.1}' height='{:.2}' fill='{}' stroke='#333'/>\
                  <line class='baseline-under' x1='{x:.1}' x2='{x2:.1}' y1='{base:.2}' y2='{base:.2}'/>\
                  <line class='baseline' x1='{x:.1}' x2='{x2:.1}' y1='{base:.2}' y2='{base:.2}'/></g>",

@@ -10,7 +10,7 @@ mod cultext2i;
 mod distribution;
 mod educator;
 mod flags;
-mod heatmap;
+pub mod heatmap;
 mod magbig;
 mod scatter;
 mod scatter_gpu;
