@@ -12,7 +12,10 @@
 //   config) and an oversized one (a header declaring a 4 GiB tensor; refused from its header
 //   alone, before any download of the weights) end in an error on the page, and the tab stays
 //   responsive;
-// - axe-core finds no serious or critical violation on the lens at 1280 and 375 px.
+// - axe-core finds no serious or critical violation on the lens at 1280 and 375 px;
+// - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
+//   export` only, and no prompt of the sets that may not be shipped (SoS, CUBE); picking a meaning
+//   fills the sentence box (and the URL) with its prompts in all their languages.
 //
 // Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as for app.test.mjs; CULTURELENS_WEB_ALLOW_NO_WEBGPU=1
 // skips the WebGPU runs (loudly) where Chromium offers no adapter.
@@ -25,7 +28,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "./server.mjs";
-import { csvFields } from "./csv.mjs";
+import { csvFields, csvRecords } from "./csv.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
@@ -38,6 +41,7 @@ const BASE_FLAGS = ["--headless", "--no-sandbox", "--no-first-run", "--disable-b
   "--disable-component-update", "--disable-sync"];
 const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"];
 const ENCODERS = path.join(repo, "tests/fixtures/encoders");
+const MIRROR = process.env.CULTURELENS_DATA_MIRROR || path.join(repo, "../shared/data/upstream");
 // Page vs CLI, max abs over every embedding value (f32 both; the page's batches are the CLI's).
 // Measured: CPU 0 (the same flex kernels), WebGPU/SwiftShader ≤ 1e-6 (printed by the test).
 const EMB_TOL = 1e-5;
@@ -338,6 +342,58 @@ test("classroom lens: accessible at 1280 and 375 px", { timeout: TIMEOUT * 2 }, 
       assert.deepEqual(errors, []);
       await context.close();
     }
+  } finally {
+    await browser.close();
+  }
+});
+
+test("classroom lens: the shipped prompt index is `prompts export`'s rows of the shippable sets; picking fills the sentences", { timeout: TIMEOUT }, async () => {
+  const index = JSON.parse(fs.readFileSync(path.join(DIST, "prompt-index.json"), "utf8"));
+  const shipped = fs.readFileSync(path.join(DIST, "prompt-index.json"), "utf8");
+  let rows = 0;
+  for (const set of index.sets) {
+    const csv = path.join(work, `${set.set}-export.csv`);
+    cli("prompts", "export", set.set, "--mirror", MIRROR, "--out", csv);
+    const [header, ...records] = csvRecords(csv);
+    const col = (n) => header.indexOf(n);
+    const byId = new Map(records.map((r) => [r[col("id")], r]));
+    if (!set.shipped) {
+      assert.deepEqual(set.groups ?? [], [], `${set.set}: not shippable, yet prompts are shipped`);
+      assert.match(set.why, /not shipped/);
+      // No prompt of the set anywhere in the file (short ones could be common phrases).
+      const leaked = records.map((r) => r[col("prompt")]).filter((p) => p.length > 24 && shipped.includes(JSON.stringify(p)));
+      assert.deepEqual(leaked, [], `${set.set}: prompts in the shipped index`);
+      continue;
+    }
+    assert.ok(set.groups.length > 0, set.set);
+    for (const g of set.groups) {
+      for (const [id, language, culture, prompt] of g.rows) {
+        const r = byId.get(id);
+        assert.ok(r, `${set.set}: ${id} is not a row of prompts export`);
+        assert.deepEqual([language, culture, prompt, g.english],
+          [r[col("language")], r[col("culture")] || "none", r[col("prompt")], r[col("english")]], id);
+        rows += 1;
+      }
+    }
+  }
+  console.log(`# prompt index: ${rows} rows equal prompts export's; ${Buffer.byteLength(shipped)} bytes`);
+
+  const browser = await launch(false);
+  try {
+    const { page, context, errors } = await openPage(browser, "?lens=classroom&backend=cpu");
+    await page.waitForSelector("#lens-pick option[value='cultext2i:1']", { state: "attached" });
+    for (const [set, i] of [["cultext2i", 1], ["magbig", 0]]) {
+      await page.selectOption("#lens-pick", `${set}:${i}`);
+      const group = index.sets.find((s) => s.set === set).groups[i];
+      const want = group.rows.map(([, l, c, p]) => `${l}, ${c}, ${p}`).join("\n");
+      assert.equal(await page.inputValue("#lens-sentences"), want, set);
+      const url = await page.evaluate(() => location.href);
+      assert.equal(new URL(url).searchParams.get("sentences"), want, `${set}: the URL keeps the picked sentences`);
+    }
+    const disabled = await page.$$eval("#lens-pick option[disabled]", (o) => o.map((x) => x.textContent));
+    assert.equal(disabled.length, 2, JSON.stringify(disabled));
+    assert.deepEqual(errors, []);
+    await context.close();
   } finally {
     await browser.close();
   }

@@ -412,7 +412,8 @@ async fn webcrypto_hex(promise: js_sys::Promise) -> Result<String, String> {
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-async fn fetch(url: &str) -> Result<Response, String> {
+/// A successful response for `url`; errors name the URL.
+pub(crate) async fn fetch(url: &str) -> Result<Response, String> {
     let response = JsFuture::from(dom::window().fetch_with_str(url))
         .await
         .map_err(|e| format!("cannot fetch {url}: {}", js_error(&e)))?;
@@ -421,6 +422,13 @@ async fn fetch(url: &str) -> Result<Response, String> {
         return Err(format!("cannot fetch {url}: HTTP {} {}", response.status(), response.status_text()));
     }
     Ok(response)
+}
+
+/// The whole body of `url`, in memory (a small file: the lenses' vocabulary and prompt index).
+pub(crate) async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+    let fail = |e: wasm_bindgen::JsValue| format!("cannot fetch {url}: {}", js_error(&e));
+    let buffer = fetch(url).await?.array_buffer().map_err(fail)?;
+    Ok(Uint8Array::new(&JsFuture::from(buffer).await.map_err(fail)?).to_vec())
 }
 
 fn body(response: &Response, url: &str) -> Result<ReadableStream, String> {

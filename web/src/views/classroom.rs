@@ -9,7 +9,10 @@
 //!   tokenized and embedded as `embed-text` does (batches of 64), and the text embeddings become
 //!   the table the views score: the text-side SoS per language and culture (the formula of
 //!   `culturelens sos`, over the sentences' embeddings), the PCA scatter coloured by language,
-//!   and the tokenizer lens shows the encoder's tokens of the first sentence.
+//!   and the tokenizer lens shows the encoder's tokens of the first sentence. Prompts can be
+//!   picked from the four prompt sets (`prompt-index.json`, shipped with the app: the prompts of
+//!   the sets whose licence allows it, one meaning in all its languages). Before a model is
+//!   loaded the tokenizer lens already splits them with CLIP's real tokenizer (shipped too).
 //! - **Photos**: JPEG, PNG or WebP files, decoded as the CLI decodes them
 //!   (`culturelens_models_io::decode_image`: libjpeg-turbo's decoder for JPEG), each labelled
 //!   with a language and a culture (typed, or read from a CSV with `image`, `language`, `culture`
@@ -59,6 +62,37 @@ struct Lens {
     encoder: Option<LoadedEncoder>,
     photos: Vec<Photo>,
     busy: bool,
+    /// The prompt index (`PROMPT_INDEX`), once loaded; whether it was asked for.
+    index: Option<PromptIndex>,
+    index_asked: bool,
+}
+
+/// The prompt sets' index the app ships (`web/prompt-index.json`, by
+/// `scripts/make_prompt_index.py` from `culturelens prompts export`): the shipped sets' prompts,
+/// grouped by meaning, and the licence of every set.
+const PROMPT_INDEX: &str = "prompt-index.json";
+
+#[derive(serde::Deserialize)]
+struct PromptIndex {
+    sets: Vec<IndexedSet>,
+}
+
+#[derive(serde::Deserialize)]
+struct IndexedSet {
+    set: String,
+    title: String,
+    shipped: bool,
+    #[serde(default)]
+    why: String,
+    #[serde(default)]
+    groups: Vec<PromptGroup>,
+}
+
+#[derive(serde::Deserialize)]
+struct PromptGroup {
+    english: String,
+    /// `[id, language, culture, prompt]`.
+    rows: Vec<[String; 4]>,
 }
 
 thread_local! {
@@ -106,6 +140,7 @@ fn scaffold(sentences: &str, url: &str) -> String {
          <label class='file'>…or a model folder <input id='enc-folder' type='file' webkitdirectory multiple></label>\
          <p id='enc-status' class='muted' role='status' aria-live='polite'>No model loaded.</p></fieldset>\
          <fieldset><legend>2. Sentences</legend>\
+         <label>Pick prompts from the four prompt sets <select id='lens-pick'><option value=''>…</option></select></label>\
          <label for='lens-sentences'>One per line: language, culture, sentence</label>\
          <textarea id='lens-sentences' rows='6' spellcheck='false'>{sentences}</textarea>\
          <button type='button' id='lens-embed-text'>Embed the sentences</button></fieldset>\
@@ -123,6 +158,12 @@ fn scaffold(sentences: &str, url: &str) -> String {
 
 fn set_open(open: bool) {
     dom::show("view-classroom", open);
+    if open {
+        crate::views::tokens::ensure_shipped();
+        if !LENS.with(|l| std::mem::replace(&mut l.borrow_mut().index_asked, true)) {
+            wasm_bindgen_futures::spawn_local(load_index());
+        }
+    }
     dom::by_id("open-classroom").set_attribute("aria-expanded", if open { "true" } else { "false" }).ok();
     let p = state::params();
     if (p.get("lens").as_deref() == Some("classroom")) == open {
@@ -173,6 +214,12 @@ fn on_input(e: &Event) -> Update {
 }
 
 fn on_change(e: &Event) -> Update {
+    if let Some(select) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok())
+        && select.id() == "lens-pick"
+    {
+        pick(&select.value());
+        return Update::Nothing;
+    }
     let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else {
         return Update::Nothing;
     };
@@ -214,6 +261,63 @@ fn on_change(e: &Event) -> Update {
         }
     }
     Update::Nothing
+}
+
+/// Fetches the prompt index and fills the picker: one option per meaning of a shipped set, and a
+/// disabled one saying why a set is not shipped.
+async fn load_index() {
+    let index = crate::load::fetch_bytes(PROMPT_INDEX).await.and_then(|bytes| {
+        serde_json::from_slice::<PromptIndex>(&bytes).map_err(|e| format!("{PROMPT_INDEX}: {e}"))
+    });
+    match index {
+        Ok(index) => {
+            let mut html = String::from("<option value=''>…</option>");
+            for s in &index.sets {
+                html += &format!("<optgroup label='{}'>", esc(&s.title));
+                if s.shipped {
+                    for (i, g) in s.groups.iter().enumerate() {
+                        html += &format!(
+                            "<option value='{}:{i}'>{} ({} languages)</option>",
+                            esc(&s.set),
+                            esc(&g.english),
+                            g.rows.len()
+                        );
+                    }
+                } else {
+                    html += &format!("<option disabled>{}</option>", esc(&s.why));
+                }
+                html += "</optgroup>";
+            }
+            dom::set_html("lens-pick", &html);
+            LENS.with(|l| l.borrow_mut().index = Some(index));
+        }
+        Err(e) => show_error(&e),
+    }
+}
+
+/// Puts a picked meaning's prompts (`set:group`) into the sentence box, one line per language.
+fn pick(value: &str) {
+    let Some((set, group)) = value.split_once(':') else { return };
+    let lines = LENS.with(|l| {
+        let l = l.borrow();
+        let s = l.index.as_ref()?.sets.iter().find(|s| s.set == set)?;
+        let g = s.groups.get(group.parse::<usize>().ok()?)?;
+        Some(
+            g.rows
+                .iter()
+                .map(|[_, lang, culture, prompt]| format!("{lang}, {culture}, {prompt}"))
+                .collect::<Vec<_>>(),
+        )
+    });
+    if let Some(lines) = lines
+        && let Ok(area) = dom::by_id("lens-sentences").dyn_into::<HtmlTextAreaElement>()
+    {
+        let text = lines.join("\n");
+        area.set_value(&text);
+        let p = state::params();
+        p.set("sentences", &text);
+        state::replace_params(&p);
+    }
 }
 
 fn render_photos() {
