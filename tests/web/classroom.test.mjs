@@ -13,6 +13,9 @@
 //   alone, before any download of the weights) end in an error on the page, and the tab stays
 //   responsive;
 // - axe-core finds no serious or critical violation on the lens at 1280 and 375 px;
+// - photos added to an opened bundle of the same model (`?bundle=`, "add them to the opened
+//   bundle"): the views' SoS and Vendi equal `culturelens sos` / `culturelens vendi` on the combined
+//   table (the bundle's rows, then the photos' rows as `culturelens embed` embeds them);
 // - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
 //   export` only, and no prompt of the sets that may not be shipped (SoS, CUBE); picking a meaning
 //   fills the sentence box (and the URL) with its prompts in all their languages.
@@ -396,5 +399,100 @@ test("classroom lens: the shipped prompt index is `prompts export`'s rows of the
     await context.close();
   } finally {
     await browser.close();
+  }
+});
+
+/** A float32 `.npy` of `rows`. */
+function writeNpy(file, rows) {
+  const dim = rows[0].length;
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${rows.length}, ${dim}), }`;
+  header += " ".repeat(63 - ((10 + header.length) % 64)) + "\n";
+  const head = Buffer.alloc(10);
+  head.write("\x93NUMPY", 0, "latin1");
+  head.writeUInt8(1, 6);
+  head.writeUInt8(0, 7);
+  head.writeUInt16LE(header.length, 8);
+  fs.writeFileSync(file, Buffer.concat([head, Buffer.from(header, "latin1"), Buffer.from(new Float32Array(rows.flat()).buffer)]));
+}
+
+test("classroom lens: photos added to an opened bundle of the same model; SoS and Vendi equal the CLI's on the combined table", { timeout: TIMEOUT * 2 }, async () => {
+  // The bundle: four photos "generated" by two models, embedded by the CLI with the tiny CLIP.
+  const base = [["a_rgb.png", "gen-a", "en", "Nigeria"], ["b_grey.png", "gen-a", "de", "Nigeria"],
+    ["c_rgba.png", "gen-b", "en", "Japan"], ["e_lossless.webp", "gen-b", "de", "Japan"], ["d_photo.jpg", "gen-b", "en", "Japan"]];
+  const baseCsv = path.join(work, "base.csv");
+  fs.writeFileSync(baseCsv, "image,model,language,culture\n" +
+    base.map(([f, m, l, c]) => `${path.join(ENCODERS, "images", f)},${m},${l},${c}`).join("\n") + "\n");
+  const baseNpy = path.join(work, "base.npy");
+  cli("embed", "--weights", path.join(ENCODERS, "clip"), "--images", baseCsv, "--out", baseNpy);
+  const bundleDir = path.join(work, "bundle-clip");
+  cli("bundle", "--embeddings", baseNpy, "--meta", baseNpy.replace(/\.npy$/, ".csv"), "--out", bundleDir,
+    "--embedding-model", "clip", "--title", "four generated images");
+  const served = await serve({ "/encoders/": ENCODERS, "/bundle/": bundleDir, "/": DIST });
+  const at = `http://127.0.0.1:${served.address().port}`;
+  // The combined table as the CLI makes it: the bundle's rows, then the photos embedded by `embed`
+  // (model "class photos", as the lens names added photos).
+  const photosCsv = path.join(work, "added-photos.csv");
+  fs.writeFileSync(photosCsv, "image,model,language,culture\n" +
+    PHOTOS.map(([f, l, c]) => `${path.join(ENCODERS, "images", f)},class photos,${l},${c}`).join("\n") + "\n");
+  const photosNpy = path.join(work, "added-photos.npy");
+  cli("embed", "--weights", path.join(ENCODERS, "clip"), "--images", photosCsv, "--out", photosNpy);
+  const allNpy = path.join(work, "combined.npy");
+  writeNpy(allNpy, [...readNpy(baseNpy), ...readNpy(photosNpy)]);
+  const allCsv = allNpy.replace(/\.npy$/, ".csv");
+  fs.writeFileSync(allCsv, "model,language,culture\n" + [...base.map(([, m, l, c]) => `${m},${l},${c}`),
+    ...PHOTOS.map(([, l, c]) => `class photos,${l},${c}`)].join("\n") + "\n");
+  const sosCsv = path.join(work, "combined-sos.csv");
+  cli("sos", "--embeddings", allNpy, "--meta", allCsv, "--out", sosCsv);
+  const vendiJson = path.join(work, "combined-vendi.json");
+  cli("vendi", "--embeddings", allNpy, "--meta", allCsv, "--out", vendiJson);
+  const cliVendi = JSON.parse(fs.readFileSync(vendiJson, "utf8"));
+
+  const browser = await launch(false);
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${at}/index.html?lens=classroom&backend=cpu&encoder=encoders/clip/&bundle=bundle/`);
+    await waitLens(page);
+    await page.waitForFunction(() => document.body.dataset.loaded === "true" && document.body.dataset.state === "ready");
+    assert.equal(JSON.parse(await page.textContent("#sos-results")).length, 4, "the bundle's own SoS rows");
+    await page.check("#lens-add");
+    const photos = await embedPhotos(page);
+    const photoDiff = maxDiff(photos.rows, readNpy(photosNpy), "added photos");
+    assert.ok(photoDiff <= EMB_TOL, `added photos: max |page − CLI| = ${photoDiff}`);
+    assert.match(await page.textContent("#bundle-title"), /four generated images \+ the class's 6 photos/);
+    const sos = assertSameSos(photos.sos, readSos(sosCsv), "combined SoS");
+    await page.click("#tab-vendi");
+    await page.waitForFunction(() => (document.querySelector("#vendi-qvs-norm")?.dataset.value ?? "") !== "");
+    const value = (id) => page.getAttribute(`#${id}`, "data-value").then(Number);
+    assert.equal(await value("vendi-n"), base.length + PHOTOS.length);
+    const vs = await value("vendi-vs");
+    const vendiRel = Math.abs(vs - cliVendi.vs) / cliVendi.vs;
+    assert.ok(vendiRel <= 1e-5, `combined Vendi: page ${vs}, CLI ${cliVendi.vs}`);
+    console.log(`# added to the bundle: photos ${photoDiff.toExponential(2)}, SoS ${sos.toExponential(2)}, ` +
+      `Vendi relative ${vendiRel.toExponential(2)} (${base.length} + ${PHOTOS.length} rows)`);
+
+    // Another model's bundle refuses the photos, with the reason on the page.
+    await page.evaluate(() => { document.body.dataset.state = "idle"; });
+    await page.goto(`${at}/index.html?lens=classroom&backend=cpu&encoder=encoders/siglip/&bundle=bundle/`);
+    await waitLens(page);
+    await page.waitForFunction(() => document.body.dataset.loaded === "true");
+    await page.check("#lens-add");
+    await page.setInputFiles("#lens-photos", [{ name: "a_rgb.png", mimeType: "image/png",
+      buffer: fs.readFileSync(path.join(ENCODERS, "images", "a_rgb.png")) }]);
+    await page.fill("#lens-photo-rows input[data-photo='0'][data-field='language']", "en");
+    await page.dispatchEvent("#lens-photo-rows input[data-photo='0'][data-field='language']", "change");
+    await page.fill("#lens-photo-rows input[data-photo='0'][data-field='culture']", "Japan");
+    await page.dispatchEvent("#lens-photo-rows input[data-photo='0'][data-field='culture']", "change");
+    await page.click("#lens-embed-photos");
+    await page.waitForSelector("#view-classroom[data-state=error]");
+    assert.match(await page.textContent("#lens-errors"), /embedded by clip .*the lens's model is siglip/);
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    await browser.close();
+    served.close();
   }
 });

@@ -17,7 +17,9 @@
 //!   (`culturelens_models_io::decode_image`: libjpeg-turbo's decoder for JPEG), each labelled
 //!   with a language and a culture (typed, or read from a CSV with `image`, `language`, `culture`
 //!   columns), embedded as `embed` does (batches of 16 images of one size), and shown as a table
-//!   in the views with the photos as thumbnails.
+//!   in the views with the photos as thumbnails — alone, or (“add them to the opened bundle”)
+//!   after the rows of an opened bundle embedded by the same model, so every view scores the
+//!   combined table.
 //!
 //! The embeddings go into an in-memory bundle written by the same writer as `culturelens bundle`
 //! (`load::Source::Table`) and opened like any bundle. Nothing leaves the page.
@@ -35,13 +37,15 @@ use crate::app;
 use crate::compute::read_f32;
 use crate::dom::{self, esc};
 use crate::encoder::{self, LoadedEncoder, ModelSource};
-use crate::load::{Source, Table, Thumbs};
+use crate::load::{Loaded, Source, Table, Thumbs};
 use crate::state::{self, Update};
 
 /// Sentences per forward pass (`culturelens embed-text`'s default `--batch`).
 const TEXT_BATCH: usize = 64;
 /// Images per forward pass (`culturelens embed`'s default `--batch`).
 const IMAGE_BATCH: usize = 16;
+/// The `model` of photos added to an opened bundle.
+const ADDED_MODEL: &str = "class photos";
 /// What the sentence box holds before the class types: one sentence in five languages.
 const DEFAULT_SENTENCES: &str = "en, Japan, a photo of a Japanese woman\n\
 de, Japan, ein Foto einer japanischen Frau\n\
@@ -149,6 +153,7 @@ fn scaffold(sentences: &str, url: &str) -> String {
          accept='image/jpeg,image/png,image/webp'></label> \
          <label class='file'>Labels CSV (image, language, culture) <input id='lens-labels' type='file' accept='.csv,text/csv'></label>\
          <div id='lens-photo-rows'></div>\
+         <label><input id='lens-add' type='checkbox'> Add them to the opened bundle (embedded with the same model)</label> \
          <button type='button' id='lens-embed-photos'>Embed the photos</button></fieldset>\
          <div id='lens-errors' role='alert'></div>",
         url = esc(url),
@@ -578,8 +583,11 @@ async fn embed_photos() -> Result<(), String> {
     let ms = dom::now_ms() - t0;
     dom::set_body_attr("data-lens-embed-ms", &format!("{ms:.1}"));
     let names: Vec<String> = photos.iter().map(|(f, _, _)| f.name()).collect();
+    let add = dom::by_id("lens-add").dyn_into::<HtmlInputElement>().is_ok_and(|i| i.checked());
+    // Added to a bundle, the photos are a "model" of their own beside the bundle's generators.
+    let model = if add { ADDED_MODEL.to_string() } else { label.clone() };
     let columns = vec![
-        ("model".to_string(), vec![label.clone(); photos.len()]),
+        ("model".to_string(), vec![model; photos.len()]),
         ("language".to_string(), photos.iter().map(|p| p.1.clone()).collect()),
         ("culture".to_string(), photos.iter().map(|p| p.2.clone()).collect()),
         ("image".to_string(), names.clone()),
@@ -588,15 +596,88 @@ async fn embed_photos() -> Result<(), String> {
             names.iter().enumerate().map(|(i, n)| thumb_path(i, n)).collect(),
         ),
     ];
-    let thumbs = Thumbs::Files(
-        photos.into_iter().enumerate().map(|(i, (f, _, _))| (thumb_path(i, &f.name()), f)).collect(),
-    );
-    show_table(&label, "photos", embeddings, dim, columns, thumbnails, thumbs).await
+    let files: HashMap<String, File> =
+        photos.into_iter().enumerate().map(|(i, (f, _, _))| (thumb_path(i, &f.name()), f)).collect();
+    if add {
+        return add_to_bundle(&label, embeddings, dim, columns, files).await;
+    }
+    show_table(&label, "photos", embeddings, dim, columns, thumbnails, Thumbs::Files(files)).await
 }
 
-/// Where photo `i` sits in the in-memory bundle (numbered: a class may drop two `IMG_0001.jpg`).
+/// Where photo `i` sits in the in-memory bundle (numbered: a class may drop two `IMG_0001.jpg`;
+/// a folder of its own, apart from an opened bundle's thumbnails).
 fn thumb_path(i: usize, name: &str) -> String {
-    format!("thumbs/{i}-{name}")
+    format!("lens-photos/{i}-{name}")
+}
+
+/// The opened bundle with the photos' rows added after its own, opened again: every view scores
+/// and draws the combined table. The bundle must come from the same encoder (its
+/// `embedding_model` names the lens's model, and the dimensions agree); its rows are read back
+/// from the device as the views hold them, its result tables and thumbnails stay.
+async fn add_to_bundle(
+    label: &str,
+    embeddings: Vec<f32>,
+    dim: usize,
+    added: Vec<(String, Vec<String>)>,
+    files: HashMap<String, File>,
+) -> Result<(), String> {
+    let opened = state::with_app(|a| {
+        (a.manifest.clone(), a.columns.clone(), a.table.parts().to_vec(), a.thumbs.clone())
+    });
+    let Some((mut manifest, columns, parts, thumbs)) = opened else {
+        return Err("no bundle is open: open one first, or untick “add them to the opened bundle”".into());
+    };
+    if encoder::label_of(&manifest.embedding_model).to_lowercase() != label.to_lowercase()
+        || manifest.dim != dim
+    {
+        return Err(format!(
+            "the opened bundle was embedded by {} ({} dimensions), the lens's model is {label} ({dim}):              photos can only be added to a bundle of the same model",
+            manifest.embedding_model, manifest.dim
+        ));
+    }
+    let json = serde_json::to_string(&embeddings.chunks(dim.max(1)).collect::<Vec<_>>())
+        .map_err(|e| e.to_string())?;
+    dom::by_id("lens-embeddings").set_text_content(Some(&json));
+    let mut table = Vec::with_capacity((manifest.rows + embeddings.len() / dim.max(1)) * dim);
+    for part in parts {
+        table.extend(read_f32(part).await?);
+    }
+    table.extend(embeddings);
+    let (before, n) = (manifest.rows, added[0].1.len());
+    let blank = |k: usize| vec![String::new(); k];
+    let mut combined: Vec<(String, Vec<String>)> = columns
+        .into_iter()
+        .map(|(name, mut values)| {
+            values
+                .extend(added.iter().find(|(c, _)| *c == name).map_or_else(|| blank(n), |(_, v)| v.clone()));
+            (name, values)
+        })
+        .collect();
+    for (name, values) in added {
+        if !combined.iter().any(|(c, _)| *c == name) {
+            combined.push((name, [blank(before), values].concat()));
+        }
+    }
+    let distinct = |name: &str| -> Vec<String> {
+        let values = combined.iter().find(|(c, _)| c == name).map(|(_, v)| v.as_slice()).unwrap_or_default();
+        values.iter().collect::<std::collections::BTreeSet<_>>().into_iter().cloned().collect()
+    };
+    manifest.rows = before + n;
+    (manifest.models, manifest.languages, manifest.cultures) =
+        (distinct("model"), distinct("language"), distinct("culture"));
+    manifest.title = format!("{} + the class's {n} photos", manifest.title);
+    manifest.provenance = format!("{}; {n} photos embedded in this browser by {label}", manifest.provenance);
+    let results = state::with_app(|a| std::mem::take(&mut a.results)).unwrap_or_default();
+    app::run_load(Source::Loaded(Box::new(Loaded {
+        manifest,
+        embeddings: table,
+        columns: combined,
+        thumbs: Thumbs::Added(files, Box::new(thumbs)),
+        source_label: "the opened bundle and the classroom lens's photos".to_string(),
+        results,
+    })))
+    .await;
+    Ok(())
 }
 
 /// Opens the embeddings as a bundle (the same writer and reader as the CLI's bundles) and

@@ -20,7 +20,7 @@ use culturelens_metrics::tokens::{self, Encoded, Scheme, TokenKind, TokenView};
 use tokenizers::{ModelWrapper, Tokenizer};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{DragEvent, Event, File, HtmlInputElement, HtmlTextAreaElement, Response};
+use web_sys::{DragEvent, Event, File, HtmlInputElement, HtmlTextAreaElement};
 
 use super::{Handler, Listen};
 use crate::dom::{self, esc};
