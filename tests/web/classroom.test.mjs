@@ -16,6 +16,8 @@
 // - photos added to an opened bundle of the same model (`?bundle=`, "add them to the opened
 //   bundle"): the views' SoS and Vendi equal `culturelens sos` / `culturelens vendi` on the combined
 //   table (the bundle's rows, then the photos' rows as `culturelens embed` embeds them);
+// - on a phone (375 px) the heatmap's cells show colour only, and a tap shows the cell's value
+//   (the page's SoS, which the tests above check against the CLI);
 // - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
 //   export` only, and no prompt of the sets that may not be shipped (SoS, CUBE); picking a meaning
 //   fills the sentence box (and the URL) with its prompts in all their languages.
@@ -494,5 +496,39 @@ test("classroom lens: photos added to an opened bundle of the same model; SoS an
   } finally {
     await browser.close();
     served.close();
+  }
+});
+
+test("phone: at 375 px the heatmap shows colour only; a tap shows the cell's value", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    for (const [width, numbers] of [[375, false], [1280, true]]) {
+      const context = await browser.newContext({ viewport: { width, height: 812 }, hasTouch: true, isMobile: width < 500 });
+      const page = await context.newPage();
+      page.setDefaultTimeout(TIMEOUT);
+      await page.goto(`${origin}/index.html?bundle=demo&backend=cpu&view=heatmap`);
+      await page.waitForFunction(() => document.body.dataset.state === "ready");
+      await page.waitForSelector("#heatmap-svg .cell");
+      const shown = await page.$$eval("#heatmap-svg .cell text, #heatmap-svg .mean text",
+        (els) => els.filter((e) => getComputedStyle(e).display !== "none").length);
+      if (!numbers) {
+        assert.equal(shown, 0, "375 px: no number is drawn in the cells");
+        const cell = page.locator("#heatmap-svg .cell").nth(3);
+        const [language, culture, sos] = await Promise.all(["data-language", "data-culture", "data-sos"].map((a) => cell.getAttribute(a)));
+        await cell.tap();
+        await page.waitForSelector("#tooltip:not([hidden])");
+        const tip = await page.textContent("#tooltip");
+        assert.ok(tip.startsWith(`${culture} × ${language}: SoS ${sos}`), tip);
+        const model = await page.inputValue("#model-select");
+        const row = JSON.parse(await page.textContent("#sos-results"))
+          .find((r) => r.model === model && r.language === language && r.culture === culture);
+        assert.equal(Number(sos), row.sos, "the tapped value is the page's SoS");
+      } else {
+        assert.ok(shown > 0, "1280 px: the cells print their numbers");
+      }
+      await context.close();
+    }
+  } finally {
+    await browser.close();
   }
 });
