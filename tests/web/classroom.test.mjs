@@ -16,6 +16,8 @@
 // - photos added to an opened bundle of the same model (`?bundle=`, "add them to the opened
 //   bundle"): the views' SoS and Vendi equal `culturelens sos` / `culturelens vendi` on the combined
 //   table (the bundle's rows, then the photos' rows as `culturelens embed` embeds them);
+// - a link with `encoder` and `sentences` (the URL the lens keeps) shows the sentences' scores on
+//   opening, equal to the CLI's;
 // - on a phone (375 px) the heatmap's cells show colour only, and a tap shows the cell's value
 //   (the page's SoS, which the tests above check against the CLI);
 // - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
@@ -528,6 +530,29 @@ test("phone: at 375 px the heatmap shows colour only; a tap shows the cell's val
       }
       await context.close();
     }
+  } finally {
+    await browser.close();
+  }
+});
+
+test("classroom lens: a link with the model and sentences reproduces the scores on opening", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    const sentences = SENTENCES.map((r) => r.join(", ")).join("\n");
+    const { page, context, errors } = await openPage(browser,
+      `?lens=classroom&backend=cpu&encoder=encoders/clip/&sentences=${encodeURIComponent(sentences)}`);
+    await page.waitForFunction(() => document.body.dataset.state === "ready" || document.body.dataset.state === "error");
+    await waitLens(page);
+    assert.equal(await page.inputValue("#lens-sentences"), sentences);
+    const cliT = cliText("clip");
+    const diff = maxDiff(JSON.parse(await page.textContent("#lens-embeddings")), cliT.rows, "linked text");
+    assert.ok(diff <= EMB_TOL, `linked text embeddings: max |page − CLI| = ${diff}`);
+    assertSameSos(JSON.parse(await page.textContent("#sos-results")), cliT.sos, "linked text SoS");
+    const url = new URL(await page.evaluate(() => location.href));
+    assert.deepEqual([url.searchParams.get("lens"), url.searchParams.get("encoder"), url.searchParams.get("sentences")],
+      ["classroom", "encoders/clip/", sentences], "the URL still holds the lens state");
+    assert.deepEqual(errors, []);
+    await context.close();
   } finally {
     await browser.close();
   }

@@ -5,7 +5,9 @@
 //! - **Model**: a folder URL (`?encoder=URL`, e.g. a hub repository's `…/resolve/main/`) or a
 //!   folder picked from disk, loaded by `crate::encoder` (headers and limits checked before the
 //!   weights download, the files kept in the browser's cache).
-//! - **Sentences**: one per line as `language, culture, sentence` (`?sentences=`). They are
+//! - **Sentences**: one per line as `language, culture, sentence` (`?sentences=`; a link with
+//!   `encoder` and `sentences` embeds them once the model is loaded, so it shows what the class
+//!   saw). They are
 //!   tokenized and embedded as `embed-text` does (batches of 64), and the text embeddings become
 //!   the table the views score: the text-side SoS per language and culture (the formula of
 //!   `culturelens sos`, over the sentences' embeddings), the PCA scatter coloured by language,
@@ -111,7 +113,16 @@ pub fn start() {
     let open = p.get("lens").as_deref() == Some("classroom");
     set_open(open);
     if let Some(url) = p.get("encoder").filter(|u| !u.is_empty()) {
-        wasm_bindgen_futures::spawn_local(load_model(ModelSource::Url(url)));
+        // A shared link reproduces the lens: with its sentences (and no bundle of its own) the
+        // page embeds them as soon as the model is loaded.
+        let embed = p.get("sentences").is_some_and(|s| !s.trim().is_empty())
+            && p.get("bundle").is_none_or(|b| b.is_empty());
+        wasm_bindgen_futures::spawn_local(async move {
+            load_model(ModelSource::Url(url)).await;
+            if embed && LENS.with(|l| l.borrow().encoder.is_some()) {
+                run(embed_sentences()).await;
+            }
+        });
     }
 }
 
