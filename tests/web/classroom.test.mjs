@@ -468,6 +468,8 @@ test("classroom lens: photos added to an opened bundle of the same model; SoS an
     assert.ok(photoDiff <= EMB_TOL, `added photos: max |page − CLI| = ${photoDiff}`);
     assert.match(await page.textContent("#bundle-title"), /four generated images \+ the class's 6 photos/);
     const sos = assertSameSos(photos.sos, readSos(sosCsv), "combined SoS");
+    assert.equal(await page.$$eval("#lens-photo-rows input", (els) => els.length), 0,
+      "added photos leave the list, so a second embed does not add them twice");
     await page.click("#tab-vendi");
     await page.waitForFunction(() => (document.querySelector("#vendi-qvs-norm")?.dataset.value ?? "") !== "");
     const value = (id) => page.getAttribute(`#${id}`, "data-value").then(Number);

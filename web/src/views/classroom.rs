@@ -688,6 +688,9 @@ async fn add_to_bundle(
         results,
     })))
     .await;
+    // They are in the bundle now: a second "embed" adds only photos chosen after this.
+    LENS.with(|l| l.borrow_mut().photos.clear());
+    render_photos();
     Ok(())
 }
 
