@@ -22,7 +22,8 @@
 //   (the page's SoS, which the tests above check against the CLI);
 // - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
 //   export` only, and no prompt of the sets that may not be shipped (SoS, CUBE); picking a meaning
-//   fills the sentence box (and the URL) with its prompts in all their languages.
+//   fills the sentence box (and the URL) with its prompts in all their languages, and before any
+//   model is loaded the lens counts their tokens with CLIP's shipped tokenizer.
 //
 // Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as for app.test.mjs; CULTURELENS_WEB_ALLOW_NO_WEBGPU=1
 // skips the WebGPU runs (loudly) where Chromium offers no adapter.
@@ -397,6 +398,23 @@ test("classroom lens: the shipped prompt index is `prompts export`'s rows of the
       const url = await page.evaluate(() => location.href);
       assert.equal(new URL(url).searchParams.get("sentences"), want, `${set}: the URL keeps the picked sentences`);
     }
+    // With no model loaded, the sentences' token counts by CLIP's shipped tokenizer: one row per
+    // sentence, each the tokenizer lens's count of that sentence.
+    await page.waitForSelector("#lens-token-counts td[data-tokens]");
+    const counts = await page.$$eval("#lens-token-counts tbody tr", (trs) => trs.map((tr) =>
+      [tr.cells[3].textContent, Number(tr.cells[2].dataset.tokens)]));
+    const magbig = index.sets.find((s) => s.set === "magbig").groups[0].rows;
+    assert.deepEqual(counts.map(([t]) => t), magbig.map((r) => r[3]));
+    for (const [text, n] of counts) {
+      const lens = await page.evaluate((t) => {
+        const area = document.getElementById("tokens-text");
+        area.value = t;
+        area.dispatchEvent(new Event("input", { bubbles: true }));
+        return Number(document.querySelector("#tokens-rows .tok-row[data-tokenizer='CLIP']").dataset.count);
+      }, text);
+      assert.equal(n, lens, `tokens of ${JSON.stringify(text)}`);
+    }
+    assert.ok(new Set(counts.map(([, n]) => n)).size > 1, "the languages differ in token counts");
     const disabled = await page.$$eval("#lens-pick option[disabled]", (o) => o.map((x) => x.textContent));
     assert.equal(disabled.length, 2, JSON.stringify(disabled));
     assert.deepEqual(errors, []);

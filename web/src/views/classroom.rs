@@ -158,6 +158,7 @@ fn scaffold(sentences: &str, url: &str) -> String {
          <label>Pick prompts from the four prompt sets <select id='lens-pick'><option value=''>…</option></select></label>\
          <label for='lens-sentences'>One per line: language, culture, sentence</label>\
          <textarea id='lens-sentences' rows='6' spellcheck='false'>{sentences}</textarea>\
+         <div id='lens-token-counts'></div>\
          <button type='button' id='lens-embed-text'>Embed the sentences</button></fieldset>\
          <fieldset><legend>3. Photos</legend>\
          <label class='file'>Photos (JPEG, PNG, WebP) <input id='lens-photos' type='file' multiple \
@@ -225,8 +226,37 @@ fn on_input(e: &Event) -> Update {
         let p = state::params();
         p.set("sentences", &area.value());
         state::replace_params(&p);
+        render_token_counts();
     }
     Update::Nothing
+}
+
+/// Before any model is loaded: how many tokens CLIP's tokenizer (shipped with the app) makes of
+/// each sentence — one meaning often costs more tokens in one language than in another.
+pub fn render_token_counts() {
+    let text =
+        dom::by_id("lens-sentences").dyn_into::<HtmlTextAreaElement>().map(|t| t.value()).unwrap_or_default();
+    let rows: String = parse_sentences(&text)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|[language, culture, sentence]| {
+            let n = crate::views::tokens::shipped_count(sentence)?;
+            Some(format!(
+                "<tr><td>{}</td><td>{}</td><td class='num' data-tokens='{n}'>{n}</td><td>{}</td></tr>",
+                esc(language),
+                esc(culture),
+                esc(sentence)
+            ))
+        })
+        .collect();
+    let html = if rows.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<table class='lens-photos'><caption>Tokens per sentence (CLIP's tokenizer)</caption>             <thead><tr><th>Language</th><th>Culture</th><th>Tokens</th><th>Sentence</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    };
+    dom::set_html("lens-token-counts", &html);
 }
 
 fn on_change(e: &Event) -> Update {
@@ -333,6 +363,7 @@ fn pick(value: &str) {
         let p = state::params();
         p.set("sentences", &text);
         state::replace_params(&p);
+        render_token_counts();
     }
 }
 

@@ -382,6 +382,16 @@ pub fn ensure_shipped() {
     }
 }
 
+/// How many tokens the shipped CLIP tokenizer makes of `text` (start and end included), once it
+/// is loaded.
+pub fn shipped_count(text: &str) -> Option<usize> {
+    LENS.with(|l| {
+        let l = l.borrow();
+        let t = l.loaded.iter().find(|t| t.label == SHIPPED_LABEL && t.url.is_none())?;
+        t.tok.encode(text, true).ok().map(|e| e.get_ids().len())
+    })
+}
+
 async fn load_shipped() {
     begin();
     let result = crate::load::fetch_bytes(SHIPPED_VOCAB).await.and_then(|bytes| {
@@ -392,6 +402,7 @@ async fn load_shipped() {
         loaded(SHIPPED_LABEL.to_string(), tok)
     });
     finish(result);
+    crate::views::classroom::render_token_counts();
 }
 
 /// The text of a gzip file, or of the bytes as they are when a server already unpacked them
