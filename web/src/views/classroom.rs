@@ -249,13 +249,8 @@ pub fn render_token_counts() {
             ))
         })
         .collect();
-    let html = if rows.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<table class='lens-photos'><caption>Tokens per sentence (CLIP's tokenizer)</caption>             <thead><tr><th>Language</th><th>Culture</th><th>Tokens</th><th>Sentence</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    };
+    let head = ["Language", "Culture", "Tokens", "Sentence"];
+    let html = lens_table("Tokens per sentence (CLIP's tokenizer)", &head, &rows);
     dom::set_html("lens-token-counts", &html);
 }
 
@@ -385,14 +380,19 @@ fn render_photos() {
             })
             .collect()
     });
-    let html = if rows.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<table class='lens-photos'><thead><tr><th>Photo</th><th>Language</th><th>Culture</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    };
-    dom::set_html("lens-photo-rows", &html);
+    dom::set_html("lens-photo-rows", &lens_table("", &["Photo", "Language", "Culture"], &rows));
+}
+
+/// A table of the lens (`rows`: its `<tr>`s) with a caption (none when empty) and the column
+/// heads `head`; nothing without rows.
+fn lens_table(caption: &str, head: &[&str], rows: &str) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let caption =
+        if caption.is_empty() { String::new() } else { format!("<caption>{}</caption>", esc(caption)) };
+    let head: String = head.iter().map(|h| format!("<th>{h}</th>")).collect();
+    format!("<table class='lens-photos'>{caption}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
 }
 
 /// Labels from a CSV with `image`, `language` and `culture` columns (by file name).
