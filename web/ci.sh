@@ -58,6 +58,12 @@ WASM_GZIP_BUDGET=$((WASM_GZIP_AFTER + WASM_GZIP_AFTER / 10))
 size=$(cat web/dist/*.wasm web/dist/*.js | gzip -9 | wc -c)
 printf 'app (wasm + js), gzip -9: %d bytes; budget %d (before the encoders: %d, with them: %d)\n' \
   "$size" "$WASM_GZIP_BUDGET" "$WASM_GZIP_BEFORE" "$WASM_GZIP_AFTER"
+# Beside it, fetched only when a lens opens: CLIP's BPE vocabulary (gzip as open_clip ships it,
+# web/clip-vocab.sh) and the prompt index (scripts/make_prompt_index.py).
+for f in clip-bpe-16e6.txt.gz prompt-index.json; do
+  [ -f "web/dist/$f" ] || { echo "web/ci.sh: web/dist/$f is missing" >&2; exit 1; }
+  printf 'beside it: %s, %d bytes (gzip -9: %d)\n' "$f" "$(wc -c < "web/dist/$f")" "$(gzip -9 < "web/dist/$f" | wc -c)"
+done
 if [ "$size" -gt "$WASM_GZIP_BUDGET" ]; then
   echo "web/ci.sh: the app is over its size budget ($size > $WASM_GZIP_BUDGET bytes gzip)" >&2
   exit 1

@@ -12,7 +12,18 @@
 //   config) and an oversized one (a header declaring a 4 GiB tensor; refused from its header
 //   alone, before any download of the weights) end in an error on the page, and the tab stays
 //   responsive;
-// - axe-core finds no serious or critical violation on the lens at 1280 and 375 px.
+// - axe-core finds no serious or critical violation on the lens at 1280 and 375 px;
+// - photos added to an opened bundle of the same model (`?bundle=`, "add them to the opened
+//   bundle"): the views' SoS and Vendi equal `culturelens sos` / `culturelens vendi` on the combined
+//   table (the bundle's rows, then the photos' rows as `culturelens embed` embeds them);
+// - a link with `encoder` and `sentences` (the URL the lens keeps) shows the sentences' scores on
+//   opening, equal to the CLI's;
+// - on a phone (375 px) the heatmap's cells show colour only, and a tap shows the cell's value
+//   (the page's SoS, which the tests above check against the CLI);
+// - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
+//   export` only, and no prompt of the sets that may not be shipped (SoS, CUBE); picking a meaning
+//   fills the sentence box (and the URL) with its prompts in all their languages, and before any
+//   model is loaded the lens counts their tokens with CLIP's shipped tokenizer.
 //
 // Environment: CULTURELENS_BIN, CHROMIUM, WEB_DIST as for app.test.mjs; CULTURELENS_WEB_ALLOW_NO_WEBGPU=1
 // skips the WebGPU runs (loudly) where Chromium offers no adapter.
@@ -25,7 +36,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "./server.mjs";
-import { csvFields } from "./csv.mjs";
+import { csvFields, csvRecords } from "./csv.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
@@ -38,6 +49,7 @@ const BASE_FLAGS = ["--headless", "--no-sandbox", "--no-first-run", "--disable-b
   "--disable-component-update", "--disable-sync"];
 const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"];
 const ENCODERS = path.join(repo, "tests/fixtures/encoders");
+const MIRROR = process.env.CULTURELENS_DATA_MIRROR || path.join(repo, "../shared/data/upstream");
 // Page vs CLI, max abs over every embedding value (f32 both; the page's batches are the CLI's).
 // Measured: CPU 0 (the same flex kernels), WebGPU/SwiftShader ≤ 1e-6 (printed by the test).
 const EMB_TOL = 1e-5;
@@ -338,6 +350,229 @@ test("classroom lens: accessible at 1280 and 375 px", { timeout: TIMEOUT * 2 }, 
       assert.deepEqual(errors, []);
       await context.close();
     }
+  } finally {
+    await browser.close();
+  }
+});
+
+test("classroom lens: the shipped prompt index is `prompts export`'s rows of the shippable sets; picking fills the sentences", { timeout: TIMEOUT }, async () => {
+  const index = JSON.parse(fs.readFileSync(path.join(DIST, "prompt-index.json"), "utf8"));
+  const shipped = fs.readFileSync(path.join(DIST, "prompt-index.json"), "utf8");
+  let rows = 0;
+  for (const set of index.sets) {
+    const csv = path.join(work, `${set.set}-export.csv`);
+    cli("prompts", "export", set.set, "--mirror", MIRROR, "--out", csv);
+    const [header, ...records] = csvRecords(csv);
+    const col = (n) => header.indexOf(n);
+    const byId = new Map(records.map((r) => [r[col("id")], r]));
+    if (!set.shipped) {
+      assert.deepEqual(set.groups ?? [], [], `${set.set}: not shippable, yet prompts are shipped`);
+      assert.match(set.why, /not shipped/);
+      // No prompt of the set anywhere in the file (short ones could be common phrases).
+      const leaked = records.map((r) => r[col("prompt")]).filter((p) => p.length > 24 && shipped.includes(JSON.stringify(p)));
+      assert.deepEqual(leaked, [], `${set.set}: prompts in the shipped index`);
+      continue;
+    }
+    assert.ok(set.groups.length > 0, set.set);
+    for (const g of set.groups) {
+      for (const [id, language, culture, prompt] of g.rows) {
+        const r = byId.get(id);
+        assert.ok(r, `${set.set}: ${id} is not a row of prompts export`);
+        assert.deepEqual([language, culture, prompt, g.english],
+          [r[col("language")], r[col("culture")] || "none", r[col("prompt")], r[col("english")]], id);
+        rows += 1;
+      }
+    }
+  }
+  console.log(`# prompt index: ${rows} rows equal prompts export's; ${Buffer.byteLength(shipped)} bytes`);
+
+  const browser = await launch(false);
+  try {
+    const { page, context, errors } = await openPage(browser, "?lens=classroom&backend=cpu");
+    await page.waitForSelector("#lens-pick option[value='cultext2i:1']", { state: "attached" });
+    for (const [set, i] of [["cultext2i", 1], ["magbig", 0]]) {
+      await page.selectOption("#lens-pick", `${set}:${i}`);
+      const group = index.sets.find((s) => s.set === set).groups[i];
+      const want = group.rows.map(([, l, c, p]) => `${l}, ${c}, ${p}`).join("\n");
+      assert.equal(await page.inputValue("#lens-sentences"), want, set);
+      const url = await page.evaluate(() => location.href);
+      assert.equal(new URL(url).searchParams.get("sentences"), want, `${set}: the URL keeps the picked sentences`);
+    }
+    // With no model loaded, the sentences' token counts by CLIP's shipped tokenizer: one row per
+    // sentence, each the tokenizer lens's count of that sentence.
+    await page.waitForSelector("#lens-token-counts td[data-tokens]");
+    const counts = await page.$$eval("#lens-token-counts tbody tr", (trs) => trs.map((tr) =>
+      [tr.cells[3].textContent, Number(tr.cells[2].dataset.tokens)]));
+    const magbig = index.sets.find((s) => s.set === "magbig").groups[0].rows;
+    assert.deepEqual(counts.map(([t]) => t), magbig.map((r) => r[3]));
+    for (const [text, n] of counts) {
+      const lens = await page.evaluate((t) => {
+        const area = document.getElementById("tokens-text");
+        area.value = t;
+        area.dispatchEvent(new Event("input", { bubbles: true }));
+        return Number(document.querySelector("#tokens-rows .tok-row[data-tokenizer='CLIP']").dataset.count);
+      }, text);
+      assert.equal(n, lens, `tokens of ${JSON.stringify(text)}`);
+    }
+    assert.ok(new Set(counts.map(([, n]) => n)).size > 1, "the languages differ in token counts");
+    const disabled = await page.$$eval("#lens-pick option[disabled]", (o) => o.map((x) => x.textContent));
+    assert.equal(disabled.length, 2, JSON.stringify(disabled));
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    await browser.close();
+  }
+});
+
+/** A float32 `.npy` of `rows`. */
+function writeNpy(file, rows) {
+  const dim = rows[0].length;
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${rows.length}, ${dim}), }`;
+  header += " ".repeat(63 - ((10 + header.length) % 64)) + "\n";
+  const head = Buffer.alloc(10);
+  head.write("\x93NUMPY", 0, "latin1");
+  head.writeUInt8(1, 6);
+  head.writeUInt8(0, 7);
+  head.writeUInt16LE(header.length, 8);
+  fs.writeFileSync(file, Buffer.concat([head, Buffer.from(header, "latin1"), Buffer.from(new Float32Array(rows.flat()).buffer)]));
+}
+
+test("classroom lens: photos added to an opened bundle of the same model; SoS and Vendi equal the CLI's on the combined table", { timeout: TIMEOUT * 2 }, async () => {
+  // The bundle: four photos "generated" by two models, embedded by the CLI with the tiny CLIP.
+  const base = [["a_rgb.png", "gen-a", "en", "Nigeria"], ["b_grey.png", "gen-a", "de", "Nigeria"],
+    ["c_rgba.png", "gen-b", "en", "Japan"], ["e_lossless.webp", "gen-b", "de", "Japan"], ["d_photo.jpg", "gen-b", "en", "Japan"]];
+  const baseCsv = path.join(work, "base.csv");
+  fs.writeFileSync(baseCsv, "image,model,language,culture\n" +
+    base.map(([f, m, l, c]) => `${path.join(ENCODERS, "images", f)},${m},${l},${c}`).join("\n") + "\n");
+  const baseNpy = path.join(work, "base.npy");
+  cli("embed", "--weights", path.join(ENCODERS, "clip"), "--images", baseCsv, "--out", baseNpy);
+  const bundleDir = path.join(work, "bundle-clip");
+  cli("bundle", "--embeddings", baseNpy, "--meta", baseNpy.replace(/\.npy$/, ".csv"), "--out", bundleDir,
+    "--embedding-model", "clip", "--title", "four generated images");
+  const served = await serve({ "/encoders/": ENCODERS, "/bundle/": bundleDir, "/": DIST });
+  const at = `http://127.0.0.1:${served.address().port}`;
+  // The combined table as the CLI makes it: the bundle's rows, then the photos embedded by `embed`
+  // (model "class photos", as the lens names added photos).
+  const photosCsv = path.join(work, "added-photos.csv");
+  fs.writeFileSync(photosCsv, "image,model,language,culture\n" +
+    PHOTOS.map(([f, l, c]) => `${path.join(ENCODERS, "images", f)},class photos,${l},${c}`).join("\n") + "\n");
+  const photosNpy = path.join(work, "added-photos.npy");
+  cli("embed", "--weights", path.join(ENCODERS, "clip"), "--images", photosCsv, "--out", photosNpy);
+  const allNpy = path.join(work, "combined.npy");
+  writeNpy(allNpy, [...readNpy(baseNpy), ...readNpy(photosNpy)]);
+  const allCsv = allNpy.replace(/\.npy$/, ".csv");
+  fs.writeFileSync(allCsv, "model,language,culture\n" + [...base.map(([, m, l, c]) => `${m},${l},${c}`),
+    ...PHOTOS.map(([, l, c]) => `class photos,${l},${c}`)].join("\n") + "\n");
+  const sosCsv = path.join(work, "combined-sos.csv");
+  cli("sos", "--embeddings", allNpy, "--meta", allCsv, "--out", sosCsv);
+  const vendiJson = path.join(work, "combined-vendi.json");
+  cli("vendi", "--embeddings", allNpy, "--meta", allCsv, "--out", vendiJson);
+  const cliVendi = JSON.parse(fs.readFileSync(vendiJson, "utf8"));
+
+  const browser = await launch(false);
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${at}/index.html?lens=classroom&backend=cpu&encoder=encoders/clip/&bundle=bundle/`);
+    await waitLens(page);
+    await page.waitForFunction(() => document.body.dataset.loaded === "true" && document.body.dataset.state === "ready");
+    assert.equal(JSON.parse(await page.textContent("#sos-results")).length, 4, "the bundle's own SoS rows");
+    await page.check("#lens-add");
+    const photos = await embedPhotos(page);
+    const photoDiff = maxDiff(photos.rows, readNpy(photosNpy), "added photos");
+    assert.ok(photoDiff <= EMB_TOL, `added photos: max |page − CLI| = ${photoDiff}`);
+    assert.match(await page.textContent("#bundle-title"), /four generated images \+ the class's 6 photos/);
+    const sos = assertSameSos(photos.sos, readSos(sosCsv), "combined SoS");
+    assert.equal(await page.$$eval("#lens-photo-rows input", (els) => els.length), 0,
+      "added photos leave the list, so a second embed does not add them twice");
+    await page.click("#tab-vendi");
+    await page.waitForFunction(() => (document.querySelector("#vendi-qvs-norm")?.dataset.value ?? "") !== "");
+    const value = (id) => page.getAttribute(`#${id}`, "data-value").then(Number);
+    assert.equal(await value("vendi-n"), base.length + PHOTOS.length);
+    const vs = await value("vendi-vs");
+    const vendiRel = Math.abs(vs - cliVendi.vs) / cliVendi.vs;
+    assert.ok(vendiRel <= 1e-5, `combined Vendi: page ${vs}, CLI ${cliVendi.vs}`);
+    console.log(`# added to the bundle: photos ${photoDiff.toExponential(2)}, SoS ${sos.toExponential(2)}, ` +
+      `Vendi relative ${vendiRel.toExponential(2)} (${base.length} + ${PHOTOS.length} rows)`);
+
+    // Another model's bundle refuses the photos, with the reason on the page.
+    await page.evaluate(() => { document.body.dataset.state = "idle"; });
+    await page.goto(`${at}/index.html?lens=classroom&backend=cpu&encoder=encoders/siglip/&bundle=bundle/`);
+    await waitLens(page);
+    await page.waitForFunction(() => document.body.dataset.loaded === "true");
+    await page.check("#lens-add");
+    await page.setInputFiles("#lens-photos", [{ name: "a_rgb.png", mimeType: "image/png",
+      buffer: fs.readFileSync(path.join(ENCODERS, "images", "a_rgb.png")) }]);
+    await page.fill("#lens-photo-rows input[data-photo='0'][data-field='language']", "en");
+    await page.dispatchEvent("#lens-photo-rows input[data-photo='0'][data-field='language']", "change");
+    await page.fill("#lens-photo-rows input[data-photo='0'][data-field='culture']", "Japan");
+    await page.dispatchEvent("#lens-photo-rows input[data-photo='0'][data-field='culture']", "change");
+    await page.click("#lens-embed-photos");
+    await page.waitForSelector("#view-classroom[data-state=error]");
+    assert.match(await page.textContent("#lens-errors"), /embedded by clip .*the lens's model is siglip/);
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    await browser.close();
+    served.close();
+  }
+});
+
+test("phone: at 375 px the heatmap shows colour only; a tap shows the cell's value", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    for (const [width, numbers] of [[375, false], [1280, true]]) {
+      const context = await browser.newContext({ viewport: { width, height: 812 }, hasTouch: true, isMobile: width < 500 });
+      const page = await context.newPage();
+      page.setDefaultTimeout(TIMEOUT);
+      await page.goto(`${origin}/index.html?bundle=demo&backend=cpu&view=heatmap`);
+      await page.waitForFunction(() => document.body.dataset.state === "ready");
+      await page.waitForSelector("#heatmap-svg .cell");
+      const shown = await page.$$eval("#heatmap-svg .cell text, #heatmap-svg .mean text",
+        (els) => els.filter((e) => getComputedStyle(e).display !== "none").length);
+      if (!numbers) {
+        assert.equal(shown, 0, "375 px: no number is drawn in the cells");
+        const cell = page.locator("#heatmap-svg .cell").nth(3);
+        const [language, culture, sos] = await Promise.all(["data-language", "data-culture", "data-sos"].map((a) => cell.getAttribute(a)));
+        await cell.tap();
+        await page.waitForSelector("#tooltip:not([hidden])");
+        const tip = await page.textContent("#tooltip");
+        assert.ok(tip.startsWith(`${culture} × ${language}: SoS ${sos}`), tip);
+        const model = await page.inputValue("#model-select");
+        const row = JSON.parse(await page.textContent("#sos-results"))
+          .find((r) => r.model === model && r.language === language && r.culture === culture);
+        assert.equal(Number(sos), row.sos, "the tapped value is the page's SoS");
+      } else {
+        assert.ok(shown > 0, "1280 px: the cells print their numbers");
+      }
+      await context.close();
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+test("classroom lens: a link with the model and sentences reproduces the scores on opening", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    const sentences = SENTENCES.map((r) => r.join(", ")).join("\n");
+    const { page, context, errors } = await openPage(browser,
+      `?lens=classroom&backend=cpu&encoder=encoders/clip/&sentences=${encodeURIComponent(sentences)}`);
+    await page.waitForFunction(() => document.body.dataset.state === "ready" || document.body.dataset.state === "error");
+    await waitLens(page);
+    assert.equal(await page.inputValue("#lens-sentences"), sentences);
+    const cliT = cliText("clip");
+    const diff = maxDiff(JSON.parse(await page.textContent("#lens-embeddings")), cliT.rows, "linked text");
+    assert.ok(diff <= EMB_TOL, `linked text embeddings: max |page − CLI| = ${diff}`);
+    assertSameSos(JSON.parse(await page.textContent("#sos-results")), cliT.sos, "linked text SoS");
+    const url = new URL(await page.evaluate(() => location.href));
+    assert.deepEqual([url.searchParams.get("lens"), url.searchParams.get("encoder"), url.searchParams.get("sentences")],
+      ["classroom", "encoders/clip/", sentences], "the URL still holds the lens state");
+    assert.deepEqual(errors, []);
+    await context.close();
   } finally {
     await browser.close();
   }

@@ -7,7 +7,12 @@
 // text. Also: the prompt and URLs survive a reload (`text=`, `tokenizers=`), a drop onto the lens
 // adds a tokenizer without starting the bundle loader, a malformed file is an error on the page,
 // the id shows on keyboard focus, axe-core finds no serious/critical violation, and at 375 px the
-// page does not scroll sideways.
+// page does not scroll sideways. With nothing loaded the lens (and the classroom lens) starts with
+// CLIP's real tokenizer, built in the page from open_clip's BPE vocabulary that the app ships
+// (dist/clip-bpe-16e6.txt.gz): its ids equal transformers' `CLIPTokenizer` (the fixture
+// tests/fixtures/tokens/clip_bpe/ids.tsv, by scripts/fixtures/make_tokens_clip_bpe.py) on prompts
+// of every language of the four prompt sets, exported by `culturelens prompts export` from the data
+// mirror (CULTURELENS_DATA_MIRROR, default ../shared/data/upstream).
 //
 // Environment: CULTURELENS_BIN (default ../../target/debug/culturelens), CHROMIUM (default
 // /usr/bin/chromium), WEB_DIST (default ../../web/dist), WEB_SCREENS (a folder for screenshots).
@@ -19,6 +24,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "./server.mjs";
+import { csvRecords } from "./csv.mjs";
+import crypto from "node:crypto";
+import os from "node:os";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
@@ -31,6 +39,12 @@ const AXE = fs.readFileSync(path.join(here, "node_modules/axe-core/axe.min.js"),
 const CLIP_DIR = path.join(repo, "tests/fixtures/encoders/clip");
 const XLMR_DIR = path.join(repo, "tests/fixtures/tokens/xlm-r");
 const PROMPTS = ["Die Jurist*innen ሀገር", "Jurist*in", "中 ሀ a photo"];
+const MIRROR = process.env.CULTURELENS_DATA_MIRROR || path.join(repo, "../shared/data/upstream");
+// CLIP's text length and end token (the fixture's ids are padded to it, as the CLI pads).
+const MAX_LENGTH = 77;
+const EOT = 49407;
+// Prompts per (set, language) compared in the page, spread over the set.
+const PER_LANGUAGE = 8;
 
 let server, origin, browser;
 
@@ -143,6 +157,81 @@ test("Tokens view: each row equals `culturelens tokens --json` (URL + file token
   assert.equal(new URL(page.url()).searchParams.get("tokenizers"), null);
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+const sha = (text, n) => crypto.createHash("sha256").update(text, "utf8").digest("hex").slice(0, n);
+const idsSha = (ids) => sha(ids.join(","), 8);
+
+/** PER_LANGUAGE prompts of every language of the four sets, and every prompt longer than 77
+ * tokens (the fixture's third column), as `culturelens prompts export` writes them. */
+function samplePrompts(fixture) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "culturelens-tokens-"));
+  const out = [];
+  try {
+    for (const set of ["sos", "magbig", "cube", "cultext2i"]) {
+      const csv = path.join(dir, `${set}.csv`);
+      execFileSync(BIN, ["prompts", "export", set, "--mirror", MIRROR, "--out", csv], { stdio: "ignore" });
+      const [header, ...rows] = csvRecords(csv);
+      const [lang, prompt] = [header.indexOf("language"), header.indexOf("prompt")];
+      const byLanguage = new Map();
+      for (const r of rows.filter((r) => r.length === header.length)) {
+        if (!byLanguage.has(r[lang])) byLanguage.set(r[lang], []);
+        byLanguage.get(r[lang]).push(r[prompt]);
+      }
+      for (const [language, texts] of byLanguage) {
+        const step = Math.max(1, Math.floor(texts.length / PER_LANGUAGE));
+        for (let i = 0; i < texts.length && i < step * PER_LANGUAGE; i += step) out.push({ set, language, text: texts[i] });
+        for (const text of texts.filter((t) => fixture.get(sha(t, 12))?.full)) out.push({ set, language, text });
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+test("Tokens view: with nothing loaded, CLIP's real tokenizer (shipped) gives transformers' ids on prompts of the four sets", { timeout: TIMEOUT * 3 }, async () => {
+  const fixture = new Map(fs.readFileSync(path.join(repo, "tests/fixtures/tokens/clip_bpe/ids.tsv"), "utf8")
+    .split("\n").filter((l) => l && !l.startsWith("#")).map((l) => l.split("\t"))
+    .map(([key, ids77, full]) => [key, { ids77, full }]));
+  const prompts = samplePrompts(fixture);
+  const { page, errors } = await open("?lens=tokens");
+  await page.waitForSelector("#tokens-rows .tok-row[data-tokenizer='CLIP']");
+  // It starts with content: the default prompt, split by CLIP (the star a word of its own).
+  const [first] = await pageRows(page);
+  assert.equal(first.label, "CLIP");
+  assert.ok(first.tokens.some((t) => t.text === "*" && t.word_end), JSON.stringify(first.tokens));
+  let longer = 0;
+  const wrong = [];
+  for (const { set, language, text } of prompts) {
+    await page.fill("#tokens-text", text);
+    const [row] = await pageRows(page);
+    const ids = row.tokens.map((t) => t.id);
+    const want = fixture.get(sha(text, 12));
+    assert.ok(want, `${set} ${language} ${JSON.stringify(text)} is not in the fixture: the mirror drifted`);
+    // The fixture's ids: cut to 77 (76 and the end token) and padded with the end token.
+    const ids77 = ids.length > MAX_LENGTH ? [...ids.slice(0, MAX_LENGTH - 1), EOT] : [...ids];
+    while (ids77.length < MAX_LENGTH) ids77.push(EOT);
+    let ok = idsSha(ids77) === want.ids77;
+    if (want.full) {
+      longer += 1;
+      ok &&= idsSha(ids) === want.full;
+    }
+    if (!ok) wrong.push(`${set} ${language} ${JSON.stringify(text)}`);
+  }
+  const languages = new Set(prompts.map((p) => `${p.set}/${p.language}`)).size;
+  console.log(`# shipped CLIP tokenizer: ${prompts.length - wrong.length} of ${prompts.length} prompts ` +
+    `(${languages} set/language pairs, ${longer} longer than ${MAX_LENGTH} tokens) with transformers' ids`);
+  assert.deepEqual(wrong, [], "prompts whose ids differ from transformers'");
+  assert.ok(languages >= 35 && longer > 0, `${languages} set/language pairs, ${longer} long prompts`);
+  assert.deepEqual(errors, []);
+  await page.close();
+
+  // The classroom lens opens with it too (its sentences' tokens before any model is loaded).
+  const classroom = await open("?lens=classroom");
+  await classroom.page.waitForSelector("#tokens-rows .tok-row[data-tokenizer='CLIP']", { state: "attached" });
+  assert.deepEqual(classroom.errors, []);
+  await classroom.page.close();
 });
 
 test("Tokens view: URL state survives a reload; accessible; fits 375 px", { timeout: TIMEOUT * 2 }, async () => {

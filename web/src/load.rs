@@ -43,6 +43,9 @@ pub enum Source {
     Files(Vec<File>),
     /// A table made in the page (the classroom lens's embeddings).
     Table(Box<Table>),
+    /// A bundle already read and checked, extended in the page (the opened bundle with the
+    /// classroom lens's photos added).
+    Loaded(Box<Loaded>),
 }
 
 /// An embedding table made in the page, opened as the bundle the CLI's writer would make of it.
@@ -65,6 +68,8 @@ pub enum Thumbs {
     Url(String),
     /// Local files by bundle path.
     Files(HashMap<String, File>),
+    /// Local files by bundle path first, the rest as before (photos added to an opened bundle).
+    Added(HashMap<String, File>, Box<Thumbs>),
 }
 
 impl Thumbs {
@@ -78,6 +83,10 @@ impl Thumbs {
                 .get(path)
                 .and_then(|f| web_sys::Url::create_object_url_with_blob(f).ok())
                 .unwrap_or_default(),
+            Thumbs::Added(files, before) => match files.get(path) {
+                Some(f) => web_sys::Url::create_object_url_with_blob(f).unwrap_or_default(),
+                None => before.url(path),
+            },
         }
     }
 }
@@ -127,6 +136,7 @@ pub async fn load(source: Source) -> Result<Loaded, String> {
             let Table { spec, embeddings, dim, columns, thumbnails, thumbs, source_label } = *table;
             in_memory(&spec, &embeddings, dim, &columns, thumbnails, thumbs, source_label)
         }
+        Source::Loaded(loaded) => Ok(*loaded),
     }
 }
 
@@ -412,7 +422,8 @@ async fn webcrypto_hex(promise: js_sys::Promise) -> Result<String, String> {
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-async fn fetch(url: &str) -> Result<Response, String> {
+/// A successful response for `url`; errors name the URL.
+pub(crate) async fn fetch(url: &str) -> Result<Response, String> {
     let response = JsFuture::from(dom::window().fetch_with_str(url))
         .await
         .map_err(|e| format!("cannot fetch {url}: {}", js_error(&e)))?;
@@ -421,6 +432,13 @@ async fn fetch(url: &str) -> Result<Response, String> {
         return Err(format!("cannot fetch {url}: HTTP {} {}", response.status(), response.status_text()));
     }
     Ok(response)
+}
+
+/// The whole body of `url`, in memory (a small file: the lenses' vocabulary and prompt index).
+pub(crate) async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+    let fail = |e: wasm_bindgen::JsValue| format!("cannot fetch {url}: {}", js_error(&e));
+    let buffer = fetch(url).await?.array_buffer().map_err(fail)?;
+    Ok(Uint8Array::new(&JsFuture::from(buffer).await.map_err(fail)?).to_vec())
 }
 
 fn body(response: &Response, url: &str) -> Result<ReadableStream, String> {

@@ -39,7 +39,7 @@ use burn::tensor::Device;
 use culturelens_diffusion::pipelines::{Pipeline, PromptIds};
 use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
 use culturelens_models::ModelError;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::gemma_tokenizer::GemmaTokenizer;
 use crate::t5_tokenizer::T5Tokenizer;
@@ -487,14 +487,9 @@ impl ClipTokenizer {
             let vocab: Value = serde_json::from_str(&read_string(&vocab_path)?)
                 .map_err(|source| LoadError::Json { path: vocab_path.clone(), source })?;
             let merges_path = dir.join("merges.txt");
-            let merges: Vec<Value> = read_string(&merges_path)?
-                .lines()
-                .filter(|l| !l.starts_with("#version") && !l.trim().is_empty())
-                .map(|l| {
-                    let (a, b) = l.split_once(' ').unwrap_or((l, ""));
-                    json!([a, b])
-                })
-                .collect();
+            let merges_text = read_string(&merges_path)?;
+            let merges: Vec<&str> =
+                merges_text.lines().filter(|l| !l.starts_with("#version") && !l.trim().is_empty()).collect();
             let id = |token: &str| -> Result<u64, LoadError> {
                 vocab.get(token).and_then(Value::as_u64).ok_or_else(|| LoadError::Tokenizer {
                     path: vocab_path.clone(),
@@ -502,31 +497,7 @@ impl ClipTokenizer {
                 })
             };
             let (bos_id, eos_id) = (id(&bos)?, id(&eos)?);
-            let special = |content: &str, id: u64| {
-                json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false,
-                       "normalized": false, "special": true})
-            };
-            let spec = json!({
-                "version": "1.0",
-                "truncation": null,
-                "padding": null,
-                "added_tokens": [special(&bos, bos_id), special(&eos, eos_id)],
-                "normalizer": {"type": "Sequence", "normalizers": [
-                    {"type": "NFC"},
-                    {"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "},
-                    {"type": "Lowercase"}]},
-                "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-                    {"type": "Split", "pattern": {"Regex":
-                        "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+"},
-                     "behavior": "Removed", "invert": true},
-                    {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
-                "post_processor": {"type": "RobertaProcessing", "sep": [eos, eos_id], "cls": [bos, bos_id],
-                                   "trim_offsets": false, "add_prefix_space": false},
-                "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-                "model": {"type": "BPE", "dropout": null, "unk_token": eos, "continuing_subword_prefix": "",
-                          "end_of_word_suffix": "</w>", "fuse_unk": false, "byte_fallback": false,
-                          "ignore_merges": false, "vocab": vocab, "merges": merges},
-            });
+            let spec = crate::clip_bpe::tokenizer_json(vocab, &merges, (&bos, bos_id), (&eos, eos_id));
             // Through the one checked reader of tokenizer JSON: the vocabulary and merges are the
             // user's bytes, and the tokenizers crate may panic on what it cannot build.
             (crate::tokenizer_from_bytes(spec.to_string().as_bytes(), &merges_path)?, vocab_path)

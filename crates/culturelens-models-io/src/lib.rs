@@ -17,6 +17,7 @@
 //! [`import::import_pickle`] (`culturelens import-weights --pickle FILE`) converts a pickled state
 //! dict of a known architecture with a reader that never executes the pickle.
 
+pub mod clip_bpe;
 #[cfg(feature = "native")]
 pub mod diffusion;
 pub mod folder;

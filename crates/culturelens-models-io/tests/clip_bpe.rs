@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use culturelens_files::sha256_hex;
+use culturelens_models_io::clip_bpe;
 use culturelens_models_io::diffusion::ClipTokenizer;
 use culturelens_prompts::{Fetcher, LoadOptions, Origin, PromptSet};
 use serde::Deserialize;
@@ -26,42 +27,12 @@ use serde::Deserialize;
 const MAX_LENGTH: usize = 77;
 /// `<|endoftext|>`: CLIP's end and padding token.
 const EOT: u32 = 49407;
-/// The merges of the vocabulary: open_clip's and OpenAI's `merges[1 : 49152 - 256 - 2 + 1]`.
-const MERGES: usize = 49152 - 256 - 2;
 
-/// GPT-2's byte-to-symbol table, in its order: the printable bytes map to themselves, the rest
-/// to U+0100 on.
-fn byte_symbols() -> Vec<char> {
-    let printable =
-        |b: u32| (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
-    let mut order: Vec<u32> = (0..256).filter(|&b| printable(b)).collect();
-    let mut symbols: Vec<char> = order.iter().map(|&b| char::from_u32(b).unwrap()).collect();
-    let mut n = 0;
-    for b in 0..256 {
-        if !printable(b) {
-            order.push(b);
-            symbols.push(char::from_u32(256 + n).unwrap());
-            n += 1;
-        }
-    }
-    symbols
-}
-
-/// `vocab.json` + `merges.txt` in `dir` from open_clip's BPE file, as open_clip's
-/// `SimpleTokenizer` builds its vocabulary: the 256 byte symbols, the same with `</w>`, one token
-/// per merge, then `<|startoftext|>` (49406) and `<|endoftext|>` (49407).
-fn write_vocab(bpe: &Path, dir: &Path) {
-    let text = std::fs::read_to_string(bpe).unwrap();
-    let merges: Vec<&str> = text.split('\n').skip(1).take(MERGES).collect();
-    assert_eq!(merges.len(), MERGES);
-    let mut tokens: Vec<String> = byte_symbols().iter().map(char::to_string).collect();
-    tokens.extend(byte_symbols().iter().map(|c| format!("{c}</w>")));
-    tokens.extend(merges.iter().map(|m| m.replace(' ', "")));
-    tokens.extend(["<|startoftext|>".to_string(), "<|endoftext|>".to_string()]);
-    assert_eq!(tokens.len(), 49408);
-    let vocab: serde_json::Map<String, serde_json::Value> =
-        tokens.into_iter().enumerate().map(|(i, t)| (t, i.into())).collect();
-    assert_eq!(vocab.len(), 49408, "distinct tokens");
+/// `vocab.json` + `merges.txt` in `dir` from open_clip's BPE file (`clip_bpe::open_clip_vocab`,
+/// the vocabulary open_clip's `SimpleTokenizer` builds).
+fn write_vocab(bpe: &str, dir: &Path) {
+    let (vocab, merges) = clip_bpe::open_clip_vocab(bpe).unwrap();
+    assert_eq!((vocab.len(), merges.len()), (clip_bpe::VOCAB, clip_bpe::MERGES));
     std::fs::write(dir.join("vocab.json"), serde_json::to_string(&vocab).unwrap()).unwrap();
     std::fs::write(dir.join("merges.txt"), format!("#version: 0.2\n{}\n", merges.join("\n"))).unwrap();
 }
@@ -116,7 +87,11 @@ fn clip_ids_with_the_real_vocabulary_equal_transformers_on_every_prompt() {
     assert!(slow.fast_4_57.differ.is_empty(), "transformers 4.57.1's fast tokenizer differs from 5.23's");
 
     let dir = tempfile::tempdir().unwrap();
-    write_vocab(&culturelens_testkit::test_weight("open_clip/bpe_simple_vocab_16e6.txt"), dir.path());
+    let bpe_path = culturelens_testkit::test_weight("open_clip/bpe_simple_vocab_16e6.txt");
+    let bpe = std::fs::read_to_string(&bpe_path).unwrap();
+    write_vocab(&bpe, dir.path());
+    // The browser's tokenizer, built from the BPE file alone (untruncated, as its lens shows it).
+    let shipped = clip_bpe::from_open_clip_bpe(&bpe, &bpe_path).unwrap();
     let short = ClipTokenizer::load(dir.path(), MAX_LENGTH).unwrap();
     let long = ClipTokenizer::load(dir.path(), 1024).unwrap();
 
@@ -125,6 +100,7 @@ fn clip_ids_with_the_real_vocabulary_equal_transformers_on_every_prompt() {
     let (mut compared, mut longer, mut slow_ftfy, mut slow_basic) = (0, 0, 0, 0);
     let mut first_wrong: Option<String> = None;
     let mut wrong = 0;
+    let mut shipped_wrong = 0;
     for (set, language, text) in &prompts {
         let key = short_sha(text, 12);
         let (want77, want_full) = expected.get(&key).unwrap_or_else(|| {
@@ -138,6 +114,16 @@ fn clip_ids_with_the_real_vocabulary_equal_transformers_on_every_prompt() {
         assert_eq!(ids77.len(), MAX_LENGTH);
         let got77 = ids_sha(&ids77);
         let mut ok = &got77 == want77;
+        // The browser's: start, the text's tokens, end; cut to 76 and ended, padded as the CLI pads.
+        let mut shipped77 = shipped.encode(text.as_str(), true).unwrap().get_ids().to_vec();
+        if shipped77.len() > MAX_LENGTH {
+            shipped77.truncate(MAX_LENGTH - 1);
+            shipped77.push(EOT);
+        }
+        shipped77.resize(MAX_LENGTH, EOT);
+        if ids_sha(&shipped77) != *want77 {
+            shipped_wrong += 1;
+        }
         if let Some(want_full) = want_full {
             longer += 1;
             let mut full = long.ids(text).unwrap();
@@ -171,6 +157,11 @@ fn clip_ids_with_the_real_vocabulary_equal_transformers_on_every_prompt() {
         prompts.len()
     );
     assert_eq!(wrong, 0, "{wrong} prompts differ; the first: {}", first_wrong.unwrap_or_default());
+    println!("the browser's tokenizer (clip_bpe::from_open_clip_bpe): {shipped_wrong} of {compared} differ");
+    assert_eq!(
+        shipped_wrong, 0,
+        "the browser's CLIP tokenizer differs from transformers on {shipped_wrong} prompts"
+    );
     assert_eq!(compared, expected.len(), "fixture prompts no set exports any more");
     assert_eq!(slow_ftfy, slow.slow_ftfy.differ.len());
     assert_eq!(slow_basic, slow.slow_basic.differ.len());

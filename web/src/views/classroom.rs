@@ -5,16 +5,23 @@
 //! - **Model**: a folder URL (`?encoder=URL`, e.g. a hub repository's `…/resolve/main/`) or a
 //!   folder picked from disk, loaded by `crate::encoder` (headers and limits checked before the
 //!   weights download, the files kept in the browser's cache).
-//! - **Sentences**: one per line as `language, culture, sentence` (`?sentences=`). They are
+//! - **Sentences**: one per line as `language, culture, sentence` (`?sentences=`; a link with
+//!   `encoder` and `sentences` embeds them once the model is loaded, so it shows what the class
+//!   saw). They are
 //!   tokenized and embedded as `embed-text` does (batches of 64), and the text embeddings become
 //!   the table the views score: the text-side SoS per language and culture (the formula of
 //!   `culturelens sos`, over the sentences' embeddings), the PCA scatter coloured by language,
-//!   and the tokenizer lens shows the encoder's tokens of the first sentence.
+//!   and the tokenizer lens shows the encoder's tokens of the first sentence. Prompts can be
+//!   picked from the four prompt sets (`prompt-index.json`, shipped with the app: the prompts of
+//!   the sets whose licence allows it, one meaning in all its languages). Before a model is
+//!   loaded the tokenizer lens already splits them with CLIP's real tokenizer (shipped too).
 //! - **Photos**: JPEG, PNG or WebP files, decoded as the CLI decodes them
 //!   (`culturelens_models_io::decode_image`: libjpeg-turbo's decoder for JPEG), each labelled
 //!   with a language and a culture (typed, or read from a CSV with `image`, `language`, `culture`
 //!   columns), embedded as `embed` does (batches of 16 images of one size), and shown as a table
-//!   in the views with the photos as thumbnails.
+//!   in the views with the photos as thumbnails — alone, or (“add them to the opened bundle”)
+//!   after the rows of an opened bundle embedded by the same model, so every view scores the
+//!   combined table.
 //!
 //! The embeddings go into an in-memory bundle written by the same writer as `culturelens bundle`
 //! (`load::Source::Table`) and opened like any bundle. Nothing leaves the page.
@@ -32,13 +39,15 @@ use crate::app;
 use crate::compute::read_f32;
 use crate::dom::{self, esc};
 use crate::encoder::{self, LoadedEncoder, ModelSource};
-use crate::load::{Source, Table, Thumbs};
+use crate::load::{Loaded, Source, Table, Thumbs};
 use crate::state::{self, Update};
 
 /// Sentences per forward pass (`culturelens embed-text`'s default `--batch`).
 const TEXT_BATCH: usize = 64;
 /// Images per forward pass (`culturelens embed`'s default `--batch`).
 const IMAGE_BATCH: usize = 16;
+/// The `model` of photos added to an opened bundle.
+const ADDED_MODEL: &str = "class photos";
 /// What the sentence box holds before the class types: one sentence in five languages.
 const DEFAULT_SENTENCES: &str = "en, Japan, a photo of a Japanese woman\n\
 de, Japan, ein Foto einer japanischen Frau\n\
@@ -59,6 +68,37 @@ struct Lens {
     encoder: Option<LoadedEncoder>,
     photos: Vec<Photo>,
     busy: bool,
+    /// The prompt index (`PROMPT_INDEX`), once loaded; whether it was asked for.
+    index: Option<PromptIndex>,
+    index_asked: bool,
+}
+
+/// The prompt sets' index the app ships (`web/prompt-index.json`, by
+/// `scripts/make_prompt_index.py` from `culturelens prompts export`): the shipped sets' prompts,
+/// grouped by meaning, and the licence of every set.
+const PROMPT_INDEX: &str = "prompt-index.json";
+
+#[derive(serde::Deserialize)]
+struct PromptIndex {
+    sets: Vec<IndexedSet>,
+}
+
+#[derive(serde::Deserialize)]
+struct IndexedSet {
+    set: String,
+    title: String,
+    shipped: bool,
+    #[serde(default)]
+    why: String,
+    #[serde(default)]
+    groups: Vec<PromptGroup>,
+}
+
+#[derive(serde::Deserialize)]
+struct PromptGroup {
+    english: String,
+    /// `[id, language, culture, prompt]`.
+    rows: Vec<[String; 4]>,
 }
 
 thread_local! {
@@ -73,7 +113,16 @@ pub fn start() {
     let open = p.get("lens").as_deref() == Some("classroom");
     set_open(open);
     if let Some(url) = p.get("encoder").filter(|u| !u.is_empty()) {
-        wasm_bindgen_futures::spawn_local(load_model(ModelSource::Url(url)));
+        // A shared link reproduces the lens: with its sentences (and no bundle of its own) the
+        // page embeds them as soon as the model is loaded.
+        let embed = p.get("sentences").is_some_and(|s| !s.trim().is_empty())
+            && p.get("bundle").is_none_or(|b| b.is_empty());
+        wasm_bindgen_futures::spawn_local(async move {
+            load_model(ModelSource::Url(url)).await;
+            if embed && LENS.with(|l| l.borrow().encoder.is_some()) {
+                run(embed_sentences()).await;
+            }
+        });
     }
 }
 
@@ -106,14 +155,17 @@ fn scaffold(sentences: &str, url: &str) -> String {
          <label class='file'>…or a model folder <input id='enc-folder' type='file' webkitdirectory multiple></label>\
          <p id='enc-status' class='muted' role='status' aria-live='polite'>No model loaded.</p></fieldset>\
          <fieldset><legend>2. Sentences</legend>\
+         <label>Pick prompts from the four prompt sets <select id='lens-pick'><option value=''>…</option></select></label>\
          <label for='lens-sentences'>One per line: language, culture, sentence</label>\
          <textarea id='lens-sentences' rows='6' spellcheck='false'>{sentences}</textarea>\
+         <div id='lens-token-counts'></div>\
          <button type='button' id='lens-embed-text'>Embed the sentences</button></fieldset>\
          <fieldset><legend>3. Photos</legend>\
          <label class='file'>Photos (JPEG, PNG, WebP) <input id='lens-photos' type='file' multiple \
          accept='image/jpeg,image/png,image/webp'></label> \
          <label class='file'>Labels CSV (image, language, culture) <input id='lens-labels' type='file' accept='.csv,text/csv'></label>\
          <div id='lens-photo-rows'></div>\
+         <label><input id='lens-add' type='checkbox'> Add them to the opened bundle (embedded with the same model)</label> \
          <button type='button' id='lens-embed-photos'>Embed the photos</button></fieldset>\
          <div id='lens-errors' role='alert'></div>",
         url = esc(url),
@@ -123,6 +175,12 @@ fn scaffold(sentences: &str, url: &str) -> String {
 
 fn set_open(open: bool) {
     dom::show("view-classroom", open);
+    if open {
+        crate::views::tokens::ensure_shipped();
+        if !LENS.with(|l| std::mem::replace(&mut l.borrow_mut().index_asked, true)) {
+            wasm_bindgen_futures::spawn_local(load_index());
+        }
+    }
     dom::by_id("open-classroom").set_attribute("aria-expanded", if open { "true" } else { "false" }).ok();
     let p = state::params();
     if (p.get("lens").as_deref() == Some("classroom")) == open {
@@ -168,11 +226,41 @@ fn on_input(e: &Event) -> Update {
         let p = state::params();
         p.set("sentences", &area.value());
         state::replace_params(&p);
+        render_token_counts();
     }
     Update::Nothing
 }
 
+/// Before any model is loaded: how many tokens CLIP's tokenizer (shipped with the app) makes of
+/// each sentence — one meaning often costs more tokens in one language than in another.
+pub fn render_token_counts() {
+    let text =
+        dom::by_id("lens-sentences").dyn_into::<HtmlTextAreaElement>().map(|t| t.value()).unwrap_or_default();
+    let rows: String = parse_sentences(&text)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|[language, culture, sentence]| {
+            let n = crate::views::tokens::shipped_count(sentence)?;
+            Some(format!(
+                "<tr><td>{}</td><td>{}</td><td class='num' data-tokens='{n}'>{n}</td><td>{}</td></tr>",
+                esc(language),
+                esc(culture),
+                esc(sentence)
+            ))
+        })
+        .collect();
+    let head = ["Language", "Culture", "Tokens", "Sentence"];
+    let html = lens_table("Tokens per sentence (CLIP's tokenizer)", &head, &rows);
+    dom::set_html("lens-token-counts", &html);
+}
+
 fn on_change(e: &Event) -> Update {
+    if let Some(select) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok())
+        && select.id() == "lens-pick"
+    {
+        pick(&select.value());
+        return Update::Nothing;
+    }
     let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else {
         return Update::Nothing;
     };
@@ -216,6 +304,64 @@ fn on_change(e: &Event) -> Update {
     Update::Nothing
 }
 
+/// Fetches the prompt index and fills the picker: one option per meaning of a shipped set, and a
+/// disabled one saying why a set is not shipped.
+async fn load_index() {
+    let index = crate::load::fetch_bytes(PROMPT_INDEX).await.and_then(|bytes| {
+        serde_json::from_slice::<PromptIndex>(&bytes).map_err(|e| format!("{PROMPT_INDEX}: {e}"))
+    });
+    match index {
+        Ok(index) => {
+            let mut html = String::from("<option value=''>…</option>");
+            for s in &index.sets {
+                html += &format!("<optgroup label='{}'>", esc(&s.title));
+                if s.shipped {
+                    for (i, g) in s.groups.iter().enumerate() {
+                        html += &format!(
+                            "<option value='{}:{i}'>{} ({} languages)</option>",
+                            esc(&s.set),
+                            esc(&g.english),
+                            g.rows.len()
+                        );
+                    }
+                } else {
+                    html += &format!("<option disabled>{}</option>", esc(&s.why));
+                }
+                html += "</optgroup>";
+            }
+            dom::set_html("lens-pick", &html);
+            LENS.with(|l| l.borrow_mut().index = Some(index));
+        }
+        Err(e) => show_error(&e),
+    }
+}
+
+/// Puts a picked meaning's prompts (`set:group`) into the sentence box, one line per language.
+fn pick(value: &str) {
+    let Some((set, group)) = value.split_once(':') else { return };
+    let lines = LENS.with(|l| {
+        let l = l.borrow();
+        let s = l.index.as_ref()?.sets.iter().find(|s| s.set == set)?;
+        let g = s.groups.get(group.parse::<usize>().ok()?)?;
+        Some(
+            g.rows
+                .iter()
+                .map(|[_, lang, culture, prompt]| format!("{lang}, {culture}, {prompt}"))
+                .collect::<Vec<_>>(),
+        )
+    });
+    if let Some(lines) = lines
+        && let Ok(area) = dom::by_id("lens-sentences").dyn_into::<HtmlTextAreaElement>()
+    {
+        let text = lines.join("\n");
+        area.set_value(&text);
+        let p = state::params();
+        p.set("sentences", &text);
+        state::replace_params(&p);
+        render_token_counts();
+    }
+}
+
 fn render_photos() {
     let rows: String = LENS.with(|l| {
         l.borrow()
@@ -234,14 +380,19 @@ fn render_photos() {
             })
             .collect()
     });
-    let html = if rows.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<table class='lens-photos'><thead><tr><th>Photo</th><th>Language</th><th>Culture</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    };
-    dom::set_html("lens-photo-rows", &html);
+    dom::set_html("lens-photo-rows", &lens_table("", &["Photo", "Language", "Culture"], &rows));
+}
+
+/// A table of the lens (`rows`: its `<tr>`s) with a caption (none when empty) and the column
+/// heads `head`; nothing without rows.
+fn lens_table(caption: &str, head: &[&str], rows: &str) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let caption =
+        if caption.is_empty() { String::new() } else { format!("<caption>{}</caption>", esc(caption)) };
+    let head: String = head.iter().map(|h| format!("<th>{h}</th>")).collect();
+    format!("<table class='lens-photos'>{caption}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
 }
 
 /// Labels from a CSV with `image`, `language` and `culture` columns (by file name).
@@ -474,8 +625,11 @@ async fn embed_photos() -> Result<(), String> {
     let ms = dom::now_ms() - t0;
     dom::set_body_attr("data-lens-embed-ms", &format!("{ms:.1}"));
     let names: Vec<String> = photos.iter().map(|(f, _, _)| f.name()).collect();
+    let add = dom::by_id("lens-add").dyn_into::<HtmlInputElement>().is_ok_and(|i| i.checked());
+    // Added to a bundle, the photos are a "model" of their own beside the bundle's generators.
+    let model = if add { ADDED_MODEL.to_string() } else { label.clone() };
     let columns = vec![
-        ("model".to_string(), vec![label.clone(); photos.len()]),
+        ("model".to_string(), vec![model; photos.len()]),
         ("language".to_string(), photos.iter().map(|p| p.1.clone()).collect()),
         ("culture".to_string(), photos.iter().map(|p| p.2.clone()).collect()),
         ("image".to_string(), names.clone()),
@@ -484,15 +638,91 @@ async fn embed_photos() -> Result<(), String> {
             names.iter().enumerate().map(|(i, n)| thumb_path(i, n)).collect(),
         ),
     ];
-    let thumbs = Thumbs::Files(
-        photos.into_iter().enumerate().map(|(i, (f, _, _))| (thumb_path(i, &f.name()), f)).collect(),
-    );
-    show_table(&label, "photos", embeddings, dim, columns, thumbnails, thumbs).await
+    let files: HashMap<String, File> =
+        photos.into_iter().enumerate().map(|(i, (f, _, _))| (thumb_path(i, &f.name()), f)).collect();
+    if add {
+        return add_to_bundle(&label, embeddings, dim, columns, files).await;
+    }
+    show_table(&label, "photos", embeddings, dim, columns, thumbnails, Thumbs::Files(files)).await
 }
 
-/// Where photo `i` sits in the in-memory bundle (numbered: a class may drop two `IMG_0001.jpg`).
+/// Where photo `i` sits in the in-memory bundle (numbered: a class may drop two `IMG_0001.jpg`;
+/// a folder of its own, apart from an opened bundle's thumbnails).
 fn thumb_path(i: usize, name: &str) -> String {
-    format!("thumbs/{i}-{name}")
+    format!("lens-photos/{i}-{name}")
+}
+
+/// The opened bundle with the photos' rows added after its own, opened again: every view scores
+/// and draws the combined table. The bundle must come from the same encoder (its
+/// `embedding_model` names the lens's model, and the dimensions agree); its rows are read back
+/// from the device as the views hold them, its result tables and thumbnails stay.
+async fn add_to_bundle(
+    label: &str,
+    embeddings: Vec<f32>,
+    dim: usize,
+    added: Vec<(String, Vec<String>)>,
+    files: HashMap<String, File>,
+) -> Result<(), String> {
+    let opened = state::with_app(|a| {
+        (a.manifest.clone(), a.columns.clone(), a.table.parts().to_vec(), a.thumbs.clone())
+    });
+    let Some((mut manifest, columns, parts, thumbs)) = opened else {
+        return Err("no bundle is open: open one first, or untick “add them to the opened bundle”".into());
+    };
+    if encoder::label_of(&manifest.embedding_model).to_lowercase() != label.to_lowercase()
+        || manifest.dim != dim
+    {
+        return Err(format!(
+            "the opened bundle was embedded by {} ({} dimensions), the lens's model is {label} ({dim}):              photos can only be added to a bundle of the same model",
+            manifest.embedding_model, manifest.dim
+        ));
+    }
+    let json = serde_json::to_string(&embeddings.chunks(dim.max(1)).collect::<Vec<_>>())
+        .map_err(|e| e.to_string())?;
+    dom::by_id("lens-embeddings").set_text_content(Some(&json));
+    let mut table = Vec::with_capacity((manifest.rows + embeddings.len() / dim.max(1)) * dim);
+    for part in parts {
+        table.extend(read_f32(part).await?);
+    }
+    table.extend(embeddings);
+    let (before, n) = (manifest.rows, added[0].1.len());
+    let blank = |k: usize| vec![String::new(); k];
+    let mut combined: Vec<(String, Vec<String>)> = columns
+        .into_iter()
+        .map(|(name, mut values)| {
+            values
+                .extend(added.iter().find(|(c, _)| *c == name).map_or_else(|| blank(n), |(_, v)| v.clone()));
+            (name, values)
+        })
+        .collect();
+    for (name, values) in added {
+        if !combined.iter().any(|(c, _)| *c == name) {
+            combined.push((name, [blank(before), values].concat()));
+        }
+    }
+    let distinct = |name: &str| -> Vec<String> {
+        let values = combined.iter().find(|(c, _)| c == name).map(|(_, v)| v.as_slice()).unwrap_or_default();
+        values.iter().collect::<std::collections::BTreeSet<_>>().into_iter().cloned().collect()
+    };
+    manifest.rows = before + n;
+    (manifest.models, manifest.languages, manifest.cultures) =
+        (distinct("model"), distinct("language"), distinct("culture"));
+    manifest.title = format!("{} + the class's {n} photos", manifest.title);
+    manifest.provenance = format!("{}; {n} photos embedded in this browser by {label}", manifest.provenance);
+    let results = state::with_app(|a| std::mem::take(&mut a.results)).unwrap_or_default();
+    app::run_load(Source::Loaded(Box::new(Loaded {
+        manifest,
+        embeddings: table,
+        columns: combined,
+        thumbs: Thumbs::Added(files, Box::new(thumbs)),
+        source_label: "the opened bundle and the classroom lens's photos".to_string(),
+        results,
+    })))
+    .await;
+    // They are in the bundle now: a second "embed" adds only photos chosen after this.
+    LENS.with(|l| l.borrow_mut().photos.clear());
+    render_photos();
+    Ok(())
 }
 
 /// Opens the embeddings as a bundle (the same writer and reader as the CLI's bundles) and

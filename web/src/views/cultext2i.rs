@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::colour::{css, ink, sequential_rgb};
-use super::{pick, select, svg_label};
+use super::{pick, svg_label};
 use crate::dom::esc;
 use crate::state::{Update, with_app};
 use culturelens_results::cultext2i::{Confusion, Cultext2iRow, HEADER, dp_column};
@@ -156,10 +156,10 @@ pub fn render() -> Update {
             "<h2>National association (CulText2I NA)</h2><p class='what'>Rows: the nationality the pictures were \
              meant to show; columns: the nationality text each picture is closest to. Shares of each row (bright = \
              most); the diagonal is a match.</p>\
-             <div class='controls'>{}{accuracy}</div>{figure}{}",
-            select("cultext2i-model", "Model", &models, &model),
+             <div class='controls'>{accuracy}</div>{figure}{}",
             rows.map(|r| table(r, &model, alone)).unwrap_or_default(),
         );
+        super::model_select(&models, &model, true);
         app.ui.results_model = model;
         Some(html)
     })

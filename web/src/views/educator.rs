@@ -135,10 +135,9 @@ fn on_select(e: &Event) -> Update {
         "edu-slide" => app.ui.slide = Slide::parse(Some(&value)),
         "edu-culture" => app.ui.culture = value,
         "edu-person" => app.ui.person = value,
-        "edu-rmodel" => app.ui.results_model = value,
         "edu-set" => app.ui.set = value,
         "edu-occupation" => app.ui.occupation = value,
-        _ => app.ui.model = value,
+        _ => {}
     });
     Update::Render
 }
@@ -183,6 +182,8 @@ fn gender_slide(app: &mut App) -> Option<String> {
     let (models, sets, occupations) = gender_choices(app)?;
     let a = attributes(app.results.attributes.as_ref()?)?;
     let ui = &app.ui;
+    // The header's model selector lists the attribute table's models on this slide.
+    super::model_select(&models, &ui.results_model, true);
     let mut html = String::new();
     let mut summary = Vec::new();
     for card in occupation_cards(a, &ui.results_model, &ui.set, &ui.occupation) {
@@ -226,14 +227,13 @@ fn gender_slide(app: &mut App) -> Option<String> {
         summary.join(", ")
     );
     Some(format!(
-        "<div class='edu-controls'>{}{}{}{}</div><h2 class='edu-title'>{} · {} · {}</h2>\
+        "<div class='edu-controls'>{}{}{}</div><h2 class='edu-title'>{} · {} · {}</h2>\
          <p class='what'>The same occupation prompted in every language: the share of its pictures perceived as male \
          (blue) rather than female (orange); pictures without a face are left out. Keys: ←/→ occupation · ↑/↓ prompt \
          set · m model · F present.</p>\
          <div class='edu-row' data-figure role='group' aria-label='{label}'>{html}</div>\
          <p class='present-hint'>←/→ occupation · ↑/↓ prompt set · m model · Esc leaves</p>",
         slide_select(app),
-        select("edu-rmodel", "Model", &models, &ui.results_model),
         select("edu-set", "Set", &sets, &ui.set),
         select("edu-occupation", "Occupation", &occupations, &ui.occupation),
         esc(&ui.occupation),
@@ -314,14 +314,13 @@ fn sos_slide(app: &mut App) -> Option<String> {
     let person_select =
         if persons.is_empty() { String::new() } else { select("edu-person", "Person", &persons, &ui.person) };
     Some(format!(
-        "<div class='edu-controls'>{}{}{}{}</div><h2 class='edu-title'>{} · {} · {}</h2>\
+        "<div class='edu-controls'>{}{}{}</div><h2 class='edu-title'>{} · {} · {}</h2>\
          <p class='what'>The same prompt in every language, side by side. Orange = the pictures look like their \
          language (surface), purple = like the culture asked for (semantics). Keys: ←/→ culture · ↑/↓ person term · \
          m model · F present.</p>\
          <div class='edu-row' data-figure role='group' aria-label='{label}'>{html}</div>\
          <p class='present-hint'>←/→ culture · ↑/↓ person term · m model · Esc leaves</p>",
         slide_select(app),
-        select("edu-model", "Model", &app.manifest.models, &ui.model),
         select("edu-culture", "Culture", &cultures, &ui.culture),
         person_select,
         esc(&ui.culture),

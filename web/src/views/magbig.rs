@@ -8,7 +8,7 @@
 //! --ci` wrote them); the numbers table under the chart lists the same rows.
 
 use super::colour::{category, css};
-use super::{pick, select, svg_label};
+use super::{pick, svg_label};
 use crate::dom::esc;
 use crate::state::{Update, with_app};
 use culturelens_results::ci::Interval;
@@ -211,12 +211,12 @@ pub fn render() -> Update {
         let html = format!(
             "<h2>Gender bias per language (MAGBIG)</h2><p class='what'>MAD: how far each prompt's pictures are from half \
              men, half women (0 = equal, 1 = all one gender), averaged over the prompts of a set. The dashed tick is what \
-             fair coin flips would give with the same numbers of images.</p><div class='controls'>{}</div>{}{}{}",
-            select("magbig-model", "Model", &all, &model),
+             fair coin flips would give with the same numbers of images.</p>{}{}{}",
             legend(&c),
             chart_svg(&c, rows, &model),
             table(rows, &model),
         );
+        super::model_select(&all, &model, true);
         app.ui.results_model = model;
         Some(html)
     })

@@ -75,19 +75,16 @@ pub fn handlers() -> Vec<Handler> {
     all.extend(tip_handlers("view-tokens"));
     for view in ["view-magbig", "view-cultext2i"] {
         all.extend(tip_handlers(view));
-        all.push(Handler { on: Listen::Id(view), event: "change", run: on_results_model });
     }
     all
 }
 
-/// The model choice of a result view (its only control).
-fn on_results_model(e: &Event) -> Update {
-    let Some(sel) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else {
-        return Update::Nothing;
-    };
-    let model = sel.value();
-    with_app(|app| app.ui.results_model = model);
-    Update::Render
+/// The page's one model selector, `#model-select` in the header: the bundle's models (`ui.model`)
+/// for the views of its embeddings, or, for a view that draws a result table, that table's models
+/// (`results`: `ui.results_model`).
+pub fn model_select(values: &[String], current: &str, results: bool) {
+    dom::set_html("model-select", &options(values, current));
+    dom::by_id("model-select").set_attribute("data-for", if results { "results" } else { "model" }).ok();
 }
 
 /// Puts a view's rendered HTML (if any) into its container `id`; the view's choices are then
@@ -139,7 +136,12 @@ fn hide_tip(_: &Event) -> Update {
 
 /// A `<select id=ID>` of `values` with `current` selected, labelled `label`.
 pub fn select(id: &str, label: &str, values: &[String], current: &str) -> String {
-    let opts: String = values
+    format!("<label>{label} <select id='{id}'>{}</select></label>", options(values, current))
+}
+
+/// The `<option>`s of `values` with `current` selected.
+fn options(values: &[String], current: &str) -> String {
+    values
         .iter()
         .map(|v| {
             format!(
@@ -148,8 +150,7 @@ pub fn select(id: &str, label: &str, values: &[String], current: &str) -> String
                 e = esc(v)
             )
         })
-        .collect();
-    format!("<label>{label} <select id='{id}'>{opts}</select></label>")
+        .collect()
 }
 
 /// `current` when it is one of `values`, else the first value (empty for none).
@@ -180,7 +181,8 @@ fn on_filter(e: &Event) -> Update {
 
 fn on_model(_: &Event) -> Update {
     let model = dom::select_value("model-select");
-    with_app(|app| app.ui.model = model);
+    let results = dom::by_id("model-select").get_attribute("data-for").as_deref() == Some("results");
+    with_app(|app| if results { app.ui.results_model = model } else { app.ui.model = model });
     Update::Render
 }
 
@@ -211,19 +213,7 @@ pub fn render_filters() {
                 .collect()
         };
         let per_model = app.filter.per_model;
-        let models: String = app
-            .manifest
-            .models
-            .iter()
-            .map(|m| {
-                format!(
-                    "<option value='{v}'{}>{v}</option>",
-                    if *m == app.ui.model { " selected" } else { "" },
-                    v = esc(m)
-                )
-            })
-            .collect();
-        dom::set_html("model-select", &models);
+        model_select(&app.manifest.models, &app.ui.model, false);
         format!(
             "<fieldset><legend>Models</legend>{}</fieldset><fieldset><legend>Languages</legend>{}</fieldset>\
              <fieldset><legend>References</legend>\
@@ -264,6 +254,8 @@ pub fn render_active() -> Update {
     dom::set_body_attr("data-view", &view);
     let present = with_app(|app| app.ui.present).unwrap_or(false);
     dom::set_body_attr("data-present", if present { "true" } else { "false" });
+    // The bundle's models; a view of a result table puts its table's models there instead.
+    with_app(|app| model_select(&app.manifest.models, &app.ui.model, false));
     match view.as_str() {
         "heatmap" => heatmap::render(),
         "distribution" => distribution::render(),

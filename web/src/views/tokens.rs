@@ -6,7 +6,10 @@
 //! Tokenizing runs in wasm with the `tokenizers` crate, as `culturelens tokens` does natively
 //! (special tokens included, no padding or truncation); the encoding is read by the same core
 //! function, [`culturelens_metrics::tokens::lens`], so a chip shows exactly the CLI's token text.
-//! Only `tokenizer.json` is read here (no `spiece.model`, and no open_clip text cleaning).
+//! Only `tokenizer.json` is read here (no `spiece.model`, and no open_clip text cleaning). With
+//! nothing loaded the lens starts with CLIP's real tokenizer: the app ships open_clip's BPE
+//! vocabulary beside it (`clip-bpe-16e6.txt.gz`, fetched when a lens opens) and builds
+//! transformers' `CLIPTokenizer` from it with `culturelens_models_io::clip_bpe`.
 //!
 //! The lens keeps its own state (it lives outside the bundle's [`crate::state::App`]): its
 //! handlers update the lens and its part of the URL themselves and return [`Update::Nothing`].
@@ -17,7 +20,7 @@ use culturelens_metrics::tokens::{self, Encoded, Scheme, TokenKind, TokenView};
 use tokenizers::{ModelWrapper, Tokenizer};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{DragEvent, Event, File, HtmlInputElement, HtmlTextAreaElement, Response};
+use web_sys::{DragEvent, Event, File, HtmlInputElement, HtmlTextAreaElement};
 
 use super::{Handler, Listen};
 use crate::dom::{self, esc};
@@ -26,6 +29,11 @@ use crate::state::{self, Update};
 /// The prompt shown before the user types one: MAGBIG's gender-star example and a script
 /// (Amharic) that many vocabularies lack.
 const DEFAULT_TEXT: &str = "Die Jurist*innen ሀገር";
+/// CLIP's real BPE vocabulary, shipped beside the app (open_clip 3.3.0's
+/// `bpe_simple_vocab_16e6.txt.gz`, MIT; put there by `web/clip-vocab.sh` at build time).
+const SHIPPED_VOCAB: &str = "clip-bpe-16e6.txt.gz";
+/// Its row's label.
+const SHIPPED_LABEL: &str = "CLIP";
 
 /// One loaded tokenizer.
 struct Loaded {
@@ -44,6 +52,8 @@ struct Lens {
     errors: Vec<String>,
     /// Loads still running.
     pending: usize,
+    /// Whether the shipped CLIP tokenizer was asked for.
+    shipped: bool,
 }
 
 thread_local! {
@@ -67,6 +77,9 @@ pub fn start() {
     render();
     let open = p.get("lens").as_deref() == Some("tokens") || !urls.is_empty();
     set_open(open);
+    if open {
+        ensure_shipped();
+    }
     if !urls.is_empty() {
         wasm_bindgen_futures::spawn_local(load_urls(urls));
     }
@@ -137,6 +150,9 @@ fn set_open(open: bool) {
 fn on_toggle(_: &Event) -> Update {
     let open = dom::by_id("view-tokens").has_attribute("hidden");
     set_open(open);
+    if open {
+        ensure_shipped();
+    }
     if open && let Ok(t) = dom::by_id("tokens-text").dyn_into::<web_sys::HtmlElement>() {
         t.focus().ok();
     }
@@ -289,11 +305,7 @@ async fn load_urls(urls: Vec<String>) {
 
 async fn fetch_text(url: &str) -> Result<String, String> {
     let fail = |why: String| format!("cannot fetch {url}: {why}");
-    let response = JsFuture::from(dom::window().fetch_with_str(url)).await.map_err(|e| fail(js_text(&e)))?;
-    let response: Response = response.dyn_into().map_err(|_| fail("not a response".into()))?;
-    if !response.ok() {
-        return Err(fail(format!("HTTP {} {}", response.status(), response.status_text())));
-    }
+    let response = crate::load::fetch(url).await?;
     let text = response.text().map_err(|e| fail(js_text(&e)))?;
     JsFuture::from(text)
         .await
@@ -339,9 +351,15 @@ fn parse(json: &str, label: String, url: Option<String>) -> Result<Loaded, Strin
 }
 
 /// Adds a tokenizer the page already holds (the classroom lens's encoder) as a row.
-pub fn add(label: String, mut tok: Tokenizer) {
+pub fn add(label: String, tok: Tokenizer) {
+    begin();
+    finish(loaded(label, tok));
+}
+
+/// A tokenizer as a row of the lens: untruncated, unpadded.
+fn loaded(label: String, mut tok: Tokenizer) -> Result<Loaded, String> {
     tok.with_padding(None);
-    let result = match tok.with_truncation(None) {
+    match tok.with_truncation(None) {
         Ok(_) => {
             let json = |v: Result<serde_json::Value, serde_json::Error>| v.unwrap_or_default();
             let scheme = Scheme::of_tokenizer(
@@ -352,9 +370,52 @@ pub fn add(label: String, mut tok: Tokenizer) {
             Ok(Loaded { label, url: None, tok, scheme, model })
         }
         Err(e) => Err(format!("{label}: {e}")),
-    };
+    }
+}
+
+/// Loads the tokenizer the app ships, CLIP's (open_clip's BPE vocabulary, `SHIPPED_VOCAB` beside
+/// the app), once per page: called when a lens opens, unless the URL names tokenizers (`?tokenizers=`).
+pub fn ensure_shipped() {
+    let first = LENS.with(|l| !std::mem::replace(&mut l.borrow_mut().shipped, true));
+    if first && state::params().get("tokenizers").is_none_or(|t| t.trim().is_empty()) {
+        wasm_bindgen_futures::spawn_local(load_shipped());
+    }
+}
+
+/// How many tokens the shipped CLIP tokenizer makes of `text` (start and end included), once it
+/// is loaded.
+pub fn shipped_count(text: &str) -> Option<usize> {
+    LENS.with(|l| {
+        let l = l.borrow();
+        let t = l.loaded.iter().find(|t| t.label == SHIPPED_LABEL && t.url.is_none())?;
+        t.tok.encode(text, true).ok().map(|e| e.get_ids().len())
+    })
+}
+
+async fn load_shipped() {
     begin();
+    let result = crate::load::fetch_bytes(SHIPPED_VOCAB).await.and_then(|bytes| {
+        let text = gunzip_text(SHIPPED_VOCAB, &bytes)?;
+        let path = std::path::Path::new(SHIPPED_VOCAB);
+        let tok =
+            culturelens_models_io::clip_bpe::from_open_clip_bpe(&text, path).map_err(|e| e.to_string())?;
+        loaded(SHIPPED_LABEL.to_string(), tok)
+    });
     finish(result);
+    crate::views::classroom::render_token_counts();
+}
+
+/// The text of a gzip file, or of the bytes as they are when a server already unpacked them
+/// (`Content-Encoding: gzip`).
+fn gunzip_text(name: &str, bytes: &[u8]) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::GzDecoder::new(bytes).read_to_string(&mut text).map_err(|e| format!("{name}: {e}"))?;
+    } else {
+        text = String::from_utf8(bytes.to_vec()).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(text)
 }
 
 /// Shows how the loaded tokenizers split `text` (the classroom lens's first sentence).
