@@ -37,7 +37,7 @@ use culturelens_diffusion::pipelines::GenerateRequest;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
-use culturelens_models_io::diffusion::PipelineFolder;
+use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
 use culturelens_rng::TorchNormalPath;
@@ -179,6 +179,12 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "auto|max|N", value_parser = AttentionSlice::parse)]
     #[serde(serialize_with = "as_text_opt")]
     pub attention_slice: Option<AttentionSlice>,
+    /// Keep the pipeline's components in the machine's memory and move each to the device only
+    /// while it runs (the text encoders one by one, then the UNet or transformer for a batch's
+    /// whole loop, then the VAE): at most one component's weights on the device at a time. The
+    /// same images; slower (every batch moves each component once). Changes nothing on the CPU.
+    #[arg(long)]
+    pub offload: bool,
     /// Print `timing <stage> <seconds>` lines to stderr (stages: load, generate, write).
     #[arg(long)]
     pub timings: bool,
@@ -363,7 +369,12 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     };
     let started = Instant::now();
     let mut stages = Stages::new(args.timings);
-    let mut pipeline = PipelineFolder::load(&dir, &device, kind)?;
+    let place = if args.offload {
+        Placement::offloaded(&device, &Device::flex())
+    } else {
+        Placement::resident(&device)
+    };
+    let mut pipeline = PipelineFolder::load_to(&dir, &place, kind)?;
     pipeline.model.set_attention_slice(args.attention_slice).context("--attention-slice")?;
     if let Some(n) = args.max_sequence_length {
         pipeline.set_max_sequence_length(n)?;
