@@ -110,6 +110,17 @@ impl DeepFloydIf {
         scheduler: &mut Scheduler,
         device: &Device,
     ) -> Result<Tensor<4>, GenerateError> {
+        Ok(self.generate_raw(request, scheduler, device)?.div_scalar(2.0).add_scalar(0.5).clamp(0.0, 1.0))
+    }
+
+    /// Stage I's images as `output_type="pt"` returns them, what stage II takes: the last
+    /// denoised images, about `[−1, 1]`, not clamped.
+    pub fn generate_raw(
+        &self,
+        request: &GenerateRequest,
+        scheduler: &mut Scheduler,
+        device: &Device,
+    ) -> Result<Tensor<4>, GenerateError> {
         let kind = scheduler.kind();
         let Some(ddpm) = scheduler.ddpm() else {
             return Err(GenerateError::Input(format!(
@@ -166,6 +177,6 @@ impl DeepFloydIf {
             let prediction = if learned { prediction } else { prediction.narrow(1, 0, channels) };
             images = scheduler.step(prediction, step, images);
         }
-        Ok(images.div_scalar(2.0).add_scalar(0.5).clamp(0.0, 1.0))
+        Ok(images)
     }
 }
