@@ -89,7 +89,7 @@ mod tests {
     }
 
     #[test]
-    fn a_parked_module_is_copied_and_a_resident_one_lent() {
+    fn a_module_already_on_the_device_is_lent_not_copied() {
         let device = Device::flex();
         let two = Two {
             a: Param::from_tensor(Tensor::from_data(TensorData::new(vec![1.5f32, -2.0], [2]), &device)),
