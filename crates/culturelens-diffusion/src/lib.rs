@@ -18,7 +18,8 @@
 //!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_cogview4`]:
 //!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipeline_kandinsky3`]:
 //!   `Kandinsky3Pipeline`; [`pipelines`]: the
-//!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take.
+//!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take;
+//!   [`offload`]: where their components wait between uses (`--offload`).
 //!
 //! Initial latents come from [`culturelens_rng::TorchGenerator`], PyTorch's CPU generator
 //! re-implemented bit for bit. No file I/O here: `culturelens-models-io` reads the pipeline
@@ -26,6 +27,7 @@
 
 pub mod blocks;
 pub mod mmdit;
+pub mod offload;
 pub mod pipeline;
 pub mod pipeline_cogview4;
 pub mod pipeline_flux;

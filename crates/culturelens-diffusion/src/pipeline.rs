@@ -23,6 +23,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 
+use super::offload::{Component, on_device};
 pub use super::request::GenerateError;
 use super::request::guided;
 use super::scheduler::Scheduler;
@@ -37,12 +38,30 @@ use culturelens_models::xlm_roberta::{RobertaSeries, RobertaSeriesConfig};
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 /// `text_encoder/` of a pipeline.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum TextEncoder {
     /// transformers' `CLIPTextModel` (SD 1.x/2.x).
     Clip { model: Box<ClipTextTransformer>, config: ClipTextConfig },
     /// diffusers' `RobertaSeriesModelWithTransformation` (AltDiffusion).
     Roberta(Box<RobertaSeries>),
+}
+
+impl Component for TextEncoder {
+    fn to_device(self, device: &Device) -> Self {
+        match self {
+            Self::Clip { model, config } => {
+                Self::Clip { model: Box::new(Component::to_device(*model, device)), config }
+            }
+            Self::Roberta(model) => Self::Roberta(Box::new(Component::to_device(*model, device))),
+        }
+    }
+
+    fn is_on(&self, device: &Device) -> bool {
+        match self {
+            Self::Clip { model, .. } => model.is_on(device),
+            Self::Roberta(model) => model.is_on(device),
+        }
+    }
 }
 
 impl TextEncoder {
@@ -199,13 +218,20 @@ impl StableDiffusion {
         } else {
             request.prompt_ids.to_vec()
         };
-        let embeds = self.text_encoder.encode(&rows, request.layer, &device);
+        let embeds = on_device(&self.text_encoder, &device).encode(&rows, request.layer, &device);
         let [n, len, d] = embeds.dims();
         // Each row repeated for its prompt's K images: [negatives × K; prompts × K].
         let context = embeds.unsqueeze_dim::<4>(1).expand([n, k, len, d]).reshape([n * k, len, d]);
         let guidance = cfg.then_some(request.guidance);
-        let latents = denoise(&self.unet, scheduler, request.latents.clone(), &context, None, guidance);
-        Ok(self.vae.decode(latents))
+        let latents = denoise(
+            &on_device(&self.unet, &device),
+            scheduler,
+            request.latents.clone(),
+            &context,
+            None,
+            guidance,
+        );
+        Ok(on_device(&self.vae, &device).decode(latents))
     }
 }
 

@@ -30,6 +30,7 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, flow_scheduler, guided, repeat_rows};
 use super::scheduler::{Scheduler, linspace};
 use super::transformer_cogview4::{CogView4Transformer2DModel, rotary_embedding};
@@ -118,7 +119,7 @@ impl CogView4 {
     /// `[1, len, hidden]`.
     pub fn encode(&self, ids: &[u32], layer: Option<usize>, device: &Device) -> Tensor<3> {
         let k = layer.unwrap_or(self.lens_layers());
-        self.text_encoder.hidden_state(&[ids.to_vec()], None, k, device)
+        on_device(&self.text_encoder, device).hidden_state(&[ids.to_vec()], None, k, device)
     }
 
     /// Runs the pipeline: `[P·K, 3, H, W]` images in `[0, 1]`.
@@ -154,29 +155,39 @@ impl CogView4 {
         let image_seq_len = ((h * w) / (p * p)) as f64;
         let mu = (image_seq_len / base_len).sqrt() * max_shift + base_shift;
         let cfg = request.guidance > 1.0;
-        let mut images = Vec::with_capacity(prompts);
-        for (i, ids) in request.prompt_ids.iter().enumerate() {
-            let first = |rows: &Vec<Vec<u32>>| rows.first().cloned().unwrap_or_default();
-            let context = repeat_rows(self.encode(&first(ids), request.layer, device), k);
-            let negative = cfg.then(|| {
-                repeat_rows(self.encode(&first(&request.negative_ids[i]), request.layer, device), k)
-            });
+        // Phases, each component on the device once (`offload`): every prompt's text, then
+        // every prompt's denoising loop, then the decoder.
+        let first = |rows: &Vec<Vec<u32>>| rows.first().cloned().unwrap_or_default();
+        let texts: Vec<(Tensor<3>, Option<Tensor<3>>)> = {
+            let encoder = on_device(&self.text_encoder, device);
+            let encode = |ids: &Vec<Vec<u32>>| {
+                let layer = request.layer.unwrap_or(self.lens_layers());
+                repeat_rows(encoder.hidden_state(&[first(ids)], None, layer, device), k)
+            };
+            let negatives = request.negative_ids.iter().map(|ids| cfg.then(|| encode(ids)));
+            request.prompt_ids.iter().map(encode).zip(negatives).collect()
+        };
+        let transformer = on_device(&self.transformer, device);
+        let mut denoised = Vec::with_capacity(prompts);
+        for (i, (context, negative)) in texts.into_iter().enumerate() {
             let mut latents = all.clone().slice([i * k..(i + 1) * k, 0..c, 0..h, 0..w]);
             flow.set_timesteps_given(&sigmas, &timesteps, Some(mu))?;
             for (step, &t) in flow.timesteps().to_vec().iter().enumerate() {
-                let cond = self.transformer.forward(latents.clone(), context.clone(), t, &sizes, &rope);
+                let cond = transformer.forward(latents.clone(), context.clone(), t, &sizes, &rope);
                 let velocity = match &negative {
                     Some(negative) => {
-                        let uncond =
-                            self.transformer.forward(latents.clone(), negative.clone(), t, &sizes, &rope);
+                        let uncond = transformer.forward(latents.clone(), negative.clone(), t, &sizes, &rope);
                         guided(Tensor::cat(vec![uncond, cond], 0), request.guidance)
                     }
                     None => cond,
                 };
                 latents = flow.step(velocity, step, latents);
             }
-            images.push(self.vae.decode(latents));
+            denoised.push(latents);
         }
+        drop(transformer);
+        let vae = on_device(&self.vae, device);
+        let images: Vec<Tensor<4>> = denoised.into_iter().map(|latents| vae.decode(latents)).collect();
         Ok(Tensor::cat(images, 0))
     }
 }

@@ -24,6 +24,7 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, flow_scheduler, guided, repeat_rows};
 use super::scheduler::{Scheduler, linspace};
 use super::transformer_flux::{FluxTransformer2DModel, rotary_embedding, unpack_latents};
@@ -140,8 +141,10 @@ impl Flux {
         let config = &self.text_encoder_config;
         let positions: Vec<usize> = clip.iter().map(|row| config.pooled_position(row)).collect();
         let pad = config.pad_token_id.unwrap_or(config.eos_token_id);
-        let pooled = self.text_encoder.pooled(pad_ids(&clip, pad, device), &positions);
-        (self.text_encoder_2.encode(&t5, layer.unwrap_or(self.lens_layers()), device), pooled)
+        let pooled = on_device(&self.text_encoder, device).pooled(pad_ids(&clip, pad, device), &positions);
+        let t5 =
+            on_device(&self.text_encoder_2, device).encode(&t5, layer.unwrap_or(self.lens_layers()), device);
+        (t5, pooled)
     }
 
     /// Runs the pipeline: `[P·K, 3, H, W]` images in `[0, 1]`.
@@ -177,6 +180,7 @@ impl Flux {
         let mu = flow.mu(shape[1]);
         flow.set_timesteps(steps, Some(&sigmas), Some(mu))?;
         let guidance = request.guidance as f32;
+        let transformer = on_device(&self.transformer, device);
         for (step, &t) in flow.timesteps().to_vec().iter().enumerate() {
             let input = if true_cfg {
                 Tensor::cat(vec![latents.clone(), latents.clone()], 0)
@@ -184,10 +188,11 @@ impl Flux {
                 latents.clone()
             };
             let velocity =
-                self.transformer.forward(input, t, Some(guidance), pooled.clone(), context.clone(), &rope);
+                transformer.forward(input, t, Some(guidance), pooled.clone(), context.clone(), &rope);
             let velocity = if true_cfg { guided(velocity, request.true_cfg) } else { velocity };
             latents = flow.step(velocity, step, latents);
         }
-        Ok(self.vae.decode(unpack_latents(latents, h, w)))
+        drop(transformer);
+        Ok(on_device(&self.vae, device).decode(unpack_latents(latents, h, w)))
     }
 }

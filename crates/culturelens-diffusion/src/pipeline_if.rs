@@ -27,6 +27,7 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, guided, repeat_rows};
 use super::scheduler::{Scheduler, VarianceType};
 use super::unet_if::IfUNet;
@@ -98,12 +99,23 @@ impl DeepFloydIf {
     /// T5's masked output (at DiffusionLens layer `layer`; `None`: the last) of id rows.
     pub fn encode(&self, rows: &[PromptIds], layer: Option<usize>, device: &Device) -> Tensor<3> {
         let ids: Vec<Vec<u32>> = rows.iter().map(|r| r[0].clone()).collect();
-        self.text_encoder.encode_masked(&ids, layer.unwrap_or(self.lens_layers()), device)
+        on_device(&self.text_encoder, device).encode_masked(&ids, layer.unwrap_or(self.lens_layers()), device)
     }
 
     /// Runs stage I: `[P·K, 3, H, W]` images in `[0, 1]`. `scheduler` must be DDPM with the
     /// generator(s) of the run already handed to it; it is reset to `request.steps`.
     pub fn generate(
+        &self,
+        request: &GenerateRequest,
+        scheduler: &mut Scheduler,
+        device: &Device,
+    ) -> Result<Tensor<4>, GenerateError> {
+        Ok(self.generate_raw(request, scheduler, device)?.div_scalar(2.0).add_scalar(0.5).clamp(0.0, 1.0))
+    }
+
+    /// Stage I's images as `output_type="pt"` returns them, what stage II takes: the last
+    /// denoised images, about `[−1, 1]`, not clamped.
+    pub fn generate_raw(
         &self,
         request: &GenerateRequest,
         scheduler: &mut Scheduler,
@@ -141,11 +153,12 @@ impl DeepFloydIf {
         let context = repeat_rows(self.encode(&rows, request.layer, device), k);
         scheduler.set_timesteps(request.steps)?;
         images = images * scheduler.init_noise_sigma();
+        let unet = on_device(&self.unet, device);
         for (step, &t) in scheduler.timesteps().iter().enumerate() {
             let input =
                 if cfg { Tensor::cat(vec![images.clone(), images.clone()], 0) } else { images.clone() };
             let input = scheduler.scale_model_input(input, step);
-            let prediction = self.unet.forward(input, t, &context, None);
+            let prediction = unet.forward(input, t, &context, None);
             let prediction = if cfg {
                 let mut halves = prediction.chunk(2, 0);
                 let text = halves.pop().expect("two halves");
@@ -164,6 +177,6 @@ impl DeepFloydIf {
             let prediction = if learned { prediction } else { prediction.narrow(1, 0, channels) };
             images = scheduler.step(prediction, step, images);
         }
-        Ok(images.div_scalar(2.0).add_scalar(0.5).clamp(0.0, 1.0))
+        Ok(images)
     }
 }

@@ -20,6 +20,7 @@ use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
+use super::offload::on_device;
 use super::request::{GenerateError, PromptIds, guided, repeat_rows};
 use super::scheduler::{Scheduler, VarianceType};
 use super::unet_if::IfUNet;
@@ -133,7 +134,8 @@ impl DeepFloydIfSuperResolution {
         };
         let ids: Vec<Vec<u32>> = rows.iter().map(|r| r[0].clone()).collect();
         let layer = request.layer.unwrap_or(self.text_encoder.num_layers());
-        let context = repeat_rows(self.text_encoder.encode_masked(&ids, layer, device), k);
+        let context =
+            repeat_rows(on_device(&self.text_encoder, device).encode_masked(&ids, layer, device), k);
         scheduler.set_timesteps(request.steps)?;
         let images = repeat_rows(request.images.clone(), k);
         let options = InterpolateOptions::new(InterpolateMode::Bilinear)
@@ -154,11 +156,12 @@ impl DeepFloydIfSuperResolution {
         scheduler.set_noise_generator(generator, path);
         let label = request.noise_level as f32;
         let mut x = request.latents.clone() * scheduler.init_noise_sigma();
+        let unet = on_device(&self.unet, device);
         for (step, &t) in scheduler.timesteps().iter().enumerate() {
             let input = Tensor::cat(vec![x.clone(), upscaled.clone()], 1);
             let input = if cfg { Tensor::cat(vec![input.clone(), input], 0) } else { input };
             let input = scheduler.scale_model_input(input, step);
-            let prediction = self.unet.forward(input, t, &context, Some(label));
+            let prediction = unet.forward(input, t, &context, Some(label));
             let prediction = if cfg {
                 let mut halves = prediction.chunk(2, 0);
                 let text = halves.pop().expect("two halves");

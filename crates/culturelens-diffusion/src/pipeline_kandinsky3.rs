@@ -30,6 +30,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 
+use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, repeat_rows};
 use super::scheduler::Scheduler;
 use super::unet_kandinsky3::Kandinsky3UNet;
@@ -132,7 +133,7 @@ impl Kandinsky3 {
         len: Option<usize>,
         device: &Device,
     ) -> (Tensor<3>, Tensor<2>) {
-        let embeds = self.text_encoder.encode_masked(ids, layer, device);
+        let embeds = on_device(&self.text_encoder, device).encode_masked(ids, layer, device);
         let [n, full, _] = embeds.dims();
         let real: Vec<usize> = ids.iter().map(|row| real_tokens(row)).collect();
         let len = len.unwrap_or_else(|| real.iter().max().copied().unwrap_or(0) + 1).min(full);
@@ -189,10 +190,11 @@ impl Kandinsky3 {
         scheduler.set_timesteps(request.steps)?;
         let mut latents = latents * scheduler.init_noise_sigma();
         let g = request.guidance;
+        let unet = on_device(&self.unet, device);
         for (step, &t) in scheduler.timesteps().iter().enumerate() {
             let input =
                 if guided { Tensor::cat(vec![latents.clone(), latents.clone()], 0) } else { latents.clone() };
-            let noise = self.unet.forward(input, t, context.clone(), mask.clone());
+            let noise = unet.forward(input, t, context.clone(), mask.clone());
             let noise = if guided {
                 let mut halves = noise.chunk(2, 0);
                 let text = halves.pop().expect("two halves");
@@ -203,6 +205,7 @@ impl Kandinsky3 {
             };
             latents = scheduler.step(noise, step, latents);
         }
-        Ok((self.movq.decode(latents) * 0.5 + 0.5).clamp(0.0, 1.0))
+        drop(unet);
+        Ok((on_device(&self.movq, device).decode(latents) * 0.5 + 0.5).clamp(0.0, 1.0))
     }
 }

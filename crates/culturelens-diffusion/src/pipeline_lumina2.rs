@@ -33,6 +33,7 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, flow_scheduler, repeat_rows};
 use super::scheduler::{Scheduler, linspace};
 use super::transformer_lumina2::Lumina2Transformer2DModel;
@@ -157,7 +158,7 @@ impl Lumina2 {
         let mask: Vec<Vec<u32>> =
             lengths.iter().map(|&n| (0..len).map(|j| u32::from(j < n)).collect()).collect();
         let k = layer.unwrap_or(self.lens_layers());
-        (self.text_encoder.hidden_state(&ids, &mask, k, device), lengths)
+        (on_device(&self.text_encoder, device).hidden_state(&ids, &mask, k, device), lengths)
     }
 
     /// Runs the pipeline: `[P·K, 3, H, W]` images in `[0, 1]`. Each prompt's ids are one row
@@ -207,13 +208,14 @@ impl Lumina2 {
         flow.set_timesteps(steps, Some(&sigmas), Some(mu))?;
         let train = flow.num_train_timesteps() as f32;
         let batch = shape[0];
+        let transformer = on_device(&self.transformer, device);
         for (step, &t) in flow.timesteps().to_vec().iter().enumerate() {
             let truncated = (step + 1) as f64 / steps as f64 > self.cfg_trunc_ratio;
             let time = vec![1.0 - t / train; batch];
-            let v_cond = self.transformer.forward(latents.clone(), &time, cond.clone(), &cond_lengths);
+            let v_cond = transformer.forward(latents.clone(), &time, cond.clone(), &cond_lengths);
             let velocity = match &uncond {
                 Some((embeds, lengths)) if !truncated => {
-                    let v_uncond = self.transformer.forward(latents.clone(), &time, embeds.clone(), lengths);
+                    let v_uncond = transformer.forward(latents.clone(), &time, embeds.clone(), lengths);
                     let v = v_uncond.clone() + (v_cond.clone() - v_uncond) * request.guidance;
                     if self.cfg_normalization {
                         let norm = |x: Tensor<4>| x.powi_scalar(2).sum_dim(3).sqrt();
@@ -227,6 +229,7 @@ impl Lumina2 {
             };
             latents = flow.step(velocity.neg(), step, latents);
         }
-        Ok(self.vae.decode(latents))
+        drop(transformer);
+        Ok(on_device(&self.vae, device).decode(latents))
     }
 }

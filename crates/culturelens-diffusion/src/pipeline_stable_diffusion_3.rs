@@ -22,6 +22,7 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, flow_scheduler, guided, repeat_rows};
 use super::scheduler::Scheduler;
 use super::transformer_sd3::Sd3Transformer2DModel;
@@ -119,10 +120,13 @@ impl StableDiffusion3 {
     ) -> (Tensor<3>, Tensor<2>) {
         let column = |i: usize| rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>();
         let penultimate = |m: &ClipTextModelWithProjection| m.num_layers().saturating_sub(1);
-        let (h_l, pooled_l) = self.text_encoder.forward(&column(0), penultimate(&self.text_encoder), device);
-        let (h_g, pooled_g) =
-            self.text_encoder_2.forward(&column(1), penultimate(&self.text_encoder_2), device);
-        let t5 = self.text_encoder_3.encode(&column(2), layer.unwrap_or(self.lens_layers()), device);
+        let clip = |m: &ClipTextModelWithProjection, i: usize| {
+            on_device(m, device).forward(&column(i), penultimate(m), device)
+        };
+        let (h_l, pooled_l) = clip(&self.text_encoder, 0);
+        let (h_g, pooled_g) = clip(&self.text_encoder_2, 1);
+        let t5_layer = layer.unwrap_or(self.lens_layers());
+        let t5 = on_device(&self.text_encoder_3, device).encode(&column(2), t5_layer, device);
         let [n, len, _] = h_l.dims();
         let width = t5.dims()[2];
         let mut clip = vec![h_l, h_g];
@@ -158,13 +162,15 @@ impl StableDiffusion3 {
         let mu = flow.dynamic_shifting().then(|| flow.mu((h / p) * (w / p)));
         flow.set_timesteps(request.steps, None, mu)?;
         let mut latents = latents;
+        let transformer = on_device(&self.transformer, device);
         for (step, &t) in flow.timesteps().to_vec().iter().enumerate() {
             let input =
                 if cfg { Tensor::cat(vec![latents.clone(), latents.clone()], 0) } else { latents.clone() };
-            let velocity = self.transformer.forward(input, t, context.clone(), pooled.clone());
+            let velocity = transformer.forward(input, t, context.clone(), pooled.clone());
             let velocity = if cfg { guided(velocity, request.guidance) } else { velocity };
             latents = flow.step(velocity, step, latents);
         }
-        Ok(self.vae.decode(latents))
+        drop(transformer);
+        Ok(on_device(&self.vae, device).decode(latents))
     }
 }

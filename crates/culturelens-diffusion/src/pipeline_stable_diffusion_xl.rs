@@ -37,6 +37,7 @@
 
 use burn::tensor::{DType, Device, Tensor};
 
+use super::offload::on_device;
 use super::pipeline::{denoise, set_unet_attention_slice, unet_default_size, unet_latent_shape};
 use super::request::{GenerateError, GenerateRequest, PromptIds, repeat_rows};
 use super::scheduler::Scheduler;
@@ -153,12 +154,16 @@ impl StableDiffusionXl {
         device: &Device,
     ) -> (Tensor<3>, Tensor<2>) {
         let column = |i: usize| rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>();
-        let tower = &self.text_encoder;
+        let tower = on_device(&self.text_encoder, device);
         let x = tower.embeddings.forward(pad_ids(&column(0), 0, device));
         let penultimate = tower.encoder.layers.len().saturating_sub(1);
         let h1 = tower.encoder.forward_layers(x, true, penultimate);
-        let (h2, pooled) =
-            self.text_encoder_2.forward(&column(1), layer.unwrap_or(self.lens_layers()), device);
+        drop(tower);
+        let (h2, pooled) = on_device(&self.text_encoder_2, device).forward(
+            &column(1),
+            layer.unwrap_or(self.lens_layers()),
+            device,
+        );
         (Tensor::cat(vec![h1, h2], 2), pooled)
     }
 
@@ -200,15 +205,22 @@ impl StableDiffusionXl {
         let (h, w) = (request.height as f32, request.width as f32);
         let added = TextTime { text_embeds: repeat_rows(pooled, k), time_ids: vec![h, w, 0.0, 0.0, h, w] };
         let context = repeat_rows(context, k);
-        let latents =
-            denoise(&self.unet, scheduler, latents, &context, Some(&added), cfg.then_some(request.guidance));
+        let latents = denoise(
+            &on_device(&self.unet, device),
+            scheduler,
+            latents,
+            &context,
+            Some(&added),
+            cfg.then_some(request.guidance),
+        );
         Ok(self.decode(latents))
     }
 
     /// The VAE's decode as the SDXL pipeline runs it: the latents in the VAE's float type (float32
     /// after the `force_upcast` rule, [`Self::new`]).
     pub fn decode(&self, latents: Tensor<4>) -> Tensor<4> {
-        self.vae.decode(latents.cast(self.vae.dtype()))
+        let vae = on_device(&self.vae, &latents.device());
+        vae.decode(latents.cast(vae.dtype()))
     }
 }
 

@@ -26,6 +26,7 @@ pub mod cogview4;
 mod deepfloyd_if;
 
 pub use deepfloyd_if::load_super_resolution;
+
 mod flux;
 mod kandinsky3;
 mod lumina2;
@@ -253,13 +254,57 @@ impl Component {
         Ok(Self { config_path, json, files })
     }
 
-    /// Builds the component's model with `build` from its config text and checkpoint.
-    pub(crate) fn load<T>(
+    /// Builds the component's model with `build` from its config text and checkpoint on the
+    /// compute device, then parks it on the host if the placement offloads.
+    pub(crate) fn load<T: culturelens_diffusion::offload::Component>(
         &self,
-        device: &Device,
+        place: &Placement,
         build: impl FnOnce(&str, culturelens_models::weights::Vars) -> Result<T, ModelError>,
     ) -> Result<T, LoadError> {
-        crate::load_model(&self.files, &self.config_path, device, |ck| build(&self.json, ck.vars()))
+        let model = crate::load_model(&self.files, &self.config_path, &place.device, |ck| {
+            build(&self.json, ck.vars())
+        })?;
+        Ok(match &place.host {
+            Some(host) => model.to_device(host),
+            None => model,
+        })
+    }
+}
+
+/// Where a pipeline's components go ([`culturelens_diffusion::offload`]): each is built on
+/// `device`; with a `host` (`generate --offload`) it is moved there right after, before the next
+/// is built, so at most one component is on the compute device while loading as while running.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    pub device: Device,
+    pub host: Option<Device>,
+}
+
+impl Placement {
+    /// Every component stays on `device`.
+    pub fn resident(device: &Device) -> Self {
+        Self { device: device.clone(), host: None }
+    }
+
+    /// Components wait on `host` (the CLI's: Burn's CPU device, in the machine's memory) and
+    /// visit `device` one at a time. When `device` is the host there is nothing to move: the
+    /// same as [`Self::resident`].
+    pub fn offloaded(device: &Device, host: &Device) -> Self {
+        Self { device: device.clone(), host: (host != device).then(|| host.clone()) }
+    }
+}
+
+impl From<&Device> for Placement {
+    fn from(device: &Device) -> Self {
+        Self::resident(device)
+    }
+}
+
+impl std::ops::Deref for Placement {
+    type Target = Device;
+
+    fn deref(&self) -> &Device {
+        &self.device
     }
 }
 
@@ -267,6 +312,15 @@ impl PipelineFolder {
     /// Loads the pipeline in `dir` onto `device`; `scheduler` overrides the folder's scheduler
     /// class (`--scheduler`).
     pub fn load(dir: &Path, device: &Device, scheduler: Option<SchedulerKind>) -> Result<Self, LoadError> {
+        Self::load_to(dir, &Placement::resident(device), scheduler)
+    }
+
+    /// [`Self::load`] with the components placed by `device` (offloaded to the host or not).
+    pub fn load_to(
+        dir: &Path,
+        device: &Placement,
+        scheduler: Option<SchedulerKind>,
+    ) -> Result<Self, LoadError> {
         let index_path = dir.join("model_index.json");
         let index: Value = serde_json::from_str(&read_string(&index_path)?)
             .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;

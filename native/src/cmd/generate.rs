@@ -31,16 +31,19 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_diffusion::pipeline::images_hwc;
+use culturelens_diffusion::pipeline_if_superresolution::{DeepFloydIfSuperResolution, UpscaleRequest};
 use culturelens_diffusion::pipelines::GenerateRequest;
+use culturelens_diffusion::pipelines::Pipeline;
+use culturelens_diffusion::scheduler::Scheduler;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
-use culturelens_models_io::diffusion::PipelineFolder;
+use culturelens_models_io::diffusion::{PipelineFolder, Placement, PromptTokenizer, load_super_resolution};
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
-use culturelens_rng::TorchNormalPath;
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
@@ -59,7 +62,7 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3 or DeepFloyd IF stage I pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3 or DeepFloyd IF (stages I and II) pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
@@ -180,6 +183,27 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "auto|max|N", value_parser = AttentionSlice::parse)]
     #[serde(serialize_with = "as_text_opt")]
     pub attention_slice: Option<AttentionSlice>,
+    /// Keep the pipeline's components in the machine's memory and move each to the device only
+    /// while it runs (the text encoders one by one, then the UNet or transformer for a batch's
+    /// whole loop, then the VAE): at most one component's weights on the device at a time. The
+    /// same images; slower (every batch moves each component once). Changes nothing on the CPU.
+    #[arg(long)]
+    pub offload: bool,
+    /// DeepFloyd IF stage II: after stage I (an `IFPipeline` folder), upscale each image with
+    /// this `IFSuperResolutionPipeline` folder to its UNet's `sample_size` (256² for IF-II), the
+    /// noise augmentation and generator as diffusers' pipeline (below); the PNGs are stage II's.
+    #[arg(long, value_name = "DIR")]
+    pub upscale: Option<PathBuf>,
+    /// Stage II's denoising steps (diffusers' default 50).
+    #[arg(long, default_value_t = 50, requires = "upscale")]
+    pub upscale_steps: usize,
+    /// Stage II's classifier-free guidance scale (diffusers' default 4.0).
+    #[arg(long, default_value_t = 4.0, requires = "upscale")]
+    pub upscale_guidance: f64,
+    /// Stage II's noise augmentation: the timestep at which the upscaled stage I image is
+    /// noised (diffusers' `noise_level`, default 250).
+    #[arg(long, default_value_t = 250, requires = "upscale")]
+    pub noise_level: usize,
     /// Print `timing <stage> <seconds>` lines to stderr (stages: load, generate, write).
     #[arg(long)]
     pub timings: bool,
@@ -335,6 +359,81 @@ struct Read {
     negative_given: bool,
     /// The manifest's `model` column.
     model_name: String,
+    /// `[height, width]` asked of the pipeline (stage I's with `--upscale`; `height`, `width`
+    /// above are the images written).
+    request_size: [usize; 2],
+    /// `--upscale`: IF stage II.
+    upscaler: Option<Upscaler>,
+}
+
+/// DeepFloyd IF stage II (`--upscale`): its pipeline, tokenizer and scheduler config.
+struct Upscaler {
+    model: DeepFloydIfSuperResolution,
+    tokenizer: PromptTokenizer,
+    scheduler_json: String,
+    size: usize,
+}
+
+impl Upscaler {
+    /// Loads the stage II folder `dir` (placed as stage I), after checking the run is IF stage I.
+    fn load(args: &GenerateArgs, dir: &Path, model: &Pipeline, place: &Placement) -> Result<Self> {
+        if !matches!(model, Pipeline::DeepFloydIf(_)) {
+            bail!(
+                "--upscale runs DeepFloyd IF stage II after stage I: --pipeline/--model must be an IFPipeline"
+            );
+        }
+        if args.seed_per_image {
+            bail!(
+                "--upscale: stage II draws from one generator per prompt; --seed-per-image is not supported"
+            );
+        }
+        let (model, tokenizer, scheduler_json) = load_super_resolution(dir, place.clone())?;
+        let Some(size) = model.unet.config.sample_size else {
+            bail!(
+                "{}: `sample_size` is not set; stage II makes images of that size",
+                dir.join("unet").join("config.json").display()
+            );
+        };
+        Ok(Self { model, tokenizer, scheduler_json, size })
+    }
+
+    /// Stage II on the `[K, 3, h, w]` stage I images (`output_type="pt"`) of one prompt: each
+    /// image its own row with the prompt, as `IFSuperResolutionPipeline(image=…, prompt=[p] * K,
+    /// generator=torch.Generator().manual_seed(seed))`: the initial noise, the augmentation noise
+    /// and the variance noise drawn in that order.
+    #[allow(clippy::too_many_arguments)]
+    fn upscale(
+        &self,
+        args: &GenerateArgs,
+        prompt: &str,
+        negative: &str,
+        layer: Option<usize>,
+        images: Tensor<4>,
+        device: &Device,
+    ) -> Result<Tensor<4>> {
+        let k = images.dims()[0];
+        let prompt_ids = vec![vec![self.tokenizer.ids(prompt)?]; k];
+        let negative_ids = vec![vec![self.tokenizer.negative_ids(negative)?]; k];
+        let shape = [k, 3, self.size, self.size];
+        let mut generator = TorchGenerator::manual_seed(args.seed);
+        let latents = generator.randn(shape.iter().product(), torch_path());
+        let request = UpscaleRequest {
+            prompt_ids: &prompt_ids,
+            negative_ids: &negative_ids,
+            images,
+            images_per_prompt: 1,
+            height: self.size,
+            width: self.size,
+            steps: args.upscale_steps,
+            guidance: args.upscale_guidance,
+            noise_level: args.noise_level,
+            layer,
+            latents: Tensor::from_data(TensorData::new(latents, shape), device),
+        };
+        let mut scheduler = Scheduler::from_config(&self.scheduler_json, None)
+            .context("--upscale: the stage II scheduler config")?;
+        Ok(self.model.upscale(&request, &mut scheduler, generator, torch_path(), device)?)
+    }
 }
 
 /// Read: the prompt table, the device, the pipeline, sizes, layers, latents, negative prompts;
@@ -356,7 +455,16 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     };
     let started = Instant::now();
     let mut stages = Stages::new(args.timings);
-    let mut pipeline = PipelineFolder::load(&dir, &device, kind)?;
+    let place = if args.offload {
+        Placement::offloaded(&device, &Device::flex())
+    } else {
+        Placement::resident(&device)
+    };
+    let mut pipeline = PipelineFolder::load_to(&dir, &place, kind)?;
+    let upscaler = match &args.upscale {
+        Some(up) => Some(Upscaler::load(args, up, &pipeline.model, &place)?),
+        None => None,
+    };
     pipeline.model.set_attention_slice(args.attention_slice).context("--attention-slice")?;
     if let Some(n) = args.max_sequence_length {
         pipeline.set_max_sequence_length(n)?;
@@ -382,6 +490,12 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     let layers = parse_layers(args, model.lens_layers())?;
     for &layer in &layers {
         model.check_layer(layer)?;
+        if let (Some(up), Some(k)) = (&upscaler, layer) {
+            let layers = up.model.text_encoder.num_layers();
+            if k > layers {
+                bail!("--text-layer {k}: the stage II T5 of --upscale has {layers} layers");
+            }
+        }
     }
     let given = match &args.latents {
         Some(path) => {
@@ -421,6 +535,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         Some(name) => name.clone(),
         None => crate::model_name::default_name(args.model.as_deref(), &dir, "model_index.json"),
     };
+    let [out_height, out_width] = upscaler.as_ref().map_or([height, width], |up| [up.size, up.size]);
     Ok(Read {
         prompts,
         meta,
@@ -429,8 +544,10 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         dir,
         pipeline,
         stages,
-        height,
-        width,
+        height: out_height,
+        width: out_width,
+        request_size: [height, width],
+        upscaler,
         steps,
         guidance,
         layers,
@@ -485,6 +602,7 @@ fn plan(args: &GenerateArgs, read: &Read) -> Result<Plan> {
         pixels,
         true_cfg: args.true_cfg,
         max_sequence_length: args.max_sequence_length,
+        upscale: upscale_settings(args),
     };
     let (log, finished) = ResumeLog::open(&manifest_path, &key)?;
     let is_done = |item: &Item| (0..k).all(|i| finished.contains_key(&image_name(*item, i, sweep)));
@@ -524,8 +642,9 @@ fn generate(
         steps: read.steps,
         guidance: read.guidance,
         given: read.given.as_deref(),
-        size: [read.height, read.width],
+        size: read.request_size,
         device: &read.device,
+        upscaler: read.upscaler.as_ref(),
     };
     // The denoising steps of a batch, as the bar's message (or part of the plain lines): every
     // scheduler step is counted by the diffusion crate; a watcher thread shows the count.
@@ -693,7 +812,23 @@ fn flow_settings(args: &GenerateArgs) -> String {
     if let Some(n) = args.max_sequence_length {
         s.push_str(&format!(" max_sequence_length={n}"));
     }
+    if let Some(u) = upscale_settings(args) {
+        s.push_str(&format!(" upscale={u}"));
+    }
     s
+}
+
+/// `--upscale`'s folder and settings, as the resume log and a shard's part file record them.
+fn upscale_settings(args: &GenerateArgs) -> Option<String> {
+    args.upscale.as_ref().map(|dir| {
+        format!(
+            "{}:steps={}:guidance={}:noise_level={}",
+            canonical(dir).display(),
+            args.upscale_steps,
+            args.upscale_guidance,
+            args.noise_level
+        )
+    })
 }
 
 /// What every batch of a run shares.
@@ -711,6 +846,7 @@ struct Job<'a> {
     /// `[height, width]` of the images.
     size: [usize; 2],
     device: &'a Device,
+    upscaler: Option<&'a Upscaler>,
 }
 
 impl Job<'_> {
@@ -800,8 +936,22 @@ impl Job<'_> {
             layer: batch[0].layer,
             latents: &values,
         };
-        let (images, [_, height, width, _]) =
-            images_hwc(model.generate(&request, &mut scheduler, self.device)?);
+        let images = match (self.upscaler, model) {
+            (Some(up), Pipeline::DeepFloydIf(stage_one)) => {
+                let raw = stage_one.generate_raw(&request, &mut scheduler, self.device)?;
+                let row = batch[0].row;
+                up.upscale(
+                    self.args,
+                    &self.prompts[row],
+                    &self.negatives[row],
+                    batch[0].layer,
+                    raw,
+                    self.device,
+                )?
+            }
+            _ => model.generate(&request, &mut scheduler, self.device)?,
+        };
+        let (images, [_, height, width, _]) = images_hwc(images);
         let per_item = k * height * width * 3;
         Ok(batch.iter().zip(images.chunks(per_item)).map(|(it, chunk)| (*it, chunk.to_vec())).collect())
     }

@@ -53,6 +53,8 @@ pub enum RunKey {
         /// so the other pipelines' headers keep their bytes.
         true_cfg: f64,
         max_sequence_length: Option<usize>,
+        /// IF stage II's settings (`--upscale`), written only when set.
+        upscale: Option<String>,
     },
 }
 
@@ -99,6 +101,7 @@ impl fmt::Display for RunKey {
                 pixels,
                 true_cfg,
                 max_sequence_length,
+                upscale,
             } => {
                 write!(
                     f,
@@ -112,6 +115,9 @@ impl fmt::Display for RunKey {
                 }
                 if let Some(n) = max_sequence_length {
                     write!(f, "\tmax_sequence_length={n}")?;
+                }
+                if let Some(u) = upscale {
+                    write!(f, "\tupscale={u}")?;
                 }
                 Ok(())
             }
@@ -284,6 +290,7 @@ mod tests {
             pixels: 1152,
             true_cfg,
             max_sequence_length,
+            upscale: None,
         };
         let generate = |negative_prompt, latents| flow_key(negative_prompt, latents, 1.0, None);
         assert_eq!(

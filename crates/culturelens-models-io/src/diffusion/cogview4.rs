@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline_cogview4::CogView4;
 use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::transformer_cogview4::CogView4TransformerConfig;
@@ -19,7 +18,7 @@ use culturelens_diffusion::vae::VaeConfig;
 use culturelens_models::glm::GlmConfig;
 use serde_json::Value;
 
-use super::{Component, PromptTokenizer, token_string};
+use super::{Component, Placement, PromptTokenizer, token_string};
 use crate::{LoadError, read_string};
 
 /// diffusers' `max_sequence_length` default of the CogView4 pipeline.
@@ -112,7 +111,7 @@ impl GlmTokenizer {
 }
 
 /// The pipeline of `dir` and its tokenizer.
-pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
+pub(super) fn load(dir: &Path, device: &Placement) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let text_encoder = Component::read(dir, "text_encoder", "model")?.load(device, GlmConfig::load)?;
     let transformer = Component::read(dir, "transformer", "diffusion_pytorch_model")?;
     let transformer_model = transformer.load(device, CogView4TransformerConfig::load)?;

@@ -10,7 +10,6 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline_if::{DeepFloydIf, IF_MAX_LENGTH};
 use culturelens_diffusion::pipeline_if_superresolution::DeepFloydIfSuperResolution;
 use culturelens_diffusion::pipelines::Pipeline;
@@ -18,12 +17,12 @@ use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
 use culturelens_diffusion::unet_if::IfUNetConfig;
 use culturelens_models::t5::T5Config;
 
-use super::{Component, PromptTokenizer};
+use super::{Component, Placement, PromptTokenizer};
 use crate::LoadError;
 use crate::t5_tokenizer::T5Tokenizer;
 
 /// The pipeline of `dir` and its tokenizer.
-pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
+pub(super) fn load(dir: &Path, device: &Placement) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let text_encoder = Component::read(dir, "text_encoder", "model")?.load(device, T5Config::load)?;
     let unet = Component::read(dir, "unet", "diffusion_pytorch_model")?;
     let unet_model = unet.load(device, IfUNetConfig::load)?;
@@ -41,8 +40,9 @@ pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptT
 /// `scheduler/scheduler_config.json` text.
 pub fn load_super_resolution(
     dir: &Path,
-    device: &Device,
+    device: impl Into<Placement>,
 ) -> Result<(DeepFloydIfSuperResolution, PromptTokenizer, String), LoadError> {
+    let device = &device.into();
     let index_path = dir.join("model_index.json");
     let index: serde_json::Value = serde_json::from_str(&crate::read_string(&index_path)?)
         .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;

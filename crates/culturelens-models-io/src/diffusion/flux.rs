@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline::TextEncoder;
 use culturelens_diffusion::pipeline_flux::Flux;
 use culturelens_diffusion::pipelines::Pipeline;
@@ -12,7 +11,7 @@ use culturelens_diffusion::transformer_flux::FluxTransformerConfig;
 use culturelens_diffusion::vae::VaeConfig;
 use culturelens_models::t5::T5Config;
 
-use super::{ClipTokenizer, Component, PromptTokenizer};
+use super::{ClipTokenizer, Component, Placement, PromptTokenizer};
 use crate::LoadError;
 use crate::t5_tokenizer::T5Tokenizer;
 
@@ -20,7 +19,7 @@ use crate::t5_tokenizer::T5Tokenizer;
 const MAX_SEQUENCE_LENGTH: usize = 512;
 
 /// The pipeline of `dir` and its two tokenizers.
-pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
+pub(super) fn load(dir: &Path, device: &Placement) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let (text_encoder, config) =
         match Component::read(dir, "text_encoder", "model")?.load(device, TextEncoder::load_clip)? {
             TextEncoder::Clip { model, config } => (*model, config),

@@ -4,19 +4,18 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline_kandinsky3::{Kandinsky3, MAX_LENGTH};
 use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::unet_kandinsky3::Kandinsky3UNetConfig;
 use culturelens_diffusion::vq_model::VqModelConfig;
 use culturelens_models::t5::T5Config;
 
-use super::{Component, PromptTokenizer};
+use super::{Component, Placement, PromptTokenizer};
 use crate::LoadError;
 use crate::t5_tokenizer::T5Tokenizer;
 
 /// The pipeline of `dir` and its tokenizer.
-pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
+pub(super) fn load(dir: &Path, device: &Placement) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let text_encoder = Component::read(dir, "text_encoder", "model")?.load(device, T5Config::load)?;
     let unet = Component::read(dir, "unet", "diffusion_pytorch_model")?;
     let unet_model = unet.load(device, Kandinsky3UNetConfig::load)?;

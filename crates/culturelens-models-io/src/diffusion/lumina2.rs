@@ -5,19 +5,18 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline_lumina2::{Lumina2, MAX_SEQUENCE_LENGTH};
 use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::transformer_lumina2::Lumina2TransformerConfig;
 use culturelens_diffusion::vae::VaeConfig;
 use culturelens_models::gemma2::Gemma2Config;
 
-use super::{Component, PromptTokenizer};
+use super::{Component, Placement, PromptTokenizer};
 use crate::LoadError;
 use crate::gemma_tokenizer::GemmaTokenizer;
 
 /// The pipeline of `dir` and its tokenizer.
-pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
+pub(super) fn load(dir: &Path, device: &Placement) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let text_encoder = Component::read(dir, "text_encoder", "model")?.load(device, Gemma2Config::load)?;
     let transformer = Component::read(dir, "transformer", "diffusion_pytorch_model")?;
     let transformer_model = transformer.load(device, Lumina2TransformerConfig::load)?;

@@ -4,20 +4,19 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline::{StableDiffusion, TextEncoder};
 use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::unet::UNetConfig;
 use culturelens_diffusion::vae::VaeConfig;
 
-use super::{ClipTokenizer, Component, PromptTokenizer, model_max_length, unsupported};
+use super::{ClipTokenizer, Component, Placement, PromptTokenizer, model_max_length, unsupported};
 use crate::LoadError;
 use crate::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 
 /// The pipeline of `dir` (`alt`: AltDiffusion's text side) and its one tokenizer.
 pub(super) fn load(
     dir: &Path,
-    device: &Device,
+    device: &Placement,
     alt: bool,
 ) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let text = Component::read(dir, "text_encoder", "model")?;

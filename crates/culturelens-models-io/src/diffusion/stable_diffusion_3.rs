@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline_stable_diffusion_3::StableDiffusion3;
 use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::transformer_sd3::Sd3TransformerConfig;
@@ -13,7 +12,7 @@ use culturelens_diffusion::vae::VaeConfig;
 use culturelens_models::clip::ClipTextWithProjectionConfig;
 use culturelens_models::t5::T5Config;
 
-use super::{ClipTokenizer, Component, PromptTokenizer};
+use super::{ClipTokenizer, Component, Placement, PromptTokenizer};
 use crate::LoadError;
 use crate::t5_tokenizer::T5Tokenizer;
 
@@ -21,7 +20,7 @@ use crate::t5_tokenizer::T5Tokenizer;
 const MAX_SEQUENCE_LENGTH: usize = 256;
 
 /// The pipeline of `dir` and its three tokenizers.
-pub(super) fn load(dir: &Path, device: &Device) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
+pub(super) fn load(dir: &Path, device: &Placement) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let clip =
         |name: &str| Component::read(dir, name, "model")?.load(device, ClipTextWithProjectionConfig::load);
     let (text_encoder, text_encoder_2) = (clip("text_encoder")?, clip("text_encoder_2")?);

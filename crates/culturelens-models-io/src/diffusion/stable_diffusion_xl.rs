@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
 use culturelens_diffusion::pipeline::TextEncoder;
 use culturelens_diffusion::pipeline_stable_diffusion_xl::StableDiffusionXl;
 use culturelens_diffusion::pipelines::Pipeline;
@@ -15,7 +14,7 @@ use culturelens_diffusion::vae::VaeConfig;
 use culturelens_models::clip::ClipTextWithProjectionConfig;
 use serde_json::Value;
 
-use super::{ClipTokenizer, Component, PromptTokenizer, unsupported};
+use super::{ClipTokenizer, Component, Placement, PromptTokenizer, unsupported};
 use crate::LoadError;
 
 /// The pipeline of `dir` (whose `model_index.json` is `index`, read from `index_path`) and its
@@ -24,7 +23,7 @@ pub(super) fn load(
     dir: &Path,
     index: &Value,
     index_path: &Path,
-    device: &Device,
+    device: &Placement,
 ) -> Result<(Pipeline, Vec<PromptTokenizer>), LoadError> {
     let force_zeros = match index.get("force_zeros_for_empty_prompt") {
         None | Some(Value::Null) => true,
