@@ -35,6 +35,7 @@ mod generate_kandinsky3_cli;
 mod generate_kill;
 mod generate_lumina2_cli;
 mod generate_offload_cli;
+mod generate_sizes_cli;
 mod generate_xl_cli;
 mod hub_cli;
 mod merge_cli;

@@ -25,7 +25,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 use super::offload::{Component, on_device};
 pub use super::request::GenerateError;
-use super::request::guided;
+use super::request::{SizeRule, guided};
 use super::scheduler::Scheduler;
 use super::unet::{AttentionSlice, TextTime, UNet2DConditionModel};
 use super::vae::VaeDecoder;
@@ -170,9 +170,14 @@ impl StableDiffusion {
         set_unet_attention_slice(&mut self.unet, &mut self.vae, slice)
     }
 
+    /// The image sizes the pipeline takes ([`unet_size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        unet_size_rule(self.unet.config.sample_size, self.vae.scale_factor)
+    }
+
     /// diffusers' default height and width: `unet.sample_size × vae_scale_factor`.
     pub fn default_size(&self) -> usize {
-        unet_default_size(&self.unet, &self.vae)
+        self.size_rule().default
     }
 
     /// The shape of `images` latents for a `height × width` image, after checking that both are
@@ -247,9 +252,11 @@ pub fn set_unet_attention_slice(
     Ok(())
 }
 
-/// diffusers' default height and width of a UNet pipeline: `unet.sample_size × vae_scale_factor`.
-pub fn unet_default_size(unet: &UNet2DConditionModel, vae: &VaeDecoder) -> usize {
-    unet.config.sample_size * vae.scale_factor
+/// The image sizes of a UNet pipeline (SD 1.x/2.x, AltDiffusion, SDXL) from its configs: by
+/// default `unet.sample_size × vae_scale_factor` (the VAE's `2^(blocks − 1)`), and height and
+/// width multiples of 8 (diffusers' rule).
+pub fn unet_size_rule(unet_sample_size: usize, vae_scale_factor: usize) -> SizeRule {
+    SizeRule { rule_of_8: true, ..SizeRule::multiple_of(unet_sample_size * vae_scale_factor, 8) }
 }
 
 /// The shape of `images` latents `(images, in_channels, H/f, W/f)` of a UNet pipeline, after
@@ -261,9 +268,7 @@ pub fn unet_latent_shape(
     height: usize,
     width: usize,
 ) -> Result<[usize; 4], GenerateError> {
-    if !height.is_multiple_of(8) || !width.is_multiple_of(8) || height == 0 || width == 0 {
-        return Err(GenerateError::Size { height, width });
-    }
+    unet_size_rule(unet.config.sample_size, vae.scale_factor).check(height, width)?;
     let f = vae.scale_factor;
     Ok([images, unet.config.in_channels, height / f, width / f])
 }

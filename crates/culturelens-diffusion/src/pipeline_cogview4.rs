@@ -31,9 +31,9 @@
 use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, flow_scheduler, guided, repeat_rows};
+use super::request::{GenerateError, GenerateRequest, SizeRule, flow_scheduler, guided, repeat_rows};
 use super::scheduler::{Scheduler, linspace};
-use super::transformer_cogview4::{CogView4Transformer2DModel, rotary_embedding};
+use super::transformer_cogview4::{CogView4Transformer2DModel, CogView4TransformerConfig, rotary_embedding};
 use super::vae::VaeDecoder;
 use culturelens_models::ModelError;
 use culturelens_models::glm::GlmModel;
@@ -49,6 +49,14 @@ pub struct CogView4 {
 
 /// diffusers' `check_inputs`: height and width multiples of 16.
 const SIZE_MULTIPLE: usize = 16;
+
+/// CogView4's image sizes from its configs: by default `transformer.sample_size ×
+/// vae_scale_factor`; height and width multiples of 16 (`check_inputs`) and of
+/// `vae_scale_factor × patch_size`.
+pub fn size_rule(transformer: &CogView4TransformerConfig, vae_scale_factor: usize) -> SizeRule {
+    let multiple = lcm(SIZE_MULTIPLE, vae_scale_factor * transformer.patch_size);
+    SizeRule::multiple_of(transformer.sample_size * vae_scale_factor, multiple)
+}
 
 impl CogView4 {
     /// The pipeline of its loaded models, after checking that they fit together (an error names
@@ -89,9 +97,14 @@ impl CogView4 {
         Ok(Self { text_encoder, transformer, vae })
     }
 
+    /// The image sizes the pipeline takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(&self.transformer.config, self.vae.scale_factor)
+    }
+
     /// diffusers' default height and width: `transformer.sample_size × vae_scale_factor`.
     pub fn default_size(&self) -> usize {
-        self.transformer.config.sample_size * self.vae.scale_factor
+        self.size_rule().default
     }
 
     /// The shape of `images` latents for an `height × width` image (`latents=` of the pipeline).
@@ -101,11 +114,7 @@ impl CogView4 {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        let patch = self.vae.scale_factor * self.transformer.config.patch_size;
-        let multiple = lcm(SIZE_MULTIPLE, patch);
-        if height == 0 || width == 0 || !height.is_multiple_of(multiple) || !width.is_multiple_of(multiple) {
-            return Err(GenerateError::SizeMultiple { height, width, multiple });
-        }
+        self.size_rule().check(height, width)?;
         let f = self.vae.scale_factor;
         Ok([images, self.transformer.config.in_channels, height / f, width / f])
     }

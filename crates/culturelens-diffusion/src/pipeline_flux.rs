@@ -25,7 +25,9 @@
 use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, PromptIds, flow_scheduler, guided, repeat_rows};
+use super::request::{
+    GenerateError, GenerateRequest, PromptIds, SizeRule, flow_scheduler, guided, repeat_rows,
+};
 use super::scheduler::{Scheduler, linspace};
 use super::transformer_flux::{FluxTransformer2DModel, rotary_embedding, unpack_latents};
 use super::vae::VaeDecoder;
@@ -47,6 +49,12 @@ pub struct Flux {
     pub text_encoder_2: T5EncoderModel,
     pub transformer: FluxTransformer2DModel,
     pub vae: VaeDecoder,
+}
+
+/// FLUX's image sizes from its VAE config: by default `128 × vae_scale_factor`; height and
+/// width multiples of `2 × vae_scale_factor` (the latents pack into 2×2 patches).
+pub fn size_rule(vae_scale_factor: usize) -> SizeRule {
+    SizeRule::multiple_of(DEFAULT_SAMPLE_SIZE * vae_scale_factor, 2 * vae_scale_factor)
 }
 
 impl Flux {
@@ -93,8 +101,14 @@ impl Flux {
         Ok(Self { text_encoder, text_encoder_config, text_encoder_2, transformer, vae })
     }
 
+    /// The image sizes the pipeline takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(self.vae.scale_factor)
+    }
+
+    /// diffusers' default height and width: `128 × vae_scale_factor`.
     pub fn default_size(&self) -> usize {
-        DEFAULT_SAMPLE_SIZE * self.vae.scale_factor
+        self.size_rule().default
     }
 
     /// The unpacked latents' `[images, c, h, w]` of an `height × width` image.
@@ -104,10 +118,7 @@ impl Flux {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        let multiple = 2 * self.vae.scale_factor;
-        if height == 0 || width == 0 || !height.is_multiple_of(multiple) || !width.is_multiple_of(multiple) {
-            return Err(GenerateError::SizeMultiple { height, width, multiple });
-        }
+        self.size_rule().check(height, width)?;
         let f = self.vae.scale_factor;
         Ok([images, self.vae.latent_channels, height / f, width / f])
     }

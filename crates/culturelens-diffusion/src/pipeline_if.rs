@@ -28,9 +28,9 @@
 use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, PromptIds, guided, repeat_rows};
+use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, guided, repeat_rows};
 use super::scheduler::{Scheduler, VarianceType};
-use super::unet_if::IfUNet;
+use super::unet_if::{IfUNet, IfUNetConfig};
 use culturelens_models::ModelError;
 use culturelens_models::t5::T5EncoderModel;
 
@@ -42,6 +42,12 @@ pub const IF_MAX_LENGTH: usize = 77;
 pub struct DeepFloydIf {
     pub text_encoder: T5EncoderModel,
     pub unet: IfUNet,
+}
+
+/// IF stage I's image sizes from its UNet config: by default `sample_size` (64 when unset);
+/// height and width multiples of `2^(blocks − 1)` ([`IfUNetConfig::size_multiple`]).
+pub fn size_rule(unet: &IfUNetConfig) -> SizeRule {
+    SizeRule::multiple_of(unet.sample_size.unwrap_or(64), unet.size_multiple())
 }
 
 impl DeepFloydIf {
@@ -71,9 +77,14 @@ impl DeepFloydIf {
         Ok(Self { text_encoder, unet })
     }
 
+    /// The image sizes the pipeline takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(&self.unet.config)
+    }
+
     /// diffusers' default height and width: `unet.sample_size`.
     pub fn default_size(&self) -> usize {
-        self.unet.config.sample_size.unwrap_or(64)
+        self.size_rule().default
     }
 
     /// The shape of `images` initial images `(K, 3, H, W)`; `H` and `W` must be multiples of
@@ -84,10 +95,7 @@ impl DeepFloydIf {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        let multiple = self.unet.size_multiple();
-        if height == 0 || width == 0 || !height.is_multiple_of(multiple) || !width.is_multiple_of(multiple) {
-            return Err(GenerateError::SizeMultiple { height, width, multiple });
-        }
+        self.size_rule().check(height, width)?;
         Ok([images, self.unet.config.in_channels, height, width])
     }
 

@@ -113,7 +113,7 @@ impl DeepFloydIfSuperResolution {
         let k = request.images_per_prompt;
         let p = request.prompt_ids.len();
         let (h, w) = (request.height, request.width);
-        let multiple = self.unet.size_multiple();
+        let multiple = self.unet.config.size_multiple();
         if h == 0 || w == 0 || !h.is_multiple_of(multiple) || !w.is_multiple_of(multiple) {
             return Err(GenerateError::SizeMultiple { height: h, width: w, multiple });
         }

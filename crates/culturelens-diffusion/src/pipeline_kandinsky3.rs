@@ -31,7 +31,7 @@
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, PromptIds, repeat_rows};
+use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, repeat_rows};
 use super::scheduler::Scheduler;
 use super::unet_kandinsky3::Kandinsky3UNet;
 use super::vq_model::VqDecoder;
@@ -56,6 +56,18 @@ pub struct Kandinsky3 {
 /// id 0; every row ends in `</s>` before its padding).
 fn real_tokens(row: &[u32]) -> usize {
     row.iter().rposition(|&id| id != 0).map_or(0, |i| i + 1)
+}
+
+/// Kandinsky 3's image sizes from its MoVQ config: by default 1024 (`__call__`'s); any positive
+/// height and width, rounded as [`latent_side`] times the MoVQ's `2^(blocks − 1)`.
+pub fn size_rule(movq_scale_factor: usize) -> SizeRule {
+    SizeRule { rule_of_8: true, movq_scale_factor: Some(movq_scale_factor), ..SizeRule::multiple_of(1024, 1) }
+}
+
+/// The latents' side for a request of `n` pixels: diffusers' `downscale_height_and_width(n, n,
+/// 8)`, `⌈n / 64⌉ · 8`.
+pub fn latent_side(n: usize) -> usize {
+    n.div_ceil(64) * 8
 }
 
 impl Kandinsky3 {
@@ -92,9 +104,14 @@ impl Kandinsky3 {
         Ok(Self { text_encoder, unet, movq })
     }
 
+    /// The image sizes the pipeline takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(self.movq.scale_factor)
+    }
+
     /// diffusers' default height and width (`__call__`'s 1024).
     pub fn default_size(&self) -> usize {
-        1024
+        self.size_rule().default
     }
 
     /// The shape of `images` latents for an `height × width` request
@@ -105,18 +122,14 @@ impl Kandinsky3 {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        if height == 0 || width == 0 {
-            return Err(GenerateError::Size { height, width });
-        }
-        let down = |n: usize| n.div_ceil(64) * 8;
-        Ok([images, LATENT_CHANNELS, down(height), down(width)])
+        self.size_rule().check(height, width)?;
+        Ok([images, LATENT_CHANNELS, latent_side(height), latent_side(width)])
     }
 
     /// The `[height, width]` of the images for an `height × width` request: the latents'
     /// size times the MoVQ's upsampling.
     pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
-        let up = |n: usize| n.div_ceil(64) * 8 * self.movq.scale_factor;
-        [up(height), up(width)]
+        self.size_rule().image_size(height, width)
     }
 
     /// The layers DiffusionLens reads: T5's `1..=L`.

@@ -34,7 +34,7 @@
 use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, PromptIds, flow_scheduler, repeat_rows};
+use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, flow_scheduler, repeat_rows};
 use super::scheduler::{Scheduler, linspace};
 use super::transformer_lumina2::Lumina2Transformer2DModel;
 use super::vae::VaeDecoder;
@@ -68,6 +68,12 @@ pub struct Lumina2 {
     pub cfg_trunc_ratio: f64,
     /// `cfg_normalization` (default true).
     pub cfg_normalization: bool,
+}
+
+/// Lumina 2's image sizes from its transformer config: by default `sample_size × 8`; height and
+/// width multiples of 16 (the hard-coded VAE scale factor 8 times the latents' 2×2 patches).
+pub fn size_rule(transformer_sample_size: usize) -> SizeRule {
+    SizeRule::multiple_of(transformer_sample_size * VAE_SCALE_FACTOR, 2 * VAE_SCALE_FACTOR)
 }
 
 impl Lumina2 {
@@ -115,9 +121,14 @@ impl Lumina2 {
         Ok(Self { text_encoder, transformer, vae, cfg_trunc_ratio: 1.0, cfg_normalization: true })
     }
 
+    /// The image sizes the pipeline takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(self.transformer.config.sample_size)
+    }
+
     /// diffusers' default height and width: `sample_size × 8`.
     pub fn default_size(&self) -> usize {
-        self.transformer.config.sample_size * VAE_SCALE_FACTOR
+        self.size_rule().default
     }
 
     /// The `latents=` shape `[images, c, H/8, W/8]` (`H`, `W` multiples of 16).
@@ -127,10 +138,7 @@ impl Lumina2 {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        let multiple = 2 * VAE_SCALE_FACTOR;
-        if height == 0 || width == 0 || !height.is_multiple_of(multiple) || !width.is_multiple_of(multiple) {
-            return Err(GenerateError::SizeMultiple { height, width, multiple });
-        }
+        self.size_rule().check(height, width)?;
         let c = self.transformer.config.in_channels;
         Ok([images, c, height / VAE_SCALE_FACTOR, width / VAE_SCALE_FACTOR])
     }

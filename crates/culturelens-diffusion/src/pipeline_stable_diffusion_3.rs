@@ -23,9 +23,11 @@
 use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, PromptIds, flow_scheduler, guided, repeat_rows};
+use super::request::{
+    GenerateError, GenerateRequest, PatchLimit, PromptIds, SizeRule, flow_scheduler, guided, repeat_rows,
+};
 use super::scheduler::Scheduler;
-use super::transformer_sd3::Sd3Transformer2DModel;
+use super::transformer_sd3::{Sd3Transformer2DModel, Sd3TransformerConfig};
 use super::vae::VaeDecoder;
 use culturelens_models::ModelError;
 use culturelens_models::clip::ClipTextModelWithProjection;
@@ -39,6 +41,16 @@ pub struct StableDiffusion3 {
     pub text_encoder_3: T5EncoderModel,
     pub transformer: Sd3Transformer2DModel,
     pub vae: VaeDecoder,
+}
+
+/// SD 3's image sizes from its configs: by default `transformer.sample_size × vae_scale_factor`;
+/// height and width multiples of `vae_scale_factor × patch_size`, and latents of at most
+/// `pos_embed_max_size` patches a side (the transformer's position table).
+pub fn size_rule(transformer: &Sd3TransformerConfig, vae_scale_factor: usize) -> SizeRule {
+    let (f, p) = (vae_scale_factor, transformer.patch_size);
+    let limit =
+        PatchLimit { vae_scale_factor: f, patch_size: p, max_patches: transformer.pos_embed_max_size };
+    SizeRule { patch_limit: Some(limit), ..SizeRule::multiple_of(transformer.sample_size * f, f * p) }
 }
 
 impl StableDiffusion3 {
@@ -84,9 +96,14 @@ impl StableDiffusion3 {
         Ok(Self { text_encoder, text_encoder_2, text_encoder_3, transformer, vae })
     }
 
+    /// The image sizes the pipeline takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(&self.transformer.config, self.vae.scale_factor)
+    }
+
     /// diffusers' default height and width: `transformer.sample_size × vae_scale_factor`.
     pub fn default_size(&self) -> usize {
-        self.transformer.config.sample_size * self.vae.scale_factor
+        self.size_rule().default
     }
 
     /// The shape of `images` latents for an `height × width` image (`latents=` of the pipeline).
@@ -96,12 +113,8 @@ impl StableDiffusion3 {
         height: usize,
         width: usize,
     ) -> Result<[usize; 4], GenerateError> {
-        let multiple = self.vae.scale_factor * self.transformer.config.patch_size;
-        if height == 0 || width == 0 || !height.is_multiple_of(multiple) || !width.is_multiple_of(multiple) {
-            return Err(GenerateError::SizeMultiple { height, width, multiple });
-        }
+        self.size_rule().check(height, width)?;
         let (h, w) = (height / self.vae.scale_factor, width / self.vae.scale_factor);
-        self.transformer.check_latent_size(h, w).map_err(GenerateError::Input)?;
         Ok([images, self.transformer.config.in_channels, h, w])
     }
 

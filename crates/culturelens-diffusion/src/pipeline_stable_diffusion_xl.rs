@@ -38,8 +38,8 @@
 use burn::tensor::{DType, Device, Tensor};
 
 use super::offload::on_device;
-use super::pipeline::{denoise, set_unet_attention_slice, unet_default_size, unet_latent_shape};
-use super::request::{GenerateError, GenerateRequest, PromptIds, repeat_rows};
+use super::pipeline::{denoise, set_unet_attention_slice, unet_latent_shape, unet_size_rule};
+use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, repeat_rows};
 use super::scheduler::Scheduler;
 use super::unet::{AttentionSlice, TextTime, UNet2DConditionModel};
 use super::vae::VaeDecoder;
@@ -123,9 +123,14 @@ impl StableDiffusionXl {
         set_unet_attention_slice(&mut self.unet, &mut self.vae, slice)
     }
 
+    /// The image sizes the pipeline takes (SD's rule, [`unet_size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        unet_size_rule(self.unet.config.sample_size, self.vae.scale_factor)
+    }
+
     /// diffusers' default height and width: `unet.sample_size × vae_scale_factor` (1024 for SDXL).
     pub fn default_size(&self) -> usize {
-        unet_default_size(&self.unet, &self.vae)
+        self.size_rule().default
     }
 
     /// The shape of `images` latents (`latents=`) for a `height × width` image.

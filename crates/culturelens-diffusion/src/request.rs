@@ -2,7 +2,8 @@
 //! prompts' token ids with the run's settings ([`GenerateRequest`]), each prompt's conditioning
 //! repeated for its images ([`repeat_rows`]), classifier-free guidance over a `[uncond; cond]`
 //! batch ([`guided`]), and the flow-matching scheduler the transformer pipelines need
-//! ([`flow_scheduler`]); and why a request cannot run ([`GenerateError`]).
+//! ([`flow_scheduler`]); the image sizes a pipeline takes ([`SizeRule`]); and why a request
+//! cannot run ([`GenerateError`]).
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
@@ -29,6 +30,73 @@ pub enum GenerateError {
     Input(String),
     #[error(transparent)]
     Scheduler(#[from] SchedulerError),
+}
+
+/// A pipeline's image-size rule, a function of config values alone: each family's `size_rule`
+/// (beside its pipeline) builds it, the loaded pipeline checks every request with it
+/// (`latent_shape`), and `culturelens-models-io` builds it from a folder's configs, so that
+/// `generate` refuses a size before any weights load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeRule {
+    /// diffusers' default height and width.
+    pub default: usize,
+    /// Height and width must be positive multiples of this.
+    pub multiple: usize,
+    /// Whether a refusal cites diffusers' rule of 8 ([`GenerateError::Size`]: SD, SDXL,
+    /// Kandinsky 3) rather than `multiple` ([`GenerateError::SizeMultiple`]).
+    pub rule_of_8: bool,
+    /// SD 3's position table: the latents (the image over `vae_scale_factor`) may have at most
+    /// `max_patches` patches of `patch_size` a side.
+    pub patch_limit: Option<PatchLimit>,
+    /// Kandinsky 3: the MoVQ's scale factor; a request of `n` pixels makes images of
+    /// `⌈n / 64⌉ · 8 · factor` (diffusers' `downscale_height_and_width`).
+    pub movq_scale_factor: Option<usize>,
+}
+
+/// SD 3's limit on the latents' size (`pos_embed_max_size`), [`SizeRule::patch_limit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatchLimit {
+    pub vae_scale_factor: usize,
+    pub patch_size: usize,
+    pub max_patches: usize,
+}
+
+impl SizeRule {
+    /// A rule of `default` and `multiple` alone (refusals name `multiple`).
+    pub fn multiple_of(default: usize, multiple: usize) -> Self {
+        Self { default, multiple, rule_of_8: false, patch_limit: None, movq_scale_factor: None }
+    }
+
+    /// Checks a `height × width` request against the rule.
+    pub fn check(&self, height: usize, width: usize) -> Result<(), GenerateError> {
+        let m = self.multiple;
+        if height == 0 || width == 0 || !height.is_multiple_of(m) || !width.is_multiple_of(m) {
+            return Err(if self.rule_of_8 {
+                GenerateError::Size { height, width }
+            } else {
+                GenerateError::SizeMultiple { height, width, multiple: m }
+            });
+        }
+        if let Some(PatchLimit { vae_scale_factor: f, patch_size: p, max_patches }) = self.patch_limit {
+            // `multiple` is `f · p`: the latents split into whole patches.
+            let (h, w) = (height / f, width / f);
+            if h / p > max_patches || w / p > max_patches {
+                return Err(GenerateError::Input(format!(
+                    "latents of {h}×{w} need more than the pos_embed_max_size {max_patches} patches a side"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `[height, width]` of the images a `height × width` request makes: the request's own,
+    /// but Kandinsky 3's rounded ([`Self::movq_scale_factor`]).
+    pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
+        match self.movq_scale_factor {
+            Some(f) => [height, width].map(|n| crate::pipeline_kandinsky3::latent_side(n) * f),
+            None => [height, width],
+        }
+    }
 }
 
 /// One prompt's token ids: one row per tokenizer of the pipeline, in the order `tokenizer`,
@@ -114,6 +182,29 @@ pub fn flow_scheduler<'s>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn size_rules_refuse_with_their_family_message() {
+        let sd = SizeRule { rule_of_8: true, ..SizeRule::multiple_of(512, 8) };
+        assert!(sd.check(512, 768).is_ok());
+        let e = sd.check(20, 512).unwrap_err().to_string();
+        assert_eq!(e, "height and width must be multiples of 8 (diffusers' rule); got 20×512");
+        let flux = SizeRule::multiple_of(1024, 16);
+        assert_eq!(
+            flux.check(1024, 0).unwrap_err().to_string(),
+            "height and width must be multiples of 16 for this pipeline; got 1024×0"
+        );
+        let limit = PatchLimit { vae_scale_factor: 8, patch_size: 2, max_patches: 96 };
+        let sd3 = SizeRule { patch_limit: Some(limit), ..SizeRule::multiple_of(1024, 16) };
+        assert!(sd3.check(1536, 1536).is_ok());
+        let e = sd3.check(1552, 1024).unwrap_err().to_string();
+        assert_eq!(e, "latents of 194×128 need more than the pos_embed_max_size 96 patches a side");
+        let kandinsky =
+            SizeRule { rule_of_8: true, movq_scale_factor: Some(8), ..SizeRule::multiple_of(1024, 1) };
+        assert!(kandinsky.check(1000, 1).is_ok());
+        assert_eq!(kandinsky.image_size(1000, 1024), [1024, 1024]);
+        assert_eq!(sd3.image_size(1000, 1024), [1000, 1024]);
+    }
 
     #[test]
     fn rows_repeat_in_place() {

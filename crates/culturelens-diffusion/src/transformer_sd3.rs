@@ -276,23 +276,6 @@ impl Sd3Transformer2DModel {
         load_linear(&mut self.proj_out, vars.pp("proj_out"))
     }
 
-    /// Whether latents of `h × w` fit the position table (`h/p, w/p ≤ pos_embed_max_size`,
-    /// both multiples of the patch size).
-    pub fn check_latent_size(&self, h: usize, w: usize) -> Result<(), String> {
-        let c = &self.config;
-        let p = c.patch_size;
-        if !h.is_multiple_of(p) || !w.is_multiple_of(p) {
-            return Err(format!("latents of {h}×{w} do not split into {p}×{p} patches"));
-        }
-        if h / p > c.pos_embed_max_size || w / p > c.pos_embed_max_size {
-            return Err(format!(
-                "latents of {h}×{w} need more than the pos_embed_max_size {} patches a side",
-                c.pos_embed_max_size
-            ));
-        }
-        Ok(())
-    }
-
     /// One call: `latents` `[batch, in_channels, h, w]` at timestep `t`, conditioned on the text
     /// tokens `context` `[batch, tokens, joint_attention_dim]` and `pooled`
     /// `[batch, pooled_projection_dim]`; returns `[batch, out_channels, h, w]`.

@@ -168,6 +168,12 @@ impl IfUNetConfig {
         value["down_block_types"][0].as_str().is_some_and(|t| DOWN.contains(&t))
     }
 
+    /// The factor height and width must be multiples of: `2^(blocks − 1)` (the resampling
+    /// resnets take no output size).
+    pub fn size_multiple(&self) -> usize {
+        1 << (self.block_out_channels.len() - 1)
+    }
+
     /// Reads `config.json` over [`Self::class_defaults`] and [`Self::check`]s it.
     pub fn from_json(json: &str) -> Result<Self, ModelError> {
         let config: Self = config::from_json(json, &Self::class_defaults(), &[])?;
@@ -717,12 +723,6 @@ impl IfUNet {
     /// Whether the UNet takes `class_labels` (stage II's noise level).
     pub fn takes_class_labels(&self) -> bool {
         self.class_embedding.is_some()
-    }
-
-    /// The factor height and width must be multiples of: `2^(blocks − 1)` (the resampling
-    /// resnets take no output size).
-    pub fn size_multiple(&self) -> usize {
-        1 << (self.config.block_out_channels.len() - 1)
     }
 
     /// `t` embedded as `time_proj` does, one row per batch row.

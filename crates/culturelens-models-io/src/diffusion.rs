@@ -37,8 +37,21 @@ mod stable_diffusion_xl;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
+use culturelens_diffusion::pipeline::unet_size_rule;
 use culturelens_diffusion::pipelines::{Pipeline, PromptIds};
+use culturelens_diffusion::request::SizeRule;
 use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
+use culturelens_diffusion::transformer_cogview4::CogView4TransformerConfig;
+use culturelens_diffusion::transformer_lumina2::Lumina2TransformerConfig;
+use culturelens_diffusion::transformer_sd3::Sd3TransformerConfig;
+use culturelens_diffusion::unet::UNetConfig;
+use culturelens_diffusion::unet_if::IfUNetConfig;
+use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion::vq_model::VqModelConfig;
+use culturelens_diffusion::{
+    pipeline_cogview4, pipeline_flux, pipeline_if, pipeline_kandinsky3, pipeline_lumina2,
+    pipeline_stable_diffusion_3,
+};
 use culturelens_models::ModelError;
 use serde_json::Value;
 
@@ -321,29 +334,8 @@ impl PipelineFolder {
         device: &Placement,
         scheduler: Option<SchedulerKind>,
     ) -> Result<Self, LoadError> {
-        let index_path = dir.join("model_index.json");
-        let index: Value = serde_json::from_str(&read_string(&index_path)?)
-            .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;
+        let (index, index_path, family) = read_index(dir)?;
         let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
-        let Some(&(_, family, components)) = PIPELINES.iter().find(|(name, _, _)| *name == class) else {
-            let names: Vec<&str> = PIPELINES.iter().map(|(name, _, _)| *name).collect();
-            return Err(unsupported(
-                &index_path,
-                format!(
-                    "`_class_name`: `{class}` is not a supported pipeline (supported: {})",
-                    names.join(", ")
-                ),
-            ));
-        };
-        for (component, classes) in components {
-            let found = index.get(*component).and_then(|v| v.get(1)).and_then(Value::as_str).unwrap_or("");
-            if !classes.contains(&found) {
-                return Err(unsupported(
-                    &index_path,
-                    format!("`{component}`: `{found}` is not supported (expected {})", classes.join(" or ")),
-                ));
-            }
-        }
         let scheduler_path = dir.join("scheduler").join("scheduler_config.json");
         let scheduler_config = read_string(&scheduler_path)?;
         let built = Scheduler::from_config(&scheduler_config, scheduler)
@@ -393,6 +385,40 @@ impl PipelineFolder {
             Family::DeepFloydIf => deepfloyd_if::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
+    }
+
+    /// The image sizes the pipeline in `dir` takes, from `model_index.json` and the size-setting
+    /// components' configs alone (each family's `size_rule` in `culturelens-diffusion`, the one
+    /// its loaded pipeline checks requests with): `generate` refuses a size with it before any
+    /// weights load.
+    pub fn size_rule(dir: &Path) -> Result<SizeRule, LoadError> {
+        let (_, _, family) = read_index(dir)?;
+        let vae = || Ok::<_, LoadError>(component_config(dir, "vae", VaeConfig::from_json)?.scale_factor());
+        Ok(match family {
+            Family::StableDiffusion | Family::AltDiffusion | Family::StableDiffusionXl => {
+                let unet = component_config(dir, "unet", UNetConfig::from_json)?;
+                unet_size_rule(unet.sample_size, vae()?)
+            }
+            Family::StableDiffusion3 => {
+                let transformer = component_config(dir, "transformer", Sd3TransformerConfig::from_json)?;
+                pipeline_stable_diffusion_3::size_rule(&transformer, vae()?)
+            }
+            Family::Flux => pipeline_flux::size_rule(vae()?),
+            Family::CogView4 => {
+                let transformer = component_config(dir, "transformer", CogView4TransformerConfig::from_json)?;
+                pipeline_cogview4::size_rule(&transformer, vae()?)
+            }
+            Family::Lumina2 => {
+                let transformer = component_config(dir, "transformer", Lumina2TransformerConfig::from_json)?;
+                pipeline_lumina2::size_rule(transformer.sample_size)
+            }
+            Family::Kandinsky3 => pipeline_kandinsky3::size_rule(
+                component_config(dir, "movq", VqModelConfig::from_json)?.scale_factor(),
+            ),
+            Family::DeepFloydIf => {
+                pipeline_if::size_rule(&component_config(dir, "unet", IfUNetConfig::from_json)?)
+            }
+        })
     }
 
     /// A prompt's token ids, one row per tokenizer.
@@ -457,6 +483,42 @@ impl PipelineFolder {
         Scheduler::from_config(&self.scheduler_config, kind)
             .map_err(|source| LoadError::Scheduler { path: self.scheduler_path.clone(), source })
     }
+}
+
+/// `dir/model_index.json`, its path and the family its `_class_name` picks, after checking that
+/// the class and each component's class are ones culturelens runs.
+fn read_index(dir: &Path) -> Result<(Value, PathBuf, Family), LoadError> {
+    let index_path = dir.join("model_index.json");
+    let index: Value = serde_json::from_str(&read_string(&index_path)?)
+        .map_err(|source| LoadError::Json { path: index_path.clone(), source })?;
+    let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
+    let Some(&(_, family, components)) = PIPELINES.iter().find(|(name, _, _)| *name == class) else {
+        let names: Vec<&str> = PIPELINES.iter().map(|(name, _, _)| *name).collect();
+        return Err(unsupported(
+            &index_path,
+            format!("`_class_name`: `{class}` is not a supported pipeline (supported: {})", names.join(", ")),
+        ));
+    };
+    for (component, classes) in components {
+        let found = index.get(*component).and_then(|v| v.get(1)).and_then(Value::as_str).unwrap_or("");
+        if !classes.contains(&found) {
+            return Err(unsupported(
+                &index_path,
+                format!("`{component}`: `{found}` is not supported (expected {})", classes.join(" or ")),
+            ));
+        }
+    }
+    Ok((index, index_path, family))
+}
+
+/// The config `dir/component/config.json` read by `parse` (an error names the file).
+fn component_config<T>(
+    dir: &Path,
+    component: &str,
+    parse: impl FnOnce(&str) -> Result<T, ModelError>,
+) -> Result<T, LoadError> {
+    let path = dir.join(component).join("config.json");
+    parse(&read_string(&path)?).map_err(|source| LoadError::Model { path, source })
 }
 
 /// Whether the family's loop hands its scheduler the run's generator, so that it may run a

@@ -12,6 +12,7 @@ mod diffusion_flow_parity;
 mod diffusion_if_parity;
 mod diffusion_kandinsky3_parity;
 mod diffusion_parity;
+mod diffusion_sizes;
 mod efficientnet;
 mod gender_v1;
 mod jpeg;

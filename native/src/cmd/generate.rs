@@ -453,6 +453,19 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, Some(model)) => crate::hub::snapshot_pipeline(model)?,
         (None, None) => bail!("give --pipeline DIR or --model HF_ID"),
     };
+    // Every image-size rule, from the folder's configs before any weights load.
+    let sizes = PipelineFolder::size_rule(&dir)?;
+    let (height, width) = (args.height.unwrap_or(sizes.default), args.width.unwrap_or(sizes.default));
+    sizes.check(height, width)?;
+    let image = sizes.image_size(height, width);
+    if image != [height, width] {
+        bail!(
+            "--height {height} --width {width}: this pipeline makes {}×{} images for that request (diffusers' \
+             downscale_height_and_width); ask for that size",
+            image[0],
+            image[1]
+        );
+    }
     let started = Instant::now();
     let mut stages = Stages::new(args.timings);
     let place = if args.offload {
@@ -472,21 +485,10 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     let model = &pipeline.model;
     eprintln!("loaded the pipeline {} in {:.1?}", dir.display(), started.elapsed());
     stages.lap("load");
-    let default = model.default_size();
-    let (height, width) = (args.height.unwrap_or(default), args.width.unwrap_or(default));
     let steps = args.steps.unwrap_or(model.default_steps());
     let guidance = args.guidance.unwrap_or(model.default_guidance());
     let k = args.images_per_prompt;
     let shape = model.latent_shape(k, height, width)?;
-    let image = model.image_size(height, width);
-    if image != [height, width] {
-        bail!(
-            "--height {height} --width {width}: this pipeline makes {}×{} images for that request (diffusers' \
-             downscale_height_and_width); ask for that size",
-            image[0],
-            image[1]
-        );
-    }
     let layers = parse_layers(args, model.lens_layers())?;
     for &layer in &layers {
         model.check_layer(layer)?;
