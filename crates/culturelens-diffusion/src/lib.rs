@@ -7,6 +7,8 @@
 //!   `scheduler/scheduler_config.json`.
 //! - [`unet`]: `UNet2DConditionModel`; [`vae`]: the `AutoencoderKL` decoder; [`blocks`]: the
 //!   resnet and resampling blocks both share.
+//! - [`prior_transformer`]: `PriorTransformer`, the Kandinsky 2.1 prior (with
+//!   [`scheduler::UnClip`]).
 //! - [`unet_kandinsky3`]: `Kandinsky3UNet`; [`vq_model`]: the `VQModel` (MoVQ) decoder of the
 //!   Kandinsky pipelines.
 //! - [`transformer_sd3`]: `SD3Transformer2DModel`; [`transformer_flux`]:
@@ -36,6 +38,7 @@ pub mod pipeline_lumina2;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;
+pub mod prior_transformer;
 pub mod request;
 pub mod scheduler;
 pub mod transformer_cogview4;

@@ -1,0 +1,130 @@
+//! Parity with diffusers 0.42 on the committed tiny random-weight Kandinsky 2.1 prior
+//! (`scripts/fixtures/make_diffusion_tiny_kandinsky21.py`): the `PriorTransformer` (a batch of
+//! two, the second row's text padded, at timesteps 999 and 3, and `post_process_latents`) on
+//! flex (CPU) and wgpu. Bad prior configs are refused naming the key. (`UnCLIPScheduler`'s
+//! step-by-step parity is culturelens-diffusion's `scheduler::unclip` test.)
+
+use std::path::PathBuf;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_diffusion::prior_transformer::PriorTransformerConfig;
+use culturelens_models::weights::Checkpoint;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Fixture {
+    prior: Prior,
+}
+
+#[derive(Deserialize)]
+struct Prior {
+    hidden: Vec<f32>,
+    proj: Vec<f32>,
+    states: Vec<f32>,
+    states_shape: Vec<usize>,
+    /// The tokenizer's 0/1 attention mask, row-major `[batch, tokens]`.
+    mask: Vec<u8>,
+    calls: Vec<PriorCall>,
+    post_processed: Vec<f32>,
+}
+
+#[derive(Deserialize)]
+struct PriorCall {
+    timestep: f32,
+    output: Vec<f32>,
+}
+
+fn fixtures() -> PathBuf {
+    culturelens_testkit::fixture("diffusion")
+}
+
+fn fixture() -> Fixture {
+    let json = std::fs::read_to_string(fixtures().join("tiny-kandinsky21.json")).unwrap();
+    serde_json::from_str(&json).unwrap()
+}
+
+fn prior_component() -> (String, Vec<u8>) {
+    let dir = fixtures().join("tiny-kandinsky21-prior").join("prior");
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    (json, std::fs::read(dir.join("diffusion_pytorch_model.safetensors")).unwrap())
+}
+
+fn max_abs(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max)
+}
+
+fn tensor<const D: usize>(values: &[f32], shape: [usize; D], device: &Device) -> Tensor<D> {
+    Tensor::from_data(TensorData::new(values.to_vec(), shape), device)
+}
+
+fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap()
+}
+
+/// The prior's max abs error against diffusers on `device`, over both timesteps and the
+/// post-processed output.
+fn prior_error(device: &Device) -> f32 {
+    let f = fixture().prior;
+    let (json, bytes) = prior_component();
+    let checkpoint = Checkpoint::from_bytes(&bytes, device).unwrap();
+    let prior = PriorTransformerConfig::load(&json, checkpoint.vars()).unwrap();
+    let [b, n, d] = [f.states_shape[0], f.states_shape[1], f.states_shape[2]];
+    let padding: Vec<bool> = f.mask.iter().map(|&m| m == 0).collect();
+    assert!(padding.contains(&true), "the fixture pads a row");
+    let mut worst = 0.0f32;
+    let mut last = None;
+    for call in &f.calls {
+        let out = prior.forward(
+            tensor(&f.hidden, [b, d], device),
+            call.timestep,
+            tensor(&f.proj, [b, d], device),
+            tensor(&f.states, [b, n, d], device),
+            Some(&padding),
+        );
+        worst = worst.max(max_abs(&values(out.clone()), &call.output));
+        last = Some(out);
+    }
+    let post = prior.post_process_latents(last.unwrap());
+    worst.max(max_abs(&values(post), &f.post_processed))
+}
+
+/// Bounds 1.5–3× the error measured (flex: 8.9e-7; wgpu on lavapipe: 1.1e-6).
+const PRIOR_CPU: f32 = 2e-6;
+const PRIOR_WGPU: f32 = 2.5e-6;
+
+#[test]
+fn prior_matches_diffusers_on_flex() {
+    let err = prior_error(&Device::flex());
+    println!("PriorTransformer on flex: max abs {err:.2e}");
+    assert!(err <= PRIOR_CPU, "{err:.2e}");
+}
+
+#[test]
+fn prior_matches_diffusers_on_wgpu() {
+    let err = prior_error(&culturelens_testkit::wgpu());
+    println!("PriorTransformer on wgpu: max abs {err:.2e}");
+    assert!(err <= PRIOR_WGPU, "{err:.2e}");
+}
+
+#[test]
+fn prior_configs_are_refused_by_key() {
+    let (json, _) = prior_component();
+    for (from, to, key) in [
+        ("\"added_emb_type\": \"prd\"", "\"added_emb_type\": null", "`added_emb_type`"),
+        (
+            "\"encoder_hid_proj_type\": \"linear\"",
+            "\"encoder_hid_proj_type\": null",
+            "`encoder_hid_proj_type`",
+        ),
+        ("\"norm_in_type\": null", "\"norm_in_type\": \"batch\"", "`norm_in_type`"),
+        ("\"additional_embeddings\": 4", "\"additional_embeddings\": 3", "`additional_embeddings`"),
+        ("\"time_embed_act_fn\": \"silu\"", "\"time_embed_act_fn\": \"gelu\"", "`time_embed_act_fn`"),
+        ("\"dropout\": 0.0", "\"dropout\": 0.0, \"use_flash\": true", "`use_flash`"),
+        ("\"num_layers\": 2", "\"num_layers\": 5000", "`num_layers`"),
+    ] {
+        assert!(json.contains(from), "{from}");
+        let e = PriorTransformerConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
+        assert!(e.contains(key), "{to}: {e}");
+    }
+}
