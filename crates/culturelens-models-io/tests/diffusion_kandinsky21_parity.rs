@@ -1,19 +1,32 @@
-//! Parity with diffusers 0.42 on the committed tiny random-weight Kandinsky 2.1 prior
+//! Parity with diffusers 0.42 on the committed tiny random-weight Kandinsky 2.1 components
 //! (`scripts/fixtures/make_diffusion_tiny_kandinsky21.py`): the `PriorTransformer` (a batch of
-//! two, the second row's text padded, at timesteps 999 and 3, and `post_process_latents`) on
-//! flex (CPU) and wgpu. Bad prior configs are refused naming the key. (`UnCLIPScheduler`'s
+//! two, the second row's text padded, at timesteps 999 and 3, and `post_process_latents`) and
+//! the decoder's `MultilingualCLIP` (two padded rows: the pooled projection and the last hidden
+//! state, and both at DiffusionLens' layer 1) on flex (CPU) and wgpu. Bad configs are refused
+//! naming the key. (`UnCLIPScheduler`'s
 //! step-by-step parity is culturelens-diffusion's `scheduler::unclip` test.)
 
 use std::path::PathBuf;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_diffusion::prior_transformer::PriorTransformerConfig;
+use culturelens_models::multilingual_clip::MultilingualClipConfig;
 use culturelens_models::weights::Checkpoint;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
 struct Fixture {
     prior: Prior,
+    mclip: Mclip,
+}
+
+#[derive(Deserialize)]
+struct Mclip {
+    ids: Vec<Vec<u32>>,
+    pooled: Vec<f32>,
+    states: Vec<f32>,
+    layer1_states: Vec<f32>,
+    layer1_pooled: Vec<f32>,
 }
 
 #[derive(Deserialize)]
@@ -127,4 +140,64 @@ fn prior_configs_are_refused_by_key() {
         let e = PriorTransformerConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
         assert!(e.contains(key), "{to}: {e}");
     }
+}
+
+fn mclip_component() -> (String, Vec<u8>) {
+    let dir = fixtures().join("tiny-kandinsky21").join("text_encoder");
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    (json, std::fs::read(dir.join("model.safetensors")).unwrap())
+}
+
+/// M-CLIP's max abs error against transformers on `device`, over the pooled embedding and the
+/// states, at the last layer and at layer 1.
+fn mclip_error(device: &Device) -> f32 {
+    let f = fixture().mclip;
+    let (json, bytes) = mclip_component();
+    let checkpoint = Checkpoint::from_bytes(&bytes, device).unwrap();
+    let mclip = MultilingualClipConfig::load(&json, checkpoint.vars()).unwrap();
+    let (pooled, states) = mclip.encode(&f.ids, 2, device);
+    let (pooled1, states1) = mclip.encode(&f.ids, 1, device);
+    [
+        max_abs(&values(pooled), &f.pooled),
+        max_abs(&values(states), &f.states),
+        max_abs(&values(pooled1), &f.layer1_pooled),
+        max_abs(&values(states1), &f.layer1_states),
+    ]
+    .into_iter()
+    .fold(0.0, f32::max)
+}
+
+/// Bounds 1.5–3× the error measured (flex: 4.8e-7; wgpu on lavapipe: 4.8e-7).
+const MCLIP_CPU: f32 = 1.2e-6;
+const MCLIP_WGPU: f32 = 1.2e-6;
+
+#[test]
+fn mclip_matches_transformers_on_flex() {
+    let err = mclip_error(&Device::flex());
+    println!("MultilingualCLIP on flex: max abs {err:.2e}");
+    assert!(err <= MCLIP_CPU, "{err:.2e}");
+}
+
+#[test]
+fn mclip_matches_transformers_on_wgpu() {
+    let err = mclip_error(&culturelens_testkit::wgpu());
+    println!("MultilingualCLIP on wgpu: max abs {err:.2e}");
+    assert!(err <= MCLIP_WGPU, "{err:.2e}");
+}
+
+#[test]
+fn mclip_configs_are_refused_by_key() {
+    let (json, _) = mclip_component();
+    for (from, to, key) in [
+        ("\"transformerDimensions\": 16", "\"transformerDimensions\": 12", "`transformerDimensions`"),
+        ("\"num_attention_heads\": 2", "\"num_attention_heads\": 3", "`num_attention_heads`"),
+        ("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 0", "`num_hidden_layers`"),
+        ("\"numDims\": 8", "\"numDims\": 0", "`numDims`"),
+    ] {
+        assert!(json.contains(from), "{from}");
+        let e = MultilingualClipConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
+        assert!(e.contains(key), "{to}: {e}");
+    }
+    let c = MultilingualClipConfig::from_json(&json).unwrap();
+    assert_eq!((c.encoder.hidden_size, c.transformer_dimensions, c.num_dims), (16, 16, 8));
 }
