@@ -2,14 +2,16 @@
 //! (`scripts/fixtures/make_diffusion_tiny_kandinsky21.py`): the `PriorTransformer` (a batch of
 //! two, the second row's text padded, at timesteps 999 and 3, and `post_process_latents`) and
 //! the decoder's `MultilingualCLIP` (two padded rows: the pooled projection and the last hidden
-//! state, and both at DiffusionLens' layer 1) on flex (CPU) and wgpu. Bad configs are refused
-//! naming the key. (`UnCLIPScheduler`'s
+//! state, and both at DiffusionLens' layer 1) and the decoder UNet (IF's UNet with Kandinsky 2.1's
+//! `text_image_proj` context and `text_image` time conditioning) on flex (CPU) and wgpu. Bad
+//! configs are refused naming the key. (`UnCLIPScheduler`'s
 //! step-by-step parity is culturelens-diffusion's `scheduler::unclip` test.)
 
 use std::path::PathBuf;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_diffusion::prior_transformer::PriorTransformerConfig;
+use culturelens_diffusion::unet_if::{IfUNetConfig, TextImage};
 use culturelens_models::multilingual_clip::MultilingualClipConfig;
 use culturelens_models::weights::Checkpoint;
 use serde::Deserialize;
@@ -18,6 +20,19 @@ use serde::Deserialize;
 struct Fixture {
     prior: Prior,
     mclip: Mclip,
+    unet: Unet,
+}
+
+#[derive(Deserialize)]
+struct Unet {
+    sample: Vec<f32>,
+    states: Vec<f32>,
+    states_shape: Vec<usize>,
+    text_embeds: Vec<f32>,
+    image_embeds: Vec<f32>,
+    timestep: f32,
+    output: Vec<f32>,
+    output_shape: Vec<usize>,
 }
 
 #[derive(Deserialize)]
@@ -200,4 +215,75 @@ fn mclip_configs_are_refused_by_key() {
     }
     let c = MultilingualClipConfig::from_json(&json).unwrap();
     assert_eq!((c.encoder.hidden_size, c.transformer_dimensions, c.num_dims), (16, 16, 8));
+}
+
+fn unet_component() -> (String, Vec<u8>) {
+    let dir = fixtures().join("tiny-kandinsky21").join("unet");
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    (json, std::fs::read(dir.join("diffusion_pytorch_model.safetensors")).unwrap())
+}
+
+/// The decoder UNet's max abs error against diffusers on `device`.
+fn unet_error(device: &Device) -> f32 {
+    let f = fixture().unet;
+    let (json, bytes) = unet_component();
+    let checkpoint = Checkpoint::from_bytes(&bytes, device).unwrap();
+    let unet = IfUNetConfig::load(&json, checkpoint.vars()).unwrap();
+    assert!(unet.takes_image_embeds());
+    let [b, n, d] = [f.states_shape[0], f.states_shape[1], f.states_shape[2]];
+    let width = f.image_embeds.len() / b;
+    let image = TextImage {
+        text_embeds: tensor(&f.text_embeds, [b, width], device),
+        image_embeds: tensor(&f.image_embeds, [b, width], device),
+    };
+    let [_, c, h, w] = [f.output_shape[0], 4, f.output_shape[2], f.output_shape[3]];
+    let out = unet.forward_with(
+        tensor(&f.sample, [b, c, h, w], device),
+        f.timestep,
+        &tensor(&f.states, [b, n, d], device),
+        None,
+        Some(&image),
+    );
+    assert_eq!(out.dims().to_vec(), f.output_shape);
+    max_abs(&values(out), &f.output)
+}
+
+/// Bounds 1.5–3× the error measured (flex: 2.0e-6; wgpu on lavapipe: 1.8e-6).
+const UNET_CPU: f32 = 5e-6;
+const UNET_WGPU: f32 = 4.5e-6;
+
+#[test]
+fn unet_matches_diffusers_on_flex() {
+    let err = unet_error(&Device::flex());
+    println!("Kandinsky 2.1 UNet on flex: max abs {err:.2e}");
+    assert!(err <= UNET_CPU, "{err:.2e}");
+}
+
+#[test]
+fn unet_matches_diffusers_on_wgpu() {
+    let err = unet_error(&culturelens_testkit::wgpu());
+    println!("Kandinsky 2.1 UNet on wgpu: max abs {err:.2e}");
+    assert!(err <= UNET_WGPU, "{err:.2e}");
+}
+
+#[test]
+fn unet_configs_are_refused_by_key() {
+    let (json, _) = unet_component();
+    for (from, to, key) in [
+        (
+            "\"encoder_hid_dim_type\": \"text_image_proj\"",
+            "\"encoder_hid_dim_type\": \"image_proj\"",
+            "`encoder_hid_dim_type`",
+        ),
+        (
+            "\"addition_embed_type\": \"text_image\"",
+            "\"addition_embed_type\": \"image\"",
+            "`addition_embed_type`",
+        ),
+        ("\"encoder_hid_dim\": 16", "\"encoder_hid_dim\": null", "`encoder_hid_dim`"),
+    ] {
+        assert!(json.contains(from), "{from}");
+        let e = IfUNetConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
+        assert!(e.contains(key), "{to}: {e}");
+    }
 }
