@@ -2,10 +2,10 @@
 //! (`scripts/fixtures/make_diffusion_tiny_kandinsky21.py`): the `PriorTransformer` (a batch of
 //! two, the second row's text padded, at timesteps 999 and 3, and `post_process_latents`) and
 //! the decoder's `MultilingualCLIP` (two padded rows: the pooled projection and the last hidden
-//! state, and both at DiffusionLens' layer 1) and the decoder UNet (IF's UNet with Kandinsky 2.1's
-//! `text_image_proj` context and `text_image` time conditioning) on flex (CPU) and wgpu. Bad
-//! configs are refused naming the key. (`UnCLIPScheduler`'s
-//! step-by-step parity is culturelens-diffusion's `scheduler::unclip` test.)
+//! state, and both at DiffusionLens' layer 1) and the decoder UNet (IF's UNet with Kandinsky
+//! 2.1's `text_image_proj` context and `text_image` time conditioning) on flex (CPU) and wgpu.
+//! Bad configs are refused naming the key. (`UnCLIPScheduler`'s step-by-step parity is
+//! culturelens-diffusion's `scheduler::unclip` test.)
 
 use std::path::PathBuf;
 
@@ -71,10 +71,32 @@ fn fixture() -> Fixture {
     serde_json::from_str(&json).unwrap()
 }
 
-fn prior_component() -> (String, Vec<u8>) {
-    let dir = fixtures().join("tiny-kandinsky21-prior").join("prior");
+/// `(config.json, weights)` of the component `name` of the tiny pipeline `folder`.
+fn component(folder: &str, name: &str, weights: &str) -> (String, Vec<u8>) {
+    let dir = fixtures().join(folder).join(name);
     let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
-    (json, std::fs::read(dir.join("diffusion_pytorch_model.safetensors")).unwrap())
+    (json, std::fs::read(dir.join(weights)).unwrap())
+}
+
+fn prior_component() -> (String, Vec<u8>) {
+    component("tiny-kandinsky21-prior", "prior", "diffusion_pytorch_model.safetensors")
+}
+
+fn mclip_component() -> (String, Vec<u8>) {
+    component("tiny-kandinsky21", "text_encoder", "model.safetensors")
+}
+
+fn unet_component() -> (String, Vec<u8>) {
+    component("tiny-kandinsky21", "unet", "diffusion_pytorch_model.safetensors")
+}
+
+/// Asserts that each `(from, to, key)` edit of `json` makes `parse` fail naming `key`.
+fn refused<T, E: ToString>(json: &str, parse: impl Fn(&str) -> Result<T, E>, edits: &[(&str, &str, &str)]) {
+    for (from, to, key) in edits {
+        assert!(json.contains(from), "{from}");
+        let e = parse(&json.replace(from, to)).err().expect("refused").to_string();
+        assert!(e.contains(key), "{to}: {e}");
+    }
 }
 
 fn max_abs(got: &[f32], want: &[f32]) -> f32 {
@@ -122,45 +144,25 @@ const PRIOR_CPU: f32 = 2e-6;
 const PRIOR_WGPU: f32 = 2.5e-6;
 
 #[test]
-fn prior_matches_diffusers_on_flex() {
-    let err = prior_error(&Device::flex());
-    println!("PriorTransformer on flex: max abs {err:.2e}");
-    assert!(err <= PRIOR_CPU, "{err:.2e}");
-}
-
-#[test]
-fn prior_matches_diffusers_on_wgpu() {
-    let err = prior_error(&culturelens_testkit::wgpu());
-    println!("PriorTransformer on wgpu: max abs {err:.2e}");
-    assert!(err <= PRIOR_WGPU, "{err:.2e}");
-}
-
-#[test]
 fn prior_configs_are_refused_by_key() {
     let (json, _) = prior_component();
-    for (from, to, key) in [
-        ("\"added_emb_type\": \"prd\"", "\"added_emb_type\": null", "`added_emb_type`"),
-        (
-            "\"encoder_hid_proj_type\": \"linear\"",
-            "\"encoder_hid_proj_type\": null",
-            "`encoder_hid_proj_type`",
-        ),
-        ("\"norm_in_type\": null", "\"norm_in_type\": \"batch\"", "`norm_in_type`"),
-        ("\"additional_embeddings\": 4", "\"additional_embeddings\": 3", "`additional_embeddings`"),
-        ("\"time_embed_act_fn\": \"silu\"", "\"time_embed_act_fn\": \"gelu\"", "`time_embed_act_fn`"),
-        ("\"dropout\": 0.0", "\"dropout\": 0.0, \"use_flash\": true", "`use_flash`"),
-        ("\"num_layers\": 2", "\"num_layers\": 5000", "`num_layers`"),
-    ] {
-        assert!(json.contains(from), "{from}");
-        let e = PriorTransformerConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
-        assert!(e.contains(key), "{to}: {e}");
-    }
-}
-
-fn mclip_component() -> (String, Vec<u8>) {
-    let dir = fixtures().join("tiny-kandinsky21").join("text_encoder");
-    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
-    (json, std::fs::read(dir.join("model.safetensors")).unwrap())
+    refused(
+        &json,
+        PriorTransformerConfig::from_json,
+        &[
+            ("\"added_emb_type\": \"prd\"", "\"added_emb_type\": null", "`added_emb_type`"),
+            (
+                "\"encoder_hid_proj_type\": \"linear\"",
+                "\"encoder_hid_proj_type\": null",
+                "`encoder_hid_proj_type`",
+            ),
+            ("\"norm_in_type\": null", "\"norm_in_type\": \"batch\"", "`norm_in_type`"),
+            ("\"additional_embeddings\": 4", "\"additional_embeddings\": 3", "`additional_embeddings`"),
+            ("\"time_embed_act_fn\": \"silu\"", "\"time_embed_act_fn\": \"gelu\"", "`time_embed_act_fn`"),
+            ("\"dropout\": 0.0", "\"dropout\": 0.0, \"use_flash\": true", "`use_flash`"),
+            ("\"num_layers\": 2", "\"num_layers\": 5000", "`num_layers`"),
+        ],
+    );
 }
 
 /// M-CLIP's max abs error against transformers on `device`, over the pooled embedding and the
@@ -187,40 +189,20 @@ const MCLIP_CPU: f32 = 1.2e-6;
 const MCLIP_WGPU: f32 = 1.2e-6;
 
 #[test]
-fn mclip_matches_transformers_on_flex() {
-    let err = mclip_error(&Device::flex());
-    println!("MultilingualCLIP on flex: max abs {err:.2e}");
-    assert!(err <= MCLIP_CPU, "{err:.2e}");
-}
-
-#[test]
-fn mclip_matches_transformers_on_wgpu() {
-    let err = mclip_error(&culturelens_testkit::wgpu());
-    println!("MultilingualCLIP on wgpu: max abs {err:.2e}");
-    assert!(err <= MCLIP_WGPU, "{err:.2e}");
-}
-
-#[test]
 fn mclip_configs_are_refused_by_key() {
     let (json, _) = mclip_component();
-    for (from, to, key) in [
-        ("\"transformerDimensions\": 16", "\"transformerDimensions\": 12", "`transformerDimensions`"),
-        ("\"num_attention_heads\": 2", "\"num_attention_heads\": 3", "`num_attention_heads`"),
-        ("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 0", "`num_hidden_layers`"),
-        ("\"numDims\": 8", "\"numDims\": 0", "`numDims`"),
-    ] {
-        assert!(json.contains(from), "{from}");
-        let e = MultilingualClipConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
-        assert!(e.contains(key), "{to}: {e}");
-    }
+    refused(
+        &json,
+        MultilingualClipConfig::from_json,
+        &[
+            ("\"transformerDimensions\": 16", "\"transformerDimensions\": 12", "`transformerDimensions`"),
+            ("\"num_attention_heads\": 2", "\"num_attention_heads\": 3", "`num_attention_heads`"),
+            ("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 0", "`num_hidden_layers`"),
+            ("\"numDims\": 8", "\"numDims\": 0", "`numDims`"),
+        ],
+    );
     let c = MultilingualClipConfig::from_json(&json).unwrap();
     assert_eq!((c.encoder.hidden_size, c.transformer_dimensions, c.num_dims), (16, 16, 8));
-}
-
-fn unet_component() -> (String, Vec<u8>) {
-    let dir = fixtures().join("tiny-kandinsky21").join("unet");
-    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
-    (json, std::fs::read(dir.join("diffusion_pytorch_model.safetensors")).unwrap())
 }
 
 /// The decoder UNet's max abs error against diffusers on `device`.
@@ -236,9 +218,10 @@ fn unet_error(device: &Device) -> f32 {
         text_embeds: tensor(&f.text_embeds, [b, width], device),
         image_embeds: tensor(&f.image_embeds, [b, width], device),
     };
-    let [_, c, h, w] = [f.output_shape[0], 4, f.output_shape[2], f.output_shape[3]];
+    // The latents have the UNet's 4 input channels; the output adds the variance channels.
+    let (h, w) = (f.output_shape[2], f.output_shape[3]);
     let out = unet.forward_with(
-        tensor(&f.sample, [b, c, h, w], device),
+        tensor(&f.sample, [b, 4, h, w], device),
         f.timestep,
         &tensor(&f.states, [b, n, d], device),
         None,
@@ -253,37 +236,44 @@ const UNET_CPU: f32 = 5e-6;
 const UNET_WGPU: f32 = 4.5e-6;
 
 #[test]
-fn unet_matches_diffusers_on_flex() {
-    let err = unet_error(&Device::flex());
-    println!("Kandinsky 2.1 UNet on flex: max abs {err:.2e}");
-    assert!(err <= UNET_CPU, "{err:.2e}");
-}
-
-#[test]
-fn unet_matches_diffusers_on_wgpu() {
-    let err = unet_error(&culturelens_testkit::wgpu());
-    println!("Kandinsky 2.1 UNet on wgpu: max abs {err:.2e}");
-    assert!(err <= UNET_WGPU, "{err:.2e}");
-}
-
-#[test]
 fn unet_configs_are_refused_by_key() {
     let (json, _) = unet_component();
-    for (from, to, key) in [
-        (
-            "\"encoder_hid_dim_type\": \"text_image_proj\"",
-            "\"encoder_hid_dim_type\": \"image_proj\"",
-            "`encoder_hid_dim_type`",
-        ),
-        (
-            "\"addition_embed_type\": \"text_image\"",
-            "\"addition_embed_type\": \"image\"",
-            "`addition_embed_type`",
-        ),
-        ("\"encoder_hid_dim\": 16", "\"encoder_hid_dim\": null", "`encoder_hid_dim`"),
-    ] {
-        assert!(json.contains(from), "{from}");
-        let e = IfUNetConfig::from_json(&json.replace(from, to)).unwrap_err().to_string();
-        assert!(e.contains(key), "{to}: {e}");
-    }
+    refused(
+        &json,
+        IfUNetConfig::from_json,
+        &[
+            (
+                "\"encoder_hid_dim_type\": \"text_image_proj\"",
+                "\"encoder_hid_dim_type\": \"image_proj\"",
+                "`encoder_hid_dim_type`",
+            ),
+            (
+                "\"addition_embed_type\": \"text_image\"",
+                "\"addition_embed_type\": \"image\"",
+                "`addition_embed_type`",
+            ),
+            ("\"encoder_hid_dim\": 16", "\"encoder_hid_dim\": null", "`encoder_hid_dim`"),
+        ],
+    );
+}
+
+fn check(what: &str, device: &str, err: f32, bound: f32) {
+    println!("{what} on {device}: max abs {err:.2e}");
+    assert!(err <= bound, "{what} on {device}: {err:.2e}");
+}
+
+#[test]
+fn components_match_diffusers_on_flex() {
+    let device = Device::flex();
+    check("PriorTransformer", "flex", prior_error(&device), PRIOR_CPU);
+    check("MultilingualCLIP", "flex", mclip_error(&device), MCLIP_CPU);
+    check("Kandinsky 2.1 UNet", "flex", unet_error(&device), UNET_CPU);
+}
+
+#[test]
+fn components_match_diffusers_on_wgpu() {
+    let device = culturelens_testkit::wgpu();
+    check("PriorTransformer", "wgpu", prior_error(&device), PRIOR_WGPU);
+    check("MultilingualCLIP", "wgpu", mclip_error(&device), MCLIP_WGPU);
+    check("Kandinsky 2.1 UNet", "wgpu", unet_error(&device), UNET_WGPU);
 }
