@@ -19,7 +19,8 @@
 //!   `StableDiffusionXLPipeline`; [`pipeline_stable_diffusion_3`]:
 //!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_cogview4`]:
 //!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipeline_kandinsky3`]:
-//!   `Kandinsky3Pipeline`; [`pipelines`]: the
+//!   `Kandinsky3Pipeline`; [`pipeline_kandinsky21_prior`] and [`pipeline_kandinsky21`]:
+//!   `KandinskyPriorPipeline` and `KandinskyPipeline` (Kandinsky 2.1); [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take.
 //!
 //! Initial latents come from [`culturelens_rng::TorchGenerator`], PyTorch's CPU generator
@@ -33,6 +34,8 @@ pub mod pipeline_cogview4;
 pub mod pipeline_flux;
 pub mod pipeline_if;
 pub mod pipeline_if_superresolution;
+pub mod pipeline_kandinsky21;
+pub mod pipeline_kandinsky21_prior;
 pub mod pipeline_kandinsky3;
 pub mod pipeline_lumina2;
 pub mod pipeline_stable_diffusion_3;
