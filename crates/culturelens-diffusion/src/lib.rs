@@ -7,6 +7,8 @@
 //!   `scheduler/scheduler_config.json`.
 //! - [`unet`]: `UNet2DConditionModel`; [`vae`]: the `AutoencoderKL` decoder; [`blocks`]: the
 //!   resnet and resampling blocks both share.
+//! - [`prior_transformer`]: `PriorTransformer`, the Kandinsky 2.1 prior (with
+//!   [`scheduler::UnClip`]).
 //! - [`unet_kandinsky3`]: `Kandinsky3UNet`; [`vq_model`]: the `VQModel` (MoVQ) decoder of the
 //!   Kandinsky pipelines.
 //! - [`transformer_sd3`]: `SD3Transformer2DModel`; [`transformer_flux`]:
@@ -17,7 +19,8 @@
 //!   `StableDiffusionXLPipeline`; [`pipeline_stable_diffusion_3`]:
 //!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_cogview4`]:
 //!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipeline_kandinsky3`]:
-//!   `Kandinsky3Pipeline`; [`pipelines`]: the
+//!   `Kandinsky3Pipeline`; [`pipeline_kandinsky21_prior`] and [`pipeline_kandinsky21`]:
+//!   `KandinskyPriorPipeline` and `KandinskyPipeline` (Kandinsky 2.1); [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take;
 //!   [`offload`]: where their components wait between uses (`--offload`).
 //!
@@ -33,11 +36,14 @@ pub mod pipeline_cogview4;
 pub mod pipeline_flux;
 pub mod pipeline_if;
 pub mod pipeline_if_superresolution;
+pub mod pipeline_kandinsky21;
+pub mod pipeline_kandinsky21_prior;
 pub mod pipeline_kandinsky3;
 pub mod pipeline_lumina2;
 pub mod pipeline_stable_diffusion_3;
 pub mod pipeline_stable_diffusion_xl;
 pub mod pipelines;
+pub mod prior_transformer;
 pub mod request;
 pub mod scheduler;
 pub mod transformer_cogview4;

@@ -28,7 +28,7 @@
 use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
-use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, guided, repeat_rows};
+use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, guided_noise, repeat_rows};
 use super::scheduler::{Scheduler, VarianceType};
 use super::unet_if::{IfUNet, IfUNetConfig};
 use culturelens_models::ModelError;
@@ -167,22 +167,7 @@ impl DeepFloydIf {
                 if cfg { Tensor::cat(vec![images.clone(), images.clone()], 0) } else { images.clone() };
             let input = scheduler.scale_model_input(input, step);
             let prediction = unet.forward(input, t, &context, None);
-            let prediction = if cfg {
-                let mut halves = prediction.chunk(2, 0);
-                let text = halves.pop().expect("two halves");
-                let uncond = halves.pop().expect("two halves");
-                let noise =
-                    Tensor::cat(vec![uncond.narrow(1, 0, channels), text.clone().narrow(1, 0, channels)], 0);
-                let noise = guided(noise, request.guidance);
-                if c_out > channels {
-                    Tensor::cat(vec![noise, text.narrow(1, channels, c_out - channels)], 1)
-                } else {
-                    noise
-                }
-            } else {
-                prediction
-            };
-            let prediction = if learned { prediction } else { prediction.narrow(1, 0, channels) };
+            let prediction = guided_noise(prediction, channels, cfg.then_some(request.guidance), learned);
             images = scheduler.step(prediction, step, images);
         }
         Ok(images)

@@ -21,7 +21,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 use super::offload::on_device;
-use super::request::{GenerateError, PromptIds, guided, repeat_rows};
+use super::request::{GenerateError, PromptIds, guided_noise, repeat_rows};
 use super::scheduler::{Scheduler, VarianceType};
 use super::unet_if::IfUNet;
 use culturelens_models::ModelError;
@@ -125,7 +125,6 @@ impl DeepFloydIfSuperResolution {
         {
             return Err(GenerateError::Latents { expected, found: request.latents.dims() });
         }
-        let c_out = self.unet.config.out_channels;
         let cfg = request.guidance > 1.0;
         let rows: Vec<PromptIds> = if cfg {
             request.negative_ids.iter().chain(request.prompt_ids).cloned().collect()
@@ -162,22 +161,7 @@ impl DeepFloydIfSuperResolution {
             let input = if cfg { Tensor::cat(vec![input.clone(), input], 0) } else { input };
             let input = scheduler.scale_model_input(input, step);
             let prediction = unet.forward(input, t, &context, Some(label));
-            let prediction = if cfg {
-                let mut halves = prediction.chunk(2, 0);
-                let text = halves.pop().expect("two halves");
-                let uncond = halves.pop().expect("two halves");
-                let noise =
-                    Tensor::cat(vec![uncond.narrow(1, 0, channels), text.clone().narrow(1, 0, channels)], 0);
-                let noise = guided(noise, request.guidance);
-                if c_out > channels {
-                    Tensor::cat(vec![noise, text.narrow(1, channels, c_out - channels)], 1)
-                } else {
-                    noise
-                }
-            } else {
-                prediction
-            };
-            let prediction = if learned { prediction } else { prediction.narrow(1, 0, channels) };
+            let prediction = guided_noise(prediction, channels, cfg.then_some(request.guidance), learned);
             x = scheduler.step(prediction, step, x);
         }
         Ok(x.div_scalar(2.0).add_scalar(0.5).clamp(0.0, 1.0))

@@ -170,6 +170,36 @@ pub fn guided<const D: usize>(prediction: Tensor<D>, scale: f64) -> Tensor<D> {
     uncond.clone() + (cond - uncond) * scale
 }
 
+/// A UNet's prediction of `channels` noise channels (and learned-variance channels after them)
+/// made ready for the scheduler, as IF and Kandinsky 2.1 do it: with `guidance` (rows
+/// `[uncond; cond]`) the noise channels are [`guided`] and the variance is the prompt half's; the
+/// variance channels are kept only when the scheduler's `variance_type` is `learned_range`.
+pub fn guided_noise(
+    prediction: Tensor<4>,
+    channels: usize,
+    guidance: Option<f64>,
+    learned: bool,
+) -> Tensor<4> {
+    let c_out = prediction.dims()[1];
+    let prediction = match guidance {
+        Some(scale) => {
+            let mut halves = prediction.chunk(2, 0);
+            let text = halves.pop().expect("two halves");
+            let uncond = halves.pop().expect("two halves");
+            let noise =
+                Tensor::cat(vec![uncond.narrow(1, 0, channels), text.clone().narrow(1, 0, channels)], 0);
+            let noise = guided(noise, scale);
+            if c_out > channels {
+                Tensor::cat(vec![noise, text.narrow(1, channels, c_out - channels)], 1)
+            } else {
+                noise
+            }
+        }
+        None => prediction,
+    };
+    if learned { prediction } else { prediction.narrow(1, 0, channels) }
+}
+
 /// The flow-matching scheduler of `pipeline` (the SD 3 and FLUX pipelines run with no other).
 pub fn flow_scheduler<'s>(
     scheduler: &'s mut Scheduler,

@@ -14,6 +14,11 @@
 //!   layer norm. `time_embedding_act_fn` is applied to the sum.
 //! - **Text**: `encoder_hid_proj` (`encoder_hid_dim → cross_attention_dim`, `encoder_hid_dim_type:
 //!   "text_proj"`, the default when `encoder_hid_dim` is set).
+//! - **Kandinsky 2.1** ([`TextImage`], the same UNet with `encoder_hid_dim_type:
+//!   "text_image_proj"` and `addition_embed_type: "text_image"`): the context is `[image_embeds(image)
+//!   as 10 tokens; text_proj(text states)]` (`TextImageProjection`, `cross_attention_dim` wide), and
+//!   the time embedding gets `image_proj(image) + text_norm(text_proj(pooled text))`
+//!   (`TextImageTimeEmbedding`, from `cross_attention_dim`).
 //! - **Resnets**: `act_fn` (IF: exact GELU), `resnet_time_scale_shift: "scale_shift"`,
 //!   `resnet_skip_time_act`, `resnet_out_scale_factor` (the mid block: `mid_block_scale_factor`);
 //!   the down- and upsamplers are resnets with a 2×2 average pool / nearest 2× resize inside.
@@ -241,8 +246,8 @@ impl IfUNetConfig {
         }
         let choices: [(&str, Option<&str>, &[&str]); 7] = [
             ("class_embed_type", self.class_embed_type.as_deref(), &["timestep"]),
-            ("addition_embed_type", self.addition_embed_type.as_deref(), &["text"]),
-            ("encoder_hid_dim_type", self.encoder_hid_dim_type.as_deref(), &["text_proj"]),
+            ("addition_embed_type", self.addition_embed_type.as_deref(), &["text", "text_image"]),
+            ("encoder_hid_dim_type", self.encoder_hid_dim_type.as_deref(), &["text_proj", "text_image_proj"]),
             ("time_embedding_act_fn", self.time_embedding_act_fn.as_deref(), &["gelu", "silu", "swish"]),
             ("cross_attention_norm", self.cross_attention_norm.as_deref(), &["group_norm"]),
             ("act_fn", Some(self.act_fn.as_str()), &["gelu", "silu", "swish"]),
@@ -299,7 +304,7 @@ impl IfUNetConfig {
             );
         }
         let text = self.encoder_hid_dim.unwrap_or(self.cross_attention_dim);
-        if self.addition_embed_type.is_some()
+        if self.addition_embed_type.as_deref() == Some("text")
             && (self.addition_embed_type_num_heads == 0
                 || !text.is_multiple_of(self.addition_embed_type_num_heads))
         {
@@ -422,17 +427,32 @@ impl IfUNetConfig {
             up_blocks.push(IfBlock { resnets, attentions, samplers });
         }
         let text_dim = self.encoder_hid_dim.unwrap_or(self.cross_attention_dim);
+        let text_image_proj = self.encoder_hid_dim_type.as_deref() == Some("text_image_proj");
+        let text_image_embedding = self.addition_embed_type.as_deref() == Some("text_image");
+        let cross = self.cross_attention_dim;
+        let linear = |a, b| LinearConfig::new(a, b).init(device);
         Ok(IfUNet {
             conv_in: conv(self.in_channels, c0, self.conv_in_kernel, 1, device),
             time_embedding: Mlp::init(c0, temb, device),
             class_embedding: self.class_embed_type.as_ref().map(|_| Mlp::init(c0, temb, device)),
             encoder_hid_proj: self
                 .encoder_hid_dim
+                .filter(|_| !text_image_proj)
                 .map(|d| LinearConfig::new(d, self.cross_attention_dim).init(device)),
             add_embedding: self
                 .addition_embed_type
                 .as_ref()
+                .filter(|_| !text_image_embedding)
                 .map(|_| TextTimeEmbedding::init(text_dim, temb, self.addition_embed_type_num_heads, device)),
+            text_image_proj: text_image_proj.then(|| TextImageProjection {
+                image_embeds: linear(cross, IMAGE_TEXT_EMBEDS * cross),
+                text_proj: linear(text_dim, cross),
+            }),
+            text_image_embedding: text_image_embedding.then(|| TextImageTimeEmbedding {
+                text_proj: linear(cross, temb),
+                text_norm: LayerNormConfig::new(temb).init(device),
+                image_proj: linear(cross, temb),
+            }),
             down_blocks,
             mid_block,
             up_blocks,
@@ -491,6 +511,34 @@ impl Mlp {
     fn forward(&self, x: Tensor<2>, act_fn: &str) -> Tensor<2> {
         self.linear_2.forward(act(act_fn, self.linear_1.forward(x)))
     }
+}
+
+/// `TextImageProjection`'s `num_image_text_embeds` (diffusers' default; the UNet does not set it).
+const IMAGE_TEXT_EMBEDS: usize = 10;
+
+/// Kandinsky 2.1's `added_cond_kwargs`: one row per UNet batch row.
+#[derive(Clone, Debug)]
+pub struct TextImage {
+    /// The pooled text embedding (M-CLIP's `LinearTransformation` output), `[batch,
+    /// cross_attention_dim]`.
+    pub text_embeds: Tensor<2>,
+    /// The prior's image embedding, `[batch, cross_attention_dim]`.
+    pub image_embeds: Tensor<2>,
+}
+
+/// `TextImageProjection` (`encoder_hid_proj`): `image_embeds` → 10 context tokens, `text_proj`.
+#[derive(Module, Debug)]
+pub struct TextImageProjection {
+    pub image_embeds: Linear,
+    pub text_proj: Linear,
+}
+
+/// `TextImageTimeEmbedding` (`add_embedding`): `image_proj(image) + text_norm(text_proj(text))`.
+#[derive(Module, Debug)]
+pub struct TextImageTimeEmbedding {
+    pub text_proj: Linear,
+    pub text_norm: LayerNorm,
+    pub image_proj: Linear,
 }
 
 /// `TextTimeEmbedding` (`norm1`, `pool` = `AttentionPooling`, `proj`, `norm2`).
@@ -681,6 +729,10 @@ pub struct IfUNet {
     pub encoder_hid_proj: Option<Linear>,
     /// `add_embedding` (`addition_embed_type: "text"`).
     pub add_embedding: Option<TextTimeEmbedding>,
+    /// `encoder_hid_proj` of `encoder_hid_dim_type: "text_image_proj"` (Kandinsky 2.1).
+    pub text_image_proj: Option<TextImageProjection>,
+    /// `add_embedding` of `addition_embed_type: "text_image"` (Kandinsky 2.1).
+    pub text_image_embedding: Option<TextImageTimeEmbedding>,
     pub down_blocks: Vec<IfBlock>,
     pub mid_block: IfBlock,
     pub up_blocks: Vec<IfBlock>,
@@ -703,6 +755,15 @@ impl IfUNet {
         }
         if let Some(a) = &mut self.add_embedding {
             a.load(vars.pp("add_embedding"))?;
+        }
+        if let Some(p) = &mut self.text_image_proj {
+            load_linear(&mut p.image_embeds, vars.pp("encoder_hid_proj.image_embeds"))?;
+            load_linear(&mut p.text_proj, vars.pp("encoder_hid_proj.text_proj"))?;
+        }
+        if let Some(a) = &mut self.text_image_embedding {
+            load_linear(&mut a.text_proj, vars.pp("add_embedding.text_proj"))?;
+            load_layer_norm(&mut a.text_norm, vars.pp("add_embedding.text_norm"))?;
+            load_linear(&mut a.image_proj, vars.pp("add_embedding.image_proj"))?;
         }
         for (i, b) in self.down_blocks.iter_mut().enumerate() {
             b.load(vars.pp("down_blocks").pp(i), "downsamplers")?;
@@ -732,6 +793,11 @@ impl IfUNet {
         Tensor::<2>::from_data(TensorData::new(emb, [1, c0]), device).expand([batch, c0])
     }
 
+    /// Whether the UNet takes Kandinsky 2.1's [`TextImage`] conditioning.
+    pub fn takes_image_embeds(&self) -> bool {
+        self.text_image_proj.is_some() || self.text_image_embedding.is_some()
+    }
+
     /// One UNet call at timestep `t` (every row), text `[batch, tokens, text_dim]`, and the class
     /// label (noise level) every row shares when the UNet has a class embedding.
     pub fn forward(
@@ -741,6 +807,23 @@ impl IfUNet {
         text: &Tensor<3>,
         class_label: Option<f32>,
     ) -> Tensor<4> {
+        self.forward_with(sample, t, text, class_label, None)
+    }
+
+    /// [`Self::forward`] with Kandinsky 2.1's image and pooled-text conditioning (`image` is
+    /// required when [`Self::takes_image_embeds`]).
+    pub fn forward_with(
+        &self,
+        sample: Tensor<4>,
+        t: f32,
+        text: &Tensor<3>,
+        class_label: Option<f32>,
+        image: Option<&TextImage>,
+    ) -> Tensor<4> {
+        assert!(
+            image.is_some() || !self.takes_image_embeds(),
+            "this UNet (text_image) needs the image embeddings"
+        );
         let batch = sample.dims()[0];
         let device = sample.device();
         let act_fn = self.config.act_fn.as_str();
@@ -751,12 +834,25 @@ impl IfUNet {
         if let Some(add) = &self.add_embedding {
             temb = temb + add.forward(text.clone());
         }
+        if let (Some(add), Some(image)) = (&self.text_image_embedding, image) {
+            let text_part = add.text_norm.forward(add.text_proj.forward(image.text_embeds.clone()));
+            temb = temb + (add.image_proj.forward(image.image_embeds.clone()) + text_part);
+        }
         if let Some(name) = &self.config.time_embedding_act_fn {
             temb = act(name, temb);
         }
-        let text = match &self.encoder_hid_proj {
-            Some(p) => p.forward(text.clone()),
-            None => text.clone(),
+        let text = match (&self.encoder_hid_proj, &self.text_image_proj, image) {
+            (Some(p), _, _) => p.forward(text.clone()),
+            (None, Some(p), Some(image)) => {
+                let [batch, _] = image.image_embeds.dims();
+                let image_tokens = p.image_embeds.forward(image.image_embeds.clone()).reshape([
+                    batch,
+                    IMAGE_TEXT_EMBEDS,
+                    self.config.cross_attention_dim,
+                ]);
+                Tensor::cat(vec![image_tokens, p.text_proj.forward(text.clone())], 1)
+            }
+            _ => text.clone(),
         };
         let mut x = self.conv_in.forward(sample);
         let mut skips = vec![x.clone()];

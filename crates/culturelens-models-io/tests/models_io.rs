@@ -10,6 +10,7 @@ mod configs;
 mod decode;
 mod diffusion_flow_parity;
 mod diffusion_if_parity;
+mod diffusion_kandinsky21_parity;
 mod diffusion_kandinsky3_parity;
 mod diffusion_parity;
 mod diffusion_sizes;

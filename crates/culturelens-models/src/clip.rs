@@ -47,6 +47,15 @@ pub struct ClipTextWithProjectionConfig {
     pub projection_dim: usize,
 }
 
+/// `config.json` of a `CLIPVisionModelWithProjection`: a flat `CLIPVisionConfig` with
+/// `projection_dim`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClipVisionWithProjectionConfig {
+    #[serde(flatten)]
+    pub vision: ClipVisionConfig,
+    pub projection_dim: usize,
+}
+
 /// `vision_config` of a `CLIPConfig`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClipVisionConfig {
@@ -174,6 +183,56 @@ impl ClipTextModelWithProjection {
             ids.iter().enumerate().map(|(b, row)| (b * len + text.pooled_position(row)) as i64).collect();
         let rows = Tensor::<1, Int>::from_data(TensorData::new(rows, [batch]), device);
         (hidden, self.text_projection.forward(x.reshape([batch * len, d]).select(0, rows)))
+    }
+}
+
+/// transformers' `CLIPVisionModelWithProjection` (the Kandinsky 2.1 prior's `image_encoder`):
+/// `vision_model` and a bias-free `visual_projection`.
+#[derive(Module, Debug)]
+pub struct ClipVisionModelWithProjection {
+    pub vision_model: ClipVisionTransformer,
+    pub visual_projection: Linear,
+}
+
+impl ClipVisionWithProjectionConfig {
+    /// Reads a vision tower's `config.json` over transformers' `CLIPVisionConfig` defaults
+    /// (`projection_dim` 512) and checks the tower's shape.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        let defaults = ClipConfig::clip_vit_base_patch32();
+        let preset = Self { vision: defaults.vision_config, projection_dim: defaults.projection_dim };
+        let c: Self = config::from_json(json, &preset, &[])?;
+        let v = &c.vision;
+        config::check_layers("num_hidden_layers", v.encoder.num_hidden_layers)?;
+        config::check_tower(
+            "",
+            v.encoder.hidden_size,
+            v.encoder.num_attention_heads,
+            Some((v.image_size, v.patch_size)),
+        )?;
+        Ok(c)
+    }
+
+    /// Builds the tower of `json` and loads `vision_model.*` and `visual_projection` of its
+    /// checkpoint.
+    pub fn load(json: &str, vars: Vars) -> Result<ClipVisionModelWithProjection, super::ModelError> {
+        let c = Self::from_json(json)?;
+        let device = vars.device();
+        let mut model = ClipVisionModelWithProjection {
+            vision_model: c.vision.init(device),
+            visual_projection: LinearConfig::new(c.vision.encoder.hidden_size, c.projection_dim)
+                .with_bias(false)
+                .init(device),
+        };
+        model.vision_model.load(vars.pp("vision_model"))?;
+        load_linear(&mut model.visual_projection, vars.pp("visual_projection"))?;
+        Ok(model)
+    }
+}
+
+impl ClipVisionModelWithProjection {
+    /// `image_embeds`: the projected class token, `[batch, projection_dim]`, of `pixel_values`.
+    pub fn image_embeds(&self, pixel_values: Tensor<4>) -> Tensor<2> {
+        self.visual_projection.forward(self.vision_model.pooled(pixel_values))
     }
 }
 

@@ -18,6 +18,7 @@ pub mod efficientnet;
 pub mod gemma2;
 pub mod gender_v1;
 pub mod glm;
+pub mod multilingual_clip;
 pub mod onnx;
 pub mod open_clip;
 pub mod preprocess;

@@ -367,16 +367,22 @@ impl Encoder {
 
     /// `x` through the layers `range` (a hidden state after `range.start` layers in, the one
     /// after `range.end` out).
-    pub fn forward_range(&self, mut x: Tensor<3>, causal: bool, range: std::ops::Range<usize>) -> Tensor<3> {
+    pub fn forward_range(&self, x: Tensor<3>, causal: bool, range: std::ops::Range<usize>) -> Tensor<3> {
+        self.forward_range_with(x, &AttendOptions { causal, ..AttendOptions::default() }, range)
+    }
+
+    /// [`Self::forward_range`] attending as `how` says (a key padding mask as well, diffusers'
+    /// `PriorTransformer`).
+    pub fn forward_range_with(
+        &self,
+        mut x: Tensor<3>,
+        how: &AttendOptions,
+        range: std::ops::Range<usize>,
+    ) -> Tensor<3> {
         for layer in &self.layers[range] {
             let h = layer.layer_norm1.forward(x.clone());
             let q = linear(&layer.self_attn.q_proj, h.clone(), None, None);
-            x = layer.self_attn.attend_plus(
-                q,
-                h,
-                AttendOptions { causal, ..AttendOptions::default() },
-                Some(x),
-            );
+            x = layer.self_attn.attend_plus(q, h, how.clone(), Some(x));
             x = layer.mlp.forward_plus(layer.layer_norm2.forward(x.clone()), Some(x));
         }
         x

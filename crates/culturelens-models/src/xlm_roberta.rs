@@ -31,9 +31,10 @@ use super::config;
 use super::vit::{Activation, AttendOptions, Attention};
 use super::weights::{Vars, WeightError, load_embedding, load_layer_norm, load_linear};
 
-/// `text_encoder/config.json` of an AltDiffusion pipeline (`RobertaSeriesConfig`).
+/// The keys of transformers' `XLMRobertaConfig` that shape the encoder (both text encoders'
+/// configs hold them flattened, as `config.json` does).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RobertaSeriesConfig {
+pub struct XlmRobertaConfig {
     pub vocab_size: usize,
     pub hidden_size: usize,
     pub num_hidden_layers: usize,
@@ -45,15 +46,10 @@ pub struct RobertaSeriesConfig {
     pub type_vocab_size: usize,
     pub pad_token_id: u32,
     pub position_embedding_type: String,
-    pub project_dim: usize,
-    pub has_pre_transformation: bool,
-    pub use_attention_mask: bool,
 }
 
-impl RobertaSeriesConfig {
-    /// transformers' class defaults (`XLMRobertaConfig()` with `RobertaSeriesConfig`'s own:
-    /// pad 1, `project_dim` 512, the attention mask on; `has_pre_transformation` is read with
-    /// `getattr(config, …, False)`).
+impl XlmRobertaConfig {
+    /// transformers' `XLMRobertaConfig()` defaults (pad 1 as RoBERTa's configs set it).
     pub fn class_defaults() -> Self {
         Self {
             vocab_size: 30522,
@@ -67,6 +63,68 @@ impl RobertaSeriesConfig {
             type_vocab_size: 2,
             pad_token_id: 1,
             position_embedding_type: "absolute".into(),
+        }
+    }
+
+    /// Refuses what the encoder does not implement, naming the key; `min_layers` is the fewest
+    /// layers the model on top reads.
+    pub fn check(&self, min_layers: usize) -> Result<(), ModelError> {
+        let refuse = |key: &str, why: String| Err(ModelError::Unsupported(format!("`{key}`: {why}")));
+        if self.position_embedding_type != "absolute" {
+            return refuse("position_embedding_type", "only `absolute` is supported".into());
+        }
+        if self.num_hidden_layers < min_layers {
+            return refuse("num_hidden_layers", format!("at least {min_layers}"));
+        }
+        config::check_layers("num_hidden_layers", self.num_hidden_layers)?;
+        config::check_tower("", self.hidden_size, self.num_attention_heads, None)?;
+        if self.max_position_embeddings <= self.pad_token_id as usize + 1 {
+            return refuse("max_position_embeddings", "leaves no position after the padding index".into());
+        }
+        Ok(())
+    }
+
+    pub fn init(&self, device: &Device) -> XlmRoberta {
+        let d = self.hidden_size;
+        let norm = || LayerNormConfig::new(d).with_epsilon(self.layer_norm_eps).init(device);
+        let layers = (0..self.num_hidden_layers)
+            .map(|_| RobertaLayer {
+                attention: Attention::init(d, self.num_attention_heads, true, device),
+                attention_norm: norm(),
+                intermediate: LinearConfig::new(d, self.intermediate_size).init(device),
+                output: LinearConfig::new(self.intermediate_size, d).init(device),
+                output_norm: norm(),
+            })
+            .collect();
+        XlmRoberta {
+            word_embeddings: EmbeddingConfig::new(self.vocab_size, d).init(device),
+            position_embeddings: EmbeddingConfig::new(self.max_position_embeddings, d).init(device),
+            token_type_embeddings: EmbeddingConfig::new(self.type_vocab_size.max(1), d).init(device),
+            embeddings_norm: norm(),
+            layers,
+            pad_token_id: self.pad_token_id,
+            hidden_act: self.hidden_act,
+        }
+    }
+}
+
+/// `text_encoder/config.json` of an AltDiffusion pipeline (`RobertaSeriesConfig`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RobertaSeriesConfig {
+    #[serde(flatten)]
+    pub encoder: XlmRobertaConfig,
+    pub project_dim: usize,
+    pub has_pre_transformation: bool,
+    pub use_attention_mask: bool,
+}
+
+impl RobertaSeriesConfig {
+    /// transformers' class defaults (`XLMRobertaConfig()` with `RobertaSeriesConfig`'s own:
+    /// pad 1, `project_dim` 512, the attention mask on; `has_pre_transformation` is read with
+    /// `getattr(config, …, False)`).
+    pub fn class_defaults() -> Self {
+        Self {
+            encoder: XlmRobertaConfig::class_defaults(),
             project_dim: 512,
             has_pre_transformation: false,
             use_attention_mask: true,
@@ -87,43 +145,21 @@ impl RobertaSeriesConfig {
         if !config.use_attention_mask {
             return refuse("use_attention_mask", "false is not supported (AltDiffusion passes the mask)");
         }
-        if config.position_embedding_type != "absolute" {
-            return refuse("position_embedding_type", "only `absolute` is supported");
-        }
-        if config.num_hidden_layers < 2 {
-            return refuse(
-                "num_hidden_layers",
-                "the projection reads the second-to-last layer, so at least 2",
-            );
-        }
-        config::check_layers("num_hidden_layers", config.num_hidden_layers)?;
-        config::check_tower("", config.hidden_size, config.num_attention_heads, None)?;
-        if config.max_position_embeddings <= config.pad_token_id as usize + 1 {
-            return refuse("max_position_embeddings", "leaves no position after the padding index");
-        }
+        // The projection reads the second-to-last layer.
+        config.encoder.check(2)?;
         Ok(config)
     }
 
     pub fn init(&self, device: &Device) -> RobertaSeries {
-        let d = self.hidden_size;
-        let norm = || LayerNormConfig::new(d).with_epsilon(self.layer_norm_eps).init(device);
-        let layers = (0..self.num_hidden_layers)
-            .map(|_| RobertaLayer {
-                attention: Attention::init(d, self.num_attention_heads, true, device),
-                attention_norm: norm(),
-                intermediate: LinearConfig::new(d, self.intermediate_size).init(device),
-                output: LinearConfig::new(self.intermediate_size, d).init(device),
-                output_norm: norm(),
-            })
-            .collect();
+        let norm = || {
+            LayerNormConfig::new(self.encoder.hidden_size)
+                .with_epsilon(self.encoder.layer_norm_eps)
+                .init(device)
+        };
         RobertaSeries {
-            word_embeddings: EmbeddingConfig::new(self.vocab_size, d).init(device),
-            position_embeddings: EmbeddingConfig::new(self.max_position_embeddings, d).init(device),
-            token_type_embeddings: EmbeddingConfig::new(self.type_vocab_size.max(1), d).init(device),
-            embeddings_norm: norm(),
-            layers,
+            roberta: self.encoder.init(device),
             pre_ln: norm(),
-            transformation_pre: LinearConfig::new(d, self.project_dim).init(device),
+            transformation_pre: LinearConfig::new(self.encoder.hidden_size, self.project_dim).init(device),
             config: self.clone(),
         }
     }
@@ -147,14 +183,24 @@ pub struct RobertaLayer {
     pub output_norm: LayerNorm,
 }
 
-/// `RobertaSeriesModelWithTransformation` with `has_pre_transformation`.
+/// transformers' `XLMRobertaModel` without its pooler: embeddings and post-norm layers.
 #[derive(Module, Debug)]
-pub struct RobertaSeries {
+pub struct XlmRoberta {
     pub word_embeddings: Embedding,
     pub position_embeddings: Embedding,
     pub token_type_embeddings: Embedding,
     pub embeddings_norm: LayerNorm,
     pub layers: Vec<RobertaLayer>,
+    #[module(skip)]
+    pub pad_token_id: u32,
+    #[module(skip)]
+    pub hidden_act: Activation,
+}
+
+/// `RobertaSeriesModelWithTransformation` with `has_pre_transformation`.
+#[derive(Module, Debug)]
+pub struct RobertaSeries {
+    pub roberta: XlmRoberta,
     pub pre_ln: LayerNorm,
     pub transformation_pre: Linear,
     #[module(skip)]
@@ -177,15 +223,17 @@ pub fn position_ids(ids: &[u32], pad: u32) -> Vec<i64> {
         .collect()
 }
 
-impl RobertaSeries {
+impl XlmRoberta {
+    /// Loads `embeddings.*` and `encoder.layer.{i}.*` from the model's scope (`roberta`,
+    /// `transformer`); the pooler is not read.
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
-        let emb = vars.pp("roberta.embeddings");
+        let emb = vars.pp("embeddings");
         load_embedding(&mut self.word_embeddings, emb.pp("word_embeddings"))?;
         load_embedding(&mut self.position_embeddings, emb.pp("position_embeddings"))?;
         load_embedding(&mut self.token_type_embeddings, emb.pp("token_type_embeddings"))?;
         load_layer_norm(&mut self.embeddings_norm, emb.pp("LayerNorm"))?;
         for (i, layer) in self.layers.iter_mut().enumerate() {
-            let vars = vars.pp("roberta.encoder.layer").pp(i);
+            let vars = vars.pp("encoder.layer").pp(i);
             let attention = vars.pp("attention");
             layer.attention.load(&attention, ["self.query", "self.key", "self.value", "output.dense"])?;
             load_layer_norm(&mut layer.attention_norm, attention.pp("output.LayerNorm"))?;
@@ -193,20 +241,13 @@ impl RobertaSeries {
             load_linear(&mut layer.output, vars.pp("output.dense"))?;
             load_layer_norm(&mut layer.output_norm, vars.pp("output.LayerNorm"))?;
         }
-        load_layer_norm(&mut self.pre_ln, vars.pp("pre_LN"))?;
-        load_linear(&mut self.transformation_pre, vars.pp("transformation_pre"))
+        Ok(())
     }
 
-    /// The layer whose state conditions the pipeline (`L − 1`), and the last one DiffusionLens
-    /// offers.
-    pub fn conditioning_layer(&self) -> usize {
-        self.config.num_hidden_layers - 1
-    }
-
-    /// `[rows, len, project_dim]`: `transformation_pre(pre_LN(hidden_states[layer]))` of
-    /// token-id rows of equal length (`layer` in `1..=L − 1`; the pipeline's is `L − 1`).
-    pub fn encode(&self, ids: &[Vec<u32>], layer: usize, device: &Device) -> Tensor<3> {
-        let pad = self.config.pad_token_id;
+    /// `hidden_states[layer]` `[rows, len, hidden]` of token-id rows of equal length, padding
+    /// (the pad id: the tokenizer's `attention_mask == 0`) getting no attention weight.
+    pub fn hidden_state(&self, ids: &[Vec<u32>], layer: usize, device: &Device) -> Tensor<3> {
+        let pad = self.pad_token_id;
         let (rows, len) = (ids.len(), ids.first().map_or(0, Vec::len));
         assert!(ids.iter().all(|r| r.len() == len), "token rows of equal length");
         let flat: Vec<i64> = ids.iter().flatten().map(|&id| i64::from(id)).collect();
@@ -215,7 +256,7 @@ impl RobertaSeries {
         let input = Tensor::<2, Int>::from_data(TensorData::new(flat, [rows, len]), device);
         let positions = Tensor::<2, Int>::from_data(TensorData::new(positions, [rows, len]), device);
         let key_padding = Tensor::<2, Bool>::from_data(TensorData::new(padding, [rows, len]), device);
-        let d = self.config.hidden_size;
+        let d = self.word_embeddings.weight.lazy_shape().dims::<2>()[1];
         let token_type = self.token_type_embeddings.weight.val().slice([0..1, 0..d]).unsqueeze::<3>();
         let mut x = self.embeddings_norm.forward(
             self.word_embeddings.forward(input) + self.position_embeddings.forward(positions) + token_type,
@@ -224,10 +265,30 @@ impl RobertaSeries {
             let how = AttendOptions { key_padding: Some(key_padding.clone()), ..AttendOptions::default() };
             let attended = l.attention.attend_with(l.attention.q_proj.forward(x.clone()), x.clone(), how);
             x = l.attention_norm.forward(x + attended);
-            let hidden = self.config.hidden_act.forward(l.intermediate.forward(x.clone()));
+            let hidden = self.hidden_act.forward(l.intermediate.forward(x.clone()));
             x = l.output_norm.forward(x + l.output.forward(hidden));
         }
-        self.transformation_pre.forward(self.pre_ln.forward(x))
+        x
+    }
+}
+
+impl RobertaSeries {
+    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
+        self.roberta.load(vars.pp("roberta"))?;
+        load_layer_norm(&mut self.pre_ln, vars.pp("pre_LN"))?;
+        load_linear(&mut self.transformation_pre, vars.pp("transformation_pre"))
+    }
+
+    /// The layer whose state conditions the pipeline (`L − 1`), and the last one DiffusionLens
+    /// offers.
+    pub fn conditioning_layer(&self) -> usize {
+        self.config.encoder.num_hidden_layers - 1
+    }
+
+    /// `[rows, len, project_dim]`: `transformation_pre(pre_LN(hidden_states[layer]))` of
+    /// token-id rows of equal length (`layer` in `1..=L − 1`; the pipeline's is `L − 1`).
+    pub fn encode(&self, ids: &[Vec<u32>], layer: usize, device: &Device) -> Tensor<3> {
+        self.transformation_pre.forward(self.pre_ln.forward(self.roberta.hidden_state(ids, layer, device)))
     }
 }
 
@@ -257,6 +318,6 @@ mod tests {
             assert!(err.contains(key), "{extra}: {err}");
         }
         let c = RobertaSeriesConfig::from_json(&format!("{ok}}}")).unwrap();
-        assert_eq!((c.hidden_size, c.pad_token_id, c.project_dim), (768, 1, 512));
+        assert_eq!((c.encoder.hidden_size, c.encoder.pad_token_id, c.project_dim), (768, 1, 512));
     }
 }

@@ -1,7 +1,8 @@
 //! Noise schedulers as diffusers implements them (DDIM, PNDM, EulerDiscrete,
 //! DPMSolverMultistep as of 0.31; FlowMatchEulerDiscrete, and EDMEuler and
 //! EDMDPMSolverMultistep, SDXL's and Playground v2.5's, as of 0.42; DDPM, DeepFloyd IF's and
-//! Kandinsky 3's, as of 0.42), read from
+//! Kandinsky 3's, as of 0.42; `UnCLIPScheduler`, the Kandinsky 2.1 prior's, over image
+//! embeddings rather than latents: [`UnClip`], outside [`Scheduler`]), read from
 //! `scheduler_config.json` key by key the way diffusers'
 //! `from_config` does: a key the file sets wins, a key it lacks takes the default of the class
 //! that is instantiated (so `--scheduler ddim` on an SD 1.x PNDM config keeps its
@@ -23,6 +24,7 @@ mod edm_euler;
 mod euler;
 mod flow_match_euler;
 mod pndm;
+mod unclip;
 
 #[cfg(test)]
 mod parity;
@@ -40,6 +42,7 @@ pub use edm_euler::EdmEuler;
 pub use euler::EulerDiscrete;
 pub use flow_match_euler::FlowMatchEulerDiscrete;
 pub use pndm::Pndm;
+pub use unclip::UnClip;
 
 /// Most training timesteps a scheduler config may declare: every released schedule has 1,000;
 /// the schedule's arrays are built eagerly, so `"num_train_timesteps": 9999999999` asked for a
@@ -244,16 +247,21 @@ impl ConfigReader {
                 }
             }
         };
-        // torch.cumprod on the CPU accumulates float32 in double and stores float32.
-        let mut acc = 1.0f64;
-        Ok(betas
-            .iter()
-            .map(|b| {
-                acc *= f64::from(1.0 - b);
-                acc as f32
-            })
-            .collect())
+        Ok(alphas_cumprod(&betas))
     }
+}
+
+/// `cumprod(1 − betas)`: torch's `cumprod` on the CPU accumulates float32 in double and stores
+/// float32.
+pub(crate) fn alphas_cumprod(betas: &[f32]) -> Vec<f32> {
+    let mut acc = 1.0f64;
+    betas
+        .iter()
+        .map(|b| {
+            acc *= f64::from(1.0 - b);
+            acc as f32
+        })
+        .collect()
 }
 
 /// `betas_for_alpha_bar(n)` (`squaredcos_cap_v2`, Nichol & Dhariwal 2021): in float64,

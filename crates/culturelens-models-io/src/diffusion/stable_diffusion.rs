@@ -34,7 +34,7 @@ pub(super) fn load(
         }
         TextEncoder::Roberta(encoder) => {
             let max_len = model_max_length(&dir.join("tokenizer"))?;
-            let c = &encoder.config;
+            let c = &encoder.config.encoder;
             if max_len + c.pad_token_id as usize + 1 > c.max_position_embeddings {
                 return Err(unsupported(
                     &text.config_path,
