@@ -30,6 +30,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -77,7 +78,9 @@ before(async () => {
   assert.ok(fs.existsSync(path.join(DIST, "index.html")), `${DIST} missing: web/ci.sh builds it`);
   work = fs.mkdtempSync(path.join(os.tmpdir(), "culturelens-classroom-"));
   makeBadFolders(path.join(work, "bad"));
-  server = await serve({ "/encoders/": ENCODERS, "/bad/": path.join(work, "bad"), "/": DIST });
+  makeTamperedMirror(path.join(work, "tampered"));
+  server = await serve({ "/encoders/": ENCODERS, "/bad/": path.join(work, "bad"), "/upstream/": MIRROR,
+    "/tampered/": path.join(work, "tampered"), "/": DIST });
   origin = `http://127.0.0.1:${server.address().port}`;
 });
 
@@ -85,6 +88,17 @@ after(async () => {
   server?.close();
   if (work) fs.rmSync(work, { recursive: true, force: true });
 });
+
+/** A mirror whose SoS and CUBE files each have one byte changed (their sha256 no longer the pinned one). */
+function makeTamperedMirror(dir) {
+  for (const f of ["Surface-Over-Semantics/full_dataset.csv", "cube/cube_1k.json"]) {
+    const bytes = fs.readFileSync(path.join(MIRROR, f));
+    const i = bytes.indexOf("a");
+    bytes[i] = "b".charCodeAt(0);
+    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    fs.writeFileSync(path.join(dir, f), bytes);
+  }
+}
 
 /** Folders the page must refuse, each with a reason it must name. */
 function makeBadFolders(dir) {
@@ -415,10 +429,73 @@ test("classroom lens: the shipped prompt index is `prompts export`'s rows of the
       assert.equal(n, lens, `tokens of ${JSON.stringify(text)}`);
     }
     assert.ok(new Set(counts.map(([, n]) => n)).size > 1, "the languages differ in token counts");
-    const disabled = await page.$$eval("#lens-pick option[disabled]", (o) => o.map((x) => x.textContent));
-    assert.equal(disabled.length, 2, JSON.stringify(disabled));
+    const fetchable = await page.$$eval("#lens-pick option[value^='fetch:']", (o) => o.map((x) => x.value));
+    assert.deepEqual(fetchable, ["fetch:sos", "fetch:cube"]);
     assert.deepEqual(errors, []);
     await context.close();
+  } finally {
+    await browser.close();
+  }
+});
+
+// SoS and CUBE may not be shipped: the page fetches them from their pinned upstream files (here
+// the test server's copy of the shared mirror, `?mirror=`), checks the pinned sha256 and parses
+// them with the CLI's prompt-set code; every meaning the picker offers, and the prompts picked,
+// are `culturelens prompts export`'s. A file with one byte changed, or none at all, ends in an
+// on-page error naming it, with the tab responsive.
+test("classroom lens: SoS and CUBE fetched in the page from their pinned files equal `prompts export`; a tampered file is refused", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    const { page, context, errors } = await openPage(browser, "?lens=classroom&backend=cpu&mirror=/upstream/");
+    await page.waitForSelector("#lens-pick option[value='fetch:cube']", { state: "attached" });
+    for (const set of ["sos", "cube"]) {
+      const csv = path.join(work, `${set}-fetched-export.csv`);
+      cli("prompts", "export", set, "--mirror", MIRROR, "--out", csv);
+      const [header, ...records] = csvRecords(csv);
+      const col = (n) => header.indexOf(n);
+      const groups = new Map();
+      for (const r of records) {
+        if (!groups.has(r[col("english")])) groups.set(r[col("english")], []);
+        groups.get(r[col("english")]).push(`${r[col("language")]}, ${r[col("culture")] || "none"}, ${r[col("prompt")]}`);
+      }
+      const want = [...groups.entries()];
+      await page.selectOption("#lens-pick", `fetch:${set}`);
+      await page.waitForSelector(`#lens-pick option[value='${set}:0']`, { state: "attached" });
+      const options = await page.$$eval(`#lens-pick option[value^='${set}:']`, (o) => o.map((x) => x.textContent));
+      assert.deepEqual(options, want.map(([english, lines]) => `${english} (${lines.length} languages)`), set);
+      assert.match(await page.textContent("#lens-pick-status"), new RegExp(`${set}: ${records.length} prompts in ${want.length} meanings .*sha256 verified`));
+      for (const i of [0, Math.floor(want.length / 2), want.length - 1]) {
+        await page.selectOption("#lens-pick", `${set}:${i}`);
+        assert.equal(await page.inputValue("#lens-sentences"), want[i][1].join("\n"), `${set} meaning ${i}`);
+      }
+      console.log(`# ${set} fetched in the page: ${records.length} prompts, ${want.length} meanings equal prompts export's`);
+    }
+    assert.deepEqual(errors, []);
+    await context.close();
+
+    for (const [mirror, set, file, reason] of [
+      ["/tampered/", "cube", "cube/cube_1k.json", "checksum mismatch"],
+      ["/tampered/", "sos", "Surface-Over-Semantics/full_dataset.csv", "checksum mismatch"],
+      ["/missing/", "cube", "cube/cube_1k.json", "HTTP 404"],
+    ]) {
+      // At a phone's width: the message (two sha256) wraps and never widens the page.
+      const { page, context } = await openPage(browser, `?lens=classroom&backend=cpu&mirror=${mirror}`, { width: 375, height: 812 });
+      await page.waitForSelector(`#lens-pick option[value='fetch:${set}']`, { state: "attached" });
+      await page.selectOption("#lens-pick", `fetch:${set}`);
+      await page.waitForSelector("#view-classroom[data-state='error']");
+      const message = await page.textContent("#lens-errors");
+      assert.ok(message.includes(reason) && message.includes(file), message);
+      if (reason === "checksum mismatch") {
+        const actual = crypto.createHash("sha256").update(fs.readFileSync(path.join(work, "tampered", file))).digest("hex");
+        const pinned = crypto.createHash("sha256").update(fs.readFileSync(path.join(MIRROR, file))).digest("hex");
+        assert.ok(message.includes(actual) && message.includes(pinned), message);
+      }
+      assert.equal(await page.$$eval(`#lens-pick option[value^='${set}:']`, (o) => o.length), 0, "nothing of the file is offered");
+      assert.equal(await page.evaluate(() => 1 + 1), 2, "the tab stays responsive");
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 375), "the error widens the page at 375 px");
+      console.log(`# ${set} from ${mirror}: ${message}`);
+      await context.close();
+    }
   } finally {
     await browser.close();
   }

@@ -47,6 +47,7 @@ pub enum PromptError {
 }
 
 impl PromptError {
+    #[cfg_attr(not(feature = "io"), allow(dead_code))]
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), source }
     }

@@ -19,8 +19,7 @@ use culturelens_files::{Sha256Hex, sha256_hex, write_atomic};
 use crate::error::PromptError;
 use crate::registry::{PromptSet, UpstreamFile};
 
-/// Where raw files are downloaded from unless `CULTURELENS_DATA_BASE_URL` says otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://raw.githubusercontent.com";
+pub use crate::registry::DEFAULT_BASE_URL;
 /// Environment variable: a local folder laid out like `shared/data/upstream` to read instead of
 /// downloading.
 pub const ENV_MIRROR: &str = "CULTURELENS_DATA_MIRROR";
@@ -105,7 +104,7 @@ impl Fetcher {
                     });
                 }
                 let bytes = std::fs::read(&path).map_err(|e| PromptError::io(&path, e))?;
-                verify(file, &sha256_hex(&bytes), &format!("mirror {}", dir.display()), "")?;
+                file.verify(&sha256_hex(&bytes), &format!("mirror {}", dir.display()), "")?;
                 Ok(bytes)
             }
             Origin::Download { base_url } => {
@@ -160,7 +159,7 @@ impl Fetcher {
                 bytes.len()
             )));
         }
-        verify(file, &hasher.finish(), &url, "; nothing was written to the cache")?;
+        file.verify(&hasher.finish(), &url, "; nothing was written to the cache")?;
         write_atomic(dest, |w| w.write_all(&bytes)).map_err(|e| PromptError::io(dest, e))?;
         Ok(bytes)
     }
@@ -195,20 +194,6 @@ fn is_loopback(url: &str) -> bool {
         None => authority.split(':').next().unwrap_or_default(),
     };
     matches!(host, "127.0.0.1" | "localhost" | "::1")
-}
-
-fn verify(file: &UpstreamFile, actual: &str, origin: &str, hint: &'static str) -> Result<(), PromptError> {
-    if actual == file.sha256 {
-        Ok(())
-    } else {
-        Err(PromptError::Checksum {
-            file: file.mirror_path.to_string(),
-            origin: origin.to_string(),
-            expected: file.sha256.to_string(),
-            actual: actual.to_string(),
-            hint,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ mod csv_file;
 pub mod cube;
 pub mod cultext2i;
 mod error;
+#[cfg(feature = "io")]
 pub mod fetch;
 pub mod magbig;
 pub mod registry;
@@ -37,14 +38,17 @@ pub mod sos;
 pub mod table;
 pub mod text;
 
+#[cfg(feature = "io")]
 use std::path::PathBuf;
 
 pub use error::PromptError;
+#[cfg(feature = "io")]
 pub use fetch::{Fetcher, Origin};
 pub use registry::{PromptSet, SetInfo, UpstreamFile};
 pub use table::{COMMON_COLUMNS, Column, OutputFormat, Prompt, PromptTable};
 
 /// Set-specific inputs of [`load`].
+#[cfg(feature = "io")]
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// MAGBIG: the optional feminine-occupation file ([`magbig::NOTES`]).
@@ -56,6 +60,7 @@ pub struct LoadOptions {
 }
 
 /// Fetches (verified) and parses one prompt set.
+#[cfg(feature = "io")]
 pub fn load(set: PromptSet, fetcher: &Fetcher, options: &LoadOptions) -> Result<PromptTable, PromptError> {
     let only_for = |given: bool, flag: &str, owner: PromptSet| {
         if given && set != owner {

@@ -4,6 +4,10 @@
 
 use std::fmt;
 
+/// Where raw files are downloaded from unless `CULTURELENS_DATA_BASE_URL` says otherwise (the
+/// browser app fetches from it too).
+pub const DEFAULT_BASE_URL: &str = "https://raw.githubusercontent.com";
+
 /// A public repository pinned at one commit.
 #[derive(Debug)]
 pub struct Upstream {
@@ -33,6 +37,22 @@ impl UpstreamFile {
         let u = self.upstream;
         let path: Vec<String> = self.path.split('/').map(percent_encode).collect();
         format!("{}/{}/{}/{}/{}", base_url.trim_end_matches('/'), u.owner, u.repo, u.commit, path.join("/"))
+    }
+
+    /// Accepts bytes whose lower-case hex sha256 is `actual` only if it is the pinned one; else the
+    /// error names the file, where it came from (`origin`) and both hashes, then `hint`.
+    pub fn verify(&self, actual: &str, origin: &str, hint: &'static str) -> Result<(), crate::PromptError> {
+        if actual == self.sha256 {
+            Ok(())
+        } else {
+            Err(crate::PromptError::Checksum {
+                file: self.mirror_path.to_string(),
+                origin: origin.to_string(),
+                expected: self.sha256.to_string(),
+                actual: actual.to_string(),
+                hint,
+            })
+        }
     }
 }
 

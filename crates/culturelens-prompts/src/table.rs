@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use culturelens_table::{Metadata, write_atomic, write_metadata_csv, write_metadata_parquet};
+use culturelens_table::Metadata;
+#[cfg(feature = "io")]
+use culturelens_table::{write_atomic, write_metadata_csv, write_metadata_parquet};
 
 use crate::error::PromptError;
 use crate::registry::PromptSet;
@@ -177,7 +179,8 @@ impl PromptTable {
     }
 
     /// Writes the table atomically as CSV (header row) or Parquet (all columns UTF-8), chosen by
-    /// the extension of `path`.
+    /// the extension of `path` (feature `io`).
+    #[cfg(feature = "io")]
     pub fn write(&self, path: &Path) -> Result<(), PromptError> {
         let format = OutputFormat::of(path)?;
         let meta = self.to_metadata();

@@ -9,21 +9,27 @@
 //! zero norm — and errors name the file, row and column. Outputs are written atomically
 //! ([`write_atomic`]). This crate does file I/O and must stay out of the shared Burn crates.
 
+#[cfg(not(target_arch = "wasm32"))]
 mod atomic;
 mod error;
 mod matrix;
 mod meta;
 mod npy;
+#[cfg(feature = "parquet")]
 mod parquet_io;
+#[cfg(feature = "parquet")]
 mod parquet_pages;
 
 use std::path::Path;
 
+// Files are written natively only, as in culturelens-files (the browser app parses, never writes).
+#[cfg(not(target_arch = "wasm32"))]
 pub use atomic::write_atomic;
 pub use error::{Location, TableError};
 pub use matrix::Matrix;
 pub use meta::{KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv};
 pub use npy::{parse_npy, read_npy, read_npy_nd, write_npy, write_npy_nd};
+#[cfg(feature = "parquet")]
 pub use parquet_io::{
     EMBEDDING_COLUMN, parse_parquet, read_metadata_parquet, read_parquet, write_metadata_parquet,
     write_parquet,
@@ -91,6 +97,7 @@ impl EmbeddingTable {
     }
 }
 
+#[cfg(feature = "parquet")]
 /// Reads and validates an embedding table: `embeddings` is `.npy` (then `meta` is a CSV file, or
 /// `None` for embeddings without metadata) or `.parquet` (then `meta` must be `None`).
 pub fn load_table(embeddings: &Path, meta: Option<&Path>) -> Result<EmbeddingTable, TableError> {
@@ -135,6 +142,7 @@ pub fn load_table(embeddings: &Path, meta: Option<&Path>) -> Result<EmbeddingTab
     Ok(table)
 }
 
+#[cfg(all(feature = "parquet", not(target_arch = "wasm32")))]
 /// Writes `table` atomically: `out` ending in `.parquet` gets one Parquet file; `out` ending in
 /// `.npy` gets the matrix plus `meta_out` (CSV) when given.
 pub fn save_table(table: &EmbeddingTable, out: &Path, meta_out: Option<&Path>) -> Result<(), TableError> {

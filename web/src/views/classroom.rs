@@ -13,7 +13,8 @@
 //!   `culturelens sos`, over the sentences' embeddings), the PCA scatter coloured by language,
 //!   and the tokenizer lens shows the encoder's tokens of the first sentence. Prompts can be
 //!   picked from the four prompt sets (`prompt-index.json`, shipped with the app: the prompts of
-//!   the sets whose licence allows it, one meaning in all its languages). Before a model is
+//!   the sets whose licence allows it, one meaning in all its languages; SoS and CUBE fetched by
+//!   the page from their pinned upstream files, `fetch_set`). Before a model is
 //!   loaded the tokenizer lens already splits them with CLIP's real tokenizer (shipped too).
 //! - **Photos**: JPEG, PNG or WebP files, decoded as the CLI decodes them
 //!   (`culturelens_models_io::decode_image`: libjpeg-turbo's decoder for JPEG), each labelled
@@ -156,6 +157,7 @@ fn scaffold(sentences: &str, url: &str) -> String {
          <p id='enc-status' class='muted' role='status' aria-live='polite'>No model loaded.</p></fieldset>\
          <fieldset><legend>2. Sentences</legend>\
          <label>Pick prompts from the four prompt sets <select id='lens-pick'><option value=''>…</option></select></label>\
+         <p id='lens-pick-status' class='muted' role='status' aria-live='polite'></p>\
          <label for='lens-sentences'>One per line: language, culture, sentence</label>\
          <textarea id='lens-sentences' rows='6' spellcheck='false'>{sentences}</textarea>\
          <div id='lens-token-counts'></div>\
@@ -304,41 +306,126 @@ fn on_change(e: &Event) -> Update {
     Update::Nothing
 }
 
-/// Fetches the prompt index and fills the picker: one option per meaning of a shipped set, and a
-/// disabled one saying why a set is not shipped.
+/// Fetches the prompt index and fills the picker: one option per meaning of a shipped set, and
+/// for a set that may not be shipped an option that fetches it from upstream ([`fetch_set`]).
 async fn load_index() {
     let index = crate::load::fetch_bytes(PROMPT_INDEX).await.and_then(|bytes| {
         serde_json::from_slice::<PromptIndex>(&bytes).map_err(|e| format!("{PROMPT_INDEX}: {e}"))
     });
     match index {
         Ok(index) => {
-            let mut html = String::from("<option value=''>…</option>");
-            for s in &index.sets {
-                html += &format!("<optgroup label='{}'>", esc(&s.title));
-                if s.shipped {
-                    for (i, g) in s.groups.iter().enumerate() {
-                        html += &format!(
-                            "<option value='{}:{i}'>{} ({} languages)</option>",
-                            esc(&s.set),
-                            esc(&g.english),
-                            g.rows.len()
-                        );
-                    }
-                } else {
-                    html += &format!("<option disabled>{}</option>", esc(&s.why));
-                }
-                html += "</optgroup>";
-            }
-            dom::set_html("lens-pick", &html);
+            render_picker(&index);
             LENS.with(|l| l.borrow_mut().index = Some(index));
         }
         Err(e) => show_error(&e),
     }
 }
 
+fn render_picker(index: &PromptIndex) {
+    let mut html = String::from("<option value=''>…</option>");
+    for s in &index.sets {
+        html += &format!("<optgroup label='{}'>", esc(&s.title));
+        if s.shipped {
+            for (i, g) in s.groups.iter().enumerate() {
+                html += &format!(
+                    "<option value='{}:{i}'>{} ({} languages)</option>",
+                    esc(&s.set),
+                    esc(&g.english),
+                    g.rows.len()
+                );
+            }
+        } else {
+            html += &format!(
+                "<option value='fetch:{}'>Fetch it from upstream ({})</option>",
+                esc(&s.set),
+                esc(&s.why)
+            );
+        }
+        html += "</optgroup>";
+    }
+    dom::set_html("lens-pick", &html);
+}
+
+/// The upstream file of a set the app may not ship (SoS, CUBE), as the CLI's registry pins it.
+fn upstream_file(set: &str) -> Option<(&'static culturelens_prompts::UpstreamFile, PromptParser)> {
+    use culturelens_prompts::{cube, registry, sos};
+    match set {
+        "sos" => Some((&registry::SOS_FILES[0], sos::parse as PromptParser)),
+        "cube" => Some((&registry::CUBE_FILES[0], cube::parse as PromptParser)),
+        _ => None,
+    }
+}
+
+type PromptParser = fn(&[u8]) -> Result<culturelens_prompts::PromptTable, culturelens_prompts::PromptError>;
+
+/// Fetches a set the app may not ship from its pinned upstream file (or `?mirror=URL`, a folder
+/// laid out as the CLI's `--mirror`), refuses it unless its sha256 is the pinned one, parses it
+/// with the CLI's prompt-set code (`culturelens prompts export`'s rows) and offers its meanings
+/// in the picker. Nothing is kept: a reload fetches it again.
+async fn fetch_set(set: String) {
+    let Some((file, parse)) = upstream_file(&set) else { return };
+    let url = match state::params().get("mirror").filter(|m| !m.is_empty()) {
+        Some(mirror) => format!("{}/{}", mirror.trim_end_matches('/'), file.mirror_path),
+        None => file.url(culturelens_prompts::registry::DEFAULT_BASE_URL),
+    };
+    dom::set_html("lens-pick-status", &format!("Fetching {}…", esc(&url)));
+    let result = crate::load::fetch_bytes(&url).await.and_then(|bytes| {
+        file.verify(&culturelens_bundle::sha256_hex(&bytes), &url, "")
+            .and_then(|()| parse(&bytes))
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(table) => {
+            let groups = group_by_meaning(&table.rows);
+            dom::set_html(
+                "lens-pick-status",
+                &format!(
+                    "{set}: {} prompts in {} meanings from {} (sha256 verified); pick one above.",
+                    table.rows.len(),
+                    groups.len(),
+                    esc(&url)
+                ),
+            );
+            LENS.with(|l| {
+                let mut l = l.borrow_mut();
+                let Some(index) = l.index.as_mut() else { return };
+                if let Some(s) = index.sets.iter_mut().find(|s| s.set == set) {
+                    s.shipped = true;
+                    s.groups = groups;
+                }
+                render_picker(index);
+            });
+        }
+        Err(e) => {
+            dom::set_html("lens-pick-status", "");
+            show_error(&format!("cannot use the {set} prompts: {e}"));
+        }
+    }
+}
+
+/// Rows sharing their `english` text, in first-seen order, as the shipped index groups them
+/// (`scripts/make_prompt_index.py`): `[id, language, culture or "none", prompt]`.
+fn group_by_meaning(rows: &[culturelens_prompts::Prompt]) -> Vec<PromptGroup> {
+    let mut groups: Vec<PromptGroup> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for r in rows {
+        let i = *at.entry(&r.english).or_insert_with(|| {
+            groups.push(PromptGroup { english: r.english.clone(), rows: Vec::new() });
+            groups.len() - 1
+        });
+        let culture = if r.culture.is_empty() { "none" } else { &r.culture };
+        groups[i].rows.push([r.id.clone(), r.language.clone(), culture.to_string(), r.prompt.clone()]);
+    }
+    groups
+}
+
 /// Puts a picked meaning's prompts (`set:group`) into the sentence box, one line per language.
 fn pick(value: &str) {
     let Some((set, group)) = value.split_once(':') else { return };
+    if set == "fetch" {
+        wasm_bindgen_futures::spawn_local(fetch_set(group.to_string()));
+        return;
+    }
     let lines = LENS.with(|l| {
         let l = l.borrow();
         let s = l.index.as_ref()?.sets.iter().find(|s| s.set == set)?;
