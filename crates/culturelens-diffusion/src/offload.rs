@@ -20,7 +20,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 
 /// A pipeline component that can move between devices: every Burn [`Module`], and enums over
-/// them such as [`crate::pipeline::TextEncoder`].
+/// them such as the pipelines' `TextEncoder`.
 pub trait Component: Clone {
     /// The component with every tensor on `device` (their float types kept).
     fn to_device(self, device: &Device) -> Self;

@@ -64,11 +64,7 @@ pub fn size_rule(movq_scale_factor: usize) -> SizeRule {
     SizeRule { rule_of_8: true, movq_scale_factor: Some(movq_scale_factor), ..SizeRule::multiple_of(1024, 1) }
 }
 
-/// The latents' side for a request of `n` pixels: diffusers' `downscale_height_and_width(n, n,
-/// 8)`, `⌈n / 64⌉ · 8`.
-pub fn latent_side(n: usize) -> usize {
-    n.div_ceil(64) * 8
-}
+pub use super::request::movq_latent_side as latent_side;
 
 impl Kandinsky3 {
     /// The pipeline of its loaded models, after checking that they fit together (an error names

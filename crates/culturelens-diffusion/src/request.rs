@@ -93,7 +93,7 @@ impl SizeRule {
     /// but Kandinsky 3's rounded ([`Self::movq_scale_factor`]).
     pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
         match self.movq_scale_factor {
-            Some(f) => [height, width].map(|n| crate::pipeline_kandinsky3::latent_side(n) * f),
+            Some(f) => [height, width].map(|n| movq_latent_side(n) * f),
             None => [height, width],
         }
     }
@@ -207,6 +207,12 @@ pub fn flow_scheduler<'s>(
 ) -> Result<&'s mut FlowMatchEulerDiscrete, GenerateError> {
     let kind = scheduler.kind();
     scheduler.flow_match().ok_or(GenerateError::NotFlowMatching { pipeline, scheduler: kind.class_name() })
+}
+
+/// Kandinsky 3's latents' side for a request of `n` pixels (its pipeline's `latent_side`):
+/// diffusers' `downscale_height_and_width(n, n, 8)`, `⌈n / 64⌉ · 8`.
+pub fn movq_latent_side(n: usize) -> usize {
+    n.div_ceil(64) * 8
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ fn scaffold(sentences: &str, url: &str) -> String {
 fn set_open(open: bool) {
     dom::show("view-classroom", open);
     if open {
-        crate::views::tokens::ensure_shipped();
+        crate::views::tokens::ensure_shipped(Some(render_token_counts));
         if !LENS.with(|l| std::mem::replace(&mut l.borrow_mut().index_asked, true)) {
             wasm_bindgen_futures::spawn_local(load_index());
         }

@@ -54,6 +54,9 @@ struct Lens {
     pending: usize,
     /// Whether the shipped CLIP tokenizer was asked for.
     shipped: bool,
+    /// What other views run once the shipped tokenizer has loaded (the classroom lens's token
+    /// counts), registered through [`ensure_shipped`] so this view depends on none of them.
+    on_shipped: Vec<fn()>,
 }
 
 thread_local! {
@@ -78,7 +81,7 @@ pub fn start() {
     let open = p.get("lens").as_deref() == Some("tokens") || !urls.is_empty();
     set_open(open);
     if open {
-        ensure_shipped();
+        ensure_shipped(None);
     }
     if !urls.is_empty() {
         wasm_bindgen_futures::spawn_local(load_urls(urls));
@@ -151,7 +154,7 @@ fn on_toggle(_: &Event) -> Update {
     let open = dom::by_id("view-tokens").has_attribute("hidden");
     set_open(open);
     if open {
-        ensure_shipped();
+        ensure_shipped(None);
     }
     if open && let Ok(t) = dom::by_id("tokens-text").dyn_into::<web_sys::HtmlElement>() {
         t.focus().ok();
@@ -375,7 +378,13 @@ fn loaded(label: String, mut tok: Tokenizer) -> Result<Loaded, String> {
 
 /// Loads the tokenizer the app ships, CLIP's (open_clip's BPE vocabulary, `SHIPPED_VOCAB` beside
 /// the app), once per page: called when a lens opens, unless the URL names tokenizers (`?tokenizers=`).
-pub fn ensure_shipped() {
+pub fn ensure_shipped(then: Option<fn()>) {
+    if let Some(f) = then {
+        LENS.with(|l| l.borrow_mut().on_shipped.push(f));
+        if shipped_count("").is_some() {
+            f();
+        }
+    }
     let first = LENS.with(|l| !std::mem::replace(&mut l.borrow_mut().shipped, true));
     if first && state::params().get("tokenizers").is_none_or(|t| t.trim().is_empty()) {
         wasm_bindgen_futures::spawn_local(load_shipped());
@@ -402,7 +411,9 @@ async fn load_shipped() {
         loaded(SHIPPED_LABEL.to_string(), tok)
     });
     finish(result);
-    crate::views::classroom::render_token_counts();
+    for f in LENS.with(|l| l.borrow().on_shipped.clone()) {
+        f();
+    }
 }
 
 /// The text of a gzip file, or of the bytes as they are when a server already unpacked them
