@@ -1,5 +1,5 @@
 """``culturelens.Encoder``: the image and text encoders of ``culturelens embed`` / ``embed-text``
-(CLIP, OpenCLIP, SigLIP, DINOv2, EfficientNet-Lite; SoS §3.2, the embeddings every metric reads),
+(CLIP, OpenCLIP, SigLIP, DINOv2, EfficientNet-Lite: the embeddings SoS, Vendi and CLIPScore read),
 run by the CLI's own compiled loop on image files, PIL images, RGB arrays and prompt lists."""
 
 from __future__ import annotations
