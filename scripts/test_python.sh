@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's test (crates/culturelens-py), as scripts/test.sh runs it: builds the wheel
-# with maturin (dev profile, abi3), installs it with numpy, pandas and pytest into a FRESH
-# virtualenv (never the source tree), and runs the pytest suite, which compares every function
-# with the `culturelens` binary on the same inputs (CULTURELENS_BIN, default
-# $CARGO_TARGET_DIR/debug/culturelens, built here when missing).
+# with maturin (dev profile, abi3), installs it with numpy, pandas, Pillow (the PIL images of
+# `Encoder.embed_images`) and pytest into a FRESH virtualenv (never the source tree), and runs
+# the pytest suite, which compares every function with the `culturelens` binary on the same
+# inputs (CULTURELENS_BIN, default $CARGO_TARGET_DIR/debug/culturelens, built here when missing).
 # maturin is installed, pinned, into $CARGO_TARGET_DIR/python-tools only when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ root=$(pwd)
 venv=$(mktemp -d)
 trap 'rm -rf "$venv"' EXIT
 "$python" -m venv "$venv"
-"$venv/bin/pip" install -q "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pytest==9.2.0
+"$venv/bin/pip" install -q "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pillow==12.0.0 pytest==9.2.0
 # From a folder outside the checkout, so `import culturelens` can only find the installed wheel.
 cd "$venv"
 CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/crates/culturelens-py/tests"

@@ -1,15 +1,14 @@
 //! Running an encoder of `culturelens-models-io` over inputs, shared by the subcommands that
-//! embed (`embed`, `embed-text`, `classify`, `clipscore`): the model arguments, the image loop
-//! (decoding on all cores one batch ahead of the model) and prompt batches.
+//! embed (`embed`, `embed-text`, `classify`, `clipscore`): the model arguments, and the image and
+//! prompt loops of `culturelens_models_io::embed` (shared with the Python package) with a
+//! progress display.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use culturelens_models::preprocess::{ImageProcessor, PixelValues};
-use culturelens_models_io::{Encoder, read_pixel_values};
-use rayon::prelude::*;
+use culturelens_models_io::{Encoder, embed};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
 use crate::provenance::Provenance;
@@ -79,11 +78,10 @@ impl ModelArgs {
     }
 }
 
-/// Embeds the images `paths[row]` of every row of `todo`, `size` per forward pass (a batch is
-/// cut early where the pixel size changes): a producer thread decodes and preprocesses the next
-/// batches (each on all cores, through rayon) while this thread embeds the current one. Each
-/// finished batch's `(row, embedding)` pairs go to `sink`, and count on `progress`. Returns the
-/// images that could not be read or decoded, with the reason.
+/// Embeds the images `paths[row]` of every row of `todo`, `size` per forward pass, with the
+/// shared loop of [`culturelens_models_io::embed::embed_image_files`] (decoding on all cores one
+/// batch ahead of the model). Each finished batch's `(row, embedding)` pairs go to `sink`, and
+/// count on `progress`. Returns the images that could not be read or decoded, with the reason.
 pub fn embed_images(
     encoder: &Encoder,
     paths: &[PathBuf],
@@ -92,11 +90,7 @@ pub fn embed_images(
     progress: &Progress,
     sink: impl FnMut(Vec<(usize, Vec<f32>)>) -> Result<()>,
 ) -> Result<Vec<(PathBuf, String)>> {
-    let processor = encoder.processor()?;
-    let mut batches = Batches { encoder, size, pending: Vec::new(), progress, sink };
-    let failures = decode_rows(processor, paths, todo, &mut batches)?;
-    batches.flush()?;
-    Ok(failures)
+    embed::embed_image_files(encoder, paths, todo, size, |n| progress.inc(n), sink)
 }
 
 /// The output options of the per-image commands (`classify`, `clipscore`).
@@ -155,103 +149,19 @@ pub fn embed_image_list(
     Ok(done)
 }
 
-/// Decoded images on their way through the model: batches of up to `size` images of one pixel
-/// size; each finished batch goes to `sink`.
-struct Batches<'a, S> {
-    encoder: &'a Encoder,
-    size: usize,
-    pending: Vec<(usize, PixelValues)>,
-    progress: &'a Progress,
-    sink: S,
-}
-
-impl<S: FnMut(Vec<(usize, Vec<f32>)>) -> Result<()>> Batches<'_, S> {
-    /// Adds the decoded image of `row`; embeds the batch when it is full (or before an image of
-    /// another pixel size joins it).
-    fn push(&mut self, row: usize, pixels: PixelValues) -> Result<()> {
-        let same_size =
-            self.pending.first().is_none_or(|(_, q)| (q.height, q.width) == (pixels.height, pixels.width));
-        if !same_size {
-            self.flush()?;
-        }
-        self.pending.push((row, pixels));
-        if self.pending.len() == self.size {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Embeds the pending images and hands their rows to the sink.
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let pixels: Vec<PixelValues> = self.pending.iter().map(|(_, p)| p.clone()).collect();
-        let embeddings = self.encoder.embed_pixels(&pixels);
-        assert_eq!(embeddings.len(), self.pending.len(), "one embedding per image");
-        let n = self.pending.len();
-        let rows = self.pending.drain(..).map(|(row, _)| row).zip(embeddings).collect();
-        (self.sink)(rows)?;
-        self.progress.inc(n);
-        Ok(())
-    }
-}
-
-/// Decodes the images of `todo` on a producer thread and feeds them to `batches`; returns the
-/// images that could not be read or decoded.
-fn decode_rows<S: FnMut(Vec<(usize, Vec<f32>)>) -> Result<()>>(
-    processor: &ImageProcessor,
-    paths: &[PathBuf],
-    todo: &[usize],
-    batches: &mut Batches<'_, S>,
-) -> Result<Vec<(PathBuf, String)>> {
-    let mut failures = Vec::new();
-    let size = batches.size;
-    std::thread::scope(|scope| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Result<PixelValues, String>)>>(2);
-        scope.spawn(move || {
-            for batch in todo.chunks(size) {
-                let decoded: Vec<_> = batch
-                    .par_iter()
-                    .map(|&row| (row, read_pixel_values(processor, &paths[row]).map_err(|e| e.to_string())))
-                    .collect();
-                if tx.send(decoded).is_err() {
-                    break; // the consumer stopped on an error
-                }
-            }
-        });
-        for decoded in rx {
-            for (row, result) in decoded {
-                match result {
-                    Ok(pixels) => batches.push(row, pixels)?,
-                    Err(e) => {
-                        batches.progress.inc(1);
-                        failures.push((paths[row].clone(), e));
-                    }
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(failures)
-}
-
-/// The text embeddings of token ids, `batch` rows per forward pass, in order.
-/// `progress`, when given, counts the rows.
+/// The text embeddings of token ids, `batch` rows per forward pass, in order
+/// ([`culturelens_models_io::embed::embed_token_ids`]). `progress`, when given, counts the rows.
 pub fn embed_token_ids(
     encoder: &Encoder,
     ids: &[Vec<u32>],
     batch: usize,
     progress: Option<&Progress>,
 ) -> Result<Vec<Vec<f32>>> {
-    let mut rows = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(batch) {
-        rows.extend(encoder.embed_ids(chunk)?);
+    Ok(embed::embed_token_ids(encoder, ids, batch, |n| {
         if let Some(progress) = progress {
-            progress.inc(chunk.len());
+            progress.inc(n);
         }
-    }
-    Ok(rows)
+    })?)
 }
 
 /// `--batch` must be at least 1.

@@ -36,10 +36,10 @@ pub trait Folder {
 }
 
 /// A directory on disk.
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub struct Dir<'a>(pub &'a Path);
 
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 impl Folder for Dir<'_> {
     fn path(&self, name: &str) -> PathBuf {
         self.0.join(name)

@@ -7,8 +7,9 @@
 //! crate stays free of it.
 //!
 //! The crate feature `native` (on by default; the CLI's) adds the file system, JPEG through
-//! libjpeg-turbo's C decoder ([`jpeg`]), diffusers pipeline folders ([`diffusion`]) and the pickle
-//! importer ([`import`]). Without it (the browser, wasm32) the same folders load from memory and
+//! libjpeg-turbo's C decoder ([`jpeg`]) and the embedding loop ([`embed`]) — together the feature
+//! `files`, all the Python wheel takes — and diffusers pipeline folders ([`diffusion`]) and the
+//! pickle importer ([`import`]). Without it (the browser, wasm32) the same folders load from memory and
 //! JPEG goes through the pure-Rust port of libjpeg-turbo's decoder ([`jpeg_rs`]), which gives
 //! the same pixels.
 //!
@@ -20,12 +21,14 @@
 pub mod clip_bpe;
 #[cfg(feature = "native")]
 pub mod diffusion;
+#[cfg(feature = "files")]
+pub mod embed;
 pub mod folder;
 #[cfg(feature = "native")]
 pub mod gemma_tokenizer;
 #[cfg(feature = "native")]
 pub mod import;
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub mod jpeg;
 pub mod jpeg_rs;
 pub mod limits;
@@ -39,7 +42,7 @@ pub mod xlm_roberta_tokenizer;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 use culturelens_metrics::tokens;
 use culturelens_models::open_clip::OpenClipFile;
 use culturelens_models::preprocess::{
@@ -78,14 +81,14 @@ pub enum LoadError {
 }
 
 /// A failure of the output kit (`import-weights` writing its folder): an I/O error at its path.
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 impl From<culturelens_files::Error> for LoadError {
     fn from(e: culturelens_files::Error) -> Self {
         LoadError::Io { path: e.path, source: e.source }
     }
 }
 
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
     std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
 }
@@ -115,7 +118,7 @@ pub(crate) fn read_string(path: &Path) -> Result<String, LoadError> {
 
 /// The safetensors files of `dir`: `model.safetensors`, or the shards named by
 /// `model.safetensors.index.json`.
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     Ok(encoder_weight_files(&folder::Dir(dir))?.into_iter().map(|f| dir.join(f)).collect())
 }
@@ -164,7 +167,7 @@ impl Encoder {
     /// transformers folder (`config.json`, `model.safetensors` or shards) or an OpenCLIP one
     /// (`open_clip_config.json`, `open_clip_model.safetensors`, as on the Hugging Face hub).
     /// When both are present the transformers files are used.
-    #[cfg(feature = "native")]
+    #[cfg(feature = "files")]
     pub fn from_dir(dir: &Path, device: &Device) -> Result<Self, LoadError> {
         Self::from_folder(&folder::Dir(dir), device)
     }
@@ -251,7 +254,7 @@ impl Encoder {
     }
 
     /// `pixel_values` of the image file at `path`.
-    #[cfg(feature = "native")]
+    #[cfg(feature = "files")]
     pub fn pixel_values(&self, path: &Path) -> Result<PixelValues, LoadError> {
         read_pixel_values(self.processor()?, path)
     }
@@ -321,7 +324,7 @@ impl Encoder {
 /// The tokenizer of the weights folder `dir` and the file it was read from, without the model:
 /// `tokenizer.json`, or (when `spiece`, for SigLIP) the SentencePiece model its repositories ship
 /// instead; `None` when the folder has neither.
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub fn read_tokenizer(
     dir: &Path,
     spiece: bool,
@@ -394,7 +397,7 @@ pub fn tokenizer_from_bytes(bytes: &[u8], path: &Path) -> Result<tokenizers::Tok
 /// covers is the unknown token (SentencePiece's `<unk>`). Byte-level BPE (a `ByteLevel` decoder
 /// or pre-tokenizer, as CLIP's) is read as such, every other tokenizer as SentencePiece pieces
 /// ([`tokens::lens`]).
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, LoadError> {
     let open_clip = !dir.join("config.json").is_file() && dir.join("open_clip_config.json").is_file();
     let (mut tok, path) = read_tokenizer(dir, true)?.ok_or_else(|| LoadError::Missing {
@@ -420,7 +423,7 @@ pub fn tokenizer_lens(dir: &Path, text: &str) -> Result<Vec<tokens::TokenView>, 
 
 /// Reads and decodes the image file at `path` and preprocesses it with `processor` (thread-safe:
 /// the embed command decodes on several threads while the model runs).
-#[cfg(feature = "native")]
+#[cfg(feature = "files")]
 pub fn read_pixel_values(processor: &ImageProcessor, path: &Path) -> Result<PixelValues, LoadError> {
     let decoded = decode_image(&read(path)?)
         .map_err(|source| LoadError::Preprocess { path: path.to_owned(), source })?;
@@ -432,9 +435,9 @@ pub fn read_pixel_values(processor: &ImageProcessor, path: &Path) -> Result<Pixe
 /// the models crate's [`preprocess::decode`].
 pub fn decode_image(bytes: &[u8]) -> Result<Decoded, PreprocessError> {
     if jpeg_rs::is_jpeg(bytes) {
-        #[cfg(feature = "native")]
+        #[cfg(feature = "files")]
         let image = jpeg::decode(bytes)?;
-        #[cfg(not(feature = "native"))]
+        #[cfg(not(feature = "files"))]
         let image = jpeg_rs::decode(bytes)?;
         Ok(Decoded { image, palette_or_bilevel: false })
     } else {

@@ -40,6 +40,8 @@ use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod encoder;
+
 use culturelens_metrics::agreement::Level;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::text::language_codes;
@@ -816,6 +818,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cultext2i, m)?)?;
     m.add_function(wrap_pyfunction!(clipscore, m)?)?;
     m.add_function(wrap_pyfunction!(wilcoxon, m)?)?;
+    m.add_class::<encoder::Encoder>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

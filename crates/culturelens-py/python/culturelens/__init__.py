@@ -25,6 +25,7 @@ from . import _native
 
 __version__: str = _native.__version__
 __all__ = [
+    "Encoder",
     "agreement",
     "clipscore",
     "cultext2i",
@@ -487,3 +488,4 @@ def wilcoxon(a: Any, b: Any = None) -> dict:
 
 
 from . import prompts  # noqa: E402  (the submodule needs _frame above)
+from .encoder import Encoder  # noqa: E402
