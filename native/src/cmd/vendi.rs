@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use culturelens_compute::vendi::{
     Collection, CosineRows, Order, ProductPrecision, ProtocolPlan, ProtocolScore, Route, VendiItems,
     VendiStatistic, categorical_features, point_scores, precomputed_spectrum, protocol, protocol_precomputed,
+    vendi_draws,
 };
 use culturelens_results::vendi::{self as schema, Protocol, VendiFile, VendiScores};
 use culturelens_table::{Metadata, load_table, read_metadata_csv, read_npy, write_atomic};
@@ -238,7 +239,7 @@ pub fn run(args: &VendiArgs) -> Result<()> {
                     seed: group_seed(args.ci.seed, name),
                 });
                 let stat = VendiStatistic { items, quality: qual.as_deref(), q: args.q, protocol, precision };
-                let draws = spec.draws(group.n(), &format!("bootstrap\u{1f}{name}"));
+                let draws = vendi_draws(&spec, group.n(), name);
                 let [vs, qvs, qvs_norm] =
                     stat.replicates(&draws).map(|r| r.interval(spec.level, spec.method));
                 clock.lap("bootstrap");
