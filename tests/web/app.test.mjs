@@ -4,7 +4,8 @@
 // recomputed SoS after a filter change with `culturelens sos` on the filtered table, the Vendi
 // panel with `culturelens vendi` (cosine and categorical kernels, quality, a language subset), the
 // educator slide with `culturelens sos --per-image`; the heatmap's interval tooltips with
-// `culturelens sos --ci` (same level, B, seed); the box selection with the points inside the
+// `culturelens sos --ci` (same level, B, seed), the Vendi panel's with `culturelens vendi --ci`;
+// the box selection with the points inside the
 // box (computed here from the drawn coordinates); the result views (MAGBIG bars, CulText2I NA
 // matrix, the occupation slide) with the `culturelens magbig` / `cultext2i` tables the bundle
 // carries, row by row; a table spread over several GPU buffers (`part-bytes=`) with the CLI; the
@@ -1036,6 +1037,88 @@ test("Heatmap tooltips give the interval of `culturelens sos --ci` for the same 
     report.runs.push({ path: "heatmap intervals", percentile_max_abs: worst(percentile), bca_within_tol: within,
       bca_bounds: bcaBounds.length, bca_max_abs: worst(bcaBounds) });
     assert.deepEqual(bca.errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+/** The Vendi panel's intervals once computed: per score, its bounds and label (`data-lo`/`data-hi`/`data-ci`). */
+async function vendiIntervals(page) {
+  await page.waitForSelector("#vendi-table[data-ci=ready]");
+  return page.evaluate(() => Object.fromEntries([["vs", "vendi-vs"], ["qvs", "vendi-qvs"], ["qvs_norm", "vendi-qvs-norm"]]
+    .map(([k, id]) => { const d = document.getElementById(id).dataset; return [k, { lo: d.lo, hi: d.hi, ci: d.ci }]; })));
+}
+
+/** Each bound of the page's Vendi intervals against the CLI's `<score>_ci`: the relative differences. */
+function vendiIntervalDifferences(got, want, label) {
+  return ["vs", "qvs", "qvs_norm"].flatMap((k) => {
+    assert.ok(want[`${k}_ci`], `${label}: the CLI wrote ${k}_ci`);
+    assert.ok(got[k].lo !== undefined && got[k].hi !== undefined, `${label}: the page shows the interval of ${k}`);
+    return ["lo", "hi"].map((b) => {
+      const cli = want[`${k}_ci`][b];
+      return { bound: `${label} ${k}_${b}`, got: got[k][b], cli, rel: Math.abs(Number(got[k][b]) - cli) / Math.abs(cli) };
+    });
+  });
+}
+
+// Vendi intervals against `culturelens vendi --ci`. The page re-runs the same Vendi computation on
+// the same draws (the compute crate's `VendiStatistic`), in wasm, where faer's kernels sum in
+// another order than the CLI's SIMD ones: each replicate differs from the CLI's in the last bits,
+// like the point estimates (VENDI_TOL.cpu). A percentile bound interpolates two replicates, so it
+// keeps that error. A BCa bound also counts the replicates below the estimate; Vendi replicates
+// are continuous, so none lies within 1e-15 of the estimate here and BCa matches as closely
+// (unlike the SoS heatmap's f32 scores). Both: VENDI_CI_TOL relative, about 3× the measured
+// worst (1.4e-15 on the CPU page over these 12 bounds; logged below).
+const VENDI_CI_TOL = 4e-15;
+
+test("Vendi tooltips give the interval of `culturelens vendi --ci` for the same seed and B, computed without blocking the page", { timeout: TIMEOUT * 2 }, async () => {
+  const browser = await launch(false);
+  try {
+    const table = ["--embeddings", tables.all.npy, "--meta", tables.all.csv];
+    // Percentile at 0.9, B 40, seed 3 from the URL: the whole table (the CLI without --group-by).
+    const { page, errors } = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu&view=vendi&ci=0.9&bootstrap=40&seed=3&ci-method=percentile");
+    await results(page);
+    await viewDrawn(page, "vendi");
+    const whole = await vendiIntervals(page);
+    const bounds = vendiIntervalDifferences(whole, cliVendi("ci-whole", ...table, "--ci", "0.9", "--bootstrap", "40", "--seed", "3",
+      "--ci-method", "percentile"), "percentile 0.9, whole table");
+    assert.equal(whole.vs.ci, "90% percentile bootstrap, 40 resamples, seed 3, the subset's pictures resampled");
+    const vs = await page.getAttribute("#vendi-vs", "data-value");
+    assert.equal(await page.getAttribute("#vendi-vs", "title"), `VS_q ${vs} [${whole.vs.lo}, ${whole.vs.hi}], ${whole.vs.ci}`);
+    // BCa at 0.95 (the control), on the `am` rows: the CLI's --group-by language group `am`.
+    await page.goto(`${origin}/index.html?bundle=/bundles/demo/&backend=cpu&view=vendi&ci=0.9&bootstrap=40&seed=3`);
+    await results(page);
+    await viewDrawn(page, "vendi");
+    await page.waitForSelector("#vendi-table[data-ci=ready]");
+    await page.selectOption("#vendi-language", "am");
+    await page.selectOption("#vendi-ci-level", "0.95");
+    assert.match(await page.evaluate(() => location.search), /ci=0\.95/);
+    await page.waitForFunction(() => document.querySelector("#vendi-vs")?.dataset.ci?.startsWith("95% BCa"));
+    const am = await vendiIntervals(page);
+    const byLanguage = cliVendi("ci-by-language", ...table, "--group-by", "language", "--ci", "0.95", "--bootstrap", "40", "--seed", "3");
+    bounds.push(...vendiIntervalDifferences(am, byLanguage.am, "BCa 0.95, language am"));
+    for (const b of bounds) assert.ok(b.rel <= VENDI_CI_TOL, `${b.bound}: page ${b.got} vs CLI ${b.cli} (relative ${b.rel})`);
+    const worst = Math.max(...bounds.map((b) => b.rel));
+    assert.deepEqual(errors, []);
+
+    // The defaults (BCa, 0.95, B 1000) on the whole demo table: the page stays responsive — a click
+    // on another tab is handled while the intervals are computing, with their progress on screen.
+    const demo = await openPage(browser, "?bundle=/bundles/demo/&backend=cpu&view=vendi");
+    await results(demo.page);
+    await viewDrawn(demo.page, "vendi");
+    await demo.page.waitForFunction(() => /^\d+\/\d+$/.test(document.querySelector("#vendi-table")?.dataset.ciProgress ?? ""));
+    assert.match(await demo.page.textContent("#vendi-ci-progress"), /^Bootstrap intervals: \d+ of 3161 Vendi computations/);
+    const clickedAt = Date.now();
+    await demo.page.click("#tab-heatmap");
+    await demo.page.waitForSelector("#view-heatmap:not([hidden])");
+    const clickMs = Date.now() - clickedAt;
+    assert.equal(await demo.page.getAttribute("#vendi-table", "data-ci"), "computing", "the click was handled while resampling");
+    await demo.page.waitForSelector("#vendi-table[data-ci=ready]", { state: "attached" });
+    const ms = Number(await demo.page.getAttribute("#vendi-table", "data-ci-ms"));
+    console.log(`vendi intervals vs culturelens vendi --ci (CPU page): max relative ${worst.toExponential(2)} over ${bounds.length} bounds; ` +
+      `demo (2160 × 64) BCa 0.95 with 1000 resamples: ${(ms / 1000).toFixed(1)} s in the page; a tab click handled in ${clickMs} ms meanwhile`);
+    report.runs.push({ path: "vendi intervals", max_relative: worst, bounds: bounds.length, demo_bca_1000_ms: ms, click_ms: clickMs });
+    assert.deepEqual(demo.errors, []);
   } finally {
     await browser.close();
   }

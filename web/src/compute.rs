@@ -8,8 +8,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{Blocking, SosLayout, SosReport, sos_packed, sos_report, unpack};
 use culturelens_compute::vendi::{
-    Order, ProductPrecision, Route, VendiScore, categorical_features, cosine_features, product_tensor,
-    spectrum_from_product,
+    Features, Order, ProductPrecision, Route, VendiScore, categorical_features, cosine_features,
+    product_tensor, spectrum_from_product,
 };
 
 use crate::dom;
@@ -186,6 +186,14 @@ pub enum VendiKernel {
     Categorical(Vec<(String, Vec<String>, f64)>),
 }
 
+/// A subset's Vendi scores with what its bootstrap intervals resample: the feature map of its
+/// rows (f64, on the host) and the precision its spectrum was clipped with.
+pub struct VendiResult {
+    pub score: VendiScore,
+    pub features: Features,
+    pub precision: ProductPrecision,
+}
+
 /// `VS_q`, `qVS_q` and `qVS_q / N` (CUBE Eqs. (2)–(3)) of the rows `rows` of `table` through the
 /// core's `vendi` code on the table's device, with the core's precision rule for that device
 /// (f32 products on WebGPU, which has no f64) — the numbers of `culturelens vendi`.
@@ -195,7 +203,7 @@ pub async fn vendi(
     kernel: &VendiKernel,
     q: Order,
     quality: Option<&[f64]>,
-) -> Result<VendiScore, String> {
+) -> Result<VendiResult, String> {
     let n = rows.len();
     if n == 0 {
         return Err("the subset is empty".into());
@@ -226,5 +234,5 @@ pub async fn vendi(
     let precision = ProductPrecision::for_device(&device);
     let product = read_back(product_tensor(&features, Route::Auto, precision, &device)).await?;
     let spectrum = spectrum_from_product(product, &features, precision);
-    Ok(VendiScore::from_spectrum(&spectrum, n, q, quality))
+    Ok(VendiResult { score: VendiScore::from_spectrum(&spectrum, n, q, quality), features, precision })
 }

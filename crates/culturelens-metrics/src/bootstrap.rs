@@ -234,38 +234,9 @@ impl Replicates {
         draws: &Draws,
         stat: impl Fn(&[u32]) -> [Option<f64>; K],
     ) -> [Option<Replicates>; K] {
-        let n = draws.units();
-        let all: Vec<u32> = (0..n as u32).collect();
-        let estimate = stat(&all);
-        let mut out: [Option<Replicates>; K] = std::array::from_fn(|k| {
-            estimate[k].map(|e| Replicates {
-                estimate: e,
-                values: Vec::with_capacity(draws.resamples()),
-                jackknife: Vec::new(),
-            })
-        });
-        let mut push = |values: [Option<f64>; K], jackknife: bool| {
-            for (slot, v) in out.iter_mut().zip(values) {
-                match (slot.as_mut(), v) {
-                    (Some(r), Some(v)) if jackknife => r.jackknife.push(v),
-                    (Some(r), Some(v)) => r.values.push(v),
-                    (Some(_), None) => *slot = None,
-                    (None, _) => {}
-                }
-            }
-        };
-        for idx in draws.iter() {
-            push(stat(idx), false);
-        }
-        if n >= 2 {
-            let mut rest = Vec::with_capacity(n - 1);
-            for i in 0..n as u32 {
-                rest.clear();
-                rest.extend(all.iter().copied().filter(|&u| u != i));
-                push(stat(&rest), true);
-            }
-        }
-        out
+        let mut runs = StatisticRuns::new(draws);
+        runs.step(usize::MAX, &stat);
+        runs.finish()
     }
 
     /// The interval at `level` by `method`; `None` where it is undefined (a non-finite replicate,
@@ -275,6 +246,78 @@ impl Replicates {
             CiMethod::Percentile => percentile_interval(&self.values, level),
             CiMethod::Bca => bca_interval(self.estimate, &self.values, &self.jackknife, level),
         }
+    }
+}
+
+/// [`Replicates::of_statistics`] a few evaluations at a time, so a caller can report progress
+/// and yield between steps (the browser's Vendi intervals): the estimate on all units first, then
+/// each resample in order, then the jackknife (each unit left out in turn, for `n ≥ 2`).
+pub struct StatisticRuns<'a, const K: usize> {
+    draws: &'a Draws,
+    all: Vec<u32>,
+    done: usize,
+    out: Option<[Option<Replicates>; K]>,
+}
+
+impl<'a, const K: usize> StatisticRuns<'a, K> {
+    pub fn new(draws: &'a Draws) -> StatisticRuns<'a, K> {
+        StatisticRuns { draws, all: (0..draws.units() as u32).collect(), done: 0, out: None }
+    }
+
+    /// Evaluations in all: `1 + B + n` (`1 + B` for a single unit).
+    pub fn total(&self) -> usize {
+        let n = self.draws.units();
+        1 + self.draws.resamples() + if n >= 2 { n } else { 0 }
+    }
+
+    /// Evaluations done so far.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    /// Evaluates `stat` on up to `count` more index sets; whether all are done.
+    pub fn step(&mut self, count: usize, stat: &impl Fn(&[u32]) -> [Option<f64>; K]) -> bool {
+        let (b, end) = (self.draws.resamples(), self.done.saturating_add(count).min(self.total()));
+        let mut rest = Vec::new();
+        for t in self.done..end {
+            let idx: &[u32] = match t {
+                0 => &self.all,
+                t if t <= b => self.draws.resample(t - 1),
+                t => {
+                    let left_out = (t - 1 - b) as u32;
+                    rest.clear();
+                    rest.extend(self.all.iter().copied().filter(|&u| u != left_out));
+                    &rest
+                }
+            };
+            let values = stat(idx);
+            let Some(out) = self.out.as_mut() else {
+                self.out = Some(std::array::from_fn(|k| {
+                    values[k].map(|e| Replicates {
+                        estimate: e,
+                        values: Vec::with_capacity(b),
+                        jackknife: Vec::new(),
+                    })
+                }));
+                continue;
+            };
+            for (slot, v) in out.iter_mut().zip(values) {
+                match (slot.as_mut(), v) {
+                    (Some(r), Some(v)) if t > b => r.jackknife.push(v),
+                    (Some(r), Some(v)) => r.values.push(v),
+                    (Some(_), None) => *slot = None,
+                    (None, _) => {}
+                }
+            }
+        }
+        self.done = end;
+        end == self.total()
+    }
+
+    /// The replicates, once every evaluation is done ([`Replicates::of_statistics`]).
+    pub fn finish(self) -> [Option<Replicates>; K] {
+        assert_eq!(self.done, self.total(), "every evaluation is done");
+        self.out.expect("the estimate is evaluated first")
     }
 }
 
@@ -449,6 +492,25 @@ mod tests {
         assert!(never.is_none());
         let max = max.unwrap();
         assert_eq!((max.estimate, max.jackknife.as_slice()), (8.0, &[8.0, 8.0, 8.0, 4.0][..]));
+    }
+
+    #[test]
+    fn statistic_runs_in_steps_equal_all_at_once() {
+        let x = [1.0, 4.0, 2.0, 8.0, 5.0];
+        let draws = Draws::new(5, 12, 3);
+        let stat = |idx: &[u32]| [Some(idx.iter().map(|&i| x[i as usize]).sum::<f64>() / idx.len() as f64)];
+        let mut runs = StatisticRuns::new(&draws);
+        assert_eq!(runs.total(), 1 + 12 + 5);
+        let mut steps = 0;
+        while !runs.step(4, &stat) {
+            steps += 1;
+            assert_eq!(runs.done(), 4 * steps);
+        }
+        assert_eq!(steps, 4);
+        let [stepped] = runs.finish();
+        let stepped = stepped.unwrap();
+        assert_eq!(stepped, Replicates::of_mean(&x, &draws));
+        assert_eq!(stepped, Replicates::of_statistic(&draws, |idx| stat(idx)[0]).unwrap());
     }
 
     #[test]

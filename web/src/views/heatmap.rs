@@ -11,14 +11,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use culturelens_metrics::bootstrap::{CiMethod, CiSpec, Interval};
+use culturelens_metrics::bootstrap::{CiSpec, Interval};
 
 use culturelens_view::heatmap::{Grid, Joint};
 use wasm_bindgen::JsCast;
 use web_sys::Event;
 
 use super::colour::{css, diverging_legend, diverging_rgb, ink};
-use super::{Handler, Listen, svg_label};
+use super::{Handler, Listen, ci, svg_label};
 use crate::dom::{self, esc};
 use crate::load::Thumbs;
 use crate::state::{Sort, Update, with_app};
@@ -63,18 +63,7 @@ fn on_focus(e: &Event) -> Update {
 
 /// The level or resamples control: the new setting in the URL, then a recompute (its intervals).
 fn on_ci_control(e: &Event) -> Update {
-    let Some(select) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) else {
-        return Update::Nothing;
-    };
-    let name = match select.id().as_str() {
-        "ci-level" => "ci",
-        "ci-resamples" => "bootstrap",
-        _ => return Update::Nothing,
-    };
-    let p = crate::state::params();
-    p.set(name, &select.value());
-    crate::state::replace_params(&p);
-    Update::Recompute
+    if ci::on_change("", e) { Update::Recompute } else { Update::Nothing }
 }
 
 fn hide_tooltip(_: &Event) -> Update {
@@ -248,23 +237,9 @@ pub fn show_intervals() {
     }
 }
 
-/// The name of an interval method in words.
-fn method_name(spec: &CiSpec) -> &'static str {
-    match spec.method {
-        CiMethod::Bca => "BCa",
-        CiMethod::Percentile => "percentile",
-    }
-}
-
 /// How an interval was computed, as the tooltip states it.
 fn ci_label(spec: &CiSpec) -> String {
-    format!(
-        "{}% {} bootstrap, {} resamples, seed {}, fast mode",
-        spec.level * 100.0,
-        method_name(spec),
-        spec.resamples,
-        spec.seed
-    )
+    format!("{}, fast mode", ci::label(spec))
 }
 
 /// The level and resamples of the intervals (`spec`: the computed ones; `None` while computing).
@@ -272,25 +247,12 @@ fn ci_control(spec: Option<&CiSpec>) -> String {
     let Some(spec) = spec else {
         return "<p class='muted' id='ci-control'>Computing the confidence intervals…</p>".into();
     };
-    let options = |values: &[f64], current: f64, show: &dyn Fn(f64) -> String| -> String {
-        let mut values = values.to_vec();
-        if !values.contains(&current) {
-            values.push(current);
-        }
-        values
-            .iter()
-            .map(|&v| {
-                let selected = if v == current { " selected" } else { "" };
-                format!("<option value='{v}'{selected}>{}</option>", show(v))
-            })
-            .collect()
-    };
-    format!(
-        "<p class='muted' id='ci-control'>Hover a cell for its interval:          <label>level <select id='ci-level'>{}</select></label>          <label>resamples <select id='ci-resamples'>{}</select></label>          ({} bootstrap of the outputs within each cell, seed {}, as <code>culturelens sos --ci</code>).</p>",
-        options(&[0.9, 0.95, 0.99], spec.level, &|v| format!("{}%", v * 100.0)),
-        options(&[200.0, 1000.0, 2000.0], spec.resamples as f64, &|v| format!("{v}")),
-        method_name(spec),
-        spec.seed
+    ci::control(
+        "",
+        spec,
+        "Hover a cell for its interval:",
+        "the outputs within each cell",
+        "culturelens sos --ci",
     )
 }
 

@@ -3,6 +3,7 @@
 //! lists its [`Handler`]s, which change the state and return the [`Update`] the app applies
 //! (URL sync, re-render, recompute); views never call back into the app flow.
 
+mod ci;
 pub mod classroom;
 pub mod colour;
 mod correlation;

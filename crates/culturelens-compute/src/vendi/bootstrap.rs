@@ -82,7 +82,7 @@ pub fn group_intervals(
         (_, None) => unreachable!("only a precomputed kernel has no feature map"),
     };
     let stat = VendiStatistic { items, quality, q, protocol, precision };
-    let draws = spec.draws(group.n(), &format!("bootstrap\u{1f}{name}"));
+    let draws = vendi_draws(spec, group.n(), name);
     stat.replicates(&draws).map(|r| r.interval(spec.level, spec.method))
 }
 
@@ -165,7 +165,24 @@ impl VendiStatistic<'_> {
     /// The replicates of `[VS_q, qVS_q, qVS_q / N]` over `draws` of the group's items.
     pub fn replicates(&self, draws: &Draws) -> [Replicates; 3] {
         assert_eq!(draws.units(), self.items.n(), "the draws resample this group's items");
-        Replicates::of_statistics(draws, |idx| self.score(idx).map(Some))
-            .map(|r| r.expect("a Vendi score is defined on every non-empty collection"))
+        Replicates::of_statistics(draws, |idx| self.statistics(idx)).map(defined)
     }
+
+    /// [`VendiStatistic::score`] as the bootstrap's statistics (`StatisticRuns::step`, for a
+    /// caller that runs the replicates a few at a time).
+    pub fn statistics(&self, items: &[u32]) -> [Option<f64>; 3] {
+        self.score(items).map(Some)
+    }
+}
+
+/// The replicates of a Vendi score, defined on every non-empty collection.
+pub fn defined(replicates: Option<Replicates>) -> Replicates {
+    replicates.expect("a Vendi score is defined on every non-empty collection")
+}
+
+/// The draws of `vendi --ci` for the `n` items of one group (`group`: its value, `""` for the
+/// whole collection): a stream of its own per group, so a group's interval does not change when
+/// other groups are added or removed.
+pub fn vendi_draws(spec: &CiSpec, n: usize, group: &str) -> Draws {
+    spec.draws(n, &format!("bootstrap\u{1f}{group}"))
 }

@@ -67,7 +67,7 @@ mod product;
 mod protocol;
 mod score;
 
-pub use bootstrap::{VendiItems, VendiStatistic, group_intervals};
+pub use bootstrap::{VendiItems, VendiStatistic, defined, group_intervals, vendi_draws};
 pub use collection::{Collection, point_scores};
 pub use gram::HOST_BLOCK_ROWS;
 pub use product::{
