@@ -30,6 +30,11 @@ faster), the agreement, and the H100 anchor of issue 15 (PyTorch 2.11). Workload
     saved pipeline, each step's time by difference of two step counts
     (scripts/bench/bench_generate_cpu.py, size `sd21`); anchors 36.2 ms (one image) and
     49.3 ms (eight) of issue 13. The max abs difference of the images is reported.
+  * `sdxl-unet-step`, `flux-step` (issue 30): seconds per denoiser step at 1024 x 1024 of SDXL
+    base 1.0's UNet (f16, guidance 5.0: a batch of 2) and FLUX.1-dev's transformer (bf16, its
+    guidance embedding: one call), random weights at the published sizes around one-layer text
+    encoders and a small VAE (families.py), against diffusers on the same saved pipeline. No
+    anchor exists yet. FLUX-dev's pipeline is saved once in bf16 (about 24 GB under --work).
 
 `--smoke` runs every workload at toy sizes with `--device cpu` and f32 and the peers on the CPU:
 the check that the script's own parts work on a machine without a GPU (the times mean nothing).
@@ -53,6 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import sos_bench  # noqa: E402  (the paper-scale table and the numpy reference)
 import bench_generate_cpu  # noqa: E402  (the random-weight SD pipeline and the per-step timing)
+import families  # noqa: E402  (issue 30's SDXL and FLUX denoiser steps)
 
 ANCHORS = {
     "sos": {"unit": "s", "h100_torch": 6.2e-3},
@@ -63,6 +69,8 @@ ANCHORS = {
     "embed-siglip-so400m": {"unit": "images/s", "h100_torch": 466},
     "embed-dinov2-giant-reg": {"unit": "images/s", "h100_torch": 657},
     "unet-step": {"unit": "s", "h100_torch": {"1": 36.2e-3, "8": 49.3e-3}},
+    "sdxl-unet-step": {"unit": "s", "h100_torch": None},
+    "flux-step": {"unit": "s", "h100_torch": None},
 }
 
 
@@ -326,6 +334,13 @@ def bench_unet_step(bins, args):
                  anchor={"unit": "s", "h100_torch": ANCHORS["unet-step"]["h100_torch"][str(images)]})
 
 
+def bench_family_step(bins, args, workload):
+    for device, result in families.compare(workload, bins, args, torch_device(args.smoke)):
+        if args.smoke and result["max_abs_image_difference"] > 1e-3:
+            sys.exit(f"{workload}: the images disagree: {result}")
+        emit(workload=workload, binary=device, **result, anchor=ANCHORS[workload])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", action="append", default=[], metavar="DEVICE=PATH",
@@ -364,6 +379,9 @@ def main():
         bench_embed(bins, args, {w for w in only if w.startswith("embed-")})
     if want("unet-step"):
         bench_unet_step(bins, args)
+    for workload in families.FAMILIES:
+        if want(workload):
+            bench_family_step(bins, args, workload)
 
 
 if __name__ == "__main__":
