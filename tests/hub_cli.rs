@@ -363,3 +363,29 @@ fn generate_model_fetches_every_component_of_the_model_index() {
         std::fs::read(local.join("000000_00.png")).unwrap()
     );
 }
+
+/// `generate --model` checks the request against the pipeline's configs before it downloads a
+/// single weight file: a size the pipeline cannot make is refused with only configs and
+/// tokenizers fetched, and nothing written.
+#[test]
+fn generate_model_refuses_a_bad_size_before_downloading_weights() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = Hub::start("test-org/tiny-sdxl");
+    hub.commit(COMMIT_A, fixture("diffusion").join("tiny-sdxl")).branch("main", COMMIT_A);
+    let out = tmp.path().join("out");
+    let run = Cli::new("generate")
+        .opt("--model", "test-org/tiny-sdxl")
+        .opt("--prompt", "a street")
+        .opt("--height", "20")
+        .opt("--out", &out)
+        .env("HF_ENDPOINT", &hub.endpoint)
+        .env("HF_HOME", tmp.path().join("hf"))
+        .env_remove("HF_TOKEN")
+        .run();
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("multiples of 8") && run.stderr.contains("got 20×16"), "{}", run.stderr);
+    let requested = hub.requests();
+    assert!(requested.iter().any(|p| p.ends_with("unet/config.json")), "{requested:?}");
+    assert!(!requested.iter().any(|p| p.ends_with(".safetensors")), "weights fetched: {requested:?}");
+    assert!(!out.exists());
+}

@@ -103,8 +103,10 @@ pub fn snapshot(model: &str) -> Result<PathBuf> {
 /// The local snapshot folder of the diffusers pipeline `model` (`generate --model`): its
 /// `model_index.json` fixes the commit and names the pipeline class, then each component that
 /// class's loader reads (`pipeline_components`: SD's, SDXL's, SD 3's, FLUX's or Lumina 2's) is fetched — a
-/// model's config and safetensors weights (single file or shards), a tokenizer's files.
-pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
+/// model's config and safetensors weights (single file or shards), a tokenizer's files. With
+/// `weights: false` only the configs and tokenizers are fetched (what `generate` checks a request
+/// against before it downloads gigabytes); a second call with `true` adds the weights.
+pub fn snapshot_pipeline(model: &str, weights: bool) -> Result<PathBuf> {
     let api = ApiBuilder::from_env().with_progress(true).build().context("cannot set up the hub client")?;
     let wanted = parse(model)?;
     let index = required(&api.repo(wanted.clone()), model, "model_index.json")?;
@@ -127,6 +129,9 @@ pub fn snapshot_pipeline(model: &str) -> Result<PathBuf> {
             continue;
         }
         required(&repo, model, &format!("{component}/config.json"))?;
+        if !weights {
+            continue;
+        }
         // transformers' components save `model.safetensors`, diffusers' the longer name.
         let library = classes[component][0].as_str().unwrap_or("");
         let stem = if library == "transformers" { "model" } else { "diffusion_pytorch_model" };

@@ -450,10 +450,11 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     let device = select_device_with(args.device, args.precision)?;
     let dir = match (&args.pipeline, &args.model) {
         (Some(dir), _) => dir.clone(),
-        (None, Some(model)) => crate::hub::snapshot_pipeline(model)?,
+        // The configs first: the request is checked against them before the weights download.
+        (None, Some(model)) => crate::hub::snapshot_pipeline(model, false)?,
         (None, None) => bail!("give --pipeline DIR or --model HF_ID"),
     };
-    // Every image-size rule, from the folder's configs before any weights load.
+    // Every image-size rule, from the folder's configs before any weights load (or download).
     let sizes = PipelineFolder::size_rule(&dir)?;
     let (height, width) = (args.height.unwrap_or(sizes.default), args.width.unwrap_or(sizes.default));
     sizes.check(height, width)?;
@@ -465,6 +466,9 @@ fn read(args: &GenerateArgs) -> Result<Read> {
             image[0],
             image[1]
         );
+    }
+    if let (None, Some(model)) = (&args.pipeline, &args.model) {
+        crate::hub::snapshot_pipeline(model, true)?;
     }
     let started = Instant::now();
     let mut stages = Stages::new(args.timings);
