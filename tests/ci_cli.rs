@@ -522,7 +522,7 @@ fn validate_ci_resamples_labelled_images() {
     );
 }
 
-/// `clipscore --summary --group-by model,language --ci`: the mean CLIPScore per group over its
+/// `clipscore --summary --summary-by model,language --ci`: the mean CLIPScore per group over its
 /// images, by hand from the per-image scores, and intervals by hand from known draws: with seed
 /// 2, the one resample of group (A, en) draws its images [1, 1] and that of (B, en) [0, 0]
 /// (SplitMix64 from seed XOR FNV-1a("clipscore", model, language), scripts/fixtures/
@@ -563,7 +563,7 @@ fn clipscore_ci_resamples_images_within_groups() {
     let (plain, scored, summary) = (d.join("plain.csv"), d.join("scored.csv"), d.join("summary.csv"));
     run(&plain, &[]).run_ok();
     let hand =
-        ["--group-by", "model,language", "--ci", "0.9", "--ci-method", "percentile", "--bootstrap", "1"];
+        ["--summary-by", "model,language", "--ci", "0.9", "--ci-method", "percentile", "--bootstrap", "1"];
     let stdout =
         run(&scored, &[&["--summary", p(&summary), "--seed", "2"][..], &hand].concat()).run_ok().stdout;
     assert!(stdout.contains("90% percentile bootstrap, 1 resamples of scored images within each (model, language) group, seed 2"), "{stdout}");
@@ -601,7 +601,7 @@ fn clipscore_ci_resamples_images_within_groups() {
     // interval of each group with two images lies between its two scores.
     let (again, first) = (d.join("again.csv"), d.join("first.csv"));
     for path in [&first, &again] {
-        run(&scored, &["--summary", p(path), "--group-by", "model,language", "--ci", "0.95"]).run_ok();
+        run(&scored, &["--summary", p(path), "--summary-by", "model,language", "--ci", "0.95"]).run_ok();
     }
     assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&again).unwrap());
     let (_, rows) = read_csv(&first);
@@ -621,9 +621,9 @@ fn clipscore_ci_resamples_images_within_groups() {
     let never = d.join("never.csv");
     let stderr = run(&never, &["--ci", "0.9"]).run_fails().stderr;
     assert!(stderr.contains("--summary FILE"), "{stderr}");
-    let stderr = run(&never, &["--group-by", "model"]).run_fails().stderr;
+    let stderr = run(&never, &["--summary-by", "model"]).run_fails().stderr;
     assert!(stderr.contains("--summary"), "{stderr}");
-    let stderr = run(&never, &["--summary", p(&d.join("s2.csv")), "--group-by", "seed"]).run_fails().stderr;
+    let stderr = run(&never, &["--summary", p(&d.join("s2.csv")), "--summary-by", "seed"]).run_fails().stderr;
     assert!(stderr.contains("seed"), "{stderr}");
     assert!(!never.exists() && !d.join("s2.csv").exists());
 }

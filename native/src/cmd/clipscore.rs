@@ -34,8 +34,8 @@ Output (--out, atomic): the manifest's columns, then COL_cos and COL_clipscore p
 cannot be read stops the run unless --skip-bad, which keeps its row with empty scores.
 
 --summary FILE also writes the aggregate the CLIPScore literature reports, the mean CLIPScore over
-images, per group of the --group-by columns (e.g. model,language; one row over all images without
-them): the --group-by columns, n (the group's scored images), then COL_clipscore per caption column.
+images, per group of the --summary-by columns (e.g. model,language; one row over all images without
+them): the --summary-by columns, n (the group's scored images), then COL_clipscore per caption column.
 Unit resampled by --ci: the scored images of each group (the unit the mean is taken over), one draw
 of a group's images for all its caption columns.
 
@@ -68,12 +68,12 @@ pub struct ClipscoreArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub run: PerImageArgs,
-    /// Also write the mean CLIPScore per --group-by group as CSV (atomic).
+    /// Also write the mean CLIPScore per --summary-by group as CSV (atomic).
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
     /// Manifest columns whose values make the --summary groups, comma-separated.
     #[arg(long, value_delimiter = ',', requires = "summary", value_name = "COL1,COL2,...")]
-    pub group_by: Vec<String>,
+    pub summary_by: Vec<String>,
     #[command(flatten)]
     #[serde(flatten)]
     pub ci: CiArgs,
@@ -92,7 +92,7 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     }
     let images = ImageList::read(&args.images)?;
     let meta = &images.meta;
-    let group_of = group_keys(meta, &args.group_by)?;
+    let group_of = group_keys(meta, &args.summary_by)?;
     let mut texts: Vec<String> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     // Per caption column, per row: the index of its text in `texts`.
@@ -163,7 +163,7 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     write_meta_with_columns(&args.run.out, meta, &added)?;
     let mut provenance = args.model.provenance("clipscore", args, &weights)?;
     provenance.input(&args.images)?;
-    let unit = match args.group_by.as_slice() {
+    let unit = match args.summary_by.as_slice() {
         [] => "scored images (one group: the whole manifest)".to_string(),
         cols => format!("scored images within each ({}) group", cols.join(", ")),
     };
@@ -187,14 +187,14 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
     Ok(())
 }
 
-/// The `--group-by` values of every row (columns required, values non-empty); `[]` per row without
-/// `--group-by`.
+/// The `--summary-by` values of every row (columns required, values non-empty); `[]` per row without
+/// `--summary-by`.
 fn group_keys(meta: &Metadata, names: &[String]) -> Result<Vec<Vec<String>>> {
     let cols = names.iter().map(|n| meta.require_nonempty_column(n)).collect::<Result<Vec<_>, _>>()?;
     Ok((0..meta.n_rows()).map(|r| cols.iter().map(|c| c[r].clone()).collect()).collect())
 }
 
-/// The `--summary` table: per group of the scored `rows` (in value order), the `--group-by`
+/// The `--summary` table: per group of the scored `rows` (in value order), the `--summary-by`
 /// values, n, and per caption column the mean CLIPScore (`scores[c][k]`: row `rows[k]`'s score
 /// against caption column `c`), each followed by its interval's bounds with `--ci`.
 fn summary_table(
@@ -204,7 +204,7 @@ fn summary_table(
     scores: &[Vec<f64>],
 ) -> (Vec<String>, Vec<Vec<String>>) {
     let spec = args.ci.spec();
-    let mut header: Vec<String> = args.group_by.clone();
+    let mut header: Vec<String> = args.summary_by.clone();
     header.push("n".into());
     for col in &args.caption_cols {
         let metric = format!("{col}_clipscore");
