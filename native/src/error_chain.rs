@@ -4,21 +4,9 @@
 //! message such as `"{at}: {source}"` that also returns `source` as its cause would otherwise
 //! print the cause twice: "x.npy: No such file or directory: No such file or directory".)
 
-/// `err` and its causes as one line.
+/// `err` and its causes as one line ([`culturelens_files::error_line`]).
 pub fn render(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    let mut above = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if above.is_empty() || !above.ends_with(&text) {
-            if !line.is_empty() {
-                line.push_str(": ");
-            }
-            line.push_str(&text);
-        }
-        above = text;
-    }
-    line
+    culturelens_files::error_line(err.as_ref())
 }
 
 #[cfg(test)]

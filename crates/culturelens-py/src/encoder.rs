@@ -25,9 +25,10 @@ pub struct Encoder {
     model: Arc<Model>,
 }
 
-/// `err` as the CLI prints it: the error and its causes joined by ": " (anyhow's `{:#}`).
+/// `err` as the CLI prints it (`culturelens_files::error_line`: the error and its causes joined
+/// by ": ", a repeated cause once).
 fn cli_error(err: impl Into<anyhow::Error>) -> PyErr {
-    PyValueError::new_err(format!("{:#}", err.into()))
+    PyValueError::new_err(culturelens_files::error_line(err.into().as_ref()))
 }
 
 /// Row-major `rows` as an `n x d` float32 array.
