@@ -18,6 +18,11 @@
 //   table (the bundle's rows, then the photos' rows as `culturelens embed` embeds them);
 // - a link with `encoder` and `sentences` (the URL the lens keeps) shows the sentences' scores on
 //   opening, equal to the CLI's;
+// - in f16 (`?precision=f16` on the CPU backend, Burn's flex f16 kernels) the text and photo
+//   embeddings of CLIP and SigLIP stay within F16_TEXT_TOL / F16_IMAGE_TOL of the CLI's f32 ones
+//   (the CLI computes f16 on a GPU only), show f16's rounding, and the size check before the
+//   download counts half the bytes; `?precision=auto` on SwiftShader (no shader-f16) runs in f32,
+//   equal to the CLI's, and f16 asked for there runs in f32 with a notice on the page;
 // - on a phone (375 px) the heatmap's cells show colour only, and a tap shows the cell's value
 //   (the page's SoS, which the tests above check against the CLI);
 // - the prompt index the app ships (dist/prompt-index.json) holds rows of `culturelens prompts
@@ -56,6 +61,10 @@ const MIRROR = process.env.CULTURELENS_DATA_MIRROR || path.join(repo, "../shared
 const EMB_TOL = 1e-5;
 // SoS: page vs CLI, max abs.
 const SOS_TOL = 1e-5;
+// The page in f16 (CPU, flex) vs the CLI in f32, max abs over every embedding value: about 2× the
+// measured (CLIP text 1.7e-3, photos 8.4e-4; SigLIP text 2.3e-3, photos 8.1e-4; printed by the test).
+const F16_TEXT_TOL = 4e-3;
+const F16_IMAGE_TOL = 2e-3;
 // Sentences: two cultures in three languages, twice each (12 rows).
 const SENTENCES = [
   ["en", "Japan", "a photo of a Japanese woman"], ["de", "Japan", "ein Foto einer japanischen Frau"],
@@ -315,6 +324,84 @@ for (const backend of ["cpu", "webgpu"]) {
     }
   });
 }
+
+test("classroom lens in f16 on the CPU: CLIP and SigLIP embeddings within the f16 bound of the CLI's f32; the size check counts 2 bytes a weight", { timeout: TIMEOUT * 4 }, async () => {
+  const browser = await launch(false);
+  try {
+    for (const model of ["clip", "siglip"]) {
+      const open = async (precision) => {
+        const opened = await openPage(browser, `?lens=classroom&backend=cpu&precision=${precision}&encoder=encoders/${model}/`);
+        await waitLens(opened.page);
+        assert.equal(await opened.page.getAttribute("body", "data-encoder-precision"), precision);
+        return opened;
+      };
+      const f32 = await open("f32");
+      const needs32 = Number(await f32.page.getAttribute("body", "data-encoder-needs"));
+      await f32.context.close();
+      const { page, context, errors } = await open("f16");
+      assert.equal(await page.getAttribute("body", "data-backend"), "cpu");
+      assert.match(await page.textContent("#enc-status"), / in f16,/);
+      const needs16 = Number(await page.getAttribute("body", "data-encoder-needs"));
+      assert.ok(needs32 > 0 && needs16 * 2 === needs32, `${model}: device bytes f16 ${needs16}, f32 ${needs32}`);
+
+      const text = await embedText(page);
+      const textDiff = maxDiff(text.rows, cliText(model).rows, `${model} f16 text`);
+      const photos = await embedPhotos(page);
+      const photoDiff = maxDiff(photos.rows, cliPhotos(model).rows, `${model} f16 photos`);
+      console.log(`# cpu f16 ${model}: max |page f16 − CLI f32| text ${textDiff.toExponential(2)} ` +
+        `(bound ${F16_TEXT_TOL}), photos ${photoDiff.toExponential(2)} (bound ${F16_IMAGE_TOL})`);
+      assert.ok(textDiff <= F16_TEXT_TOL, `${model} f16 text embeddings: max |page − CLI| = ${textDiff}`);
+      assert.ok(photoDiff <= F16_IMAGE_TOL, `${model} f16 photo embeddings: max |page − CLI| = ${photoDiff}`);
+      // f16's rounding shows: the page did compute in f16 (in f32 it equals the CLI exactly).
+      assert.ok(textDiff > 1e-5 && photoDiff > 1e-5, `${model}: no f16 rounding (${textDiff}, ${photoDiff})`);
+      assert.deepEqual(errors, []);
+      await context.close();
+    }
+    // A precision the page does not know is an error naming it.
+    const { page, context } = await openPage(browser, "?lens=classroom&backend=cpu&precision=f8&encoder=encoders/clip/");
+    await page.waitForSelector("#view-classroom[data-state=error]");
+    assert.match(await page.textContent("#lens-errors"), /precision=f8: expected f16, f32 or auto/);
+    await context.close();
+  } finally {
+    await browser.close();
+  }
+});
+
+test("classroom lens on SwiftShader (no shader-f16): auto runs in f32, equal to the CLI; f16 asked for runs in f32 with a notice", { timeout: TIMEOUT * 2 }, async (t) => {
+  const browser = await launch(true);
+  try {
+    const { page, context, errors } = await openPage(browser, "?lens=classroom&backend=webgpu&encoder=encoders/clip/");
+    await waitLens(page);
+    if (await page.getAttribute("body", "data-backend") !== "webgpu") {
+      assert.ok(process.env.CULTURELENS_WEB_ALLOW_NO_WEBGPU === "1", "no WebGPU adapter in this Chromium");
+      t.skip("no WebGPU adapter in this Chromium");
+      return;
+    }
+    const hasF16 = await page.evaluate(async () => (await navigator.gpu.requestAdapter()).features.has("shader-f16"));
+    assert.equal(hasF16, false, "SwiftShader offers no shader-f16 (the premise of this test)");
+    assert.equal(await page.inputValue("#enc-precision"), "auto");
+    assert.equal(await page.getAttribute("body", "data-encoder-precision"), "f32");
+    assert.match(await page.textContent("#enc-status"), / in f32,/);
+    assert.equal((await page.textContent("#enc-notice")).trim(), "");
+    const text = await embedText(page);
+    const diff = maxDiff(text.rows, cliText("clip").rows, "auto text");
+    console.log(`# webgpu auto (SwiftShader): f32, max |page − CLI| text ${diff.toExponential(2)}`);
+    assert.ok(diff <= EMB_TOL, `auto on SwiftShader: max |page − CLI| = ${diff} (f32 expected)`);
+    assert.deepEqual(errors, []);
+    await context.close();
+
+    const asked = await openPage(browser, "?lens=classroom&backend=webgpu&precision=f16&encoder=encoders/clip/");
+    await waitLens(asked.page);
+    assert.equal(await asked.page.getAttribute("body", "data-encoder-precision"), "f32");
+    assert.equal(await asked.page.inputValue("#enc-precision"), "f16");
+    assert.ok(await asked.page.isVisible("#enc-notice"));
+    assert.match(await asked.page.textContent("#enc-notice"), /f16 was asked for .* has no shader-f16: the model runs in f32/);
+    assert.deepEqual(asked.errors, []);
+    await asked.context.close();
+  } finally {
+    await browser.close();
+  }
+});
 
 test("classroom lens: a broken, unsupported or oversized folder is an error on the page; the tab stays responsive", { timeout: TIMEOUT * 2 }, async () => {
   const browser = await launch(true);

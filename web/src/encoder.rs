@@ -13,10 +13,19 @@
 //! (bytes, time left). Every fetched file is kept in Cache Storage (`culturelens-models-v1`, keyed
 //! by URL), so a reload, or the next lesson, reads the model from the browser's cache without
 //! downloading it again. Nothing is uploaded anywhere.
+//!
+//! The encoder runs in f32, or in f16 (`?precision=`, [`Precision`]): `auto` takes f16 where the
+//! WebGPU adapter has `shader-f16` and f32 elsewhere (the CPU fallback, SwiftShader); `f16` asks
+//! for it on the CPU fallback too (Burn's `flex` has f16 kernels), and on an adapter without
+//! `shader-f16` falls back to f32 with a notice on the page. In f16 the weights are converted at
+//! load, one tensor at a time, by the loader's own conversion (`Encoder::from_folder_in`, the
+//! checkpoint's float type, as the CLI's `--precision f16`), so the device holds half the bytes
+//! (the size check counts 2 bytes a weight); the page's tables stay in f32 on the same device.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use burn::tensor::FloatDType;
 use culturelens_models::EncoderModel;
 use culturelens_models_io::folder::{Files, Folder, shard_names};
 use culturelens_models_io::limits::{Needs, Summary, header_len};
@@ -26,7 +35,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{File, Response};
 
-use crate::compute::Compute;
+use crate::compute::{Backend, Compute};
 use crate::dom;
 use crate::load::js_error;
 
@@ -38,6 +47,58 @@ pub const MAX_HOST_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// The small files a folder may have besides its weights (read when present).
 const SMALL_FILES: [&str; 5] =
     ["config.json", "open_clip_config.json", "preprocessor_config.json", "tokenizer.json", "spiece.model"];
+
+/// The float type the encoder computes in, as asked for (`?precision=f16|f32|auto`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    Auto,
+    F32,
+    F16,
+}
+
+impl Precision {
+    /// The value of `?precision=` (none or empty: auto).
+    pub fn parse(text: Option<&str>) -> Result<Precision, String> {
+        match text.map(str::trim).unwrap_or("") {
+            "" | "auto" => Ok(Precision::Auto),
+            "f32" => Ok(Precision::F32),
+            "f16" => Ok(Precision::F16),
+            other => Err(format!("?precision={other}: expected f16, f32 or auto")),
+        }
+    }
+
+    /// The float type the encoder runs in on `compute`, with a notice where it is not the one
+    /// asked for: `auto` is f16 on a WebGPU adapter with `shader-f16` and f32 elsewhere; `f16`
+    /// on a device without f16 arithmetic (a WebGPU adapter without `shader-f16`) runs in f32,
+    /// and says so, rather than stopping the lesson.
+    pub fn choose(self, compute: &Compute) -> (FloatDType, Option<String>) {
+        let has_f16 = compute.device.supports_dtype(FloatDType::F16);
+        match self {
+            Precision::F32 => (FloatDType::F32, None),
+            Precision::Auto if has_f16 && compute.backend == Backend::WebGpu => (FloatDType::F16, None),
+            Precision::Auto => (FloatDType::F32, None),
+            Precision::F16 if has_f16 => (FloatDType::F16, None),
+            Precision::F16 => (
+                FloatDType::F32,
+                Some(format!(
+                    "f16 was asked for (precision=f16), but this WebGPU adapter ({}) has no shader-f16: \
+                     the model runs in f32",
+                    compute.adapter
+                )),
+            ),
+        }
+    }
+}
+
+/// The name the page shows for a float type (`f16`, `f32`).
+pub fn dtype_name(dtype: FloatDType) -> &'static str {
+    match dtype {
+        FloatDType::F16 => "f16",
+        FloatDType::BF16 => "bf16",
+        FloatDType::F64 => "f64",
+        _ => "f32",
+    }
+}
 
 /// Where a model comes from.
 pub enum ModelSource {
@@ -59,11 +120,15 @@ pub struct LoadedEncoder {
     pub cached_bytes: u64,
 }
 
-/// Loads the folder `source` onto `compute`'s device.
-pub async fn load(source: ModelSource, compute: &Compute) -> Result<LoadedEncoder, String> {
+/// Loads the folder `source` onto `compute`'s device, its weights in `dtype`.
+pub async fn load(
+    source: ModelSource,
+    compute: &Compute,
+    dtype: FloatDType,
+) -> Result<LoadedEncoder, String> {
     match source {
-        ModelSource::Url(url) => load_url(&url, compute).await,
-        ModelSource::Files(files) => load_files(files, compute).await,
+        ModelSource::Url(url) => load_url(&url, compute, dtype).await,
+        ModelSource::Files(files) => load_files(files, compute, dtype).await,
     }
 }
 
@@ -100,10 +165,10 @@ fn check_config(folder: &Files, compute: &Compute) -> Result<(), String> {
     }
 }
 
-/// The second check, from the safetensors headers alone: the weights fit the device's largest
-/// buffer and the page's memory.
-fn check_sizes(summary: &Summary, compute: &Compute) -> Result<(), String> {
-    let float_bytes = 4;
+/// The second check, from the safetensors headers alone: the weights, in `dtype`, fit the
+/// device's largest buffer and the page's memory.
+fn check_sizes(summary: &Summary, compute: &Compute, dtype: FloatDType) -> Result<(), String> {
+    let float_bytes = if dtype == FloatDType::F32 { 4 } else { 2 };
     let needs = Needs::of(summary, float_bytes);
     needs.check(summary, compute.max_buffer_bytes, MAX_HOST_BYTES)?;
     dom::set_body_attr("data-encoder-needs", &needs.device.to_string());
@@ -124,11 +189,11 @@ fn weight_names(folder: &Files, index: Option<&[u8]>) -> Result<Vec<String>, Str
     }
 }
 
-fn build(folder: &Files, compute: &Compute) -> Result<Encoder, String> {
-    Encoder::from_folder(folder, &compute.device).map_err(|e: LoadError| e.to_string())
+fn build(folder: &Files, compute: &Compute, dtype: FloatDType) -> Result<Encoder, String> {
+    Encoder::from_folder_in(folder, &compute.device, dtype).map_err(|e: LoadError| e.to_string())
 }
 
-async fn load_url(address: &str, compute: &Compute) -> Result<LoadedEncoder, String> {
+async fn load_url(address: &str, compute: &Compute, dtype: FloatDType) -> Result<LoadedEncoder, String> {
     let page = dom::window().location().href().map_err(|_| "no page URL")?;
     let url = web_sys::Url::new_with_base(address, &page).map_err(|_| format!("not a URL: {address}"))?;
     let href = url.href();
@@ -171,7 +236,7 @@ async fn load_url(address: &str, compute: &Compute) -> Result<LoadedEncoder, Str
         }
     }
     let summary = headers.iter().fold(Summary::default(), |s, (h, _)| s.join(h.clone()));
-    check_sizes(&summary, compute)?;
+    check_sizes(&summary, compute, dtype)?;
     let total: u64 = headers.iter().map(|(_, size)| size).sum();
     let mut done = 0u64;
     let mut cached_bytes = 0u64;
@@ -190,7 +255,7 @@ async fn load_url(address: &str, compute: &Compute) -> Result<LoadedEncoder, Str
     }
     dom::status("building the model on the device…");
     dom::yield_to_browser().await;
-    let encoder = build(&folder, compute)?;
+    let encoder = build(&folder, compute, dtype)?;
     Ok(LoadedEncoder {
         encoder,
         label: label_of(&base),
@@ -200,7 +265,7 @@ async fn load_url(address: &str, compute: &Compute) -> Result<LoadedEncoder, Str
     })
 }
 
-async fn load_files(files: Vec<File>, compute: &Compute) -> Result<LoadedEncoder, String> {
+async fn load_files(files: Vec<File>, compute: &Compute, dtype: FloatDType) -> Result<LoadedEncoder, String> {
     let mut by_name: BTreeMap<String, File> = BTreeMap::new();
     let mut dir = String::new();
     for f in files {
@@ -243,7 +308,7 @@ async fn load_files(files: Vec<File>, compute: &Compute) -> Result<LoadedEncoder
         let json = read_file(f, 8, 8 + n).await?;
         summary = summary.join(Summary::of_header(&json, &path).map_err(|e| e.to_string())?);
     }
-    check_sizes(&summary, compute)?;
+    check_sizes(&summary, compute, dtype)?;
     let total: u64 = names.iter().map(|n| by_name[n].size() as u64).sum();
     let mut done = 0u64;
     let started = dom::now_ms();
@@ -259,7 +324,7 @@ async fn load_files(files: Vec<File>, compute: &Compute) -> Result<LoadedEncoder
     }
     dom::status("building the model on the device…");
     dom::yield_to_browser().await;
-    let encoder = build(&folder, compute)?;
+    let encoder = build(&folder, compute, dtype)?;
     Ok(LoadedEncoder { encoder, label: label_of(&base), url: None, weight_bytes: done, cached_bytes: 0 })
 }
 

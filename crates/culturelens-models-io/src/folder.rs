@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 use culturelens_models::ModelError;
 use culturelens_models::weights::Checkpoint;
 use serde::Deserialize;
@@ -139,20 +139,22 @@ pub fn encoder_weight_files<F: Folder + ?Sized>(folder: &F) -> Result<Vec<String
     })
 }
 
-/// Reads the shards `files` of one checkpoint from `folder` and builds the model with `build`,
-/// mapping a weights error to the first shard and any other error to `config_path`.
+/// Reads the shards `files` of one checkpoint from `folder` and builds the model with `build`
+/// in the float type `dtype` ([`Checkpoint::with_dtype`]), mapping a weights error to the first shard and any other error to `config_path`.
 pub fn load_model<T, F: Folder + ?Sized>(
     folder: &F,
     files: &[String],
     config_path: &Path,
     device: &Device,
+    dtype: FloatDType,
     build: impl FnOnce(&Checkpoint) -> Result<T, ModelError>,
 ) -> Result<T, LoadError> {
     let buffers = files.iter().map(|f| folder.read(f)).collect::<Result<Vec<_>, _>>()?;
     let slices: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
     let weights_path = folder.path(&files[0]);
     let checkpoint = Checkpoint::from_shards(&slices, device)
-        .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?;
+        .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?
+        .with_dtype(dtype);
     build(&checkpoint).map_err(|source| {
         let path =
             if matches!(source, ModelError::Weights(_)) { weights_path } else { config_path.to_owned() };

@@ -41,7 +41,7 @@ pub mod xlm_roberta_tokenizer;
 
 use std::path::{Path, PathBuf};
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{DType, Device, FloatDType, Tensor, TensorData};
 #[cfg(feature = "files")]
 use culturelens_metrics::tokens;
 use culturelens_models::open_clip::OpenClipFile;
@@ -146,7 +146,7 @@ pub(crate) fn load_model<T>(
     let dir = files[0].parent().unwrap_or(Path::new(""));
     let names: Vec<String> =
         files.iter().map(|f| f.strip_prefix(dir).unwrap_or(f).to_string_lossy().into_owned()).collect();
-    folder::load_model(&folder::Dir(dir), &names, config_path, device, build)
+    folder::load_model(&folder::Dir(dir), &names, config_path, device, device.settings().float_dtype, build)
 }
 
 /// An encoder loaded from a weights folder, ready to embed on its device.
@@ -159,6 +159,9 @@ pub struct Encoder {
     /// ([`open_clip_text::clean`]).
     pub open_clip: bool,
     pub device: Device,
+    /// The float type the model's weights are stored and computed in (its inputs are created
+    /// in it; the features come out in it).
+    pub dtype: FloatDType,
     pub dir: PathBuf,
 }
 
@@ -175,13 +178,25 @@ impl Encoder {
     /// [`Self::from_dir`] of any [`Folder`]: the one reading of a weights folder, on disk or in
     /// the page's memory.
     pub fn from_folder<F: Folder + ?Sized>(folder: &F, device: &Device) -> Result<Self, LoadError> {
+        Self::from_folder_in(folder, device, device.settings().float_dtype)
+    }
+
+    /// [`Self::from_folder`] in the float type `dtype` instead of the device's own: the
+    /// browser's f16 encoder (`?precision=f16`) on a device whose tables stay in f32. The
+    /// weights are converted as the CLI's `--precision f16` converts them (one tensor at a time,
+    /// by [`Checkpoint`]).
+    pub fn from_folder_in<F: Folder + ?Sized>(
+        folder: &F,
+        device: &Device,
+        dtype: FloatDType,
+    ) -> Result<Self, LoadError> {
         let config_path = folder.path("config.json");
         let open_clip_path = folder.path("open_clip_config.json");
         let open_clip = !folder.has("config.json") && folder.has("open_clip_config.json");
         let (model, default_processor) = if !open_clip {
             let config = folder.read_string("config.json")?;
             let files = encoder_weight_files(folder)?;
-            let model = folder::load_model(folder, &files, &config_path, device, |ck| {
+            let model = folder::load_model(folder, &files, &config_path, device, dtype, |ck| {
                 EncoderModel::load(&config, ck)
             })?;
             (model, None)
@@ -207,7 +222,7 @@ impl Encoder {
                 });
             }
             let files = ["open_clip_model.safetensors".to_string()];
-            let model = folder::load_model(folder, &files, &open_clip_path, device, |ck| {
+            let model = folder::load_model(folder, &files, &open_clip_path, device, dtype, |ck| {
                 EncoderModel::load_open_clip(&clip, ck)
             })?;
             (model, Some(processor))
@@ -241,7 +256,15 @@ impl Encoder {
             }
             None => None,
         };
-        Ok(Self { model, processor, tokenizer, open_clip, device: device.clone(), dir: folder.path("") })
+        Ok(Self {
+            model,
+            processor,
+            tokenizer,
+            open_clip,
+            device: device.clone(),
+            dtype,
+            dir: folder.path(""),
+        })
     }
 
     /// The image preprocessing of this folder (an error naming the missing file if it has none).
@@ -270,8 +293,10 @@ impl Encoder {
         let (height, width) = (batch[0].height, batch[0].width);
         assert!(batch.iter().all(|p| (p.height, p.width) == (height, width)), "a batch must share one size");
         let flat: Vec<f32> = batch.iter().flat_map(|p| p.data.iter().copied()).collect();
-        let pixels =
-            Tensor::<4>::from_data(TensorData::new(flat, [batch.len(), 3, height, width]), &self.device);
+        let pixels = Tensor::<4>::from_data(
+            TensorData::new(flat, [batch.len(), 3, height, width]),
+            (&self.device, DType::from(self.dtype)),
+        );
         self.model.image_features(pixels)
     }
 

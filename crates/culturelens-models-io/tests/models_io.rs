@@ -16,6 +16,7 @@ mod diffusion_parity;
 mod diffusion_sizes;
 mod efficientnet;
 mod gender_v1;
+mod half;
 mod jpeg;
 mod lumina2;
 mod parity;

@@ -4,7 +4,11 @@
 //! the caller has read or memory-mapped; nothing here touches the file system, so the same code
 //! loads weights fetched by the browser. Tensors are converted to f32 on the host (F32, F16 and
 //! BF16 checkpoints are accepted) and checked against the shape the module expects, so a wrong
-//! config fails with the key, the expected and the found shape instead of a panic in a matmul.
+//! config fails with the key, the expected and the found shape instead of a panic in a matmul;
+//! on the device they are created in the checkpoint's float type ([`Checkpoint::with_dtype`]:
+//! the device's own unless told otherwise), so an f16 model is converted here, one tensor at a
+//! time, whether the device was configured in f16 (the CLI's `--precision f16`) or not (the
+//! browser's f16 encoder beside its f32 tables).
 //!
 //! The `load_*` helpers read the PyTorch layout of the standard layers: `nn.Linear` stores
 //! `weight` as `[d_out, d_in]` (Burn keeps `[d_in, d_out]`, so it is transposed), `nn.LayerNorm`
@@ -13,7 +17,7 @@
 use burn::module::Param;
 use burn::nn::conv::Conv2d;
 use burn::nn::{Embedding, GroupNorm, LayerNorm, Linear};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{DType, Device, FloatDType, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 
 /// Why a checkpoint could not be loaded into a model.
@@ -34,11 +38,12 @@ pub enum WeightError {
 pub struct Checkpoint<'a> {
     shards: Vec<SafeTensors<'a>>,
     device: Device,
+    dtype: FloatDType,
 }
 
 impl<'a> Checkpoint<'a> {
     /// Parses the safetensors headers of `shards` (the data stays where it is until a tensor is
-    /// requested); tensors are created on `device`.
+    /// requested); tensors are created on `device`, in its float type.
     pub fn from_shards(shards: &[&'a [u8]], device: &Device) -> Result<Self, WeightError> {
         let shards = shards
             .iter()
@@ -48,7 +53,19 @@ impl<'a> Checkpoint<'a> {
                     .map_err(|e| WeightError::Format { shard, message: e.to_string() })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { shards, device: device.clone() })
+        Ok(Self { shards, device: device.clone(), dtype: device.settings().float_dtype })
+    }
+
+    /// The same checkpoint with its tensors created in `dtype` instead of the device's float
+    /// type (the module then computes in `dtype`; its inputs must be created in it too).
+    pub fn with_dtype(mut self, dtype: FloatDType) -> Self {
+        self.dtype = dtype;
+        self
+    }
+
+    /// The float type the tensors are created in.
+    pub fn dtype(&self) -> FloatDType {
+        self.dtype
     }
 
     /// A single-file checkpoint (`model.safetensors`).
@@ -134,7 +151,7 @@ impl<'c, 'a> Vars<'c, 'a> {
 
     /// Tensor `name` of shape `shape` on the checkpoint's device.
     pub fn tensor<const D: usize>(&self, name: &str, shape: [usize; D]) -> Result<Tensor<D>, WeightError> {
-        Ok(Tensor::from_data(self.data(name, &shape)?, self.device()))
+        Ok(Tensor::from_data(self.data(name, &shape)?, self.options()))
     }
 
     /// Rows `rows` of the matrix `name` (of shape `shape`), transposed and stored contiguously:
@@ -152,7 +169,12 @@ impl<'c, 'a> Vars<'c, 'a> {
         let data = self.data(name, &shape)?.try_into_vec::<f32>().expect("f32 weights");
         let cols = shape[1];
         let values = transpose(&data[rows.start * cols..rows.end * cols], rows.len(), cols);
-        Ok(Tensor::from_data(TensorData::new(values, [cols, rows.len()]), self.device()))
+        Ok(Tensor::from_data(TensorData::new(values, [cols, rows.len()]), self.options()))
+    }
+
+    /// Where and in what float type the tensors are created.
+    fn options(&self) -> (&'c Device, DType) {
+        (&self.checkpoint.device, self.checkpoint.dtype.into())
     }
 
     /// The scalar `name` (shape `[]` or `[1]`, as transformers and OpenCLIP store `logit_scale`),

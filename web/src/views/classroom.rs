@@ -4,7 +4,9 @@
 //!
 //! - **Model**: a folder URL (`?encoder=URL`, e.g. a hub repository's `…/resolve/main/`) or a
 //!   folder picked from disk, loaded by `crate::encoder` (headers and limits checked before the
-//!   weights download, the files kept in the browser's cache).
+//!   weights download, the files kept in the browser's cache), in f32 or f16 (`?precision=`,
+//!   the "Precision" choice: `auto` is f16 where the WebGPU adapter has `shader-f16`; the
+//!   precision the model runs in is in its status line and `<body data-encoder-precision>`).
 //! - **Sentences**: one per line as `language, culture, sentence` (`?sentences=`; a link with
 //!   `encoder` and `sentences` embeds them once the model is loaded, so it shows what the class
 //!   saw). They are
@@ -30,6 +32,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use burn::tensor::FloatDType;
 use culturelens_bundle::{BundleSpec, DType};
 use culturelens_models_io::decode_image;
 use wasm_bindgen::JsCast;
@@ -39,7 +42,7 @@ use super::{Handler, Listen};
 use crate::app;
 use crate::compute::read_f32;
 use crate::dom::{self, esc};
-use crate::encoder::{self, LoadedEncoder, ModelSource};
+use crate::encoder::{self, LoadedEncoder, ModelSource, Precision};
 use crate::load::{Loaded, Source, Table, Thumbs};
 use crate::state::{self, Update};
 
@@ -110,7 +113,8 @@ thread_local! {
 pub fn start() {
     let p = state::params();
     let sentences = p.get("sentences").unwrap_or_else(|| DEFAULT_SENTENCES.to_string());
-    dom::set_html("view-classroom", &scaffold(&sentences, &p.get("encoder").unwrap_or_default()));
+    let precision = p.get("precision").unwrap_or_default();
+    dom::set_html("view-classroom", &scaffold(&sentences, &p.get("encoder").unwrap_or_default(), &precision));
     let open = p.get("lens").as_deref() == Some("classroom");
     set_open(open);
     if let Some(url) = p.get("encoder").filter(|u| !u.is_empty()) {
@@ -142,7 +146,14 @@ pub fn handlers() -> Vec<Handler> {
     ]
 }
 
-fn scaffold(sentences: &str, url: &str) -> String {
+fn scaffold(sentences: &str, url: &str, precision: &str) -> String {
+    let option = |value: &str, label: &str| {
+        let selected =
+            if value == precision || (value == "auto" && precision.is_empty()) { " selected" } else { "" };
+        format!("<option value='{value}'{selected}>{label}</option>")
+    };
+    let precision_options =
+        [option("auto", "auto (f16 with shader-f16)"), option("f32", "f32"), option("f16", "f16")].concat();
     format!(
         "<div class='lens-head'><h2 id='classroom-title'>Classroom lens</h2>\
          <button type='button' id='classroom-close'>Close the lens</button></div>\
@@ -153,8 +164,10 @@ fn scaffold(sentences: &str, url: &str) -> String {
          <label>Folder URL <input id='enc-url' type='url' size='40' value='{url}' \
          placeholder='https://huggingface.co/openai/clip-vit-base-patch32/resolve/main/'></label> \
          <button type='button' id='enc-load'>Load the model</button> \
-         <label class='file'>…or a model folder <input id='enc-folder' type='file' webkitdirectory multiple></label>\
-         <p id='enc-status' class='muted' role='status' aria-live='polite'>No model loaded.</p></fieldset>\
+         <label class='file'>…or a model folder <input id='enc-folder' type='file' webkitdirectory multiple></label> \
+         <label>Precision <select id='enc-precision'>{precision_options}</select></label>\
+         <p id='enc-status' class='muted' role='status' aria-live='polite'>No model loaded.</p>\
+         <p id='enc-notice' class='lens-notice' role='status' aria-live='polite'></p></fieldset>\
          <fieldset><legend>2. Sentences</legend>\
          <label>Pick prompts from the four prompt sets <select id='lens-pick'><option value=''>…</option></select></label>\
          <p id='lens-pick-status' class='muted' role='status' aria-live='polite'></p>\
@@ -257,10 +270,17 @@ pub fn render_token_counts() {
 }
 
 fn on_change(e: &Event) -> Update {
-    if let Some(select) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok())
-        && select.id() == "lens-pick"
-    {
-        pick(&select.value());
+    if let Some(select) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlSelectElement>().ok()) {
+        match select.id().as_str() {
+            "lens-pick" => pick(&select.value()),
+            // The next model loaded runs in this precision (kept in the URL).
+            "enc-precision" => {
+                let p = state::params();
+                p.set("precision", &select.value());
+                state::replace_params(&p);
+            }
+            _ => {}
+        }
         return Update::Nothing;
     }
     let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else {
@@ -544,20 +564,31 @@ async fn load_model(source: ModelSource) {
         return;
     }
     dom::set_html("lens-errors", "");
+    dom::set_text("enc-notice", "");
     set_state("loading");
     dom::set_text("enc-status", "loading the model…");
     let compute = app::compute_device().await;
     let t0 = dom::now_ms();
-    let result = encoder::load(source, &compute).await;
+    let result = match Precision::parse(state::params().get("precision").as_deref()) {
+        Ok(asked) => {
+            let (dtype, notice) = asked.choose(&compute);
+            if let Some(notice) = notice {
+                dom::set_text("enc-notice", &notice);
+            }
+            encoder::load(source, &compute, dtype).await
+        }
+        Err(e) => Err(e),
+    };
     dom::show("progress-box", false);
     match result {
         Ok(loaded) => {
             let family = loaded.encoder.model.family();
+            let precision = encoder::dtype_name(loaded.encoder.dtype);
             let ms = dom::now_ms() - t0;
             dom::set_text(
                 "enc-status",
                 &format!(
-                    "{} ({family}, {}) on {} in {ms:.0} ms{}",
+                    "{} ({family}, {}) on {} in {precision}, loaded in {ms:.0} ms{}",
                     loaded.label,
                     dom::mib(loaded.weight_bytes),
                     compute.backend.attr(),
@@ -565,6 +596,7 @@ async fn load_model(source: ModelSource) {
                 ),
             );
             dom::set_body_attr("data-encoder", &loaded.label);
+            dom::set_body_attr("data-encoder-precision", precision);
             dom::set_body_attr("data-encoder-ms", &format!("{ms:.1}"));
             dom::set_body_attr("data-encoder-cached", &loaded.cached_bytes.to_string());
             if let Some(url) = &loaded.url {
@@ -650,7 +682,7 @@ async fn embed_sentences() -> Result<(), String> {
         ));
         let features = with_encoder(|e| e.encoder.text_features(chunk).map_err(|e| e.to_string()))??;
         dim = features.dims()[1];
-        embeddings.extend(read_f32(features).await?);
+        embeddings.extend(read_f32(features.cast(FloatDType::F32)).await?);
     }
     let ms = dom::now_ms() - t0;
     dom::set_body_attr("data-lens-embed-ms", &format!("{ms:.1}"));
@@ -706,7 +738,7 @@ async fn embed_photos() -> Result<(), String> {
         dom::status(&format!("embedding photos {}–{end} of {}…", start + 1, pixels.len()));
         let features = with_encoder(|e| e.encoder.image_features(&pixels[start..end]))?;
         dim = features.dims()[1];
-        embeddings.extend(read_f32(features).await?);
+        embeddings.extend(read_f32(features.cast(FloatDType::F32)).await?);
         start = end;
     }
     let ms = dom::now_ms() - t0;
