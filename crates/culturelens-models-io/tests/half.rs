@@ -3,8 +3,9 @@
 //! `tests/fixtures/encoders` on Burn's CPU backend (`flex`, whose f16 kernels the page's CPU
 //! fallback runs): the weights and the features are f16, the device's next tensors are still
 //! f32, and the text and image embeddings stay within a bound of the f32 encoder's (about 2× the
-//! measured error, printed with `--nocapture`; the same numbers as the browser test
-//! `classroom lens: f16 …` in tests/web/classroom.test.mjs, which runs these kernels in wasm).
+//! measured error, printed with `--nocapture`). The browser test `classroom lens in f16 on the
+//! CPU` (tests/web/classroom.test.mjs) runs the same kernels in wasm on its own sentences and
+//! photos, against the CLI's f32.
 
 use burn::tensor::{DType, Device, FloatDType, Tensor, TensorData};
 use culturelens_models_io::Encoder;
