@@ -59,7 +59,9 @@ def save_pipeline(out, size):
     import torch
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
-    from transformers.models.clip.tokenization_clip import bytes_to_unicode
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from gpt2_bytes import bytes_to_unicode  # scripts/gpt2_bytes.py
 
     s = SIZES[size]
     torch.manual_seed(0)
