@@ -27,6 +27,8 @@ The pipeline is built once in the work folder and reused. Run on a quiet machine
     python3 scripts/bench/bench_generate_cpu.py --bin target/release/culturelens
 
 (needs torch, diffusers 0.31.0, transformers 4.46.3; see docs/generate.md).
+
+Requirements: scripts/requirements/torch.txt
 """
 import argparse
 import json
