@@ -35,7 +35,7 @@ it, each on its own, failing with the script, line and statement; imports of `cu
 skipped (the wheel needs a cargo build; scripts/test_python.sh tests it). Where transformers
 is installed, scripts/gpt2_bytes.py's byte map is compared with transformers' own. A layered
 environment gets its own venv that sees its base's packages through a `.pth` file (its own
-packages first): the base is installed first when it is not already in the list. The venvs are
+packages first): the base is installed first when it is not already in the list. What it makes is
 deleted at the end unless --keep.
 
 scripts/test.sh runs the static check and `--install-ci`: every environment but `hps`, which
@@ -360,11 +360,15 @@ def main() -> None:
         return
     root = args.venvs or pathlib.Path(tempfile.mkdtemp(prefix="culturelens-pyreqs-"))
     root.mkdir(parents=True, exist_ok=True)
+    before = set(root.iterdir())
     try:
         failed = install_check(names, users, root)
     finally:
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+        if not args.keep:  # what this run made there, and the folder if that leaves it empty
+            for made in set(root.iterdir()) - before:
+                shutil.rmtree(made, ignore_errors=True)
+            if not any(root.iterdir()):
+                root.rmdir()
     if failed:
         sys.exit(f"install check: {failed} environment(s) with failing imports")
     print("install check: every import works")
