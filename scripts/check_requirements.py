@@ -29,7 +29,7 @@ Static check (always; standard library only, no network):
   is named by at least one script (directly, by `-r` or as a layer).
 
 --install ENV... (needs PyPI): for each environment, in order, a fresh venv
-(`python3 -m venv`, `pip install --no-cache-dir -r FILE`) in a temporary folder (or --venvs
+(`python3 -m venv`, `pip install --no-cache-dir --no-compile -r FILE`) in a temporary folder (or --venvs
 DIR), then every import statement of every script that names the environment is executed in
 it, each on its own, failing with the script, line and statement; imports of `culturelens` are
 skipped (the wheel needs a cargo build; scripts/test_python.sh tests it). Where transformers

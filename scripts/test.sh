@@ -27,7 +27,7 @@ step() {
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
 
-step "system packages (software Vulkan for the wgpu tests)"
+step "system packages (software Vulkan for the wgpu tests; ICU, Python headers and g++ for PyICU)"
 need=()
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 ldconfig -p | grep -q libvulkan.so.1 || need+=(libvulkan1)
