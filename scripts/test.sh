@@ -43,8 +43,8 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
-# Before the cargo steps, while the disk is freest: the environments take 9.6 GB at their peak
-# (PyPI's CUDA build of torch), deleted when the step ends; 8.6 min on 2 loaded cores (2026-11-27).
+# Before the cargo steps, while the disk is freest: the environments take up to 9.6 GB at their
+# peak (PyPI's CUDA build of torch), deleted when the step ends; 5.4-8.6 min on 2 busy cores.
 step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py)"
 python3 scripts/check_requirements.py --install-ci --venvs "${CARGO_TARGET_DIR:-target}/pyreqs-venvs"
 
