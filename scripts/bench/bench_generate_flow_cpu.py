@@ -18,6 +18,8 @@ These pipelines are tiny (widths 16–32, tens of tokens), so the numbers measur
     /work/venv/bin/python scripts/bench/bench_generate_flow_cpu.py --bin target/release/culturelens
 
 (needs torch, diffusers 0.42.1, transformers 5.23.0).
+
+Requirements: scripts/requirements/torch.txt
 """
 import argparse
 import json

@@ -18,6 +18,8 @@ of the simulated genders.
 
 Prints the coverage per (metric, method) with its binomial standard error; exits non-zero when a
 rate falls outside [0.93, 0.97] (the issue's acceptance band), so a regression shows.
+
+Requirements: scripts/requirements/stdlib.txt
 """
 
 import argparse

@@ -11,6 +11,8 @@ Exits non-zero if a run fails or prints no rate. Needs numpy and safetensors; no
 
 The EfficientNet-Lite0 row needs the real weights (scripts/fetch_test_weights.sh). Timings only
 mean something from a release build; on a machine without GPU, wgpu runs on lavapipe.
+
+Requirements: scripts/requirements/light.txt
 """
 
 import argparse

@@ -13,6 +13,8 @@ BENCHMARKS.md (sos_bench.py, vendi_bench.py).
 
 Usage: python3 scripts/bench/python_bench.py [--rows-scale 1.0] [--vendi-n 10000] [--repeats 3]
 Requires: the culturelens wheel (scripts/test_python.sh builds it), numpy, pandas, vendi-score.
+
+Requirements: scripts/requirements/light.txt
 """
 import argparse
 import json

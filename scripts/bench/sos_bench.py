@@ -20,6 +20,8 @@ Usage:  python3 scripts/bench/sos_bench.py [--bin target/release/culturelens] [-
         [--rows-scale 1.0] [--repeats 3] [--workdir /tmp/culturelens-sos-bench]
         [--ci] [--exact-resamples 10]
 Requires: numpy.
+
+Requirements: scripts/requirements/light.txt
 """
 import argparse
 import csv

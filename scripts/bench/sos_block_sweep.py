@@ -12,6 +12,8 @@ Usage:  python3 scripts/bench/sos_block_sweep.py [--bin target/release/culturele
         [--sizes 256K,1M,2M,8M,32M,whole] [--repeats 3] [--models 7] [--workdir DIR]
 (--models < 7 builds a smaller table with fewer models, for a quick try.)
 Requires: numpy.
+
+Requirements: scripts/requirements/light.txt
 """
 import argparse
 import csv

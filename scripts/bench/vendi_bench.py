@@ -14,6 +14,8 @@ route: one run). A missing `timing product` or `timing eigenvalues` line is an e
 Usage: python3 scripts/bench/vendi_bench.py [--bin target/release/culturelens] [--n 10000]
        [--skip-score-x] [--repeats 3]
 Requires: numpy, scipy, vendi-score.
+
+Requirements: scripts/requirements/light.txt
 """
 import argparse
 import json

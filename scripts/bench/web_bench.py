@@ -18,6 +18,8 @@ Prints one line per backend and for numpy, and a Markdown table for BENCHMARKS.m
 Usage:  python3 scripts/bench/web_bench.py [--bin target/release/culturelens] [--backends cpu,webgpu]
         [--languages 3] [--models 7] [--workdir DIR]
 Requires: numpy, node with tests/web's node_modules (npm ci), Debian chromium, a built web/dist.
+
+Requirements: scripts/requirements/light.txt
 """
 import argparse
 import csv

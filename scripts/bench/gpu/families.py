@@ -17,6 +17,8 @@ diffusers the same dtype on the same device.
 
 `--smoke` builds the same pipelines at toy widths and runs both sides on the CPU in f32 at 64 x 64,
 where the images must agree within 1e-3 (the check that this file works without a GPU).
+
+Requirements: scripts/requirements/torch.txt
 """
 import os
 import pathlib

@@ -42,6 +42,8 @@ the check that the script's own parts work on a machine without a GPU (the times
 Usage: python3 scripts/bench/gpu/run.py --bin DEVICE=PATH [--bin DEVICE=PATH ...]
        [--only sos,vendi-10k,...] [--repeats 3] [--images 256] [--work /tmp/culturelens-gpu-bench]
        [--smoke]
+
+Requirements: scripts/requirements/torch.txt
 """
 import argparse
 import csv
