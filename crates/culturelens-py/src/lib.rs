@@ -13,7 +13,7 @@
 //! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
 //! is no file). Each call validates and computes on a thread of its own, without the GIL, while
 //! the calling thread waits and runs Python's signal handlers every 50 ms ([`interruptible`]), so
-//! Ctrl-C raises `KeyboardInterrupt` in a long call. Embeddings may be 2-D float16/32/64 numpy
+//! Ctrl-C raises `KeyboardInterrupt` in a long call and cancels its work. Embeddings may be 2-D float16/32/64 numpy
 //! arrays; the Python half turns DLPack tensors into numpy views first.
 
 use burn::tensor::Device;
@@ -26,6 +26,7 @@ use culturelens_compute::vendi::{
     Collection, CosineRows, ProductPrecision, Route, categorical_features, group_intervals, point_scores,
 };
 use culturelens_metrics::bootstrap::{CiError, CiMethod, CiSpec};
+use culturelens_metrics::cancel::Cancel;
 use culturelens_metrics::validation::CLIPSCORE_W;
 use culturelens_results::CsvSchema;
 use culturelens_results::cultext2i::Groups as Cultext2iGroups;
@@ -769,19 +770,24 @@ fn wilcoxon(
 /// Runs `work` on a thread of its own, without the GIL, and waits for it in slices of
 /// [`SIGNAL_POLL`], taking the GIL between them to run Python's signal handlers: Ctrl-C (SIGINT)
 /// raises `KeyboardInterrupt` at once (or whatever else a handler raises). The interrupted work
-/// is not stopped (the metric code has no cancellation points): it runs to its end in the
-/// background and its result is dropped.
+/// is cancelled: its thread runs it under a [`Cancel`] token, which the exception raises, so it
+/// stops at its next cancellation point (between bootstrap resamples, Vendi groups, embedding
+/// batches: `culturelens_metrics::cancel`) and its partial result is dropped.
 fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce() -> PyResult<T> + Send + 'static,
 ) -> PyResult<T> {
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let (tx, rx) = channel();
+    let cancel = Cancel::new();
+    let token = cancel.clone();
     std::thread::Builder::new()
         .name("culturelens".into())
         .spawn(move || {
-            // The receiver is gone when the call was interrupted: nobody waits for this result.
-            let _ = tx.send(work());
+            // `None`: cancelled, and nobody waits for a result.
+            if let Some(result) = token.run(work) {
+                let _ = tx.send(result);
+            }
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the computation's thread: {e}")))?;
     let mut rx = rx;
@@ -791,7 +797,7 @@ fn interruptible<T: Send + 'static>(
         rx = back;
         match received {
             Ok(result) => return result,
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => py.check_signals().inspect_err(|_| cancel.cancel())?,
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err("the computation panicked (see the message above)"));
             }
