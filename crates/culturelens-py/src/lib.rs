@@ -805,6 +805,18 @@ fn interruptible<T: Send + 'static>(
     }
 }
 
+/// The built-in SYNTHETIC demo table (`culturelens demo --write DIR`'s `embeddings.npy` and
+/// `meta.csv`: `culturelens_metrics::demo::demo_table`, planted tendencies, not data from any
+/// model): the `2160 x 64` float32 embeddings and the metadata columns.
+#[pyfunction]
+fn demo(py: Python<'_>) -> PyResult<(Bound<'_, numpy::PyArray2<f32>>, Vec<(String, Vec<String>)>)> {
+    use numpy::PyArrayMethods;
+    let table = culturelens_metrics::demo::demo_table();
+    let n = table.len();
+    let embeddings = numpy::PyArray1::from_vec(py, table.embeddings).reshape([n, table.dim])?;
+    Ok((embeddings, table.columns))
+}
+
 /// How often a waiting call checks for signals.
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -824,6 +836,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cultext2i, m)?)?;
     m.add_function(wrap_pyfunction!(clipscore, m)?)?;
     m.add_function(wrap_pyfunction!(wilcoxon, m)?)?;
+    m.add_function(wrap_pyfunction!(demo, m)?)?;
     m.add_class::<encoder::Encoder>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

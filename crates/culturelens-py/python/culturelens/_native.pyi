@@ -85,6 +85,8 @@ def wilcoxon(
     d: Optional[Sequence[float]] = None,
 ) -> str: ...
 
+def demo() -> Tuple[np.ndarray, List[Tuple[str, List[str]]]]: ...
+
 class Encoder:
     """An encoder of a weights folder (``culturelens embed --weights``); see ``culturelens.Encoder``."""
 
