@@ -27,7 +27,7 @@ pub struct Encoder {
 
 /// `err` as the CLI prints it (`culturelens_files::error_line`: the error and its causes joined
 /// by ": ", a repeated cause once).
-fn cli_error(err: impl Into<anyhow::Error>) -> PyErr {
+pub(crate) fn cli_error(err: impl Into<anyhow::Error>) -> PyErr {
     PyValueError::new_err(culturelens_files::error_line(err.into().as_ref()))
 }
 
@@ -56,25 +56,7 @@ impl Encoder {
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu", precision = "f32"))]
     fn from_pretrained(py: Python<'_>, folder: PathBuf, device: &str, precision: &str) -> PyResult<Self> {
-        if device != "cpu" {
-            return Err(PyValueError::new_err(format!(
-                "device='{device}': this wheel runs the CPU backend only (\"cpu\"); the GPU backends \
-                 (wgpu, cuda, vulkan) are in the CLI built with them (culturelens embed --device)"
-            )));
-        }
-        match precision {
-            "f32" => {}
-            "f16" | "bf16" => {
-                return Err(PyValueError::new_err(format!(
-                    "precision='{precision}' runs on a GPU; the CPU backend computes in f32"
-                )));
-            }
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "precision='{precision}': expected \"f32\", \"f16\" or \"bf16\""
-                )));
-            }
-        }
+        check_cpu(device, precision, "embed")?;
         let model = interruptible(py, move || Model::from_dir(&folder, &Device::flex()).map_err(cli_error))?;
         Ok(Self { model: Arc::new(model) })
     }
@@ -193,6 +175,26 @@ impl Encoder {
             embed::embed_token_ids(&model, &ids, batch, |_| {}).map_err(cli_error)
         })?;
         array(py, rows)
+    }
+}
+
+/// The `device` and `precision` of a `from_pretrained`: this wheel runs the CPU backend in f32;
+/// the GPU backends are in the CLI (`culturelens COMMAND --device`).
+pub(crate) fn check_cpu(device: &str, precision: &str, command: &str) -> PyResult<()> {
+    if device != "cpu" {
+        return Err(PyValueError::new_err(format!(
+            "device='{device}': this wheel runs the CPU backend only (\"cpu\"); the GPU backends \
+             (wgpu, cuda, vulkan) are in the CLI built with them (culturelens {command} --device)"
+        )));
+    }
+    match precision {
+        "f32" => Ok(()),
+        "f16" | "bf16" => Err(PyValueError::new_err(format!(
+            "precision='{precision}' runs on a GPU; the CPU backend computes in f32"
+        ))),
+        _ => Err(PyValueError::new_err(format!(
+            "precision='{precision}': expected \"f32\", \"f16\" or \"bf16\""
+        ))),
     }
 }
 

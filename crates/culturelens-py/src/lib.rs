@@ -42,6 +42,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 mod encoder;
+mod pipeline;
 
 use culturelens_metrics::agreement::Level;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
@@ -838,6 +839,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wilcoxon, m)?)?;
     m.add_function(wrap_pyfunction!(demo, m)?)?;
     m.add_class::<encoder::Encoder>()?;
+    m.add_class::<pipeline::Pipeline>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 """Ctrl-C interrupts a long call and stops its work: SIGINT to a Python process inside a long
 `culturelens` call raises KeyboardInterrupt there at once (the compiled work polls for signals
-every 50 ms), the interrupted work stops at its next cancellation point (it uses no CPU after
-the exception), and the interpreter then exits normally, promptly."""
+every 50 ms), the interrupted work stops at its next cancellation point (between bootstrap
+resamples, between denoising steps: it uses no CPU after the exception), and the interpreter then exits normally, promptly."""
 
 import signal
 import subprocess
@@ -9,6 +9,8 @@ import sys
 import time
 
 import pytest
+
+from conftest import ROOT
 
 CODE = """
 import time
@@ -22,6 +24,10 @@ if which == "vendi":
     x = rng.standard_normal((3000, 64)).astype(np.float32)
     # 20000 resamples, each a whole Vendi computation: minutes.
     call = lambda: culturelens.vendi(x, q=1, ci=0.9, bootstrap=20000, ci_method="percentile")
+elif which == "generate":
+    pipeline = culturelens.Pipeline.from_pretrained({sd1!r})
+    # 900 denoising steps of four prompts: the Ctrl-C lands between two steps.
+    call = lambda: pipeline.generate(["a street"] * 4, steps=900, height=16, width=16)
 else:
     n = 2000
     x = rng.standard_normal((n, 64)).astype(np.float32)
@@ -46,10 +52,10 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("which", ["vendi", "sos"])
+@pytest.mark.parametrize("which", ["vendi", "sos", "generate"])
 def test_sigint_raises_keyboard_interrupt_quickly_and_stops_the_work(which):
     proc = subprocess.Popen(
-        [sys.executable, "-c", CODE.format(which=which)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", CODE.format(which=which, sd1=str(ROOT / "tests" / "fixtures" / "diffusion" / "tiny-sd1"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout.readline().strip() == "ready"

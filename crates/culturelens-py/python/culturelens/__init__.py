@@ -26,6 +26,7 @@ from . import _native
 __version__: str = _native.__version__
 __all__ = [
     "Encoder",
+    "Pipeline",
     "agreement",
     "clipscore",
     "cultext2i",
@@ -506,4 +507,5 @@ def demo():
 
 from . import prompts  # noqa: E402  (the submodule needs _frame above)
 from .encoder import Encoder  # noqa: E402
+from .pipeline import Pipeline  # noqa: E402
 
