@@ -810,13 +810,16 @@ fn interruptible<T: Send + 'static>(
 /// `meta.csv`: `culturelens_metrics::demo::demo_table`, planted tendencies, not data from any
 /// model): the `2160 x 64` float32 embeddings and the metadata columns.
 #[pyfunction]
-fn demo(py: Python<'_>) -> PyResult<(Bound<'_, numpy::PyArray2<f32>>, Vec<(String, Vec<String>)>)> {
+fn demo(py: Python<'_>) -> PyResult<Demo<'_>> {
     use numpy::PyArrayMethods;
     let table = culturelens_metrics::demo::demo_table();
     let n = table.len();
     let embeddings = numpy::PyArray1::from_vec(py, table.embeddings).reshape([n, table.dim])?;
     Ok((embeddings, table.columns))
 }
+
+/// The demo's embeddings and metadata columns.
+type Demo<'py> = (Bound<'py, numpy::PyArray2<f32>>, Vec<(String, Vec<String>)>);
 
 /// How often a waiting call checks for signals.
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
