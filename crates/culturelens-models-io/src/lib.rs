@@ -29,6 +29,8 @@ pub mod folder;
 pub mod gemma_tokenizer;
 #[cfg(feature = "diffusion")]
 pub mod generate;
+#[cfg(feature = "hub")]
+pub mod hub;
 #[cfg(feature = "native")]
 pub mod import;
 #[cfg(feature = "files")]

@@ -51,13 +51,16 @@ fn failed(failures: &[String]) -> PyErr {
 
 #[pymethods]
 impl Encoder {
-    /// Loads the encoder of the weights folder `folder` (`culturelens embed --weights`) onto
-    /// `device` in `precision`.
+    /// Loads the encoder of the weights folder `folder` (`culturelens embed --weights`), or of
+    /// the hub snapshot of the id `folder` (`--model`), onto `device` in `precision`.
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu", precision = "f32"))]
     fn from_pretrained(py: Python<'_>, folder: PathBuf, device: &str, precision: &str) -> PyResult<Self> {
         check_cpu(device, precision, "embed")?;
-        let model = interruptible(py, move || Model::from_dir(&folder, &Device::flex()).map_err(cli_error))?;
+        let model = interruptible(py, move || {
+            let folder = folder_or_hub(folder, culturelens_models_io::hub::snapshot)?;
+            Model::from_dir(&folder, &Device::flex()).map_err(cli_error)
+        })?;
         Ok(Self { model: Arc::new(model) })
     }
 
@@ -176,6 +179,25 @@ impl Encoder {
         })?;
         array(py, rows)
     }
+}
+
+/// The folder of a `from_pretrained`: `folder` itself, or, where no such path exists and it reads
+/// as a hub id `ORG/NAME[@REVISION]` (no leading `/`, `.` or `~`, one `/`), the local snapshot
+/// that `fetch` (`culturelens_models_io::hub`, the CLI's `--model`) finds in the hub cache or
+/// downloads.
+pub(crate) fn folder_or_hub(
+    folder: PathBuf,
+    fetch: impl FnOnce(&str) -> anyhow::Result<PathBuf>,
+) -> PyResult<PathBuf> {
+    let id = match folder.to_str() {
+        Some(s) if !folder.exists() && !s.starts_with(['/', '.', '~']) => s,
+        _ => return Ok(folder),
+    };
+    let repo = id.split_once('@').map_or(id, |(repo, _)| repo);
+    if repo.split('/').count() != 2 || repo.split('/').any(str::is_empty) {
+        return Ok(folder);
+    }
+    fetch(id).map_err(cli_error)
 }
 
 /// The `device` and `precision` of a `from_pretrained`: this wheel runs the CPU backend in f32;

@@ -17,7 +17,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::encoder::{check_cpu, cli_error};
+use crate::encoder::{check_cpu, cli_error, folder_or_hub};
 use crate::interruptible;
 
 /// A loaded pipeline; shared with the computation threads, which run without the GIL.
@@ -31,13 +31,14 @@ type Image = (usize, usize, Vec<u8>);
 
 #[pymethods]
 impl Pipeline {
-    /// Loads the diffusers pipeline folder `folder` (`culturelens generate --pipeline`) onto
-    /// `device` in `precision`.
+    /// Loads the diffusers pipeline folder `folder` (`culturelens generate --pipeline`), or the
+    /// hub snapshot of the id `folder` (`--model`), onto `device` in `precision`.
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu", precision = "f32"))]
     fn from_pretrained(py: Python<'_>, folder: PathBuf, device: &str, precision: &str) -> PyResult<Self> {
         check_cpu(device, precision, "generate")?;
         let folder = interruptible(py, move || {
+            let folder = folder_or_hub(folder, |id| culturelens_models_io::hub::snapshot_pipeline(id, true))?;
             PipelineFolder::load(&folder, &Device::flex(), None).map_err(cli_error)
         })?;
         Ok(Self { folder: Arc::new(folder) })

@@ -29,7 +29,8 @@ class Pipeline:
     def from_pretrained(cls, folder: "str | os.PathLike[str]", device: str = "cpu", precision: str = "f32") -> "Pipeline":
         """Loads the diffusers pipeline folder ``folder`` (``--pipeline``: ``model_index.json`` and
         one subfolder per component, safetensors weights, as ``save_pretrained`` writes it; its
-        ``_class_name`` picks the family).
+        ``_class_name`` picks the family), or a hub id ``ORG/NAME[@REVISION]`` (a string that is
+        no existing path): its snapshot in the hub cache, fetched as ``generate --model`` fetches it.
 
         Raises:
           ValueError: the CLI's message (the file and key at fault), or a device/precision this
