@@ -265,33 +265,24 @@ impl Job<'_> {
                         generators.push(model.noise_generator(seed, k, height, width, true, torch_path())?);
                     }
                 }
-                None if self.seed_per_image => {
-                    for i in 0..k {
-                        let seed = seed + i as u64;
-                        values.extend(model.initial_latents(seed, 1, height, width, torch_path())?);
+                // `--seed-per-image`: image i from its own generator seeded `seed + i`.
+                None => {
+                    let draws: Vec<(u64, usize)> = match self.seed_per_image {
+                        true => (0..k).map(|i| (seed + i as u64, 1)).collect(),
+                        false => vec![(seed, k)],
+                    };
+                    for (seed, n) in draws {
+                        values.extend(model.initial_latents(seed, n, height, width, torch_path())?);
                         if noisy {
                             generators.push(model.noise_generator(
                                 seed,
-                                1,
+                                n,
                                 height,
                                 width,
                                 false,
                                 torch_path(),
                             )?);
                         }
-                    }
-                }
-                None => {
-                    values.extend(model.initial_latents(seed, k, height, width, torch_path())?);
-                    if noisy {
-                        generators.push(model.noise_generator(
-                            seed,
-                            k,
-                            height,
-                            width,
-                            false,
-                            torch_path(),
-                        )?);
                     }
                 }
             }
