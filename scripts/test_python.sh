@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Python package's test (crates/culturelens-py), as scripts/test.sh runs it: builds the wheel
 # with maturin (dev profile, abi3), installs it with numpy, pandas, Pillow (the PIL images of
-# `Encoder.embed_images`) and pytest into a FRESH virtualenv (never the source tree), and runs
-# the pytest suite, which compares every function with the `culturelens` binary on the same
-# inputs (CULTURELENS_BIN, default $CARGO_TARGET_DIR/debug/culturelens, built here when missing).
+# `Encoder.embed_images`), pytest, nbconvert and ipykernel into a FRESH virtualenv (never the
+# source tree), runs the pytest suite, which compares every function with the `culturelens`
+# binary on the same inputs (CULTURELENS_BIN, default $CARGO_TARGET_DIR/debug/culturelens, built
+# here when missing), and executes examples/notebook.ipynb (SoS and MAGBIG on the demo table).
 # maturin is installed, pinned, into $CARGO_TARGET_DIR/python-tools only when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,12 @@ root=$(pwd)
 venv=$(mktemp -d)
 trap 'rm -rf "$venv"' EXIT
 "$python" -m venv "$venv"
-"$venv/bin/pip" install -q "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pillow==12.0.0 pytest==9.2.0
+"$venv/bin/pip" install -q "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pillow==12.0.0 pytest==9.2.0 \
+  nbconvert==7.17.2 ipykernel==7.4.0
 # From a folder outside the checkout, so `import culturelens` can only find the installed wheel.
 cd "$venv"
 CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/crates/culturelens-py/tests"
+# The example notebook, executed top to bottom in this virtualenv's kernel: a cell that raises
+# fails the run. Its executed copy goes to the temporary folder; the committed one keeps no outputs.
+"$venv/bin/jupyter" nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \
+  --ExecutePreprocessor.kernel_name=python3 --output-dir "$venv/notebook" "$root/examples/notebook.ipynb"

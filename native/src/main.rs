@@ -11,7 +11,7 @@ mod error_chain;
 mod examples;
 mod figure_inputs;
 mod flags;
-mod hub;
+use culturelens_models_io::hub;
 mod input;
 mod model_name;
 mod output;

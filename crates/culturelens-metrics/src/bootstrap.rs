@@ -157,6 +157,7 @@ impl Draws {
         let mut sampler = UnitSampler::new(units, seed);
         let mut indices = vec![0u32; units * resamples];
         for resample in indices.chunks_mut(units) {
+            crate::cancel::checkpoint();
             sampler.draw(resample);
         }
         Draws { units, indices }
@@ -203,6 +204,7 @@ impl Replicates {
         let values = draws
             .iter()
             .map(|idx| {
+                crate::cancel::checkpoint();
                 let (mut num, mut den) = (0.0, 0.0);
                 for &i in idx {
                     num += sums[i as usize];
@@ -280,6 +282,7 @@ impl<'a, const K: usize> StatisticRuns<'a, K> {
         let (b, end) = (self.draws.resamples(), self.done.saturating_add(count).min(self.total()));
         let mut rest = Vec::new();
         for t in self.done..end {
+            crate::cancel::checkpoint();
             let idx: &[u32] = match t {
                 0 => &self.all,
                 t if t <= b => self.draws.resample(t - 1),

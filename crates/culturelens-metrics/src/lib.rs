@@ -9,12 +9,14 @@
 //! - [`tokens`]: the tokenizer lens; [`stats`]: the shared statistics conventions;
 //!   [`demo`]: the synthetic demo table;
 //! - [`bootstrap`]: seeded bootstrap confidence intervals (percentile, BCa) of every metric;
+//!   [`cancel`]: the cancellation points of long loops (the Python package's Ctrl-C);
 //!   [`permutation`]: the sign-flip test of paired differences and Holm's correction.
 //!
 //! Invariants: no file or network I/O (callers hand in slices and strings).
 
 pub mod agreement;
 pub mod bootstrap;
+pub mod cancel;
 pub mod colour;
 pub mod cultext2i;
 pub mod demo;

@@ -338,40 +338,7 @@ impl PipelineFolder {
         let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
         let scheduler_path = dir.join("scheduler").join("scheduler_config.json");
         let scheduler_config = read_string(&scheduler_path)?;
-        let built = Scheduler::from_config(&scheduler_config, scheduler)
-            .map_err(|source| LoadError::Scheduler { path: scheduler_path.clone(), source })?;
-        let flow =
-            matches!(family, Family::StableDiffusion3 | Family::Flux | Family::CogView4 | Family::Lumina2);
-        if built.kind().is_flow_matching() != flow {
-            let (what, key) = if scheduler.is_some() { ("--scheduler", "") } else { ("", "`_class_name`: ") };
-            let needs = if flow {
-                "a flow-matching scheduler (FlowMatchEulerDiscreteScheduler)"
-            } else {
-                "a noise-prediction scheduler (DDIM, PNDM, Euler, DPM-Solver, EDM Euler, EDM DPM-Solver)"
-            };
-            return Err(unsupported(
-                &scheduler_path,
-                format!(
-                    "{key}{what}{}{} does not fit {class}, which needs {needs}",
-                    if what.is_empty() { "" } else { " " },
-                    built.kind().class_name()
-                ),
-            ));
-        }
-        // DDPM draws noise at every step: only the loops that hand it the run's generator run it
-        // (Kandinsky 3, IF); IF's learned-variance loop runs nothing else.
-        let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
-        let name = built.kind().class_name();
-        if built.kind().draws_noise() && !passes_generator(family) {
-            let message = format!(
-                "{key} {name} does not fit {class}: its loop hands the scheduler no generator for DDPM's noise"
-            );
-            return Err(unsupported(&scheduler_path, message));
-        }
-        if family == Family::DeepFloydIf && !built.kind().draws_noise() {
-            let message = format!("{key} {name} does not fit {class}, which runs DDPMScheduler");
-            return Err(unsupported(&scheduler_path, message));
-        }
+        fitting_scheduler(&scheduler_config, &scheduler_path, family, class, scheduler)?;
         let (model, tokenizers) = match family {
             Family::StableDiffusion | Family::AltDiffusion => {
                 stable_diffusion::load(dir, device, family == Family::AltDiffusion)?
@@ -478,11 +445,65 @@ impl PipelineFolder {
         }
     }
 
+    /// Checks, as [`Self::load`] does, that the scheduler class `kind` (`--scheduler`) fits this
+    /// pipeline.
+    pub fn check_scheduler(&self, kind: Option<SchedulerKind>) -> Result<(), LoadError> {
+        let (index, _, family) = read_index(&self.dir)?;
+        let class = index.get("_class_name").and_then(Value::as_str).unwrap_or("");
+        fitting_scheduler(&self.scheduler_config, &self.scheduler_path, family, class, kind)
+    }
+
     /// A fresh scheduler of the folder's config (`kind` overrides its class).
     pub fn scheduler(&self, kind: Option<SchedulerKind>) -> Result<Scheduler, LoadError> {
         Scheduler::from_config(&self.scheduler_config, kind)
             .map_err(|source| LoadError::Scheduler { path: self.scheduler_path.clone(), source })
     }
+}
+
+/// Checks that the scheduler of `config` (the file `path`; `scheduler` overrides its class,
+/// `--scheduler`) fits the pipeline `class` of `family`: flow matching or noise prediction as its
+/// loop needs, and DDPM only where the loop hands it a generator (IF needs it).
+fn fitting_scheduler(
+    config: &str,
+    path: &Path,
+    family: Family,
+    class: &str,
+    scheduler: Option<SchedulerKind>,
+) -> Result<(), LoadError> {
+    let built = Scheduler::from_config(config, scheduler)
+        .map_err(|source| LoadError::Scheduler { path: path.to_owned(), source })?;
+    let flow = matches!(family, Family::StableDiffusion3 | Family::Flux | Family::CogView4 | Family::Lumina2);
+    if built.kind().is_flow_matching() != flow {
+        let (what, key) = if scheduler.is_some() { ("--scheduler", "") } else { ("", "`_class_name`: ") };
+        let needs = if flow {
+            "a flow-matching scheduler (FlowMatchEulerDiscreteScheduler)"
+        } else {
+            "a noise-prediction scheduler (DDIM, PNDM, Euler, DPM-Solver, EDM Euler, EDM DPM-Solver)"
+        };
+        return Err(unsupported(
+            path,
+            format!(
+                "{key}{what}{}{} does not fit {class}, which needs {needs}",
+                if what.is_empty() { "" } else { " " },
+                built.kind().class_name()
+            ),
+        ));
+    }
+    // DDPM draws noise at every step: only the loops that hand it the run's generator run it
+    // (Kandinsky 3, IF); IF's learned-variance loop runs nothing else.
+    let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
+    let name = built.kind().class_name();
+    if built.kind().draws_noise() && !passes_generator(family) {
+        let message = format!(
+            "{key} {name} does not fit {class}: its loop hands the scheduler no generator for DDPM's noise"
+        );
+        return Err(unsupported(path, message));
+    }
+    if family == Family::DeepFloydIf && !built.kind().draws_noise() {
+        let message = format!("{key} {name} does not fit {class}, which runs DDPMScheduler");
+        return Err(unsupported(path, message));
+    }
+    Ok(())
 }
 
 /// `dir/model_index.json`, its path and the family its `_class_name` picks, after checking that

@@ -82,6 +82,7 @@ pub fn embed_token_ids(
     assert!(batch > 0, "a batch holds at least one prompt");
     let mut rows = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(batch) {
+        culturelens_metrics::cancel::checkpoint();
         rows.extend(encoder.embed_ids(chunk)?);
         progress(chunk.len());
     }
@@ -119,6 +120,7 @@ impl<E, P: FnMut(usize), S: FnMut(Vec<(usize, Vec<f32>)>) -> Result<(), E>> Batc
         if self.pending.is_empty() {
             return Ok(());
         }
+        culturelens_metrics::cancel::checkpoint();
         let pixels: Vec<PixelValues> = self.pending.iter().map(|(_, p)| p.clone()).collect();
         let embeddings = self.encoder.embed_pixels(&pixels);
         assert_eq!(embeddings.len(), self.pending.len(), "one embedding per image");

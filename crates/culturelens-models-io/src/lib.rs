@@ -8,8 +8,9 @@
 //!
 //! The crate feature `native` (on by default; the CLI's) adds the file system, JPEG through
 //! libjpeg-turbo's C decoder ([`jpeg`]) and the embedding loop ([`embed`]) — together the feature
-//! `files`, all the Python wheel takes — and diffusers pipeline folders ([`diffusion`]) and the
-//! pickle importer ([`import`]). Without it (the browser, wasm32) the same folders load from memory and
+//! `files` — and diffusers pipeline folders ([`diffusion`]) with the generation loop
+//! ([`generate`]) — together `diffusion`, all the Python wheel takes — and the pickle importer
+//! ([`import`]). Without it (the browser, wasm32) the same folders load from memory and
 //! JPEG goes through the pure-Rust port of libjpeg-turbo's decoder ([`jpeg_rs`]), which gives
 //! the same pixels.
 //!
@@ -19,13 +20,17 @@
 //! dict of a known architecture with a reader that never executes the pickle.
 
 pub mod clip_bpe;
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub mod diffusion;
 #[cfg(feature = "files")]
 pub mod embed;
 pub mod folder;
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub mod gemma_tokenizer;
+#[cfg(feature = "diffusion")]
+pub mod generate;
+#[cfg(feature = "hub")]
+pub mod hub;
 #[cfg(feature = "native")]
 pub mod import;
 #[cfg(feature = "files")]
@@ -34,9 +39,9 @@ pub mod jpeg_rs;
 pub mod limits;
 pub mod open_clip_text;
 pub mod spiece;
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub mod t5_tokenizer;
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub mod xlm_roberta_tokenizer;
 
 use std::path::{Path, PathBuf};
@@ -48,7 +53,7 @@ use culturelens_models::open_clip::OpenClipFile;
 use culturelens_models::preprocess::{
     self, Decoded, ImageProcessor, ImageProcessorConfig, PixelValues, PreprocessError,
 };
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 use culturelens_models::weights::Checkpoint;
 use culturelens_models::{EncoderModel, ModelError};
 
@@ -75,7 +80,7 @@ pub enum LoadError {
     Exists { path: PathBuf },
     #[error("{dir}: no {what} ({hint})")]
     Missing { dir: PathBuf, what: &'static str, hint: String },
-    #[cfg(feature = "native")]
+    #[cfg(feature = "diffusion")]
     #[error("{path}: {source}")]
     Scheduler { path: PathBuf, source: culturelens_diffusion::scheduler::SchedulerError },
 }
@@ -93,7 +98,7 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
     std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
 }
 
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 /// The ids of `text` with the tokenizer's special tokens, truncated by the tokenizer and padded
 /// with `pad` to `max_len` (CLIP's and T5's tokenizers as diffusers pipelines call them).
 pub(crate) fn padded_ids(
@@ -111,7 +116,7 @@ pub(crate) fn padded_ids(
     Ok(ids)
 }
 
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub(crate) fn read_string(path: &Path) -> Result<String, LoadError> {
     std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })
 }
@@ -124,7 +129,7 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 /// [`folder::weight_files`] of the directory `dir`, as paths.
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub(crate) fn weight_files(
     dir: &Path,
     stem: &str,
@@ -136,7 +141,7 @@ pub(crate) fn weight_files(
 }
 
 /// [`folder::load_model`] of files on disk (the diffusers components).
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub(crate) fn load_model<T>(
     files: &[PathBuf],
     config_path: &Path,

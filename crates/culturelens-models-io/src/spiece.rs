@@ -72,14 +72,14 @@ pub(crate) struct NormalizerSpec {
 }
 
 /// Used by the XLM-R tokenizer (native only).
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub(crate) const NORMAL: i32 = 1;
 pub(crate) const UNKNOWN: i32 = 2;
 /// Used by the XLM-R tokenizer (native only).
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub(crate) const CONTROL: i32 = 3;
 /// Used by the XLM-R tokenizer (native only).
-#[cfg(feature = "native")]
+#[cfg(feature = "diffusion")]
 pub(crate) const USER_DEFINED: i32 = 4;
 pub(crate) const BYTE: i32 = 6;
 /// SigLIP's end-of-sequence token, appended to every text.

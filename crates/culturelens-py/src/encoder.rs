@@ -27,7 +27,7 @@ pub struct Encoder {
 
 /// `err` as the CLI prints it (`culturelens_files::error_line`: the error and its causes joined
 /// by ": ", a repeated cause once).
-fn cli_error(err: impl Into<anyhow::Error>) -> PyErr {
+pub(crate) fn cli_error(err: impl Into<anyhow::Error>) -> PyErr {
     PyValueError::new_err(culturelens_files::error_line(err.into().as_ref()))
 }
 
@@ -51,31 +51,16 @@ fn failed(failures: &[String]) -> PyErr {
 
 #[pymethods]
 impl Encoder {
-    /// Loads the encoder of the weights folder `folder` (`culturelens embed --weights`) onto
-    /// `device` in `precision`.
+    /// Loads the encoder of the weights folder `folder` (`culturelens embed --weights`), or of
+    /// the hub snapshot of the id `folder` (`--model`), onto `device` in `precision`.
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu", precision = "f32"))]
     fn from_pretrained(py: Python<'_>, folder: PathBuf, device: &str, precision: &str) -> PyResult<Self> {
-        if device != "cpu" {
-            return Err(PyValueError::new_err(format!(
-                "device='{device}': this wheel runs the CPU backend only (\"cpu\"); the GPU backends \
-                 (wgpu, cuda, vulkan) are in the CLI built with them (culturelens embed --device)"
-            )));
-        }
-        match precision {
-            "f32" => {}
-            "f16" | "bf16" => {
-                return Err(PyValueError::new_err(format!(
-                    "precision='{precision}' runs on a GPU; the CPU backend computes in f32"
-                )));
-            }
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "precision='{precision}': expected \"f32\", \"f16\" or \"bf16\""
-                )));
-            }
-        }
-        let model = interruptible(py, move || Model::from_dir(&folder, &Device::flex()).map_err(cli_error))?;
+        check_cpu(device, precision, "embed")?;
+        let model = interruptible(py, move || {
+            let folder = folder_or_hub(folder, culturelens_models_io::hub::snapshot)?;
+            Model::from_dir(&folder, &Device::flex()).map_err(cli_error)
+        })?;
         Ok(Self { model: Arc::new(model) })
     }
 
@@ -193,6 +178,45 @@ impl Encoder {
             embed::embed_token_ids(&model, &ids, batch, |_| {}).map_err(cli_error)
         })?;
         array(py, rows)
+    }
+}
+
+/// The folder of a `from_pretrained`: `folder` itself, or, where no such path exists and it reads
+/// as a hub id `ORG/NAME[@REVISION]` (no leading `/`, `.` or `~`, one `/`), the local snapshot
+/// that `fetch` (`culturelens_models_io::hub`, the CLI's `--model`) finds in the hub cache or
+/// downloads.
+pub(crate) fn folder_or_hub(
+    folder: PathBuf,
+    fetch: impl FnOnce(&str) -> anyhow::Result<PathBuf>,
+) -> PyResult<PathBuf> {
+    let id = match folder.to_str() {
+        Some(s) if !folder.exists() && !s.starts_with(['/', '.', '~']) => s,
+        _ => return Ok(folder),
+    };
+    let repo = id.split_once('@').map_or(id, |(repo, _)| repo);
+    if repo.split('/').count() != 2 || repo.split('/').any(str::is_empty) {
+        return Ok(folder);
+    }
+    fetch(id).map_err(cli_error)
+}
+
+/// The `device` and `precision` of a `from_pretrained`: this wheel runs the CPU backend in f32;
+/// the GPU backends are in the CLI (`culturelens COMMAND --device`).
+pub(crate) fn check_cpu(device: &str, precision: &str, command: &str) -> PyResult<()> {
+    if device != "cpu" {
+        return Err(PyValueError::new_err(format!(
+            "device='{device}': this wheel runs the CPU backend only (\"cpu\"); the GPU backends \
+             (wgpu, cuda, vulkan) are in the CLI built with them (culturelens {command} --device)"
+        )));
+    }
+    match precision {
+        "f32" => Ok(()),
+        "f16" | "bf16" => Err(PyValueError::new_err(format!(
+            "precision='{precision}' runs on a GPU; the CPU backend computes in f32"
+        ))),
+        _ => Err(PyValueError::new_err(format!(
+            "precision='{precision}': expected \"f32\", \"f16\" or \"bf16\""
+        ))),
     }
 }
 

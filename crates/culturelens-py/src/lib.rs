@@ -13,7 +13,7 @@
 //! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
 //! is no file). Each call validates and computes on a thread of its own, without the GIL, while
 //! the calling thread waits and runs Python's signal handlers every 50 ms ([`interruptible`]), so
-//! Ctrl-C raises `KeyboardInterrupt` in a long call. Embeddings may be 2-D float16/32/64 numpy
+//! Ctrl-C raises `KeyboardInterrupt` in a long call and cancels its work. Embeddings may be 2-D float16/32/64 numpy
 //! arrays; the Python half turns DLPack tensors into numpy views first.
 
 use burn::tensor::Device;
@@ -26,6 +26,7 @@ use culturelens_compute::vendi::{
     Collection, CosineRows, ProductPrecision, Route, categorical_features, group_intervals, point_scores,
 };
 use culturelens_metrics::bootstrap::{CiError, CiMethod, CiSpec};
+use culturelens_metrics::cancel::Cancel;
 use culturelens_metrics::validation::CLIPSCORE_W;
 use culturelens_results::CsvSchema;
 use culturelens_results::cultext2i::Groups as Cultext2iGroups;
@@ -41,6 +42,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 mod encoder;
+mod pipeline;
 
 use culturelens_metrics::agreement::Level;
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
@@ -769,19 +771,24 @@ fn wilcoxon(
 /// Runs `work` on a thread of its own, without the GIL, and waits for it in slices of
 /// [`SIGNAL_POLL`], taking the GIL between them to run Python's signal handlers: Ctrl-C (SIGINT)
 /// raises `KeyboardInterrupt` at once (or whatever else a handler raises). The interrupted work
-/// is not stopped (the metric code has no cancellation points): it runs to its end in the
-/// background and its result is dropped.
+/// is cancelled: its thread runs it under a [`Cancel`] token, which the exception raises, so it
+/// stops at its next cancellation point (between bootstrap resamples, Vendi groups, embedding
+/// batches: `culturelens_metrics::cancel`) and its partial result is dropped.
 fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce() -> PyResult<T> + Send + 'static,
 ) -> PyResult<T> {
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let (tx, rx) = channel();
+    let cancel = Cancel::new();
+    let token = cancel.clone();
     std::thread::Builder::new()
         .name("culturelens".into())
         .spawn(move || {
-            // The receiver is gone when the call was interrupted: nobody waits for this result.
-            let _ = tx.send(work());
+            // `None`: cancelled, and nobody waits for a result.
+            if let Some(result) = token.run(work) {
+                let _ = tx.send(result);
+            }
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the computation's thread: {e}")))?;
     let mut rx = rx;
@@ -791,13 +798,28 @@ fn interruptible<T: Send + 'static>(
         rx = back;
         match received {
             Ok(result) => return result,
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => py.check_signals().inspect_err(|_| cancel.cancel())?,
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err("the computation panicked (see the message above)"));
             }
         }
     }
 }
+
+/// The built-in SYNTHETIC demo table (`culturelens demo --write DIR`'s `embeddings.npy` and
+/// `meta.csv`: `culturelens_metrics::demo::demo_table`, planted tendencies, not data from any
+/// model): the `2160 x 64` float32 embeddings and the metadata columns.
+#[pyfunction]
+fn demo(py: Python<'_>) -> PyResult<Demo<'_>> {
+    use numpy::PyArrayMethods;
+    let table = culturelens_metrics::demo::demo_table();
+    let n = table.len();
+    let embeddings = numpy::PyArray1::from_vec(py, table.embeddings).reshape([n, table.dim])?;
+    Ok((embeddings, table.columns))
+}
+
+/// The demo's embeddings and metadata columns.
+type Demo<'py> = (Bound<'py, numpy::PyArray2<f32>>, Vec<(String, Vec<String>)>);
 
 /// How often a waiting call checks for signals.
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
@@ -818,7 +840,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cultext2i, m)?)?;
     m.add_function(wrap_pyfunction!(clipscore, m)?)?;
     m.add_function(wrap_pyfunction!(wilcoxon, m)?)?;
+    m.add_function(wrap_pyfunction!(demo, m)?)?;
     m.add_class::<encoder::Encoder>()?;
+    m.add_class::<pipeline::Pipeline>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

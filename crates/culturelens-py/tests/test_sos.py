@@ -258,7 +258,7 @@ def test_import_does_not_need_pandas():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == [
-        "['Encoder', '__version__', 'agreement', 'clipscore', 'cultext2i', 'magbig', 'prompts', 'sos', 'sos_report', "
+        "['Encoder', 'Pipeline', '__version__', 'agreement', 'clipscore', 'cultext2i', 'demo', 'magbig', 'prompts', 'sos', 'sos_report', "
         "'validate', 'vendi', 'wilcoxon']",
         "frames need pandas",
     ]

@@ -31,19 +31,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use burn::tensor::{Device, Tensor, TensorData};
-use culturelens_diffusion::pipeline::images_hwc;
-use culturelens_diffusion::pipeline_if_superresolution::{DeepFloydIfSuperResolution, UpscaleRequest};
-use culturelens_diffusion::pipelines::GenerateRequest;
-use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::scheduler::Scheduler;
+use burn::tensor::Device;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
-use culturelens_models_io::diffusion::{PipelineFolder, Placement, PromptTokenizer, load_super_resolution};
+use culturelens_models_io::diffusion::{PipelineFolder, Placement};
+use culturelens_models_io::generate::{
+    Item, Job, Upscaler, batches, checked_size, image_bytes, scheduler_name, warn_cut_prompts,
+};
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
-use culturelens_rng::{TorchGenerator, TorchNormalPath};
 use culturelens_table::{Metadata, read_npy_nd, write_atomic, write_metadata_csv, write_npy_nd};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
@@ -240,25 +237,6 @@ fn parse_layers(args: &GenerateArgs, layers: usize) -> Result<Vec<Option<usize>>
     Ok(list.into_iter().map(Some).collect())
 }
 
-/// torch's normal-sampling path on this CPU: AVX2 kernels where the CPU has AVX2 but not
-/// AVX-512 (torch's dispatch), the scalar ones elsewhere. The two differ in the last bits only.
-fn torch_path() -> TorchNormalPath {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && !std::arch::is_x86_feature_detected!("avx512f") {
-            return TorchNormalPath::Avx2;
-        }
-    }
-    TorchNormalPath::Scalar
-}
-
-/// One unit of work: a prompt row at a text layer, giving K images.
-#[derive(Clone, Copy)]
-struct Item {
-    row: usize,
-    layer: Option<usize>,
-}
-
 /// The file name of image `k` of `item` (`layers`: whether the run sweeps layers).
 fn image_name(item: Item, k: usize, layers: bool) -> String {
     match (layers, item.layer) {
@@ -366,76 +344,6 @@ struct Read {
     upscaler: Option<Upscaler>,
 }
 
-/// DeepFloyd IF stage II (`--upscale`): its pipeline, tokenizer and scheduler config.
-struct Upscaler {
-    model: DeepFloydIfSuperResolution,
-    tokenizer: PromptTokenizer,
-    scheduler_json: String,
-    size: usize,
-}
-
-impl Upscaler {
-    /// Loads the stage II folder `dir` (placed as stage I), after checking the run is IF stage I.
-    fn load(args: &GenerateArgs, dir: &Path, model: &Pipeline, place: &Placement) -> Result<Self> {
-        if !matches!(model, Pipeline::DeepFloydIf(_)) {
-            bail!(
-                "--upscale runs DeepFloyd IF stage II after stage I: --pipeline/--model must be an IFPipeline"
-            );
-        }
-        if args.seed_per_image {
-            bail!(
-                "--upscale: stage II draws from one generator per prompt; --seed-per-image is not supported"
-            );
-        }
-        let (model, tokenizer, scheduler_json) = load_super_resolution(dir, place.clone())?;
-        let Some(size) = model.unet.config.sample_size else {
-            bail!(
-                "{}: `sample_size` is not set; stage II makes images of that size",
-                dir.join("unet").join("config.json").display()
-            );
-        };
-        Ok(Self { model, tokenizer, scheduler_json, size })
-    }
-
-    /// Stage II on the `[K, 3, h, w]` stage I images (`output_type="pt"`) of one prompt: each
-    /// image its own row with the prompt, as `IFSuperResolutionPipeline(image=…, prompt=[p] * K,
-    /// generator=torch.Generator().manual_seed(seed))`: the initial noise, the augmentation noise
-    /// and the variance noise drawn in that order.
-    #[allow(clippy::too_many_arguments)]
-    fn upscale(
-        &self,
-        args: &GenerateArgs,
-        prompt: &str,
-        negative: &str,
-        layer: Option<usize>,
-        images: Tensor<4>,
-        device: &Device,
-    ) -> Result<Tensor<4>> {
-        let k = images.dims()[0];
-        let prompt_ids = vec![vec![self.tokenizer.ids(prompt)?]; k];
-        let negative_ids = vec![vec![self.tokenizer.negative_ids(negative)?]; k];
-        let shape = [k, 3, self.size, self.size];
-        let mut generator = TorchGenerator::manual_seed(args.seed);
-        let latents = generator.randn(shape.iter().product(), torch_path());
-        let request = UpscaleRequest {
-            prompt_ids: &prompt_ids,
-            negative_ids: &negative_ids,
-            images,
-            images_per_prompt: 1,
-            height: self.size,
-            width: self.size,
-            steps: args.upscale_steps,
-            guidance: args.upscale_guidance,
-            noise_level: args.noise_level,
-            layer,
-            latents: Tensor::from_data(TensorData::new(latents, shape), device),
-        };
-        let mut scheduler = Scheduler::from_config(&self.scheduler_json, None)
-            .context("--upscale: the stage II scheduler config")?;
-        Ok(self.model.upscale(&request, &mut scheduler, generator, torch_path(), device)?)
-    }
-}
-
 /// Read: the prompt table, the device, the pipeline, sizes, layers, latents, negative prompts;
 /// everything that can be checked up front is, before anything is written.
 fn read(args: &GenerateArgs) -> Result<Read> {
@@ -455,18 +363,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, None) => bail!("give --pipeline DIR or --model HF_ID"),
     };
     // Every image-size rule, from the folder's configs before any weights load (or download).
-    let sizes = PipelineFolder::size_rule(&dir)?;
-    let (height, width) = (args.height.unwrap_or(sizes.default), args.width.unwrap_or(sizes.default));
-    sizes.check(height, width)?;
-    let image = sizes.image_size(height, width);
-    if image != [height, width] {
-        bail!(
-            "--height {height} --width {width}: this pipeline makes {}×{} images for that request (diffusers' \
-             downscale_height_and_width); ask for that size",
-            image[0],
-            image[1]
-        );
-    }
+    let [height, width] = checked_size(&dir, args.height, args.width)?;
     if let (None, Some(model)) = (&args.pipeline, &args.model) {
         crate::hub::snapshot_pipeline(model, true)?;
     }
@@ -479,7 +376,14 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     };
     let mut pipeline = PipelineFolder::load_to(&dir, &place, kind)?;
     let upscaler = match &args.upscale {
-        Some(up) => Some(Upscaler::load(args, up, &pipeline.model, &place)?),
+        Some(up) => Some(Upscaler::load(
+            up,
+            &pipeline.model,
+            &place,
+            args.seed_per_image,
+            [args.upscale_steps, args.noise_level],
+            args.upscale_guidance,
+        )?),
         None => None,
     };
     pipeline.model.set_attention_slice(args.attention_slice).context("--attention-slice")?;
@@ -497,7 +401,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     for &layer in &layers {
         model.check_layer(layer)?;
         if let (Some(up), Some(k)) = (&upscaler, layer) {
-            let layers = up.model.text_encoder.num_layers();
+            let layers = up.text_layers();
             if k > layers {
                 bail!("--text-layer {k}: the stage II T5 of --upscale has {layers} layers");
             }
@@ -516,27 +420,14 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         }
         None => None,
     };
-    let scheduler_name = pipeline.scheduler(kind)?.kind().class_name();
-    if args.seed_per_image && pipeline.scheduler(kind)?.kind().draws_noise() {
-        bail!("--seed-per-image: {scheduler_name} draws each step's noise from the prompt's one generator");
-    }
+    let scheduler_name = scheduler_name(&pipeline, kind, args.seed_per_image)?;
     let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
     let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
         (Some(n), _) => vec![n.clone(); prompts.len()],
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
-    // diffusers warns when a tokenizer cuts a prompt (CogView4's GLM and Lumina 2's Gemma
-    // tokenizers count the cut; Lumina 2's count includes its system prompt), once per prompt.
-    let mut warned = std::collections::BTreeSet::new();
-    for (row, text) in prompts.iter().enumerate() {
-        let cut = pipeline.cut(text)?;
-        if cut > 0 && warned.insert(text.as_str()) {
-            eprintln!(
-                "warning: {cut} token(s) of the prompt {text:?} (row {row}) were cut by the tokenizer (--max-sequence-length)"
-            );
-        }
-    }
+    warn_cut_prompts(&pipeline, &prompts)?;
     let model_name = match &args.model_name {
         Some(name) => name.clone(),
         None => crate::model_name::default_name(args.model.as_deref(), &dir, "model_index.json"),
@@ -631,22 +522,19 @@ fn generate(
     let (height, width, k) = (read.height, read.width, args.images_per_prompt);
     let progress = Progress::new(plan.items.len() * k, (plan.items.len() - plan.todo.len()) * k, "images");
     let mut failures: Vec<(usize, String)> = Vec::new();
-    let mut batches: Vec<Vec<Item>> = Vec::new();
-    for item in &plan.todo {
-        match batches.last_mut() {
-            Some(b) if b.len() < args.batch && b[0].layer == item.layer => b.push(*item),
-            _ => batches.push(vec![*item]),
-        }
-    }
+    let batches = batches(&plan.todo, args.batch);
     let job = Job {
         pipeline: &read.pipeline,
         kind: read.kind,
-        args,
         prompts: &read.prompts,
         negatives: &read.negatives,
         negative_given: read.negative_given,
         steps: read.steps,
         guidance: read.guidance,
+        true_cfg: args.true_cfg,
+        seed: args.seed,
+        seed_per_image: args.seed_per_image,
+        images_per_prompt: args.images_per_prompt,
         given: read.given.as_deref(),
         size: read.request_size,
         device: &read.device,
@@ -837,132 +725,6 @@ fn upscale_settings(args: &GenerateArgs) -> Option<String> {
     })
 }
 
-/// What every batch of a run shares.
-struct Job<'a> {
-    pipeline: &'a PipelineFolder,
-    kind: Option<SchedulerKind>,
-    args: &'a GenerateArgs,
-    prompts: &'a [String],
-    negatives: &'a [String],
-    negative_given: bool,
-    steps: usize,
-    guidance: f64,
-    /// `--latents`, for each prompt.
-    given: Option<&'a [f32]>,
-    /// `[height, width]` of the images.
-    size: [usize; 2],
-    device: &'a Device,
-    upscaler: Option<&'a Upscaler>,
-}
-
-impl Job<'_> {
-    /// Whether a batch runs one prompt per call: a scheduler drawing noise needs each prompt's
-    /// own generator, and Kandinsky 3's text depends on the batch.
-    fn one_prompt_per_call(&self) -> Result<bool> {
-        Ok(!self.pipeline.model.batch_independent()
-            || self.pipeline.scheduler(self.kind)?.kind().draws_noise())
-    }
-
-    /// The images of `batch` (prompts sharing a text layer): each item's K images as
-    /// `K × H × W × 3` floats.
-    fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
-        let pipeline = self.pipeline;
-        if batch.len() > 1 && self.one_prompt_per_call()? {
-            let mut all = Vec::new();
-            for item in batch {
-                all.extend(self.run(std::slice::from_ref(item))?);
-            }
-            return Ok(all);
-        }
-        let prompt_ids =
-            batch.iter().map(|it| pipeline.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
-        let negative_ids = batch
-            .iter()
-            .map(|it| pipeline.negative_ids(&self.negatives[it.row]))
-            .collect::<Result<Vec<_>, _>>()?;
-        let k = self.args.images_per_prompt;
-        let [height, width] = self.size;
-        let model = &pipeline.model;
-        let mut values = Vec::new();
-        // Each draw's generator, for a scheduler that goes on drawing from it (IF's DDPM).
-        let mut generators = Vec::new();
-        let mut scheduler = pipeline.scheduler(self.kind)?;
-        let noisy = scheduler.kind().draws_noise();
-        let seed = self.args.seed;
-        for _ in batch {
-            match &self.given {
-                Some(v) => {
-                    values.extend_from_slice(v);
-                    if noisy {
-                        generators.push(model.noise_generator(seed, k, height, width, true, torch_path())?);
-                    }
-                }
-                None if self.args.seed_per_image => {
-                    for i in 0..k {
-                        let seed = seed + i as u64;
-                        values.extend(model.initial_latents(seed, 1, height, width, torch_path())?);
-                        if noisy {
-                            generators.push(model.noise_generator(
-                                seed,
-                                1,
-                                height,
-                                width,
-                                false,
-                                torch_path(),
-                            )?);
-                        }
-                    }
-                }
-                None => {
-                    values.extend(model.initial_latents(seed, k, height, width, torch_path())?);
-                    if noisy {
-                        generators.push(model.noise_generator(
-                            seed,
-                            k,
-                            height,
-                            width,
-                            false,
-                            torch_path(),
-                        )?);
-                    }
-                }
-            }
-        }
-        scheduler.set_noise_generators(generators, torch_path());
-        let request = GenerateRequest {
-            prompt_ids: &prompt_ids,
-            negative_ids: &negative_ids,
-            negative_given: self.negative_given,
-            images_per_prompt: k,
-            height,
-            width,
-            steps: self.steps,
-            guidance: self.guidance,
-            true_cfg: self.args.true_cfg,
-            layer: batch[0].layer,
-            latents: &values,
-        };
-        let images = match (self.upscaler, model) {
-            (Some(up), Pipeline::DeepFloydIf(stage_one)) => {
-                let raw = stage_one.generate_raw(&request, &mut scheduler, self.device)?;
-                let row = batch[0].row;
-                up.upscale(
-                    self.args,
-                    &self.prompts[row],
-                    &self.negatives[row],
-                    batch[0].layer,
-                    raw,
-                    self.device,
-                )?
-            }
-            _ => model.generate(&request, &mut scheduler, self.device)?,
-        };
-        let (images, [_, height, width, _]) = images_hwc(images);
-        let per_item = k * height * width * 3;
-        Ok(batch.iter().zip(images.chunks(per_item)).map(|(it, chunk)| (*it, chunk.to_vec())).collect())
-    }
-}
-
 /// What a shard of a `generate` run holds: `rows` images of its share of `items` prompts, each
 /// prompt making `rows_per_item` images under `settings` (`work::part`).
 struct ShardRows {
@@ -998,12 +760,10 @@ fn write_part(
     part.write(&part_path)
 }
 
-/// Writes `image` (`height × width × 3` floats in [0, 1]) as an 8-bit PNG, atomically: values
-/// are scaled by 255 and rounded half to even, as diffusers' `numpy_to_pil`
-/// (`(images * 255).round().astype("uint8")`).
+/// Writes `image` (`height × width × 3` floats in [0, 1]) as an 8-bit PNG, atomically, its pixels
+/// as diffusers' `numpy_to_pil` rounds them ([`image_bytes`]).
 fn write_png(path: &Path, image: &[f32], height: usize, width: usize) -> Result<()> {
-    let bytes: Vec<u8> =
-        image.iter().map(|v| (v * 255.0).round_ties_even().clamp(0.0, 255.0) as u8).collect();
+    let bytes = image_bytes(image);
     let buffer = image::RgbImage::from_raw(width as u32, height as u32, bytes).expect("h × w × 3 bytes");
     write_atomic(path, |w| {
         let mut encoded = std::io::Cursor::new(Vec::new());

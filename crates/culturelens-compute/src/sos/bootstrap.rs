@@ -224,6 +224,7 @@ pub fn sos_exact_replicates(
     let mut resamples = ExactResamples::new(layout, units, spec);
     let mut done = 0;
     while let Some(rows) = resamples.next_rows() {
+        culturelens_metrics::cancel::checkpoint();
         let resampled = layout.select(&rows);
         let values = unpack(sos_packed(blocks, Some(&rows), &resampled, chunk_rows).into_data(), &resampled)?;
         let mut sums = vec![(0.0f64, 0usize); layout.cells.len()];

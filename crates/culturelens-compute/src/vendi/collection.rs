@@ -73,6 +73,8 @@ pub fn point_scores(
     device: &Device,
     lap: &mut dyn FnMut(&'static str),
 ) -> Result<VendiScores, VendiError> {
+    // Between the groups of `vendi --group-by` (the Python package's Ctrl-C).
+    culturelens_metrics::cancel::checkpoint();
     let spectrum = match items {
         Collection::Kernel { k, n } => precomputed_spectrum(k, *n, ProductPrecision::F32)?,
         Collection::Cosine(c) if processor == Processor::Cpu && route.resolve(c.n, c.d) == Route::Dual => {

@@ -596,6 +596,9 @@ impl Scheduler {
     /// One denoising step: `model_output` at the `step`-th timestep (0-based) applied to `sample`.
     /// Counted in [`steps_taken`].
     pub fn step(&mut self, model_output: Tensor<4>, step: usize, sample: Tensor<4>) -> Tensor<4> {
+        if let Some(hook) = STEP_HOOK.with(std::cell::Cell::get) {
+            hook();
+        }
         STEPS_TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self {
             Self::Ddim(s) => s.step(model_output, step, sample),
@@ -608,6 +611,18 @@ impl Scheduler {
             Self::Ddpm(s) => s.step(model_output, step, sample),
         }
     }
+}
+
+thread_local! {
+    /// What [`Scheduler::step`] calls first on this thread ([`set_step_hook`]).
+    static STEP_HOOK: std::cell::Cell<Option<fn()>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets the function every [`Scheduler::step`] on this thread calls before it steps (the
+/// caller's cancellation point between denoising steps, `culturelens_metrics::cancel::checkpoint`,
+/// which this crate does not depend on); returns the previous one.
+pub fn set_step_hook(hook: Option<fn()>) -> Option<fn()> {
+    STEP_HOOK.with(|h| h.replace(hook))
 }
 
 /// Denoising steps every scheduler of the process has taken ([`Scheduler::step`] calls, one per

@@ -26,9 +26,11 @@ from . import _native
 __version__: str = _native.__version__
 __all__ = [
     "Encoder",
+    "Pipeline",
     "agreement",
     "clipscore",
     "cultext2i",
+    "demo",
     "magbig",
     "prompts",
     "sos",
@@ -487,5 +489,23 @@ def wilcoxon(a: Any, b: Any = None) -> dict:
     return json.loads(_native.wilcoxon(d=x))
 
 
+def demo():
+    """The built-in SYNTHETIC demo table, as ``culturelens demo --write DIR`` writes it
+    (``embeddings.npy``, ``meta.csv``): 2,160 outputs of three made-up models (``synth-*``) for 8
+    languages x 10 cultures x 3 templates x 3 person terms, 64-d vectors with planted surface and
+    semantic tendencies (SoS §4.1 for what the score finds in them). Not data from any model or
+    paper; label anything made from it synthetic.
+
+    Returns ``(embeddings, meta)``: an ``N x 64`` float32 array and a DataFrame of text columns
+    (``model, language, culture, template, person, seed, prompt``).
+    """
+    import pandas as pd
+
+    embeddings, columns = _native.demo()
+    return embeddings, pd.DataFrame({name: pd.array(cells, dtype=object) for name, cells in columns})
+
+
 from . import prompts  # noqa: E402  (the submodule needs _frame above)
 from .encoder import Encoder  # noqa: E402
+from .pipeline import Pipeline  # noqa: E402
+

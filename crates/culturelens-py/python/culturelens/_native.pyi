@@ -85,6 +85,8 @@ def wilcoxon(
     d: Optional[Sequence[float]] = None,
 ) -> str: ...
 
+def demo() -> Tuple[np.ndarray, List[Tuple[str, List[str]]]]: ...
+
 class Encoder:
     """An encoder of a weights folder (``culturelens embed --weights``); see ``culturelens.Encoder``."""
 
@@ -95,3 +97,24 @@ class Encoder:
     def embed_image_files(self, paths: Sequence[str], batch: int = 16) -> np.ndarray: ...
     def embed_pixels(self, images: Sequence[Tuple[np.ndarray, bool]], batch: int = 16) -> np.ndarray: ...
     def embed_texts(self, texts: Sequence[str], batch: int = 64) -> np.ndarray: ...
+
+class Pipeline:
+    """A diffusers pipeline folder (``culturelens generate --pipeline``); see ``culturelens.Pipeline``."""
+
+    @staticmethod
+    def from_pretrained(folder: str, device: str = "cpu", precision: str = "f32") -> "Pipeline": ...
+    def generate(
+        self,
+        prompts: Sequence[str],
+        seed: int = 0,
+        steps: Optional[int] = None,
+        guidance: Optional[float] = None,
+        negative_prompt: Optional[str] = None,
+        height: Optional[int] = None,
+        width: Optional[int] = None,
+        scheduler: Optional[str] = None,
+        images_per_prompt: int = 1,
+        seed_per_image: bool = False,
+        true_cfg: float = 1.0,
+        batch: int = 1,
+    ) -> List[Tuple[int, int, bytes]]: ...

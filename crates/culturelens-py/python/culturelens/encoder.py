@@ -57,7 +57,8 @@ class Encoder:
         """Loads the weights folder ``folder`` (``--weights``): transformers' ``save_pretrained``
         layout (config.json, model.safetensors or a sharded index, preprocessor_config.json for
         images, tokenizer.json or SigLIP's spiece.model for text), an OpenCLIP hub folder, or one
-        written by ``culturelens import-weights``.
+        written by ``culturelens import-weights``; or a hub id ``ORG/NAME[@REVISION]`` (a string that
+        is no existing path): its snapshot in the hub cache, fetched as ``embed --model`` fetches it.
 
         Raises:
           ValueError: the CLI's message for a folder it cannot load (naming the file), or a

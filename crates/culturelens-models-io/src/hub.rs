@@ -1,4 +1,5 @@
-//! `--model ORG/NAME[@REVISION]`: the weights folder of a Hugging Face hub repository, downloaded
+//! `--model ORG/NAME[@REVISION]` (the CLI's `embed`/`generate`; the Python package's
+//! `from_pretrained` of a hub id): the weights folder of a Hugging Face hub repository, downloaded
 //! with `hf-hub` into its standard cache (`$HF_HOME/hub`, default `~/.cache/huggingface/hub`,
 //! shared with transformers and huggingface_hub; `HF_ENDPOINT` selects a mirror). Files already
 //! in the cache are not downloaded again, so a second run works offline.
@@ -15,8 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diffusion::pipeline_components;
 use anyhow::{Context, Result, bail};
-use culturelens_models_io::diffusion::pipeline_components;
 use hf_hub::api::sync::{ApiBuilder, ApiError, ApiRepo};
 use hf_hub::{Repo, RepoType};
 

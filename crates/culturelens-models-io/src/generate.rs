@@ -1,0 +1,317 @@
+//! The generation loop of a loaded [`PipelineFolder`], shared by `culturelens generate` (which
+//! adds the prompt table, the output folder, the resume log and shards around it) and the Python
+//! package's `Pipeline.generate`: the size checks made before any weights load, the batches of
+//! prompts that share a text layer, and each batch's images from its prompts' seeds (initial
+//! latents drawn by torch's CPU generator as diffusers draws them, the noise generators of a
+//! scheduler that draws at every step, DeepFloyd IF's stage II) as `K × H × W × 3` floats in
+//! `[0, 1]`, and their 8-bit pixels as diffusers' `numpy_to_pil` rounds them.
+//!
+//! Cancellation: a batch starts at a `culturelens_metrics::cancel` checkpoint, and every
+//! denoising step of the pipelines calls one (`culturelens_diffusion::scheduler::set_step_hook`).
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::{Device, Tensor, TensorData};
+use culturelens_diffusion::pipeline::images_hwc;
+use culturelens_diffusion::pipeline_if_superresolution::{DeepFloydIfSuperResolution, UpscaleRequest};
+use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
+use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind, set_step_hook};
+use culturelens_metrics::cancel::checkpoint;
+use culturelens_rng::{TorchGenerator, TorchNormalPath};
+
+use crate::diffusion::{PipelineFolder, Placement, PromptTokenizer, load_super_resolution};
+
+/// torch's normal-sampling path on this CPU: AVX2 kernels where the CPU has AVX2 but not
+/// AVX-512 (torch's dispatch), the scalar ones elsewhere. The two differ in the last bits only.
+pub fn torch_path() -> TorchNormalPath {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && !std::arch::is_x86_feature_detected!("avx512f") {
+            return TorchNormalPath::Avx2;
+        }
+    }
+    TorchNormalPath::Scalar
+}
+
+/// One unit of work: a prompt row at a text layer (`None`: the pipeline's own), giving K images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    pub row: usize,
+    pub layer: Option<usize>,
+}
+
+/// `items` in batches of up to `batch` consecutive items that share a text layer (`--batch`).
+pub fn batches(items: &[Item], batch: usize) -> Vec<Vec<Item>> {
+    let mut batches: Vec<Vec<Item>> = Vec::new();
+    for item in items {
+        match batches.last_mut() {
+            Some(b) if b.len() < batch && b[0].layer == item.layer => b.push(*item),
+            _ => batches.push(vec![*item]),
+        }
+    }
+    batches
+}
+
+/// The image size of a request (`--height`, `--width`; the pipeline's default where `None`),
+/// checked against the size rules of the pipeline folder `dir` from its configs alone, before any
+/// weights load (or download).
+pub fn checked_size(dir: &Path, height: Option<usize>, width: Option<usize>) -> Result<[usize; 2]> {
+    let sizes = PipelineFolder::size_rule(dir)?;
+    let (height, width) = (height.unwrap_or(sizes.default), width.unwrap_or(sizes.default));
+    sizes.check(height, width)?;
+    let image = sizes.image_size(height, width);
+    if image != [height, width] {
+        bail!(
+            "--height {height} --width {width}: this pipeline makes {}×{} images for that request (diffusers' \
+             downscale_height_and_width); ask for that size",
+            image[0],
+            image[1]
+        );
+    }
+    Ok([height, width])
+}
+
+/// The class name of the scheduler `kind` (the folder's where `None`) makes, after refusing
+/// `seed_per_image` (`--seed-per-image`) with a scheduler that draws each step's noise from the
+/// prompt's one generator.
+pub fn scheduler_name(
+    pipeline: &PipelineFolder,
+    kind: Option<SchedulerKind>,
+    seed_per_image: bool,
+) -> Result<&'static str> {
+    let scheduler = pipeline.scheduler(kind)?.kind();
+    let name = scheduler.class_name();
+    if seed_per_image && scheduler.draws_noise() {
+        bail!("--seed-per-image: {name} draws each step's noise from the prompt's one generator");
+    }
+    Ok(name)
+}
+
+/// Warns (on stderr, as diffusers warns) once per prompt of `prompts` that a tokenizer cuts
+/// (CogView4's GLM and Lumina 2's Gemma tokenizers count the cut; Lumina 2's count includes its
+/// system prompt).
+pub fn warn_cut_prompts(pipeline: &PipelineFolder, prompts: &[String]) -> Result<()> {
+    let mut warned = std::collections::BTreeSet::new();
+    for (row, text) in prompts.iter().enumerate() {
+        let cut = pipeline.cut(text)?;
+        if cut > 0 && warned.insert(text.as_str()) {
+            eprintln!(
+                "warning: {cut} token(s) of the prompt {text:?} (row {row}) were cut by the tokenizer (--max-sequence-length)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The 8-bit pixels of `image` (floats in [0, 1]): scaled by 255 and rounded half to even, as
+/// diffusers' `numpy_to_pil` (`(images * 255).round().astype("uint8")`).
+pub fn image_bytes(image: &[f32]) -> Vec<u8> {
+    image.iter().map(|v| (v * 255.0).round_ties_even().clamp(0.0, 255.0) as u8).collect()
+}
+
+/// DeepFloyd IF stage II (`--upscale`): its pipeline, tokenizer, scheduler config and settings.
+pub struct Upscaler {
+    model: DeepFloydIfSuperResolution,
+    tokenizer: PromptTokenizer,
+    scheduler_json: String,
+    /// The images' side (the stage II UNet's `sample_size`).
+    pub size: usize,
+    /// `--upscale-steps`, `--upscale-guidance`, `--noise-level`.
+    pub steps: usize,
+    pub guidance: f64,
+    pub noise_level: usize,
+}
+
+impl Upscaler {
+    /// Loads the stage II folder `dir` (placed as stage I), after checking the run is IF stage I.
+    pub fn load(
+        dir: &Path,
+        model: &Pipeline,
+        place: &Placement,
+        seed_per_image: bool,
+        [steps, noise_level]: [usize; 2],
+        guidance: f64,
+    ) -> Result<Self> {
+        if !matches!(model, Pipeline::DeepFloydIf(_)) {
+            bail!(
+                "--upscale runs DeepFloyd IF stage II after stage I: --pipeline/--model must be an IFPipeline"
+            );
+        }
+        if seed_per_image {
+            bail!(
+                "--upscale: stage II draws from one generator per prompt; --seed-per-image is not supported"
+            );
+        }
+        let (model, tokenizer, scheduler_json) = load_super_resolution(dir, place.clone())?;
+        let Some(size) = model.unet.config.sample_size else {
+            bail!(
+                "{}: `sample_size` is not set; stage II makes images of that size",
+                dir.join("unet").join("config.json").display()
+            );
+        };
+        Ok(Self { model, tokenizer, scheduler_json, size, steps, guidance, noise_level })
+    }
+
+    /// The stage II T5's layers (the deepest `--text-layer` it takes).
+    pub fn text_layers(&self) -> usize {
+        self.model.text_encoder.num_layers()
+    }
+
+    /// Stage II on the `[K, 3, h, w]` stage I images (`output_type="pt"`) of one prompt: each
+    /// image its own row with the prompt, as `IFSuperResolutionPipeline(image=…, prompt=[p] * K,
+    /// generator=torch.Generator().manual_seed(seed))`: the initial noise, the augmentation noise
+    /// and the variance noise drawn in that order.
+    fn upscale(
+        &self,
+        seed: u64,
+        [prompt, negative]: [&str; 2],
+        layer: Option<usize>,
+        images: Tensor<4>,
+        device: &Device,
+    ) -> Result<Tensor<4>> {
+        let k = images.dims()[0];
+        let prompt_ids = vec![vec![self.tokenizer.ids(prompt)?]; k];
+        let negative_ids = vec![vec![self.tokenizer.negative_ids(negative)?]; k];
+        let shape = [k, 3, self.size, self.size];
+        let mut generator = TorchGenerator::manual_seed(seed);
+        let latents = generator.randn(shape.iter().product(), torch_path());
+        let request = UpscaleRequest {
+            prompt_ids: &prompt_ids,
+            negative_ids: &negative_ids,
+            images,
+            images_per_prompt: 1,
+            height: self.size,
+            width: self.size,
+            steps: self.steps,
+            guidance: self.guidance,
+            noise_level: self.noise_level,
+            layer,
+            latents: Tensor::from_data(TensorData::new(latents, shape), device),
+        };
+        let mut scheduler = Scheduler::from_config(&self.scheduler_json, None)
+            .context("--upscale: the stage II scheduler config")?;
+        Ok(self.model.upscale(&request, &mut scheduler, generator, torch_path(), device)?)
+    }
+}
+
+/// What every batch of a run shares.
+pub struct Job<'a> {
+    pub pipeline: &'a PipelineFolder,
+    /// `--scheduler`, parsed.
+    pub kind: Option<SchedulerKind>,
+    /// The prompts and negative prompts of every row.
+    pub prompts: &'a [String],
+    pub negatives: &'a [String],
+    /// Whether a negative prompt was given at all.
+    pub negative_given: bool,
+    pub steps: usize,
+    pub guidance: f64,
+    /// `--true-cfg`.
+    pub true_cfg: f64,
+    pub seed: u64,
+    pub seed_per_image: bool,
+    pub images_per_prompt: usize,
+    /// `--latents`, for each prompt.
+    pub given: Option<&'a [f32]>,
+    /// `[height, width]` asked of the pipeline (stage I's with an upscaler).
+    pub size: [usize; 2],
+    pub device: &'a Device,
+    pub upscaler: Option<&'a Upscaler>,
+}
+
+impl Job<'_> {
+    /// Whether a batch runs one prompt per call: a scheduler drawing noise needs each prompt's
+    /// own generator, and Kandinsky 3's text depends on the batch.
+    pub fn one_prompt_per_call(&self) -> Result<bool> {
+        Ok(!self.pipeline.model.batch_independent()
+            || self.pipeline.scheduler(self.kind)?.kind().draws_noise())
+    }
+
+    /// The images of `batch` (prompts sharing a text layer): each item's K images as
+    /// `K × H × W × 3` floats.
+    pub fn run(&self, batch: &[Item]) -> Result<Vec<(Item, Vec<f32>)>> {
+        checkpoint();
+        // Every denoising step of this thread is a cancellation point.
+        set_step_hook(Some(checkpoint));
+        let pipeline = self.pipeline;
+        if batch.len() > 1 && self.one_prompt_per_call()? {
+            let mut all = Vec::new();
+            for item in batch {
+                all.extend(self.run(std::slice::from_ref(item))?);
+            }
+            return Ok(all);
+        }
+        let prompt_ids =
+            batch.iter().map(|it| pipeline.ids(&self.prompts[it.row])).collect::<Result<Vec<_>, _>>()?;
+        let negative_ids = batch
+            .iter()
+            .map(|it| pipeline.negative_ids(&self.negatives[it.row]))
+            .collect::<Result<Vec<_>, _>>()?;
+        let k = self.images_per_prompt;
+        let [height, width] = self.size;
+        let model = &pipeline.model;
+        let mut values = Vec::new();
+        // Each draw's generator, for a scheduler that goes on drawing from it (IF's DDPM).
+        let mut generators = Vec::new();
+        let mut scheduler = pipeline.scheduler(self.kind)?;
+        let noisy = scheduler.kind().draws_noise();
+        let seed = self.seed;
+        for _ in batch {
+            match &self.given {
+                Some(v) => {
+                    values.extend_from_slice(v);
+                    if noisy {
+                        generators.push(model.noise_generator(seed, k, height, width, true, torch_path())?);
+                    }
+                }
+                // `--seed-per-image`: image i from its own generator seeded `seed + i`.
+                None => {
+                    let draws: Vec<(u64, usize)> = match self.seed_per_image {
+                        true => (0..k).map(|i| (seed + i as u64, 1)).collect(),
+                        false => vec![(seed, k)],
+                    };
+                    for (seed, n) in draws {
+                        values.extend(model.initial_latents(seed, n, height, width, torch_path())?);
+                        if noisy {
+                            generators.push(model.noise_generator(
+                                seed,
+                                n,
+                                height,
+                                width,
+                                false,
+                                torch_path(),
+                            )?);
+                        }
+                    }
+                }
+            }
+        }
+        scheduler.set_noise_generators(generators, torch_path());
+        let request = GenerateRequest {
+            prompt_ids: &prompt_ids,
+            negative_ids: &negative_ids,
+            negative_given: self.negative_given,
+            images_per_prompt: k,
+            height,
+            width,
+            steps: self.steps,
+            guidance: self.guidance,
+            true_cfg: self.true_cfg,
+            layer: batch[0].layer,
+            latents: &values,
+        };
+        let images = match (self.upscaler, model) {
+            (Some(up), Pipeline::DeepFloydIf(stage_one)) => {
+                let raw = stage_one.generate_raw(&request, &mut scheduler, self.device)?;
+                let row = batch[0].row;
+                let texts = [self.prompts[row].as_str(), self.negatives[row].as_str()];
+                up.upscale(seed, texts, batch[0].layer, raw, self.device)?
+            }
+            _ => model.generate(&request, &mut scheduler, self.device)?,
+        };
+        let (images, [_, height, width, _]) = images_hwc(images);
+        let per_item = k * height * width * 3;
+        Ok(batch.iter().zip(images.chunks(per_item)).map(|(it, chunk)| (*it, chunk.to_vec())).collect())
+    }
+}
