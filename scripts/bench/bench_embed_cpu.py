@@ -22,6 +22,10 @@ Both sides must compute the same thing: the script compares culturelens's embedd
 PyTorch's, row by row, and exits non-zero when they differ by more than 1e-3 (max abs; measured
 differences are ~1e-5) or when the command's output has no rate to read.
 
+It ends with the peak RSS of both sides (peak_rss.py): the command's own (the largest of its runs)
+against a fresh Python that imports torch and transformers, loads the same network from the saved
+weights, and embeds the images from files once (`torch_side`).
+
 Requirements: scripts/requirements/torch.txt
 """
 
@@ -37,9 +41,50 @@ import torch
 from PIL import Image
 from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
 
+import peak_rss
+
 
 def tensor_of(output):
     return output if isinstance(output, torch.Tensor) else output.pooler_output
+
+
+def efficientnet():
+    """The EfficientNet-Lite0 network and preprocessing the parity fixture was made with, and its
+    pooled-features function."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+    from make_encoders_efficientnet_lite0 import reference_model, reference_processor
+
+    model, processor = reference_model(), reference_processor()
+    return model, processor, lambda pixels: model.extract_features(pixels).mean(dim=(2, 3))
+
+
+def clip_embed(model):
+    # transformers 5 returns the projected features as the output's `pooler_output`, 4.x as a tensor.
+    return lambda pixels: tensor_of(model.get_image_features(pixel_values=pixels))
+
+
+def torch_embed(embed, processor, files, batch, decoded):
+    """PyTorch's images/s and embeddings, decoding inside the clock (`decoded=False`) or before it."""
+    pil = [Image.open(p).convert("RGB") for p in files] if decoded else None
+    with torch.inference_mode():
+        start = time.perf_counter()
+        out = []
+        for i in range(0, len(files), batch):
+            images = pil[i : i + batch] if decoded else [Image.open(p).convert("RGB") for p in files[i : i + batch]]
+            out.append(embed(processor(images=images, return_tensors="pt")["pixel_values"]))
+        seconds = time.perf_counter() - start
+    return len(files) / seconds, torch.cat(out).float().numpy()
+
+
+def torch_side(model_name, weights, images, batch):
+    """The PyTorch side once from files, its network loaded from `weights` (run alone in a child
+    Python for its peak RSS); returns its images/s."""
+    if model_name == "clip-b32":
+        model = CLIPModel.from_pretrained(weights).eval()
+        processor, embed = CLIPImageProcessorPil.from_pretrained(weights), clip_embed(model)
+    else:
+        model, processor, embed = efficientnet()
+    return torch_embed(embed, processor, sorted(pathlib.Path(images).glob("*.png")), batch, decoded=False)[0]
 
 
 def main() -> None:
@@ -61,20 +106,16 @@ def main() -> None:
         processor = CLIPImageProcessorPil()
         model.save_pretrained(weights)
         processor.save_pretrained(weights)
-        # transformers 5 returns the projected features as the output's `pooler_output`, 4.x as a tensor.
-        embed = lambda pixels: tensor_of(model.get_image_features(pixel_values=pixels))  # noqa: E731
+        embed = clip_embed(model)
     else:
-        # The network and preprocessing the parity fixture was made with.
-        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
-        from make_encoders_efficientnet_lite0 import PTH, reference_model, reference_processor
+        model, processor, embed = efficientnet()
+        from make_encoders_efficientnet_lite0 import PTH
 
-        model, processor = reference_model(), reference_processor()
         if not weights.exists():
             subprocess.run(
                 [args.bin, "import-weights", "--arch", "efficientnet-lite0", "--pickle", str(PTH), "--out", str(weights)],
                 check=True,
             )
-        embed = lambda pixels: model.extract_features(pixels).mean(dim=(2, 3))  # noqa: E731
     rng = np.random.default_rng(0)
     for old in imgs.glob("*.png"):  # a previous run's images, possibly more of them
         old.unlink()
@@ -86,33 +127,21 @@ def main() -> None:
         embed(processor(images=[Image.open(files[0]).convert("RGB")], return_tensors="pt")["pixel_values"])  # warm-up
 
     def torch_rate(decoded: bool) -> tuple[float, np.ndarray]:
-        """PyTorch's images/s, decoding inside the clock (`decoded=False`) or before it."""
-        pil = [Image.open(p).convert("RGB") for p in files] if decoded else None
-        with torch.inference_mode():
-            start = time.perf_counter()
-            out = []
-            for i in range(0, len(files), args.batch):
-                batch = pil[i : i + args.batch] if decoded else [Image.open(p).convert("RGB") for p in files[i : i + args.batch]]
-                out.append(embed(processor(images=batch, return_tensors="pt")["pixel_values"]))
-            seconds = time.perf_counter() - start
-        return len(files) / seconds, torch.cat(out).float().numpy()
+        return torch_embed(embed, processor, files, args.batch, decoded)
 
     out = work / "out.npy"
+    peaks = []
 
     def ours_rate() -> tuple[float, float]:
         """culturelens's images/s in the embedding loop, and the command's total seconds."""
-        start = time.perf_counter()
-        run = subprocess.run(
-            [args.bin, "embed", "--images", str(imgs), "--weights", str(weights), "--out", str(out), "--batch", str(args.batch)],
-            capture_output=True,
-            text=True,
-            check=True,
+        run = peak_rss.run(
+            [args.bin, "embed", "--images", imgs, "--weights", weights, "--out", out, "--batch", args.batch]
         )
-        total_s = time.perf_counter() - start
+        peaks.append(run.peak_kib)
         loop = re.search(r"\(([\d.]+) images/s\)", run.stderr)
         if loop is None:
             sys.exit(f"culturelens embed printed no '(N images/s)' rate; its stderr was:\n{run.stderr}")
-        return float(loop.group(1)), total_s
+        return float(loop.group(1)), run.seconds
 
     rounds = []
     for r in range(args.rounds):
@@ -144,6 +173,9 @@ def main() -> None:
         f"vs decoded: {ours_ips / decoded_ips:.2f}x"
     )
     print(f"embeddings agree: max abs difference {diff:.2e} over {ours.shape[0]} x {ours.shape[1]}")
+    _, peer = peak_rss.call(__file__, "torch_side", args.model, str(weights), str(imgs), args.batch)
+    print(f"{peak_rss.line(max(peaks), f'torch from files ({args.model} loaded)', peer.peak_kib)} "
+          "(whole command / a fresh Python's whole run)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ batch of 2 per image). A step's time is measured by difference: the whole genera
 VAE decoder, loading and the image write cancel out. culturelens' time is its `--timings` stage
 `generate` (read-back included); diffusers' is the wall time of `pipe(...)` under
 `torch.inference_mode()`. Each is the best of `--repeats` runs. The images of the high-step runs
-must agree (max abs ≤ 1e-3 in [0, 1]) or the script fails.
+must agree (max abs ≤ 1e-3 in [0, 1]) or the script fails. Both sides' peak RSS (peak_rss.py) is
+printed too: culturelens's whole command (the largest of its runs) against a fresh Python that loads
+the pipeline and runs `pipe(...)` once at `--steps-high` (`diffusers_side`).
 
 Sizes (`--size`):
   * `small` (the CPU benchmark of BENCHMARKS.md): SD 1.x's UNet layout (four blocks, two
@@ -40,6 +42,8 @@ import tempfile
 import time
 
 import numpy as np
+
+import peak_rss
 
 PROMPT = "a photo of a wedding in japan"
 SIZES = {
@@ -98,21 +102,30 @@ def save_pipeline(out, size):
     return out
 
 
-def culturelens_run(binary, pipeline, steps, images, size, device, precision, out_npy=None):
-    """Seconds of `generate`'s `generate` stage (one prompt, `images` images, guidance 7.5)."""
+def culturelens_run(binary, pipeline, steps, images, size, device, precision, out_npy=None, peaks=None):
+    """Seconds of `generate`'s `generate` stage (one prompt, `images` images, guidance 7.5); the
+    command's peak RSS (KiB) is appended to `peaks` when given."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [binary, "generate", "--pipeline", pipeline, "--prompt", PROMPT, "--out", out, "--steps", str(steps),
                "--images-per-prompt", str(images), "--height", str(size), "--width", str(size), "--guidance", "7.5",
                "--device", device, "--precision", precision, "--timings"]
         if out_npy:
             cmd += ["--out-npy", out_npy]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-        lap = re.search(r"^timing generate ([\d.]+)$", proc.stderr, re.M)
-        if lap is None:
-            sys.exit(f"culturelens generate printed no `timing generate` line:\n{proc.stderr}")
-        return float(lap.group(1))
+        return generate_seconds(cmd, peaks)
+
+
+def generate_seconds(cmd, peaks=None):
+    """Runs a `culturelens generate ... --timings` command (under peak_rss's launcher when `peaks`
+    is a list, appending its peak RSS in KiB); returns its `timing generate` seconds."""
+    proc = peak_rss.run(cmd, check=False) if peaks is not None else subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    if peaks is not None:
+        peaks.append(proc.peak_kib)
+    lap = re.search(r"^timing generate ([\d.]+)$", proc.stderr, re.M)
+    if lap is None:
+        sys.exit(f"culturelens generate printed no `timing generate` line:\n{proc.stderr}")
+    return float(lap.group(1))
 
 
 def diffusers_run(pipe, steps, images, size, sync):
@@ -143,8 +156,22 @@ def per_step(run, low, high, repeats):
     return (best[high] - best[low]) / (high - low), last
 
 
-def compare(binary, pipeline, size, images, device, precision, torch_device, dtype, low, high, repeats, work):
-    """Per-step seconds of both sides and their agreement; returns a dict for printing."""
+def diffusers_side(pipeline, steps, images, size, threads):
+    """diffusers once on the CPU in float32, the pipeline loaded from `pipeline` (run alone in a
+    child Python for its peak RSS)."""
+    import torch
+    from diffusers import StableDiffusionPipeline
+
+    torch.set_num_threads(threads)
+    pipe = StableDiffusionPipeline.from_pretrained(pipeline, torch_dtype=torch.float32)
+    pipe.set_progress_bar_config(disable=True)
+    diffusers_run(pipe, steps, images, size, lambda: None)
+
+
+def compare(binary, pipeline, size, images, device, precision, torch_device, dtype, low, high, repeats, work,
+            peaks=None):
+    """Per-step seconds of both sides and their agreement; returns a dict for printing. With a
+    list `peaks`, culturelens's peak RSS of each run (KiB) is appended to it."""
     import diffusers
     import torch
     from diffusers import StableDiffusionPipeline
@@ -157,7 +184,7 @@ def compare(binary, pipeline, size, images, device, precision, torch_device, dty
     npy = os.path.join(work, "culturelens-images.npy")
 
     def ours_run(steps):
-        t = culturelens_run(binary, pipeline, steps, images, size, device, precision, npy)
+        t = culturelens_run(binary, pipeline, steps, images, size, device, precision, npy, peaks)
         return t, np.load(npy)
 
     ours, ours_images = per_step(ours_run, low, high, repeats)
@@ -182,13 +209,17 @@ def main():
     torch.set_num_threads(args.threads)
     os.makedirs(args.work, exist_ok=True)
     pipeline = save_pipeline(os.path.join(args.work, f"pipeline-{args.size}"), args.size)
-    result = compare(args.bin, pipeline, SIZES[args.size]["image"], 1, "cpu", "f32", "cpu", torch.float32,
-                     args.steps_low, args.steps_high, args.repeats, args.work)
+    image, peaks = SIZES[args.size]["image"], []
+    result = compare(args.bin, pipeline, image, 1, "cpu", "f32", "cpu", torch.float32,
+                     args.steps_low, args.steps_high, args.repeats, args.work, peaks)
     if result["max_abs_image_difference"] > 1e-3:
         sys.exit(f"the images disagree: {result}")
     print(json.dumps(dict(workload=f"generate-{args.size}-cpu", threads=args.threads, **result)))
     print(f"seconds per step (1 image, CFG): culturelens {result['culturelens_s_per_step']:.4f}, "
           f"diffusers {result['peer_s_per_step']:.4f}, ratio diffusers/culturelens {result['ratio']:.2f}")
+    peer = peak_rss.call(__file__, "diffusers_side", pipeline, args.steps_high, 1, image, args.threads)[1]
+    print(f"{peak_rss.line(max(peaks), 'diffusers', peer.peak_kib)} (whole command / a fresh Python loading the "
+          f"pipeline and generating once at {args.steps_high} steps)")
 
 
 if __name__ == "__main__":

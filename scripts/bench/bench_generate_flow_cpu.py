@@ -11,6 +11,9 @@ reuses): the whole generation at `--steps-high` minus at `--steps-low`, over the
 loading, the text encoders and the VAE cancel out. culturelens' time is its `--timings` stage
 `generate`; diffusers' the wall time of `pipe(...)` under `torch.inference_mode()`; each the best of
 `--repeats` runs. The high-step images must agree within 1e-5 max abs or the script fails.
+Each variant's line also has both sides' peak RSS (peak_rss.py, KiB): culturelens's whole command
+(the largest of its runs) against a fresh Python that loads the pipeline and runs `pipe(...)` once at
+`--steps-high` (`diffusers_side`), and their ratio.
 
 These pipelines are tiny (widths 16–32, tens of tokens), so the numbers measure per-step overhead
 (dispatch, small kernels), not arithmetic throughput. Run on a quiet machine:
@@ -25,15 +28,14 @@ import argparse
 import json
 import os
 import pathlib
-import re
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
 
-from bench_generate_cpu import per_step
+import peak_rss
+from bench_generate_cpu import generate_seconds, per_step
 
 PROMPT = "a photo of the food in china"
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "diffusion"
@@ -45,19 +47,13 @@ def has_t5(variant):
     return variant not in ("sdxl", "playground")
 
 
-def culturelens_run(binary, pipeline, steps, out_npy, t5=True):
-    """Seconds of `generate`'s `generate` stage."""
+def culturelens_run(binary, pipeline, steps, out_npy, t5=True, peaks=None):
+    """Seconds of `generate`'s `generate` stage; its peak RSS (KiB) is appended to `peaks`."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [binary, "generate", "--pipeline", str(pipeline), "--prompt", PROMPT, "--out", out, "--steps", str(steps),
                "--height", str(SIZE), "--width", str(SIZE), "--timings", "--out-npy", out_npy]
         cmd += ["--max-sequence-length", str(TOKENS)] if t5 else []
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-        lap = re.search(r"^timing generate ([\d.]+)$", proc.stderr, re.M)
-        if lap is None:
-            sys.exit(f"culturelens generate printed no `timing generate` line:\n{proc.stderr}")
-        return float(lap.group(1))
+        return generate_seconds(cmd, peaks)
 
 
 def diffusers_run(pipe, steps, t5=True):
@@ -71,7 +67,18 @@ def diffusers_run(pipe, steps, t5=True):
     return time.perf_counter() - t0, out
 
 
-def compare(binary, variant, low, high, repeats, work):
+def diffusers_side(variant, steps, threads):
+    """diffusers once on `variant`'s pipeline (run alone in a child Python for its peak RSS)."""
+    import torch
+    from diffusers import DiffusionPipeline
+
+    torch.set_num_threads(threads)
+    pipe = DiffusionPipeline.from_pretrained(FIXTURES / f"tiny-{variant}")
+    pipe.set_progress_bar_config(disable=True)
+    diffusers_run(pipe, steps, has_t5(variant))
+
+
+def compare(binary, variant, low, high, repeats, work, threads):
     import diffusers
     import torch
     from diffusers import DiffusionPipeline
@@ -83,15 +90,18 @@ def compare(binary, variant, low, high, repeats, work):
     diffusers_run(pipe, low, t5)  # warm-up
     peer, peer_images = per_step(lambda n: diffusers_run(pipe, n, t5), low, high, repeats)
     npy = os.path.join(work, f"{variant}.npy")
+    peaks = []
 
     def ours_run(steps):
-        return culturelens_run(binary, pipeline, steps, npy, t5), np.load(npy)
+        return culturelens_run(binary, pipeline, steps, npy, t5, peaks), np.load(npy)
 
     ours, ours_images = per_step(ours_run, low, high, repeats)
     agreement = float(np.abs(ours_images - peer_images).max())
+    peer_peak = peak_rss.call(__file__, "diffusers_side", variant, high, threads)[1].peak_kib
     return dict(workload=f"generate-tiny-{variant}-cpu", culturelens_s_per_step=ours,
                 peer=f"diffusers {diffusers.__version__} torch {torch.__version__} float32", peer_s_per_step=peer,
-                ratio=peer / ours, max_abs_image_difference=agreement)
+                ratio=peer / ours, max_abs_image_difference=agreement, culturelens_peak_rss_kib=max(peaks),
+                peer_peak_rss_kib=peer_peak, peak_rss_ratio=max(peaks) / peer_peak)
 
 
 def main():
@@ -108,10 +118,11 @@ def main():
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as work:
         for variant in args.variants:
-            result = compare(args.bin, variant, args.steps_low, args.steps_high, args.repeats, work)
+            result = compare(args.bin, variant, args.steps_low, args.steps_high, args.repeats, work, args.threads)
             if result["max_abs_image_difference"] > 1e-5:
                 sys.exit(f"the images disagree: {result}")
             print(json.dumps(dict(threads=args.threads, **result)))
+            print(peak_rss.line(result["culturelens_peak_rss_kib"], "diffusers", result["peer_peak_rss_kib"]))
 
 
 if __name__ == "__main__":

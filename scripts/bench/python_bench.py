@@ -8,7 +8,11 @@
     seeded random embeddings (N = `--vendi-n`); VS_1 must agree within 1e-6 relative.
 
 Prints one JSON line per workload: both times (best of `--repeats`), the ratio peer / culturelens
-(> 1: culturelens faster) and the agreement. The CLI's ratios for the same workloads are the rows of
+(> 1: culturelens faster) and the agreement, then a line with the peak RSS of both sides. Both
+sides share one process by design, so that process's peak says nothing about either: for the peaks
+each side runs once more, alone, in a fresh Python (peak_rss.py; `side`) that builds the same
+in-memory input and calls one side; both children pay the same interpreter, imports (numpy,
+pandas, culturelens) and input. The CLI's ratios for the same workloads are the rows of
 BENCHMARKS.md (sos_bench.py, vendi_bench.py).
 
 Usage: python3 scripts/bench/python_bench.py [--rows-scale 1.0] [--vendi-n 10000] [--repeats 3]
@@ -29,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sos_bench import CULTS, LANGS, MODELS, PERSONS, TEMPLATES, sos_numpy  # noqa: E402
 
 import culturelens  # noqa: E402
+import peak_rss  # noqa: E402
 
 
 def best(fn, repeats):
@@ -58,6 +63,35 @@ def sos_table(scale, dim=1280, seed=0):
     return x, meta
 
 
+def side(workload, which, rows_scale, vendi_n):
+    """One side of one workload once, alone (run in a child Python for its peak RSS): `which` is
+    "peer" or "culturelens"."""
+    if workload == "sos":
+        x, meta = sos_table(rows_scale)
+        if which == "peer":
+            sos_numpy(x, *[meta[c].to_numpy().astype(str) for c in ("model", "language", "culture")])
+        else:
+            culturelens.sos(x, meta)
+    else:
+        x = vendi_input(vendi_n)
+        if which == "peer":
+            from vendi_score import vendi
+
+            vendi.score_dual(x.astype(np.float64), normalize=True)
+        else:
+            culturelens.vendi(x)
+
+
+def print_peaks(workload, peer, args):
+    peaks = [peak_rss.call(__file__, "side", workload, which, args.rows_scale, args.vendi_n)[1].peak_kib
+             for which in ("culturelens", "peer")]
+    print(f"{workload}: {peak_rss.line(peaks[0], peer, peaks[1])} (each alone in a fresh Python, input included)")
+
+
+def vendi_input(n):
+    return np.random.default_rng(1).standard_normal((n, 1280), dtype=np.float32)
+
+
 def bench_sos(args):
     x, meta = sos_table(args.rows_scale)
     cols = [meta[c].to_numpy().astype(str) for c in ("model", "language", "culture")]
@@ -69,12 +103,13 @@ def bench_sos(args):
         sys.exit(f"sos: joint scores differ by {diff}")
     print(json.dumps(dict(workload="sos", rows=int(x.shape[0]), dim=int(x.shape[1]), peer="numpy (sos_bench.sos_numpy)",
                           peer_s=t_peer, culturelens_s=t_ours, ratio=t_peer / t_ours, max_abs_joint_diff=diff)))
+    print_peaks("sos", "numpy", args)
 
 
 def bench_vendi(args):
     from vendi_score import vendi
 
-    x = np.random.default_rng(1).standard_normal((args.vendi_n, 1280), dtype=np.float32)
+    x = vendi_input(args.vendi_n)
     x64 = x.astype(np.float64)
     t_peer, peer = best(lambda: vendi.score_dual(x64, normalize=True), args.repeats)
     t_ours, ours = best(lambda: float(culturelens.vendi(x)["vs"][0]), args.repeats)
@@ -83,6 +118,7 @@ def bench_vendi(args):
         sys.exit(f"vendi: VS_1 differ by {rel} relative")
     print(json.dumps(dict(workload="vendi", n=args.vendi_n, dim=1280, peer="vendi-score score_dual (numpy f64)",
                           peer_s=t_peer, culturelens_s=t_ours, ratio=t_peer / t_ours, rel_diff=rel)))
+    print_peaks("vendi", "vendi-score score_dual", args)
 
 
 def main():

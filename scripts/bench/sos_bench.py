@@ -9,7 +9,9 @@ cultures x 3 templates x 3 person terms, the paper's grid), writes it as .npy + 
     ids, upload, device work and read-back, aggregates: everything between load and write),
 
 on the same in-memory data (load and write are timed separately and reported too). Prints both
-times, the ratio, and the max |difference| of the joint scores (must be <= 1e-5).
+times, the ratio, and the max |difference| of the joint scores (must be <= 1e-5), and the peak RSS
+of both sides (peak_rss.py): culturelens's whole command (the largest of its runs) against a fresh
+Python that loads the same files as the numpy side does and computes the SoS once (`numpy_side`).
 
 With `--ci` it then times the bootstrap intervals (issue 37) on the same table: the whole command
 with `--ci 0.95 --bootstrap 1000` in the fast mode (references held at the full-table estimate)
@@ -30,6 +32,8 @@ import subprocess
 import time
 
 import numpy as np
+
+import peak_rss
 
 MODELS, LANGS, CULTS, TEMPLATES, PERSONS = 7, 14, 171, 3, 3
 
@@ -100,6 +104,19 @@ def sos_numpy(x, model, language, culture):
     return dict(zip(cells, joint))
 
 
+def load_table(emb_path, meta_path):
+    """The numpy side's input: the embeddings and the model, language and culture columns."""
+    x = np.load(emb_path)
+    with open(meta_path) as f:
+        rows = list(csv.reader(f))[1:]
+    return x, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+
+
+def numpy_side(emb_path, meta_path):
+    """The numpy side once, load included (run alone in a child Python for its peak RSS)."""
+    return len(sos_numpy(*load_table(emb_path, meta_path)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/culturelens")
@@ -114,12 +131,7 @@ def main():
     emb_path, meta_path = make_table(args.workdir, args.dim)
 
     t0 = time.perf_counter()
-    x = np.load(emb_path)
-    with open(meta_path) as f:
-        rows = list(csv.reader(f))[1:]
-    model = np.array([r[0] for r in rows])
-    language = np.array([r[1] for r in rows])
-    culture = np.array([r[2] for r in rows])
+    x, model, language, culture = load_table(emb_path, meta_path)
     np_load = time.perf_counter() - t0
     np_times = []
     for _ in range(args.repeats):
@@ -127,13 +139,13 @@ def main():
         ref = sos_numpy(x, model, language, culture)
         np_times.append(time.perf_counter() - t0)
 
-    cl_score, cl_load, cl_total = [], [], []
+    cl_score, cl_load, cl_total, cl_peak = [], [], [], []
     out = os.path.join(args.workdir, "sos.csv")
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        proc = subprocess.run([args.bin, "sos", "--embeddings", emb_path, "--meta", meta_path, "--out", out,
-                               "--device", args.device, "--timings"], capture_output=True, text=True, check=True)
-        cl_total.append(time.perf_counter() - t0)
+        proc = peak_rss.run([args.bin, "sos", "--embeddings", emb_path, "--meta", meta_path, "--out", out,
+                             "--device", args.device, "--timings"])
+        cl_total.append(proc.seconds)
+        cl_peak.append(proc.peak_kib)
         stages = timing_stages(proc.stderr)
         cl_score.append(score_seconds(stages))
         cl_load.append(stages["load"])
@@ -149,6 +161,8 @@ def main():
     print(f"culturelens ({args.device}): load {min(cl_load):.3f} s, SoS {min(cl_score):.3f} s, "
           f"whole command {min(cl_total):.3f} s (best of {args.repeats})")
     print(f"ratio numpy/culturelens (SoS compute): {min(np_times) / min(cl_score):.2f}x")
+    _, np_run = peak_rss.call(__file__, "numpy_side", emb_path, meta_path)
+    print(f"{peak_rss.line(max(cl_peak), 'numpy (load + SoS)', np_run.peak_kib)} (whole command / whole side)")
     print(f"max |joint SoS difference|: {max_diff:.2e}")
     assert max_diff <= 1e-5, "culturelens and numpy disagree"
     if args.ci:

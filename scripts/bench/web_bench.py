@@ -11,9 +11,15 @@
    (hashlib), decode, SoS with pooled references (sos_bench.sos_numpy) = the first heatmap's
    computation; SoS again without one language and with it back (the recompute); the page's PCA
    (L2-normalise, covariance of the evenly strided sample of <= 4096 rows, two leading
-   eigenvectors, projection of every row). The scatter's drawing has no numpy peer.
+   eigenvectors, projection of every row). The scatter's drawing has no numpy peer. The numpy side
+   runs alone in a fresh Python (peak_rss.py), so that its peak RSS is its own.
 
-Prints one line per backend and for numpy, and a Markdown table for BENCHMARKS.md.
+Peak RSS: the page's is the Chromium renderer's VmHWM (bench.mjs reads /proc/PID/status of the
+browser's processes just before closing it, so it covers the first heatmap, the recomputes and the
+scatter); the browser and GPU processes are printed beside it, not counted. numpy's is its child
+Python's whole run (interpreter, numpy, the files read, the work).
+
+Prints one line per backend and for numpy, the peak RSS lines, and a Markdown table for BENCHMARKS.md.
 
 Usage:  python3 scripts/bench/web_bench.py [--bin target/release/culturelens] [--backends cpu,webgpu]
         [--languages 3] [--models 7] [--workdir DIR]
@@ -35,6 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peak_rss  # noqa: E402
 import sos_bench  # noqa: E402  (the paper-scale table and the numpy SoS)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -135,13 +142,18 @@ def main():
     with open(os.path.join(bundle, "manifest.json")) as f:
         manifest = json.load(f)
     runs = browser(bundle, args.backends.split(","), args.languages)
-    runs.append(numpy_peer(bundle, args.languages))
+    peer, proc = peak_rss.call(__file__, "numpy_peer", bundle, args.languages)
+    runs.append(dict(peer, rendererPeakKib=proc.peak_kib))
     for r in runs:
         print(json.dumps(r))
+    for r in runs[:-1]:
+        others = ", ".join(f"{p['type']} {peak_rss.mb(p['kib']):.0f} MB" for p in r["treePeaksKib"] if p["type"] != "renderer")
+        print(f"{r['backend']}: {peak_rss.line(r['rendererPeakKib'], 'numpy', proc.peak_kib)} "
+              f"(the page's renderer / numpy's process; not counted: {others})")
     size = f"{manifest['rows']:,} × {manifest['dim']}"
     print(f"\n| date | bundle | backend (adapter) | first heatmap | of which read / SHA-256 / decode / upload / SoS "
-          f"| recompute | PCA | scatter frame |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"| recompute | PCA | scatter frame | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         who = r["backend"] + (f" ({r['adapter']})" if "adapter" in r else "")
         frames = span(r["scatter"].get("drawMs", [])) if "drawMs" in r["scatter"] else "no peer"
@@ -153,7 +165,8 @@ def main():
             read, sha, upload = r["readMs"], f"{r['verifyMs'] / 1000:.2f} s (hashlib)", "–"
         print(f"| {datetime.date.today()} | {size} | {who} | {r['firstHeatmapMs'] / 1000:.2f} s | "
               f"{read / 1000:.2f} s / {sha} / {r['decodeMs'] / 1000:.2f} s / {upload} / {r['sosMs'] / 1000:.2f} s | "
-              f"{span(r['recomputeMs'])} | {span([r['scatter']['pcaMs']])} | {frames} |")
+              f"{span(r['recomputeMs'])} | {span([r['scatter']['pcaMs']])} | {frames} | "
+              f"{peak_rss.mb(r['rendererPeakKib']):.0f} MB |")
 
 
 if __name__ == "__main__":

@@ -5,12 +5,37 @@
 // without GPU); then the PCA scatter: PCA time, and the time to draw all points (first frame and
 // after a colour change). A backend with `+wasm-sha256` (e.g. `cpu+wasm-sha256`) hides
 // SubtleCrypto from the page, as on a plain-http page from another host, so the app hashes in
-// wasm. Usage:
+// wasm. Last, before the browser closes, the peak RSS (VmHWM of /proc/PID/status, KiB; Linux) of
+// the browser's processes started by this node process: `rendererPeakKib` the largest renderer's
+// (the page: its wasm memory, JS heap and the bundle's bytes), `treePeaksKib` each process's by
+// its type (their sum bounds the tree's peak from above: the peaks need not coincide). Usage:
 //   [BENCH_LANGUAGES=3] node bench.mjs BUNDLE_DIR [cpu|webgpu[+wasm-sha256] ...]   (needs web/dist built)
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "./server.mjs";
+
+// Peak RSS (KiB) of each process descending from this one, by Chromium's `--type=` (or "browser").
+function treePeaks() {
+  const procs = fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((pid) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+      const type = /--type=([\w-]+)/.exec(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
+      return hwm ? [{ pid: Number(pid), ppid, kib: Number(hwm[1]), type: type ? type[1] : "browser" }] : [];
+    } catch {
+      return []; // exited meanwhile
+    }
+  });
+  const mine = new Set([process.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of procs) if (mine.has(p.ppid) && !mine.has(p.pid)) { mine.add(p.pid); grew = true; }
+  }
+  return procs.filter((p) => p.pid !== process.pid && mine.has(p.pid)).map(({ type, kib }) => ({ type, kib }));
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const [bundleDir, ...backends] = process.argv.slice(2);
@@ -61,7 +86,10 @@ for (const run of backends.length ? backends : ["cpu", "webgpu"]) {
     await page.waitForFunction(() => /selected$/.test(document.querySelector("#selection-count")?.textContent ?? ""));
     scatter.drawMs.push(await points());
   }
-  console.log(JSON.stringify({ backend: await attr("data-backend"), adapter: await attr("data-adapter"), ...first, recomputeMs: recompute, scatter }));
+  const peaks = treePeaks();
+  const renderers = peaks.filter((p) => p.type === "renderer").map((p) => p.kib);
+  console.log(JSON.stringify({ backend: await attr("data-backend"), adapter: await attr("data-adapter"), ...first, recomputeMs: recompute, scatter,
+    rendererPeakKib: renderers.length ? Math.max(...renderers) : null, treePeaksKib: peaks }));
   await browser.close();
 }
 server.close();
