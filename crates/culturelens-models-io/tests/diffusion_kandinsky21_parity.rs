@@ -140,7 +140,7 @@ fn component(folder: &str, name: &str, weights: &str) -> (String, Vec<u8>) {
 }
 
 fn prior_component() -> (String, Vec<u8>) {
-    component("tiny-kandinsky21-prior", "prior", "diffusion_pytorch_model.safetensors")
+    component("tiny-kandinsky21", "prior_prior", "diffusion_pytorch_model.safetensors")
 }
 
 fn mclip_component() -> (String, Vec<u8>) {
@@ -438,17 +438,17 @@ fn prior_pipeline(device: &Device) -> (Kandinsky21Prior, UnClip) {
     let (json, bytes) = prior_component();
     let prior =
         PriorTransformerConfig::load(&json, Checkpoint::from_bytes(&bytes, device).unwrap().vars()).unwrap();
-    let (json, bytes) = component("tiny-kandinsky21-prior", "text_encoder", "model.safetensors");
+    let (json, bytes) = component("tiny-kandinsky21", "prior_text_encoder", "model.safetensors");
     let text_encoder =
         ClipTextWithProjectionConfig::load(&json, Checkpoint::from_bytes(&bytes, device).unwrap().vars())
             .unwrap();
-    let (json, bytes) = component("tiny-kandinsky21-prior", "image_encoder", "model.safetensors");
+    let (json, bytes) = component("tiny-kandinsky21", "prior_image_encoder", "model.safetensors");
     let size = ClipVisionWithProjectionConfig::from_json(&json).unwrap().vision.image_size;
     let image_encoder =
         ClipVisionWithProjectionConfig::load(&json, Checkpoint::from_bytes(&bytes, device).unwrap().vars())
             .unwrap();
     let zero_embed = image_encoder.image_embeds(zero_image(size, device));
-    let dir = fixtures().join("tiny-kandinsky21-prior").join("scheduler");
+    let dir = fixtures().join("tiny-kandinsky21").join("prior_scheduler");
     let scheduler = UnClip::from_config(&std::fs::read_to_string(dir.join("scheduler_config.json")).unwrap());
     (Kandinsky21Prior::new(prior, text_encoder, zero_embed).unwrap(), scheduler.unwrap())
 }

@@ -55,6 +55,8 @@ pub enum RunKey {
         max_sequence_length: Option<usize>,
         /// IF stage II's settings (`--upscale`), written only when set.
         upscale: Option<String>,
+        /// Kandinsky 2.1's prior settings, written only for that pipeline.
+        prior: Option<String>,
     },
 }
 
@@ -102,6 +104,7 @@ impl fmt::Display for RunKey {
                 true_cfg,
                 max_sequence_length,
                 upscale,
+                prior,
             } => {
                 write!(
                     f,
@@ -118,6 +121,9 @@ impl fmt::Display for RunKey {
                 }
                 if let Some(u) = upscale {
                     write!(f, "\tupscale={u}")?;
+                }
+                if let Some(p) = prior {
+                    write!(f, "\tprior={p}")?;
                 }
                 Ok(())
             }
@@ -291,6 +297,7 @@ mod tests {
             true_cfg,
             max_sequence_length,
             upscale: None,
+            prior: None,
         };
         let generate = |negative_prompt, latents| flow_key(negative_prompt, latents, 1.0, None);
         assert_eq!(
