@@ -314,6 +314,15 @@ mod tests {
             flow_key(None, None, 4.0, Some(256)).to_string(),
             "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152\ttrue_cfg=4\tmax_sequence_length=256"
         );
+        // Kandinsky 2.1's prior settings likewise.
+        let mut prior = flow_key(None, None, 1.0, None);
+        if let RunKey::Generate { prior: settings, .. } = &mut prior {
+            *settings = Some("steps=25:guidance=4:latents=None".into());
+        }
+        assert_eq!(
+            prior.to_string(),
+            "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152\tprior=steps=25:guidance=4:latents=None"
+        );
     }
 
     fn record(key: &str, values: &[f32]) -> Vec<u8> {
