@@ -31,6 +31,7 @@ mod generate_cogview4_cli;
 mod generate_flow_cli;
 mod generate_if_cli;
 mod generate_if_upscale_cli;
+mod generate_kandinsky21_cli;
 mod generate_kandinsky3_cli;
 mod generate_kill;
 mod generate_lumina2_cli;

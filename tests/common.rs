@@ -228,12 +228,24 @@ pub fn floats(value: &serde_json::Value) -> Vec<f32> {
 /// scheduler, T5 length, negative prompt, true CFG and text layer), writing `--out-npy`; returns
 /// the max abs difference from diffusers' images and the output folder.
 pub fn generate_case(tmp: &Path, variant: &str, name: &str, pipeline: &Path) -> (f32, std::path::PathBuf) {
+    generate_case_on(tmp, variant, name, pipeline, "cpu")
+}
+
+/// [`generate_case`] with `--device device`.
+pub fn generate_case_on(
+    tmp: &Path,
+    variant: &str,
+    name: &str,
+    pipeline: &Path,
+    device: &str,
+) -> (f32, std::path::PathBuf) {
     let c = diffusion_case(variant, name);
-    let out = tmp.join(format!("{variant}-{name}"));
-    let npy = tmp.join(format!("{variant}-{name}.npy"));
+    let out = tmp.join(format!("{variant}-{name}-{device}"));
+    let npy = tmp.join(format!("{variant}-{name}-{device}.npy"));
     let number = |key: &str| c[key].to_string();
     let mut cli = Cli::new("generate")
         .opt("--pipeline", pipeline)
+        .opt("--device", device)
         .opt("--out", &out)
         .opt("--out-npy", &npy)
         .opt("--prompt", c["prompt"].as_str().unwrap())
@@ -257,15 +269,20 @@ pub fn generate_case(tmp: &Path, variant: &str, name: &str, pipeline: &Path) -> 
     if let Some(layer) = c["text_layer"].as_u64() {
         cli = cli.opt("--text-layer", layer.to_string());
     }
+    // Kandinsky 2.1's prior.
+    for key in ["prior_steps", "prior_guidance"] {
+        if let Some(v) = c.get(key) {
+            cli = cli.opt(&format!("--{}", key.replace('_', "-")), v.to_string());
+        }
+    }
+    if !c["prior_latents"].is_null() {
+        let path = write_latents(tmp, &format!("{variant}-{name}-prior-latents.npy"), &c, "prior_latents");
+        cli = cli.opt("--prior-latents", &path);
+    }
     if c["latents"].is_null() {
         cli = cli.opt("--seed", number("seed"));
     } else {
-        let shape: Vec<usize> =
-            c["latents_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
-        let path = tmp.join(format!("{variant}-{name}-latents.npy"));
-        let mut bytes = Vec::new();
-        culturelens_table::write_npy_nd(&mut bytes, &shape, &floats(&c["latents"])).unwrap();
-        std::fs::write(&path, bytes).unwrap();
+        let path = write_latents(tmp, &format!("{variant}-{name}-latents.npy"), &c, "latents");
         cli = cli.opt("--latents", &path);
         // IF: the seed of the scheduler's variance noise.
         if !c["seed"].is_null() {
@@ -278,8 +295,46 @@ pub fn generate_case(tmp: &Path, variant: &str, name: &str, pipeline: &Path) -> 
         c["image_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
     assert_eq!(shape, want, "{variant} {name}");
     let err = culturelens_testkit::max_abs(&images, &floats(&c["images"]));
-    println!("{variant} {name} through the CLI: max abs {err:.2e}");
+    println!("{variant} {name} through the CLI on {device}: max abs {err:.2e}");
     (err, out)
+}
+
+/// `generate` on `pipeline` with "a street", 2 steps and 16 × 16 (`--height` left to a case that
+/// sets it) plus each case's arguments must fail with every wanted text in its stderr and write
+/// nothing.
+pub fn generate_refusals(tmp: &Path, pipeline: &Path, cases: &[(&[&str], &[&str])]) {
+    for (extra, wanted) in cases {
+        let out = tmp.join("out");
+        let mut cli = Cli::new("generate")
+            .opt("--pipeline", pipeline)
+            .opt("--prompt", "a street")
+            .opt("--out", &out)
+            .opt("--steps", "2");
+        if !extra.contains(&"--height") {
+            cli = cli.opt("--height", "16");
+        }
+        cli = cli.opt("--width", "16");
+        for a in *extra {
+            cli = cli.arg(a);
+        }
+        let err = cli.run_fails().stderr;
+        for w in *wanted {
+            assert!(err.contains(w), "{extra:?}: {w:?} not in: {err}");
+        }
+        assert!(!out.exists(), "nothing may be written: {err}");
+    }
+}
+
+/// The case's `key` values (`latents`, `prior_latents`) as the .npy `tmp/name` of the shape
+/// `{key}_shape`.
+fn write_latents(tmp: &Path, name: &str, c: &serde_json::Value, key: &str) -> std::path::PathBuf {
+    let shape: Vec<usize> =
+        c[format!("{key}_shape")].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    let path = tmp.join(name);
+    let mut bytes = Vec::new();
+    culturelens_table::write_npy_nd(&mut bytes, &shape, &floats(&c[key])).unwrap();
+    std::fs::write(&path, bytes).unwrap();
+    path
 }
 
 /// The wgpu device of this test process (lavapipe on a machine without a GPU), initialised once:

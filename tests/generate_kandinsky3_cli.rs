@@ -75,26 +75,7 @@ fn requests_kandinsky3_refuses_write_nothing() {
         (&["--attention-slice", "max"], &["--attention-slice"]),
         (&["--scheduler", "flow-euler"], &["does not fit Kandinsky3Pipeline"]),
     ];
-    for (extra, wanted) in cases {
-        let out = tmp.path().join("out");
-        let mut cli = Cli::new("generate")
-            .opt("--pipeline", pipeline())
-            .opt("--prompt", "a street")
-            .opt("--out", &out)
-            .opt("--steps", "2");
-        if !extra.contains(&"--height") {
-            cli = cli.opt("--height", "16");
-        }
-        cli = cli.opt("--width", "16");
-        for a in *extra {
-            cli = cli.arg(a);
-        }
-        let err = cli.run_fails().stderr;
-        for w in *wanted {
-            assert!(err.contains(w), "{extra:?}: {w:?} not in: {err}");
-        }
-        assert!(!out.exists(), "nothing may be written: {err}");
-    }
+    crate::common::generate_refusals(tmp.path(), &pipeline(), cases);
 }
 
 /// A batch of prompts gives each prompt the images it gets alone, with DDPM (whose noise comes

@@ -99,26 +99,7 @@ fn requests_lumina2_refuses_write_nothing() {
         (&["--max-sequence-length", "600"], &["--max-sequence-length 600", "between 1 and 512"]),
         (&["--attention-slice", "max"], &["--attention-slice", "UNet pipelines"]),
     ];
-    for (extra, wanted) in cases {
-        let out = tmp.path().join("out");
-        let mut cli = Cli::new("generate")
-            .opt("--pipeline", pipeline())
-            .opt("--prompt", "a street")
-            .opt("--out", &out)
-            .opt("--steps", "2");
-        if !extra.contains(&"--height") {
-            cli = cli.opt("--height", "16");
-        }
-        cli = cli.opt("--width", "16");
-        for a in *extra {
-            cli = cli.arg(a);
-        }
-        let err = cli.run_fails().stderr;
-        for w in *wanted {
-            assert!(err.contains(w), "{extra:?}: {w:?} not in: {err}");
-        }
-        assert!(!out.exists(), "nothing may be written: {err}");
-    }
+    crate::common::generate_refusals(tmp.path(), &pipeline(), cases);
 }
 
 /// Two shards of a Lumina 2 run merge into the unsharded run's folder, byte for byte.

@@ -76,14 +76,16 @@ fn offload_is_bit_identical(variant: &str, device: &str) {
 #[cfg(feature = "wgpu")]
 #[test]
 fn offload_gives_the_same_images_on_wgpu() {
-    for variant in ["sd1", "sdxl", "flux-dev", "cogview4", "kandinsky3", "if"] {
+    for variant in ["sd1", "sdxl", "flux-dev", "cogview4", "kandinsky3", "if", "kandinsky21"] {
         offload_is_bit_identical(variant, "wgpu");
     }
 }
 
 #[test]
 fn offload_changes_nothing_on_the_cpu() {
-    for variant in ["sd1", "alt", "sdxl", "sd3", "flux-dev", "cogview4", "lumina2", "kandinsky3", "if"] {
+    for variant in
+        ["sd1", "alt", "sdxl", "sd3", "flux-dev", "cogview4", "lumina2", "kandinsky3", "if", "kandinsky21"]
+    {
         offload_is_bit_identical(variant, "cpu");
     }
 }

@@ -50,6 +50,12 @@ fn every_family_refuses_a_size_before_its_weights_load() {
             &["--height 32 --width 1024: this pipeline makes 16×256 images"],
         ),
         ("tiny-kandinsky3", &["--height", "0"], &["multiples of 8 (diffusers' rule); got 0×1024"]),
+        // Kandinsky 2.1: ⌈18 / 2²⌉ · 2² with the tiny MoVQ's scale factor 2.
+        (
+            "tiny-kandinsky21",
+            &["--height", "18"],
+            &["--height 18 --width 512: this pipeline makes 20×512 images"],
+        ),
         ("tiny-lumina2", &["--height", "24"], &["multiples of 16 for this pipeline; got 24×32"]),
         ("tiny-cogview4", &["--height", "24"], &["multiples of 16 for this pipeline; got 24×16"]),
     ];

@@ -6,7 +6,8 @@ Each component's class (diffusers 0.42 / transformers 5.23) is built on PyTorch'
 the hub configs (no hub access where this was run: a value that is wrong changes that row), and
 its parameters counted; VAE and MoVQ count the decoder and `post_quant_conv` only (generation
 never runs the encoder). Two counts are the model cards' (marked *): DeepFloyd's IF-I-XL (4.3 B)
-and IF-II-L (1.2 B) UNets, and Kandinsky 3's whole MoVQ (0.27 B). Bytes = parameters × 2
+and IF-II-L (1.2 B) UNets, and Kandinsky 3's whole MoVQ (0.27 B). Kandinsky 2.1's prior and
+UNet are two components (its row's denoiser is their sum; offloaded, the UNet is the largest). Bytes = parameters × 2
 (bf16/f16); SDXL's VAE is held in f32 (`force_upcast`), counted × 4. "Resident" sums every
 component (all on the device, the default), "--offload" is the largest one (one at a time).
 Weights only: activations are not included.
@@ -15,8 +16,8 @@ Prints the counts, then the Markdown table. Run:
     /work/venv/bin/python scripts/docs/peak_memory.py
 """
 import torch
-from diffusers import UNet2DConditionModel, AutoencoderKL, SD3Transformer2DModel, FluxTransformer2DModel, Kandinsky3UNet, VQModel, CogView4Transformer2DModel, Lumina2Transformer2DModel
-from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, T5Config, T5EncoderModel, Gemma2Config, Gemma2Model, GlmConfig, GlmModel, XLMRobertaConfig, XLMRobertaModel
+from diffusers import UNet2DConditionModel, AutoencoderKL, SD3Transformer2DModel, FluxTransformer2DModel, Kandinsky3UNet, VQModel, CogView4Transformer2DModel, Lumina2Transformer2DModel, PriorTransformer
+from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, T5Config, T5EncoderModel, Gemma2Config, Gemma2Model, GlmConfig, GlmModel, XLMRobertaConfig, XLMRobertaModel, CLIPVisionConfig, CLIPVisionModelWithProjection
 def n(m): return sum(p.numel() for p in m.parameters())
 def meta(f):
     with torch.device("meta"): return f()
@@ -52,6 +53,12 @@ R["k3-unet"]=n(meta(lambda: Kandinsky3UNet(in_channels=4,time_embedding_dim=1536
 mq=meta(lambda: VQModel(in_channels=3,out_channels=3,down_block_types=["DownEncoderBlock2D","DownEncoderBlock2D","DownEncoderBlock2D","AttnDownEncoderBlock2D"],up_block_types=["AttnUpDecoderBlock2D","UpDecoderBlock2D","UpDecoderBlock2D","UpDecoderBlock2D"],block_out_channels=[128,256,256,512],layers_per_block=2,latent_channels=4,num_vq_embeddings=16384,vq_embed_dim=4,norm_type="spatial"))
 R["movq-dec"]=n(mq.decoder)+n(mq.post_quant_conv)
 R["movq-all"]=n(mq)
+# Kandinsky 2.1 (kandinsky-2-1 and kandinsky-2-1-prior): M-CLIP is XLM-R large (its pooler unread)
+# and a 1024 → 768 linear; the MoVQ is `mq` above (its decoder).
+R["mclip"]=R["xlmr-large+proj"]-2*1024
+R["k21-prior"]=n(meta(lambda: PriorTransformer(num_attention_heads=32,attention_head_dim=64,num_layers=20,embedding_dim=768,num_embeddings=77,additional_embeddings=4)))
+R["k21-unet"]=n(meta(lambda: UNet2DConditionModel(in_channels=4,out_channels=8,addition_embed_type="text_image",down_block_types=("ResnetDownsampleBlock2D","SimpleCrossAttnDownBlock2D","SimpleCrossAttnDownBlock2D","SimpleCrossAttnDownBlock2D"),up_block_types=("SimpleCrossAttnUpBlock2D","SimpleCrossAttnUpBlock2D","SimpleCrossAttnUpBlock2D","ResnetUpsampleBlock2D"),mid_block_type="UNetMidBlock2DSimpleCrossAttn",block_out_channels=(384,768,1152,1536),layers_per_block=3,encoder_hid_dim=1024,encoder_hid_dim_type="text_image_proj",cross_attention_dim=768,attention_head_dim=64,resnet_time_scale_shift="scale_shift",class_embed_type=None)))
+R["clip-l-vision-proj"]=n(meta(lambda: CLIPVisionModelWithProjection(CLIPVisionConfig(hidden_size=1024,intermediate_size=4096,num_hidden_layers=24,num_attention_heads=16,image_size=224,patch_size=14,projection_dim=768))))
 for k,v in R.items(): print(f"{k:18s} {v:>14,d} {v/1e9:8.3f}B")
 print()
 
@@ -71,6 +78,7 @@ fam=[
 ("CogView4-6B",[("GLM-4-9B (no head)",8779194368)],("transformer",6369118272),("VAE decoder",49545475)),
 ("Lumina-Image 2.0",[("Gemma-2-2B",2614341888)],("transformer",2609769152),("VAE decoder",49545475)),
 ("Kandinsky 3",[("Flan-UL2 encoder",8721797632)],("UNet",3055348228),("MoVQ (card: 0.27 B)*",270000000)),
+("Kandinsky 2.1",[("CLIP-L + proj. (prior's)",123650304),("M-CLIP (XLM-R large + projection)",559628032)],("prior 1.022 + UNet 1.229:",1022030080+1228661768),("MoVQ decoder",40369175)),
 ("DeepFloyd IF-I-XL (stage I)",[("T5-XXL encoder",4762310656)],("UNet (card: 4.3 B)*",4300000000),None),
 ("IF-I-XL + IF-II-L (`--upscale`)",[("T5-XXL encoder × 2 (each stage's)",2*4762310656)],("UNets (cards: 4.3 + 1.2 B)*",5500000000),None),
 ]
@@ -85,4 +93,9 @@ for name,te,den,dec in fam:
     if name.startswith("IF-I-XL +"):
         # Resident: both stages' four components; offloaded: the largest single one (a T5).
         tot=(2*4762310656+5500000000)*2/G; peak=4762310656*2/G
+    if name=="Kandinsky 2.1":
+        # The prior and the UNet are separate components: offloaded, the UNet is the largest. The
+        # prior's image encoder (CLIP ViT-L vision + projection, 0.304 B) is on the device only
+        # while loading, for the zero image's embedding.
+        peak=1228661768*2/G
     print(f"| {name} | {tes} | {den[0]} {den[1]/1e9:.3f} | {decs} | {tot:.2f} | {peak:.2f} |")

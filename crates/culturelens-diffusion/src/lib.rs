@@ -20,7 +20,8 @@
 //!   `StableDiffusion3Pipeline`; [`pipeline_flux`]: `FluxPipeline`; [`pipeline_cogview4`]:
 //!   `CogView4Pipeline` (on [`transformer_cogview4`]); [`pipeline_kandinsky3`]:
 //!   `Kandinsky3Pipeline`; [`pipeline_kandinsky21_prior`] and [`pipeline_kandinsky21`]:
-//!   `KandinskyPriorPipeline` and `KandinskyPipeline` (Kandinsky 2.1); [`pipelines`]: the
+//!   `KandinskyPriorPipeline` and `KandinskyPipeline` (Kandinsky 2.1), chained by
+//!   [`pipeline_kandinsky21_combined`] (`KandinskyCombinedPipeline`); [`pipelines`]: the
 //!   [`pipelines::Pipeline`] enum over them; [`request`]: the request they all take;
 //!   [`offload`]: where their components wait between uses (`--offload`).
 //!
@@ -37,6 +38,7 @@ pub mod pipeline_flux;
 pub mod pipeline_if;
 pub mod pipeline_if_superresolution;
 pub mod pipeline_kandinsky21;
+pub mod pipeline_kandinsky21_combined;
 pub mod pipeline_kandinsky21_prior;
 pub mod pipeline_kandinsky3;
 pub mod pipeline_lumina2;

@@ -25,7 +25,8 @@
 
 use burn::tensor::{Device, Tensor};
 
-use super::request::{GenerateError, GenerateRequest, PromptIds, guided_noise, repeat_rows};
+use super::offload::on_device;
+use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, guided_noise, repeat_rows};
 use super::scheduler::{Scheduler, VarianceType};
 use super::unet_if::{IfUNet, TextImage};
 use super::vq_model::VqDecoder;
@@ -37,6 +38,12 @@ pub const MAX_LENGTH: usize = 77;
 
 /// The latent channels of the decoder (its UNet's `in_channels`).
 const LATENT_CHANNELS: usize = 4;
+
+/// Kandinsky 2.1's image sizes from its MoVQ's scale factor `s`: by default 512 (`__call__`'s);
+/// any positive height and width, the images `⌈n / s²⌉ · s²` pixels (`get_new_h_w`).
+pub fn size_rule(movq_scale_factor: usize) -> SizeRule {
+    SizeRule { movq_square_factor: Some(movq_scale_factor), ..SizeRule::multiple_of(512, 1) }
+}
 
 /// The three models of a `KandinskyPipeline` folder (the decoder).
 #[derive(Debug)]
@@ -89,9 +96,14 @@ impl Kandinsky21Decoder {
         Ok(Self { text_encoder, unet, movq })
     }
 
+    /// The image sizes the decoder takes ([`size_rule`]).
+    pub fn size_rule(&self) -> SizeRule {
+        size_rule(self.movq.scale_factor)
+    }
+
     /// diffusers' default height and width (`__call__`'s 512).
     pub fn default_size(&self) -> usize {
-        512
+        self.size_rule().default
     }
 
     /// `get_new_h_w(n)` for the MoVQ's scale factor `s`: `⌈n / s²⌉ · s`.
@@ -121,7 +133,7 @@ impl Kandinsky21Decoder {
 
     /// The `[height, width]` of the images for an `height × width` request.
     pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
-        [height, width].map(|n| self.latent_side(n) * self.movq.scale_factor)
+        self.size_rule().image_size(height, width)
     }
 
     /// The layers DiffusionLens reads: XLM-R's `1..=L`.
@@ -145,7 +157,7 @@ impl Kandinsky21Decoder {
             rows.extend(negatives.iter().map(|r| r[0].clone()));
         }
         rows.extend(prompts.iter().map(|r| r[0].clone()));
-        let (pooled, states) = self.text_encoder.encode(&rows, layer, device);
+        let (pooled, states) = on_device(&self.text_encoder, device).encode(&rows, layer, device);
         (repeat_rows(pooled, k), repeat_rows(states, k))
     }
 
@@ -192,14 +204,16 @@ impl Kandinsky21Decoder {
         }
         scheduler.set_timesteps(request.steps)?;
         let mut latents = latents * scheduler.init_noise_sigma();
+        let unet = on_device(&self.unet, device);
         for (step, &t) in scheduler.timesteps().iter().enumerate() {
             let input =
                 if guided { Tensor::cat(vec![latents.clone(), latents.clone()], 0) } else { latents.clone() };
-            let prediction = self.unet.forward_with(input, t, &states, None, Some(&condition));
+            let prediction = unet.forward_with(input, t, &states, None, Some(&condition));
             let prediction =
                 guided_noise(prediction, LATENT_CHANNELS, guided.then_some(request.guidance), learned);
             latents = scheduler.step(prediction, step, latents);
         }
-        Ok((self.movq.decode(latents) * 0.5 + 0.5).clamp(0.0, 1.0))
+        drop(unet);
+        Ok((on_device(&self.movq, device).decode(latents) * 0.5 + 0.5).clamp(0.0, 1.0))
     }
 }

@@ -25,6 +25,7 @@ use culturelens_models::ModelError;
 use culturelens_models::clip::ClipTextModelWithProjection;
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
+use super::offload::on_device;
 use super::pipeline_kandinsky21::ImageEmbeds;
 use super::prior_transformer::PriorTransformer;
 use super::request::{GenerateError, GenerateRequest, guided, repeat_rows};
@@ -89,7 +90,7 @@ impl Kandinsky21Prior {
     /// `(text_embeds, last_hidden_state, padding)` of CLIP id rows, each repeated `k` times
     /// (padding row-major, `true` after the first `</s>`).
     fn encode(&self, rows: &[Vec<u32>], k: usize, device: &Device) -> (Tensor<2>, Tensor<3>, Vec<bool>) {
-        let tower = &self.text_encoder;
+        let tower = on_device(&self.text_encoder, device);
         let (hidden, pooled) = tower.forward(rows, tower.num_layers(), device);
         let hidden = tower.text_model.final_layer_norm.forward(hidden);
         let text = &tower.config.text;
@@ -144,15 +145,16 @@ impl Kandinsky21Prior {
         }
         scheduler.set_timesteps(request.steps)?;
         let timesteps = scheduler.timesteps().to_vec();
+        let prior = on_device(&self.prior, device);
         for (i, &t) in timesteps.iter().enumerate() {
             let input =
                 if cfg { Tensor::cat(vec![latents.clone(), latents.clone()], 0) } else { latents.clone() };
-            let prediction =
-                self.prior.forward(input, t as f32, embeds.clone(), states.clone(), Some(&padding));
+            let prediction = prior.forward(input, t as f32, embeds.clone(), states.clone(), Some(&padding));
             let prediction = if cfg { guided(prediction, request.guidance) } else { prediction };
             latents = scheduler.step(prediction, t, latents, timesteps.get(i + 1).copied(), generator, path);
         }
-        let latents = self.prior.post_process_latents(latents);
+        let latents = prior.post_process_latents(latents);
+        drop(prior);
         Ok(if request.negative_given {
             let mut halves = latents.chunk(2, 0);
             let negative = halves.pop().expect("two halves");

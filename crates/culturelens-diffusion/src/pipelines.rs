@@ -14,12 +14,15 @@
 //! | [`Pipeline::Lumina2`] | `Lumina2Pipeline` | `tokenizer` (unpadded; the system prompt on prompts only) |
 //! | [`Pipeline::Kandinsky3`] | `Kandinsky3Pipeline` | `tokenizer` |
 //! | [`Pipeline::DeepFloydIf`] | `IFPipeline` (stage I) | `tokenizer` |
+//! | [`Pipeline::Kandinsky21`] | `KandinskyCombinedPipeline` (prior + decoder) | `prior_tokenizer` (CLIP), `tokenizer` (XLM-R) |
 //!
 //! Initial latents are the array the pipeline's own `latents=` argument takes
 //! ([`Pipeline::latent_shape`]; packed `(K, tokens, 4c)` for FLUX), drawn from
 //! `torch.Generator().manual_seed(seed)` as diffusers draws them with a CPU generator
 //! ([`Pipeline::initial_latents`]: FLUX draws the unpacked `(K, c, h, w)` and packs it). IF's
 //! DDPM scheduler goes on drawing from that generator ([`Pipeline::noise_generator`]).
+//! Kandinsky 2.1 draws its prior's latents first and the decoder's after the prior's loop, from
+//! one generator: it runs through [`Kandinsky21::generate`], which takes that generator.
 
 use burn::tensor::{Device, Tensor};
 
@@ -28,6 +31,7 @@ use super::pipeline_cogview4::CogView4;
 use super::pipeline_flux::Flux;
 use super::pipeline_if::DeepFloydIf;
 use super::pipeline_kandinsky3::Kandinsky3;
+use super::pipeline_kandinsky21_combined::Kandinsky21;
 use super::pipeline_lumina2::Lumina2;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
@@ -48,6 +52,7 @@ pub enum Pipeline {
     Lumina2(Box<Lumina2>),
     Kandinsky3(Box<Kandinsky3>),
     DeepFloydIf(Box<DeepFloydIf>),
+    Kandinsky21(Box<Kandinsky21>),
 }
 
 impl Pipeline {
@@ -60,7 +65,7 @@ impl Pipeline {
             | Self::Kandinsky3(_)
             | Self::DeepFloydIf(_) => 1,
             Self::StableDiffusion3(_) => 3,
-            Self::StableDiffusionXl(_) | Self::Flux(_) => 2,
+            Self::StableDiffusionXl(_) | Self::Flux(_) | Self::Kandinsky21(_) => 2,
         }
     }
 
@@ -75,6 +80,7 @@ impl Pipeline {
             Self::Lumina2(p) => p.default_size(),
             Self::Kandinsky3(p) => p.default_size(),
             Self::DeepFloydIf(p) => p.default_size(),
+            Self::Kandinsky21(p) => p.decoder.default_size(),
         }
     }
 
@@ -85,7 +91,7 @@ impl Pipeline {
             Self::StableDiffusion3(_) | Self::Flux(_) => 28,
             Self::Lumina2(_) => 30,
             Self::Kandinsky3(_) => 25,
-            Self::DeepFloydIf(_) => 100,
+            Self::DeepFloydIf(_) | Self::Kandinsky21(_) => 100,
         }
     }
 
@@ -96,7 +102,7 @@ impl Pipeline {
             Self::StableDiffusionXl(_) | Self::CogView4(_) => 5.0,
             Self::StableDiffusion3(_) => 7.0,
             Self::Flux(_) => 3.5,
-            Self::Lumina2(_) => 4.0,
+            Self::Lumina2(_) | Self::Kandinsky21(_) => 4.0,
             Self::Kandinsky3(_) => 3.0,
             Self::DeepFloydIf(_) => 7.0,
         }
@@ -110,13 +116,14 @@ impl Pipeline {
                 | Self::StableDiffusionXl(_)
                 | Self::Kandinsky3(_)
                 | Self::DeepFloydIf(_)
+                | Self::Kandinsky21(_)
         )
     }
 
     /// The layers DiffusionLens reads, `1..=lens_layers()`; the last is the pipeline's own
     /// conditioning (SD: the text encoder's; SDXL: `text_encoder_2`'s penultimate; SD 3 and
-    /// FLUX: T5's; CogView4: GLM's `hidden_states[L − 1]`).
-    /// FLUX: T5's; Lumina 2: Gemma 2's `hidden_states[L − 1]`).
+    /// FLUX: T5's; CogView4: GLM's `hidden_states[L − 1]`; Lumina 2: Gemma 2's
+    /// `hidden_states[L − 1]`; Kandinsky 2.1: the decoder's M-CLIP, not the prior's CLIP).
     pub fn lens_layers(&self) -> usize {
         match self {
             Self::StableDiffusion(p) => p.text_encoder.lens_layers(),
@@ -127,6 +134,7 @@ impl Pipeline {
             Self::Lumina2(p) => p.lens_layers(),
             Self::Kandinsky3(p) => p.lens_layers(),
             Self::DeepFloydIf(p) => p.lens_layers(),
+            Self::Kandinsky21(p) => p.decoder.lens_layers(),
         }
     }
 
@@ -155,24 +163,29 @@ impl Pipeline {
             Self::Lumina2(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::Kandinsky3(p) => p.latent_shape(images, height, width)?.to_vec(),
             Self::DeepFloydIf(p) => p.latent_shape(images, height, width)?.to_vec(),
+            Self::Kandinsky21(p) => p.decoder.latent_shape(images, height, width)?.to_vec(),
         })
     }
 
     /// The `[height, width]` of the images [`Self::generate`] returns for an `height × width`
     /// request: the request's own, but Kandinsky 3's `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)`
-    /// (diffusers' `downscale_height_and_width`).
+    /// (diffusers' `downscale_height_and_width`) and Kandinsky 2.1's `⌈H / s²⌉ · s²`
+    /// (`get_new_h_w`, `s` the MoVQ's scale factor).
     pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
         match self {
             Self::Kandinsky3(p) => p.image_size(height, width),
+            Self::Kandinsky21(p) => p.decoder.image_size(height, width),
             _ => [height, width],
         }
     }
 
     /// Whether a prompt's images are the same in any batch of prompts. Kandinsky 3's are not:
     /// `encode_prompt` cuts the batch's text to its longest prompt, and the UNet's attention
-    /// pooling averages every kept position, so callers run it one prompt per call.
+    /// pooling averages every kept position, so callers run it one prompt per call. Neither
+    /// are Kandinsky 2.1's: one generator runs through a call's prior and decoder, and the
+    /// combined pipeline pairs prompts and image embeddings across the batch.
     pub fn batch_independent(&self) -> bool {
-        !matches!(self, Self::Kandinsky3(_))
+        !matches!(self, Self::Kandinsky3(_) | Self::Kandinsky21(_))
     }
 
     /// `images` images' initial latents from one `torch.Generator().manual_seed(seed)` draw, in
@@ -197,6 +210,7 @@ impl Pipeline {
             }
             Self::Kandinsky3(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
             Self::DeepFloydIf(p) => seed_latents(seed, p.latent_shape(images, height, width)?, path),
+            Self::Kandinsky21(_) => return Err(combined_generator()),
         })
     }
 
@@ -213,6 +227,9 @@ impl Pipeline {
         latents_given: bool,
         path: TorchNormalPath,
     ) -> Result<TorchGenerator, GenerateError> {
+        if let Self::Kandinsky21(_) = self {
+            return Err(combined_generator());
+        }
         let mut generator = TorchGenerator::manual_seed(seed);
         if !latents_given {
             let n: usize = self.latent_shape(images, height, width)?.iter().product();
@@ -268,8 +285,19 @@ impl Pipeline {
             Self::Lumina2(p) => p.generate(request, scheduler, device),
             Self::Kandinsky3(p) => p.generate(request, scheduler, device),
             Self::DeepFloydIf(p) => p.generate(request, scheduler, device),
+            Self::Kandinsky21(_) => Err(combined_generator()),
         }
     }
+}
+
+/// Kandinsky 2.1's refusal of the one-draw entry points: its decoder's latents are drawn after
+/// the prior's loop, so it runs through [`Kandinsky21::generate`] with the run's generator.
+fn combined_generator() -> GenerateError {
+    GenerateError::Input(
+        "Kandinsky 2.1 draws the decoder's latents after the prior's loop from one generator: run it with \
+         Kandinsky21::generate"
+            .into(),
+    )
 }
 
 /// FLUX's `_pack_latents` of host values `[n, c, h, w]` (as [`crate::transformer_flux::pack_latents`]

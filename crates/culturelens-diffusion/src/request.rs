@@ -51,6 +51,9 @@ pub struct SizeRule {
     /// Kandinsky 3: the MoVQ's scale factor; a request of `n` pixels makes images of
     /// `⌈n / 64⌉ · 8 · factor` (diffusers' `downscale_height_and_width`).
     pub movq_scale_factor: Option<usize>,
+    /// Kandinsky 2.1: the MoVQ's scale factor `s`; a request of `n` pixels makes images of
+    /// `⌈n / s²⌉ · s²` (diffusers' `get_new_h_w`).
+    pub movq_square_factor: Option<usize>,
 }
 
 /// SD 3's limit on the latents' size (`pos_embed_max_size`), [`SizeRule::patch_limit`].
@@ -64,7 +67,14 @@ pub struct PatchLimit {
 impl SizeRule {
     /// A rule of `default` and `multiple` alone (refusals name `multiple`).
     pub fn multiple_of(default: usize, multiple: usize) -> Self {
-        Self { default, multiple, rule_of_8: false, patch_limit: None, movq_scale_factor: None }
+        Self {
+            default,
+            multiple,
+            rule_of_8: false,
+            patch_limit: None,
+            movq_scale_factor: None,
+            movq_square_factor: None,
+        }
     }
 
     /// Checks a `height × width` request against the rule.
@@ -90,11 +100,13 @@ impl SizeRule {
     }
 
     /// The `[height, width]` of the images a `height × width` request makes: the request's own,
-    /// but Kandinsky 3's rounded ([`Self::movq_scale_factor`]).
+    /// but Kandinsky 3's and 2.1's rounded ([`Self::movq_scale_factor`],
+    /// [`Self::movq_square_factor`]).
     pub fn image_size(&self, height: usize, width: usize) -> [usize; 2] {
-        match self.movq_scale_factor {
-            Some(f) => [height, width].map(|n| movq_latent_side(n) * f),
-            None => [height, width],
+        match (self.movq_scale_factor, self.movq_square_factor) {
+            (Some(f), _) => [height, width].map(|n| movq_latent_side(n) * f),
+            (None, Some(s)) => [height, width].map(|n| n.div_ceil(s * s) * s * s),
+            (None, None) => [height, width],
         }
     }
 }

@@ -14,6 +14,7 @@
 //! | `Lumina2Pipeline` | [`lumina2`] | `text_encoder`, `tokenizer`, `transformer`, `vae`, `scheduler` |
 //! | `Kandinsky3Pipeline` | [`kandinsky3`] | `text_encoder`, `tokenizer`, `unet`, `movq`, `scheduler` |
 //! | `IFPipeline` | [`deepfloyd_if`] | `text_encoder`, `tokenizer`, `unet`, `scheduler` (DDPM) |
+//! | `KandinskyCombinedPipeline` | [`kandinsky21`] | `text_encoder`, `tokenizer`, `unet`, `movq`, `scheduler`, `prior_{prior,text_encoder,tokenizer,image_encoder,scheduler}` |
 //!
 //! Every config is read key by key by the model crates; an unsupported pipeline or component
 //! class, a scheduler of the wrong kind (a flow-matching one for a UNet pipeline or the other way
@@ -28,6 +29,7 @@ mod deepfloyd_if;
 pub use deepfloyd_if::load_super_resolution;
 
 mod flux;
+mod kandinsky21;
 mod kandinsky3;
 mod lumina2;
 mod stable_diffusion;
@@ -49,8 +51,8 @@ use culturelens_diffusion::unet_if::IfUNetConfig;
 use culturelens_diffusion::vae::VaeConfig;
 use culturelens_diffusion::vq_model::VqModelConfig;
 use culturelens_diffusion::{
-    pipeline_cogview4, pipeline_flux, pipeline_if, pipeline_kandinsky3, pipeline_lumina2,
-    pipeline_stable_diffusion_3,
+    pipeline_cogview4, pipeline_flux, pipeline_if, pipeline_kandinsky3, pipeline_kandinsky21,
+    pipeline_lumina2, pipeline_stable_diffusion_3,
 };
 use culturelens_models::ModelError;
 use serde_json::Value;
@@ -72,6 +74,7 @@ enum Family {
     Lumina2,
     Kandinsky3,
     DeepFloydIf,
+    Kandinsky21,
 }
 
 /// The pipeline classes culturelens runs and the component classes each must have.
@@ -171,6 +174,20 @@ const PIPELINES: &[(&str, Family, Components)] = &[
             ("text_encoder", &["T5EncoderModel"]),
             ("tokenizer", T5_TOKENIZERS),
             ("unet", &["UNet2DConditionModel"]),
+        ],
+    ),
+    (
+        "KandinskyCombinedPipeline",
+        Family::Kandinsky21,
+        &[
+            ("text_encoder", &["MultilingualCLIP"]),
+            ("tokenizer", &["XLMRobertaTokenizer", "XLMRobertaTokenizerFast"]),
+            ("unet", &["UNet2DConditionModel"]),
+            ("movq", &["VQModel"]),
+            ("prior_prior", &["PriorTransformer"]),
+            ("prior_text_encoder", &["CLIPTextModelWithProjection"]),
+            ("prior_tokenizer", CLIP_TOKENIZERS),
+            ("prior_image_encoder", &["CLIPVisionModelWithProjection"]),
         ],
     ),
 ];
@@ -350,6 +367,7 @@ impl PipelineFolder {
             Family::Lumina2 => lumina2::load(dir, device)?,
             Family::Kandinsky3 => kandinsky3::load(dir, device)?,
             Family::DeepFloydIf => deepfloyd_if::load(dir, device)?,
+            Family::Kandinsky21 => kandinsky21::load(dir, device)?,
         };
         Ok(Self { dir: dir.to_owned(), model, tokenizers, scheduler_config, scheduler_path })
     }
@@ -385,6 +403,9 @@ impl PipelineFolder {
             Family::DeepFloydIf => {
                 pipeline_if::size_rule(&component_config(dir, "unet", IfUNetConfig::from_json)?)
             }
+            Family::Kandinsky21 => pipeline_kandinsky21::size_rule(
+                component_config(dir, "movq", VqModelConfig::from_json)?.scale_factor(),
+            ),
         })
     }
 
@@ -490,7 +511,7 @@ fn fitting_scheduler(
         ));
     }
     // DDPM draws noise at every step: only the loops that hand it the run's generator run it
-    // (Kandinsky 3, IF); IF's learned-variance loop runs nothing else.
+    // (Kandinsky 3 and 2.1, IF); IF's learned-variance loop runs nothing else.
     let key = if scheduler.is_some() { "--scheduler" } else { "`_class_name`:" };
     let name = built.kind().class_name();
     if built.kind().draws_noise() && !passes_generator(family) {
@@ -545,7 +566,7 @@ fn component_config<T>(
 /// Whether the family's loop hands its scheduler the run's generator, so that it may run a
 /// scheduler whose steps draw noise (DDPM); the others run the deterministic ones only.
 fn passes_generator(family: Family) -> bool {
-    matches!(family, Family::DeepFloydIf | Family::Kandinsky3)
+    matches!(family, Family::DeepFloydIf | Family::Kandinsky3 | Family::Kandinsky21)
 }
 
 /// `model_max_length` of `dir/tokenizer_config.json`: the length diffusers pads and truncates

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipeline_if_superresolution::{DeepFloydIfSuperResolution, UpscaleRequest};
+use culturelens_diffusion::pipeline_kandinsky21_combined::{PRIOR_GUIDANCE, PRIOR_STEPS, PriorRun};
 use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
 use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind, set_step_hook};
 use culturelens_metrics::cancel::checkpoint;
@@ -64,7 +65,7 @@ pub fn checked_size(dir: &Path, height: Option<usize>, width: Option<usize>) -> 
     if image != [height, width] {
         bail!(
             "--height {height} --width {width}: this pipeline makes {}×{} images for that request (diffusers' \
-             downscale_height_and_width); ask for that size",
+             downscale_height_and_width, or get_new_h_w for Kandinsky 2.1); ask for that size",
             image[0],
             image[1]
         );
@@ -195,6 +196,28 @@ impl Upscaler {
     }
 }
 
+/// Why Kandinsky 2.1 refuses `--seed-per-image`.
+pub const SEED_PER_IMAGE_KANDINSKY21: &str =
+    "--seed-per-image: Kandinsky 2.1 runs one generator through the prior and the decoder";
+
+/// Kandinsky 2.1's prior settings (`--prior-steps`, `--prior-guidance`, `--prior-latents`);
+/// the default is diffusers' `KandinskyCombinedPipeline`'s.
+#[derive(Debug, Clone)]
+pub struct PriorSettings {
+    /// `prior_num_inference_steps`.
+    pub steps: usize,
+    /// `prior_guidance_scale`.
+    pub guidance: f64,
+    /// The prior's initial latents for each prompt; `None`: drawn from the prompt's generator.
+    pub latents: Option<Vec<f32>>,
+}
+
+impl Default for PriorSettings {
+    fn default() -> Self {
+        Self { steps: PRIOR_STEPS, guidance: PRIOR_GUIDANCE, latents: None }
+    }
+}
+
 /// What every batch of a run shares.
 pub struct Job<'a> {
     pub pipeline: &'a PipelineFolder,
@@ -218,6 +241,8 @@ pub struct Job<'a> {
     pub size: [usize; 2],
     pub device: &'a Device,
     pub upscaler: Option<&'a Upscaler>,
+    /// Kandinsky 2.1's prior (`None`: the defaults); other pipelines ignore it.
+    pub prior: Option<&'a PriorSettings>,
 }
 
 impl Job<'_> {
@@ -257,11 +282,18 @@ impl Job<'_> {
         let mut scheduler = pipeline.scheduler(self.kind)?;
         let noisy = scheduler.kind().draws_noise();
         let seed = self.seed;
+        // Kandinsky 2.1 draws its decoder's latents itself, after the prior's, from the prompt's
+        // one generator (`Kandinsky21::generate`).
+        let chained = matches!(model, Pipeline::Kandinsky21(_));
+        if chained && self.seed_per_image {
+            bail!("{SEED_PER_IMAGE_KANDINSKY21}");
+        }
         for _ in batch {
             match &self.given {
+                None if chained => {}
                 Some(v) => {
                     values.extend_from_slice(v);
-                    if noisy {
+                    if noisy && !chained {
                         generators.push(model.noise_generator(seed, k, height, width, true, torch_path())?);
                     }
                 }
@@ -302,6 +334,17 @@ impl Job<'_> {
             latents: &values,
         };
         let images = match (self.upscaler, model) {
+            (_, Pipeline::Kandinsky21(p)) => {
+                let default = PriorSettings::default();
+                let prior = self.prior.unwrap_or(&default);
+                let run = PriorRun {
+                    steps: prior.steps,
+                    guidance: prior.guidance,
+                    latents: prior.latents.as_deref(),
+                };
+                let generator = TorchGenerator::manual_seed(seed);
+                p.generate(&request, &run, &mut scheduler, generator, torch_path(), self.device)?
+            }
             (Some(up), Pipeline::DeepFloydIf(stage_one)) => {
                 let raw = stage_one.generate_raw(&request, &mut scheduler, self.device)?;
                 let row = batch[0].row;

@@ -122,8 +122,10 @@ pub fn snapshot_pipeline(model: &str, weights: bool) -> Result<PathBuf> {
         )
     })?;
     required(&repo, model, "scheduler/scheduler_config.json")?;
+    // A combined pipeline's prior (Kandinsky 2.1's `prior_scheduler`).
+    optional(&repo, model, "prior_scheduler/scheduler_config.json")?;
     for component in components {
-        if component.starts_with("tokenizer") {
+        if component.contains("tokenizer") {
             for file in TOKENIZER_FILES {
                 optional(&repo, model, &format!("{component}/{file}"))?;
             }

@@ -15,6 +15,11 @@
 //! case — guidance on and off, a negative prompt, two images per prompt, two prompts, a
 //! non-square size, given latents, M-CLIP layer 1.
 //!
+//! Then the combined pipeline (`KandinskyCombinedPipeline`, `Kandinsky21::generate`) on the
+//! folder as `PipelineFolder` loads it, with its real CLIP and XLM-R tokenizers and one generator
+//! through prior and decoder, against diffusers' images: two prompts of two images in one call
+//! (diffusers' pairing of tiled prompts with the prior's rows), and four of `generate`'s cases.
+//!
 //! Bad configs are refused naming the key. (`UnCLIPScheduler`'s step-by-step parity is
 //! culturelens-diffusion's `scheduler::unclip` test.)
 
@@ -23,8 +28,9 @@ use std::path::PathBuf;
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipeline_kandinsky21::{ImageEmbeds, Kandinsky21Decoder};
+use culturelens_diffusion::pipeline_kandinsky21_combined::PriorRun;
 use culturelens_diffusion::pipeline_kandinsky21_prior::{Kandinsky21Prior, zero_image};
-use culturelens_diffusion::pipelines::GenerateRequest;
+use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
 use culturelens_diffusion::prior_transformer::PriorTransformerConfig;
 use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind, UnClip};
 use culturelens_diffusion::unet_if::{IfUNetConfig, TextImage};
@@ -32,12 +38,15 @@ use culturelens_diffusion::vq_model::VqModelConfig;
 use culturelens_models::clip::{ClipTextWithProjectionConfig, ClipVisionWithProjectionConfig};
 use culturelens_models::multilingual_clip::MultilingualClipConfig;
 use culturelens_models::weights::Checkpoint;
+use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
 struct Fixture {
     cpu_capability: String,
+    /// `KandinskyCombinedPipeline.__call__` on the saved folder (`generate`'s cases).
+    cases: Vec<CombinedCase>,
     prior: Prior,
     mclip: Mclip,
     unet: Unet,
@@ -80,6 +89,28 @@ struct DecoderCase {
     scheduler: Option<String>,
     /// Given latents (the seed then draws nothing).
     latents: Option<Vec<f32>>,
+    image_shape: Vec<usize>,
+    images: Vec<f32>,
+}
+
+#[derive(Deserialize)]
+struct CombinedCase {
+    name: String,
+    prompt: String,
+    prompts: Option<Vec<String>>,
+    negative_prompt: Option<String>,
+    seed: u64,
+    images_per_prompt: usize,
+    steps: usize,
+    guidance: f64,
+    prior_steps: usize,
+    prior_guidance: f64,
+    height: usize,
+    width: usize,
+    scheduler: Option<String>,
+    text_layer: Option<usize>,
+    latents: Option<Vec<f32>>,
+    prior_latents: Option<Vec<f32>>,
     image_shape: Vec<usize>,
     images: Vec<f32>,
 }
@@ -140,7 +171,7 @@ fn component(folder: &str, name: &str, weights: &str) -> (String, Vec<u8>) {
 }
 
 fn prior_component() -> (String, Vec<u8>) {
-    component("tiny-kandinsky21-prior", "prior", "diffusion_pytorch_model.safetensors")
+    component("tiny-kandinsky21", "prior_prior", "diffusion_pytorch_model.safetensors")
 }
 
 fn mclip_component() -> (String, Vec<u8>) {
@@ -438,17 +469,17 @@ fn prior_pipeline(device: &Device) -> (Kandinsky21Prior, UnClip) {
     let (json, bytes) = prior_component();
     let prior =
         PriorTransformerConfig::load(&json, Checkpoint::from_bytes(&bytes, device).unwrap().vars()).unwrap();
-    let (json, bytes) = component("tiny-kandinsky21-prior", "text_encoder", "model.safetensors");
+    let (json, bytes) = component("tiny-kandinsky21", "prior_text_encoder", "model.safetensors");
     let text_encoder =
         ClipTextWithProjectionConfig::load(&json, Checkpoint::from_bytes(&bytes, device).unwrap().vars())
             .unwrap();
-    let (json, bytes) = component("tiny-kandinsky21-prior", "image_encoder", "model.safetensors");
+    let (json, bytes) = component("tiny-kandinsky21", "prior_image_encoder", "model.safetensors");
     let size = ClipVisionWithProjectionConfig::from_json(&json).unwrap().vision.image_size;
     let image_encoder =
         ClipVisionWithProjectionConfig::load(&json, Checkpoint::from_bytes(&bytes, device).unwrap().vars())
             .unwrap();
     let zero_embed = image_encoder.image_embeds(zero_image(size, device));
-    let dir = fixtures().join("tiny-kandinsky21-prior").join("scheduler");
+    let dir = fixtures().join("tiny-kandinsky21").join("prior_scheduler");
     let scheduler = UnClip::from_config(&std::fs::read_to_string(dir.join("scheduler_config.json")).unwrap());
     (Kandinsky21Prior::new(prior, text_encoder, zero_embed).unwrap(), scheduler.unwrap())
 }
@@ -511,4 +542,74 @@ fn prior_pipeline_matches_diffusers_on_wgpu() {
     let err = prior_pipeline_error(&culturelens_testkit::wgpu());
     println!("kandinsky 2.1 prior on wgpu: worst max abs {err:.2e}");
     assert!(err <= PRIOR_PIPELINE_WGPU, "{err:.2e}");
+}
+
+/// The combined pipeline's worst max abs error over the cases named in `only` on `device`: the
+/// folder loaded by `PipelineFolder` (its CLIP and XLM-R tokenizers), one generator of the seed
+/// through prior and decoder (`Kandinsky21::generate`).
+fn combined_error(device: &Device, only: &[&str]) -> f32 {
+    let fixture = fixture();
+    let folder = PipelineFolder::load(&fixtures().join("tiny-kandinsky21"), device, None).unwrap();
+    let Pipeline::Kandinsky21(model) = &folder.model else { panic!("not Kandinsky 2.1") };
+    let path = TorchNormalPath::from_capability(&fixture.cpu_capability);
+    let (mut worst, mut ran) = (0.0f32, 0);
+    for case in fixture.cases.iter().filter(|c| only.contains(&c.name.as_str())) {
+        let prompts = case.prompts.clone().unwrap_or_else(|| vec![case.prompt.clone()]);
+        let prompt_ids: Vec<_> = prompts.iter().map(|p| folder.ids(p).unwrap()).collect();
+        let negative = folder.negative_ids(case.negative_prompt.as_deref().unwrap_or("")).unwrap();
+        let negative_ids = vec![negative; prompts.len()];
+        let kind = case.scheduler.as_deref().map(|name| SchedulerKind::parse(name).unwrap());
+        let mut scheduler = folder.scheduler(kind).unwrap();
+        let request = GenerateRequest {
+            prompt_ids: &prompt_ids,
+            negative_ids: &negative_ids,
+            negative_given: case.negative_prompt.is_some(),
+            images_per_prompt: case.images_per_prompt,
+            height: case.height,
+            width: case.width,
+            steps: case.steps,
+            guidance: case.guidance,
+            true_cfg: 1.0,
+            layer: case.text_layer,
+            latents: case.latents.as_deref().unwrap_or(&[]),
+        };
+        let prior = PriorRun {
+            steps: case.prior_steps,
+            guidance: case.prior_guidance,
+            latents: case.prior_latents.as_deref(),
+        };
+        let generator = TorchGenerator::manual_seed(case.seed);
+        let images = model.generate(&request, &prior, &mut scheduler, generator, path, device).unwrap();
+        let (images, shape) = images_hwc(images);
+        assert_eq!(shape.to_vec(), case.image_shape, "{}", case.name);
+        let err = max_abs(&images, &case.images);
+        println!("kandinsky 2.1 combined {}: max abs {err:.2e}", case.name);
+        worst = worst.max(err);
+        ran += 1;
+    }
+    assert_eq!(ran, only.len(), "cases run");
+    worst
+}
+
+/// The combined pipeline's bounds, 1.5–3× the worst case measured (flex: 6.5e-6, wgpu on
+/// lavapipe: 6.1e-6, both two-prompts-two-images).
+const COMBINED_CPU: f32 = 1e-5;
+const COMBINED_WGPU: f32 = 1e-5;
+
+/// Two prompts of two images in one call pair the tiled prompts with the prior's rows as diffusers
+/// does (pairing each image with its own prompt's text instead is 0.53 off); the other cases are
+/// `generate`'s, here through the library.
+#[test]
+fn combined_pipeline_matches_diffusers_on_flex() {
+    let cases = ["two-prompts-two-images", "cfg", "ddpm", "prior-latents-negative", "latents"];
+    let err = combined_error(&Device::flex(), &cases);
+    println!("kandinsky 2.1 combined on flex: worst max abs {err:.2e}");
+    assert!(err <= COMBINED_CPU, "{err:.2e}");
+}
+
+#[test]
+fn combined_pipeline_matches_diffusers_on_wgpu() {
+    let err = combined_error(&culturelens_testkit::wgpu(), &["two-prompts-two-images"]);
+    println!("kandinsky 2.1 combined on wgpu: worst max abs {err:.2e}");
+    assert!(err <= COMBINED_WGPU, "{err:.2e}");
 }

@@ -102,6 +102,7 @@ impl Pipeline {
                 size,
                 device: &device,
                 upscaler: None,
+                prior: None,
             };
             let items: Vec<Item> = (0..prompts.len()).map(|row| Item { row, layer: None }).collect();
             let mut images = Vec::new();

@@ -1,6 +1,6 @@
 //! `culturelens generate`: images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion,
-//! Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3 or DeepFloyd IF (stage I)
-//! pipeline in the diffusers folder layout (`model_index.json`'s `_class_name` picks it), run by
+//! Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3, Kandinsky 2.1 or DeepFloyd
+//! IF (stage I) pipeline in the diffusers folder layout (`model_index.json`'s `_class_name` picks it), run by
 //! `culturelens-diffusion` on the chosen device (issues 13, 30 and 31;
 //! SoS §3 "Image Generation", §5.1 DiffusionLens).
 //!
@@ -20,6 +20,9 @@
 //! conditioning depends on the other prompts of a batch. Kandinsky 3's images are
 //! `⌈H / 64⌉ · 8 · 2^(MoVQ levels − 1)` pixels high (diffusers' `downscale_height_and_width`):
 //! a size it would change is refused, naming the size it makes.
+//! Kandinsky 2.1 (`KandinskyCombinedPipeline`) runs one generator per prompt through its prior
+//! and decoder (`Kandinsky21::generate`): the prior's latents (or `--prior-latents`), the prior's
+//! noise, the decoder's latents (or `--latents`), DDPM's noise.
 //!
 //! Work: `--shard K/N` takes a contiguous range of prompts; each image is written atomically and
 //! then logged to `OUT/manifest.csv.resume` (`crate::work`), so a rerun skips finished images
@@ -32,12 +35,14 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
+use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_models_io::generate::{
-    Item, Job, Upscaler, batches, checked_size, image_bytes, scheduler_name, warn_cut_prompts,
+    Item, Job, PriorSettings, SEED_PER_IMAGE_KANDINSKY21, Upscaler, batches, checked_size, image_bytes,
+    scheduler_name, warn_cut_prompts,
 };
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
@@ -59,14 +64,15 @@ pub const MANIFEST_COLUMNS: [&str; 7] = ["image", "model", "seed", "layer", "ste
 /// Arguments of `culturelens generate`.
 #[derive(clap::Args, Debug, serde::Serialize)]
 #[command(
-    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3 or DeepFloyd IF (stages I and II) pipeline (diffusers folder layout)"
+    about = "Generate images from prompts with a Stable Diffusion 1.x/2.x, AltDiffusion, SDXL (Playground v2.5), Stable Diffusion 3 / 3.5, FLUX.1, CogView4, Lumina 2, Kandinsky 3, Kandinsky 2.1 or DeepFloyd IF (stages I and II) pipeline (diffusers folder layout)"
 )]
 pub struct GenerateArgs {
     /// Pipeline folder as diffusers' `save_pretrained` writes it (model_index.json, one folder
     /// per component — unet/ or transformer/, vae/, text_encoder*/, tokenizer*/, scheduler/;
     /// safetensors weights). `_class_name` picks the pipeline: StableDiffusionPipeline,
     /// AltDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline or
-    /// CogView4Pipeline, Lumina2Pipeline, Kandinsky3Pipeline or IFPipeline (DeepFloyd IF stage I:
+    /// CogView4Pipeline, Lumina2Pipeline, Kandinsky3Pipeline, KandinskyCombinedPipeline
+    /// (Kandinsky 2.1: prior_* components and the decoder's) or IFPipeline (DeepFloyd IF stage I:
     /// 64² pixels; stages II and III are not run).
     #[arg(long, value_name = "DIR", required_unless_present = "model", conflicts_with = "model")]
     pub pipeline: Option<PathBuf>,
@@ -149,9 +155,23 @@ pub struct GenerateArgs {
     pub scheduler: Option<String>,
     /// Initial latents instead of the seed, for every prompt: the float32 .npy the pipeline's
     /// `latents=` takes, (K, c, h, w), or FLUX's packed (K, (h/2)(w/2), 4c). IF: the initial
-    /// noise (K, 3, H, W); --seed still seeds the DDPM scheduler's variance noise.
+    /// noise (K, 3, H, W); --seed still seeds the DDPM scheduler's variance noise. Kandinsky 2.1:
+    /// the decoder's (K, 4, h, w); --seed still drives the prior (see --prior-latents).
     #[arg(long, value_name = "FILE.npy")]
     pub latents: Option<PathBuf>,
+    /// Kandinsky 2.1: the prior's initial latents instead of the seed's draw, for every prompt:
+    /// the float32 .npy of the combined pipeline's `latents=`, (K, d), or (2K, d) with a negative
+    /// prompt (d: the prior's embedding width). --latents is then the decoder's (K, 4, h, w).
+    #[arg(long, value_name = "FILE.npy")]
+    pub prior_latents: Option<PathBuf>,
+    /// Kandinsky 2.1: the prior's denoising steps (diffusers' `prior_num_inference_steps`,
+    /// default 25).
+    #[arg(long, value_name = "N")]
+    pub prior_steps: Option<usize>,
+    /// Kandinsky 2.1: the prior's classifier-free guidance scale (`prior_guidance_scale`, default
+    /// 4.0; 1.0 or less: none). --guidance is the decoder's.
+    #[arg(long, value_name = "SCALE")]
+    pub prior_guidance: Option<f64>,
     /// Also write the decoded images as float32 (N, H, W, 3) in [0, 1], in manifest order.
     #[arg(long, value_name = "FILE.npy")]
     pub out_npy: Option<PathBuf>,
@@ -342,6 +362,52 @@ struct Read {
     request_size: [usize; 2],
     /// `--upscale`: IF stage II.
     upscaler: Option<Upscaler>,
+    /// Kandinsky 2.1's prior settings.
+    prior: Option<PriorSettings>,
+}
+
+/// Kandinsky 2.1's prior settings for the pipeline `model` from `--prior-steps`,
+/// `--prior-guidance` and `--prior-latents` (`None` for any other pipeline, which refuses the
+/// flags), `--prior-latents` checked against the prior's latent shape.
+fn read_prior(args: &GenerateArgs, model: &Pipeline, negative_given: bool) -> Result<Option<PriorSettings>> {
+    let Pipeline::Kandinsky21(p) = model else {
+        if args.prior_steps.is_some() || args.prior_guidance.is_some() || args.prior_latents.is_some() {
+            bail!(
+                "--prior-steps, --prior-guidance and --prior-latents apply to Kandinsky 2.1 (KandinskyCombinedPipeline)"
+            );
+        }
+        return Ok(None);
+    };
+    if args.seed_per_image {
+        bail!("{SEED_PER_IMAGE_KANDINSKY21}");
+    }
+    let k = args.images_per_prompt;
+    let latents = match &args.prior_latents {
+        Some(path) => {
+            let shape = p.prior_latent_shape(1, k, negative_given).to_vec();
+            let (found, values) = read_npy_nd(path)?;
+            if found != shape {
+                bail!(
+                    "{}: prior latents of shape {found:?}, but {k} image(s){} need {shape:?}",
+                    path.display(),
+                    if negative_given { " with a negative prompt" } else { "" }
+                );
+            }
+            Some(values)
+        }
+        None => None,
+    };
+    let default = PriorSettings::default();
+    Ok(Some(PriorSettings {
+        steps: args.prior_steps.unwrap_or(default.steps),
+        guidance: args.prior_guidance.unwrap_or(default.guidance),
+        latents,
+    }))
+}
+
+/// Kandinsky 2.1's prior settings as the resume log and a shard's part file record them.
+fn describe_prior(prior: &PriorSettings, args: &GenerateArgs) -> String {
+    format!("steps={}:guidance={}:latents={:?}", prior.steps, prior.guidance, args.prior_latents)
 }
 
 /// Read: the prompt table, the device, the pipeline, sizes, layers, latents, negative prompts;
@@ -427,6 +493,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
+    let prior = read_prior(args, model, negative_given)?;
     warn_cut_prompts(&pipeline, &prompts)?;
     let model_name = match &args.model_name {
         Some(name) => name.clone(),
@@ -445,6 +512,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         width: out_width,
         request_size: [height, width],
         upscaler,
+        prior,
         steps,
         guidance,
         layers,
@@ -500,6 +568,7 @@ fn plan(args: &GenerateArgs, read: &Read) -> Result<Plan> {
         true_cfg: args.true_cfg,
         max_sequence_length: args.max_sequence_length,
         upscale: upscale_settings(args),
+        prior: read.prior.as_ref().map(|p| describe_prior(p, args)),
     };
     let (log, finished) = ResumeLog::open(&manifest_path, &key)?;
     let is_done = |item: &Item| (0..k).all(|i| finished.contains_key(&image_name(*item, i, sweep)));
@@ -539,6 +608,7 @@ fn generate(
         size: read.request_size,
         device: &read.device,
         upscaler: read.upscaler.as_ref(),
+        prior: read.prior.as_ref(),
     };
     // The denoising steps of a batch, as the bar's message (or part of the plain lines): every
     // scheduler step is counted by the diffusion crate; a watcher thread shows the count.
@@ -610,8 +680,10 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
             let Some(values) = plan.done.get(&name) else { continue };
             manifest_rows.push(item.row);
             let seed = match (&args.latents, args.seed_per_image) {
-                // IF's DDPM noise still comes from the seed's generator.
-                (Some(_), _) if read.scheduler_name == SchedulerKind::Ddpm.class_name() => {
+                // IF's DDPM noise and Kandinsky 2.1's prior still come from the seed's generator.
+                (Some(_), _)
+                    if read.scheduler_name == SchedulerKind::Ddpm.class_name() || read.prior.is_some() =>
+                {
                     args.seed.to_string()
                 }
                 (Some(_), _) => String::new(),
@@ -654,7 +726,7 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
     }
     if let Some(shard) = args.shard {
         let settings = format!(
-            "scheduler={} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={:?}{}",
+            "scheduler={} steps={} guidance={} size={height}x{width} images_per_prompt={k} seed={} seed_per_image={} negative_prompt={:?} latents={:?} text_layers={:?}{}{}",
             read.scheduler_name,
             read.steps,
             read.guidance,
@@ -664,6 +736,7 @@ fn write(args: &GenerateArgs, mut read: Read, plan: Plan, failures: &[(usize, St
             args.latents,
             read.layers,
             flow_settings(args),
+            read.prior.as_ref().map(|p| format!(" prior={}", describe_prior(p, args))).unwrap_or_default(),
         );
         let rows_per_item = k * read.layers.len();
         let rows = ShardRows { items: read.prompts.len(), rows: manifest.n_rows(), rows_per_item, settings };

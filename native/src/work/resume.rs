@@ -55,6 +55,8 @@ pub enum RunKey {
         max_sequence_length: Option<usize>,
         /// IF stage II's settings (`--upscale`), written only when set.
         upscale: Option<String>,
+        /// Kandinsky 2.1's prior settings, written only for that pipeline.
+        prior: Option<String>,
     },
 }
 
@@ -102,6 +104,7 @@ impl fmt::Display for RunKey {
                 true_cfg,
                 max_sequence_length,
                 upscale,
+                prior,
             } => {
                 write!(
                     f,
@@ -118,6 +121,9 @@ impl fmt::Display for RunKey {
                 }
                 if let Some(u) = upscale {
                     write!(f, "\tupscale={u}")?;
+                }
+                if let Some(p) = prior {
+                    write!(f, "\tprior={p}")?;
                 }
                 Ok(())
             }
@@ -291,6 +297,7 @@ mod tests {
             true_cfg,
             max_sequence_length,
             upscale: None,
+            prior: None,
         };
         let generate = |negative_prompt, latents| flow_key(negative_prompt, latents, 1.0, None);
         assert_eq!(
@@ -306,6 +313,15 @@ mod tests {
         assert_eq!(
             flow_key(None, None, 4.0, Some(256)).to_string(),
             "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152\ttrue_cfg=4\tmax_sequence_length=256"
+        );
+        // Kandinsky 2.1's prior settings likewise.
+        let mut prior = flow_key(None, None, 1.0, None);
+        if let RunKey::Generate { prior: settings, .. } = &mut prior {
+            *settings = Some("steps=25:guidance=4:latents=None".into());
+        }
+        assert_eq!(
+            prior.to_string(),
+            "culturelens-generate-v1\t/p/sd\tPNDMScheduler\t4\t7.5\t16x24\t2\t42\ttrue\tNone\tNone\tF32\t1152\tprior=steps=25:guidance=4:latents=None"
         );
     }
 
