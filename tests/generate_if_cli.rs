@@ -85,24 +85,5 @@ fn requests_the_if_pipeline_refuses_write_nothing() {
         (&["--max-sequence-length", "64"], &["no T5 tokenizer"]),
         (&["--attention-slice", "max"], &["--attention-slice", "UNet pipelines"]),
     ];
-    for (extra, wanted) in cases {
-        let out = tmp.path().join("out");
-        let mut cli = Cli::new("generate")
-            .opt("--pipeline", pipeline())
-            .opt("--prompt", "a street")
-            .opt("--out", &out)
-            .opt("--steps", "2")
-            .opt("--width", "16");
-        if !extra.contains(&"--height") {
-            cli = cli.opt("--height", "16");
-        }
-        for a in *extra {
-            cli = cli.arg(a);
-        }
-        let err = cli.run_fails().stderr;
-        for w in *wanted {
-            assert!(err.contains(w), "{extra:?}: {w:?} not in: {err}");
-        }
-        assert!(!out.exists(), "nothing may be written: {err}");
-    }
+    crate::common::generate_refusals(tmp.path(), &pipeline(), cases);
 }
