@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, FloatDType};
 use culturelens_models::ModelError;
-use culturelens_models::weights::Checkpoint;
+use culturelens_models::weights::{Checkpoint, Shard};
 use serde::Deserialize;
 
 use crate::LoadError;
@@ -24,6 +24,12 @@ pub trait Folder {
     fn has(&self, name: &str) -> bool;
     /// The bytes of `name` (borrowed where the folder already holds them).
     fn read(&self, name: &str) -> Result<Cow<'_, [u8]>, LoadError>;
+
+    /// The safetensors file `name` as a checkpoint [`Shard`]: by default its bytes; a folder
+    /// on disk reads it a tensor at a time instead, so the file is never held whole.
+    fn shard(&self, name: &str) -> Result<Shard<'_>, LoadError> {
+        self.read(name).map(Shard::Bytes)
+    }
 
     /// The text of `name` (UTF-8).
     fn read_string(&self, name: &str) -> Result<String, LoadError> {
@@ -51,6 +57,12 @@ impl Folder for Dir<'_> {
 
     fn read(&self, name: &str) -> Result<Cow<'_, [u8]>, LoadError> {
         crate::read(&self.0.join(name)).map(Cow::Owned)
+    }
+
+    fn shard(&self, name: &str) -> Result<Shard<'_>, LoadError> {
+        let path = self.0.join(name);
+        let file = std::fs::File::open(&path).map_err(|source| LoadError::Io { path, source })?;
+        Ok(Shard::Reader(Box::new(std::sync::Mutex::new(file))))
     }
 }
 
@@ -139,7 +151,7 @@ pub fn encoder_weight_files<F: Folder + ?Sized>(folder: &F) -> Result<Vec<String
     })
 }
 
-/// Reads the shards `files` of one checkpoint from `folder` and builds the model with `build`
+/// Opens the shards `files` of one checkpoint in `folder` ([`Folder::shard`]) and builds the model with `build`
 /// in the float type `dtype` ([`Checkpoint::with_dtype`]), mapping a weights error to the first shard and any other error to `config_path`.
 pub fn load_model<T, F: Folder + ?Sized>(
     folder: &F,
@@ -149,10 +161,9 @@ pub fn load_model<T, F: Folder + ?Sized>(
     dtype: FloatDType,
     build: impl FnOnce(&Checkpoint) -> Result<T, ModelError>,
 ) -> Result<T, LoadError> {
-    let buffers = files.iter().map(|f| folder.read(f)).collect::<Result<Vec<_>, _>>()?;
-    let slices: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
+    let shards = files.iter().map(|f| folder.shard(f)).collect::<Result<Vec<_>, _>>()?;
     let weights_path = folder.path(&files[0]);
-    let checkpoint = Checkpoint::from_shards(&slices, device)
+    let checkpoint = Checkpoint::open(shards, device)
         .map_err(|e| LoadError::Model { path: weights_path.clone(), source: e.into() })?
         .with_dtype(dtype);
     build(&checkpoint).map_err(|source| {

@@ -18,6 +18,7 @@ mod efficientnet;
 mod gender_v1;
 mod half;
 mod jpeg;
+mod load_memory;
 mod lumina2;
 mod parity;
 mod t5;

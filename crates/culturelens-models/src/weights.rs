@@ -1,8 +1,12 @@
 //! Checkpoint tensors → Burn parameters, by explicit key tables.
 //!
-//! A [`Checkpoint`] wraps one or more safetensors buffers (a sharded checkpoint is several) that
-//! the caller has read or memory-mapped; nothing here touches the file system, so the same code
-//! loads weights fetched by the browser. Tensors are converted to f32 on the host (F32, F16 and
+//! A [`Checkpoint`] wraps one or more safetensors shards (a sharded checkpoint is several), each
+//! either bytes the caller holds (the browser's fetched files) or a file read in place through
+//! [`ReadAt`] (the CLI's folders); nothing here touches the file system itself. Only the headers
+//! are read up front; each tensor's bytes are read when a module asks for it and converted a
+//! chunk at a time, so loading from a file holds the weights once (the model's tensors) rather
+//! than the file's bytes beside them (issue 36: CLIP B/32's peak fell from 2.05 to 1.04 times
+//! its 605 MB of weights, BENCHMARKS.md). Tensors are converted to f32 on the host (F32, F16 and
 //! BF16 checkpoints are accepted) and checked against the shape the module expects, so a wrong
 //! config fails with the key, the expected and the found shape instead of a panic in a matmul;
 //! on the device they are created in the checkpoint's float type ([`Checkpoint::with_dtype`]:
@@ -14,11 +18,14 @@
 //! `weight` as `[d_out, d_in]` (Burn keeps `[d_in, d_out]`, so it is transposed), `nn.LayerNorm`
 //! stores `weight`/`bias` (Burn's `gamma`/`beta`), `nn.Conv2d` and `nn.Embedding` match Burn.
 
+use std::borrow::Cow;
+
 use burn::module::Param;
 use burn::nn::conv::Conv2d;
 use burn::nn::{Embedding, GroupNorm, LayerNorm, Linear};
 use burn::tensor::{DType, Device, FloatDType, Tensor, TensorData};
-use safetensors::{Dtype, SafeTensors};
+use safetensors::Dtype;
+use safetensors::tensor::{Metadata, TensorInfo};
 
 /// Why a checkpoint could not be loaded into a model.
 #[derive(Debug, thiserror::Error)]
@@ -31,29 +38,129 @@ pub enum WeightError {
     Shape { key: String, expected: Vec<usize>, found: Vec<usize> },
     #[error("tensor `{key}` has dtype {dtype}; only F32, F16 and BF16 weights are supported")]
     Dtype { key: String, dtype: String },
+    #[error("cannot read tensor `{key}`: {message}")]
+    Read { key: String, message: String },
+}
+
+/// A safetensors file read in place, a range at a time: [`Shard::Reader`]. Any `Read + Seek`
+/// behind a mutex is one (a `std::fs::File`; a `Cursor` in tests).
+pub trait ReadAt: Send + Sync {
+    /// Fills `buf` with the bytes at `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+    /// The length of the whole file in bytes.
+    fn len(&self) -> std::io::Result<u64>;
+}
+
+impl<T: std::io::Read + std::io::Seek + Send> ReadAt for std::sync::Mutex<T> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let mut inner = self.lock().unwrap_or_else(|e| e.into_inner());
+        inner.seek(std::io::SeekFrom::Start(offset))?;
+        inner.read_exact(buf)
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        self.lock().unwrap_or_else(|e| e.into_inner()).seek(std::io::SeekFrom::End(0))
+    }
+}
+
+/// Where the bytes of one safetensors shard are: in memory (a buffer the caller read or was
+/// given, as in the browser), or in a file read a tensor at a time, so that loading a model
+/// from disk never holds the file's bytes beside the tensors made from them.
+pub enum Shard<'a> {
+    Bytes(Cow<'a, [u8]>),
+    Reader(Box<dyn ReadAt + 'a>),
+}
+
+impl Shard<'_> {
+    /// Fills `buf` with the shard's bytes at `offset`.
+    fn read(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        match self {
+            Shard::Reader(reader) => reader.read_exact_at(buf, offset),
+            Shard::Bytes(bytes) => {
+                let range =
+                    usize::try_from(offset).ok().and_then(|start| bytes.get(start..start + buf.len()));
+                let range = range.ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end of the shard")
+                })?;
+                buf.copy_from_slice(range);
+                Ok(())
+            }
+        }
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        match self {
+            Shard::Reader(reader) => reader.len(),
+            Shard::Bytes(bytes) => Ok(bytes.len() as u64),
+        }
+    }
+}
+
+/// One shard: its parsed header, where its data starts, and its bytes.
+struct Part<'a> {
+    metadata: Metadata,
+    data_start: u64,
+    shard: Shard<'a>,
+}
+
+/// Longest safetensors header accepted (the `safetensors` crate's own limit).
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+impl<'a> Part<'a> {
+    /// Reads and checks the header of `shard` (number `index`, for errors): the tensors it lists
+    /// must end exactly at the end of the file.
+    fn open(shard: Shard<'a>, index: usize) -> Result<Self, WeightError> {
+        let format = |message: String| WeightError::Format { shard: index, message };
+        let len = shard.len().map_err(|e| format(e.to_string()))?;
+        let mut prefix = [0u8; 8];
+        shard.read(&mut prefix, 0).map_err(|_| format(format!("{len} bytes, too short for a header")))?;
+        let n = u64::from_le_bytes(prefix);
+        if n > MAX_HEADER_BYTES || 8 + n > len {
+            return Err(format(format!("header length {n} does not fit the file's {len} bytes")));
+        }
+        let mut header = vec![0u8; n as usize];
+        shard.read(&mut header, 8).map_err(|e| format(e.to_string()))?;
+        let metadata: Metadata =
+            serde_json::from_slice(&header).map_err(|e| format(format!("invalid header: {e}")))?;
+        let data_len = metadata.tensors().values().map(|info| info.data_offsets.1).max().unwrap_or(0);
+        if 8 + n + data_len as u64 != len {
+            return Err(format(format!(
+                "the header describes {} bytes of tensors, the file has {}",
+                data_len,
+                len - 8 - n
+            )));
+        }
+        Ok(Self { metadata, data_start: 8 + n, shard })
+    }
 }
 
 /// The tensors of a safetensors checkpoint, possibly split over several shards; modules read
 /// them through the scoped view of [`Checkpoint::vars`].
 pub struct Checkpoint<'a> {
-    shards: Vec<SafeTensors<'a>>,
+    parts: Vec<Part<'a>>,
     device: Device,
     dtype: FloatDType,
 }
+
+/// Bytes read from a [`Shard::Reader`] at a time while a tensor is converted.
+const READ_CHUNK_BYTES: usize = 1 << 20;
 
 impl<'a> Checkpoint<'a> {
     /// Parses the safetensors headers of `shards` (the data stays where it is until a tensor is
     /// requested); tensors are created on `device`, in its float type.
     pub fn from_shards(shards: &[&'a [u8]], device: &Device) -> Result<Self, WeightError> {
-        let shards = shards
-            .iter()
+        Self::open(shards.iter().map(|b| Shard::Bytes(Cow::Borrowed(*b))).collect(), device)
+    }
+
+    /// [`Self::from_shards`] of shards in memory or read in place ([`Shard`]): each tensor's
+    /// bytes are read when it is requested, converted, and dropped before the next.
+    pub fn open(shards: Vec<Shard<'a>>, device: &Device) -> Result<Self, WeightError> {
+        let parts = shards
+            .into_iter()
             .enumerate()
-            .map(|(shard, bytes)| {
-                SafeTensors::deserialize(bytes)
-                    .map_err(|e| WeightError::Format { shard, message: e.to_string() })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { shards, device: device.clone(), dtype: device.settings().float_dtype })
+            .map(|(i, shard)| Part::open(shard, i))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { parts, device: device.clone(), dtype: device.settings().float_dtype })
     }
 
     /// The same checkpoint with its tensors created in `dtype` instead of the device's float
@@ -82,33 +189,53 @@ impl<'a> Checkpoint<'a> {
         Vars { checkpoint: self, prefix: String::new() }
     }
 
-    /// The host data of `key`, converted to f32, after checking it has `expected` shape.
+    /// The shard holding `key` and the tensor's entry in its header.
+    fn find(&self, key: &str) -> Option<(&Part<'a>, &TensorInfo)> {
+        self.parts.iter().find_map(|p| p.metadata.info(key).map(|info| (p, info)))
+    }
+
+    /// The host data of `key`, converted to f32, after checking it has `expected` shape. The
+    /// tensor's bytes are read and converted a chunk at a time, so only the f32 values are held.
     fn data(&self, key: &str, expected: &[usize]) -> Result<TensorData, WeightError> {
-        let view = self
-            .shards
-            .iter()
-            .find_map(|s| s.tensor(key).ok())
-            .ok_or_else(|| WeightError::Missing { key: key.to_owned() })?;
-        if view.shape() != expected {
+        let (part, info) = self.find(key).ok_or_else(|| WeightError::Missing { key: key.to_owned() })?;
+        if info.shape != expected {
             return Err(WeightError::Shape {
                 key: key.to_owned(),
                 expected: expected.to_vec(),
-                found: view.shape().to_vec(),
+                found: info.shape.clone(),
             });
         }
-        let bytes = view.data();
-        let values: Vec<f32> = match view.dtype() {
+        let convert: fn(&[u8], &mut Vec<f32>) = match info.dtype {
             Dtype::F32 => {
-                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+                |b, v| v.extend(b.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
             }
             Dtype::F16 => {
-                bytes.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+                |b, v| v.extend(b.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()))
             }
             Dtype::BF16 => {
-                bytes.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+                |b, v| v.extend(b.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()))
             }
             other => return Err(WeightError::Dtype { key: key.to_owned(), dtype: format!("{other:?}") }),
         };
+        let (start, end) = info.data_offsets;
+        let mut values = Vec::with_capacity(expected.iter().product());
+        let read_error =
+            |e: std::io::Error| WeightError::Read { key: key.to_owned(), message: e.to_string() };
+        match &part.shard {
+            Shard::Bytes(bytes) => {
+                convert(&bytes[part.data_start as usize + start..part.data_start as usize + end], &mut values)
+            }
+            Shard::Reader(_) => {
+                let mut chunk = vec![0u8; READ_CHUNK_BYTES.min(end - start)];
+                let mut at = start;
+                while at < end {
+                    let len = READ_CHUNK_BYTES.min(end - at);
+                    part.shard.read(&mut chunk[..len], part.data_start + at as u64).map_err(read_error)?;
+                    convert(&chunk[..len], &mut values);
+                    at += len;
+                }
+            }
+        }
         Ok(TensorData::new(values, expected.to_vec()))
     }
 }
@@ -141,7 +268,7 @@ impl<'c, 'a> Vars<'c, 'a> {
     /// naming across library versions).
     pub fn contains(&self, name: &str) -> bool {
         let key = self.key(name);
-        self.checkpoint.shards.iter().any(|s| s.tensor(&key).is_ok())
+        self.checkpoint.find(&key).is_some()
     }
 
     /// The host data of `name`, converted to f32, after checking it has `shape`.
@@ -181,10 +308,10 @@ impl<'c, 'a> Vars<'c, 'a> {
     /// or `None` when the checkpoint lacks it (a checkpoint of one tower only).
     pub fn optional_scalar(&self, name: &str) -> Result<Option<f32>, WeightError> {
         let key = self.key(name);
-        let Some(view) = self.checkpoint.shards.iter().find_map(|s| s.tensor(&key).ok()) else {
+        let Some((_, info)) = self.checkpoint.find(&key) else {
             return Ok(None);
         };
-        let shape = if view.shape().is_empty() { vec![] } else { vec![1] };
+        let shape = if info.shape.is_empty() { vec![] } else { vec![1] };
         let data = self.checkpoint.data(&key, &shape)?;
         Ok(Some(data.try_to_vec::<f32>().expect("f32 weights")[0]))
     }
@@ -284,6 +411,56 @@ pub fn load_group_norm(norm: &mut GroupNorm, vars: Vars) -> Result<(), WeightErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A safetensors file of `tensors` (name, dtype, shape, little-endian bytes).
+    fn safetensors(tensors: &[(&str, &str, Vec<usize>, Vec<u8>)]) -> Vec<u8> {
+        let mut header = serde_json::Map::new();
+        let mut offset = 0;
+        for (name, dtype, shape, bytes) in tensors {
+            let offsets = [offset, offset + bytes.len()];
+            header.insert(
+                name.to_string(),
+                serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": offsets}),
+            );
+            offset += bytes.len();
+        }
+        let header = serde_json::to_vec(&header).unwrap();
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend(header);
+        tensors.iter().for_each(|t| file.extend(&t.3));
+        file
+    }
+
+    /// A tensor read from a file in chunks (it spans several) equals the one read from the
+    /// same bytes in memory, for F32 and F16; a truncated file is refused when opened.
+    #[test]
+    fn a_reader_shard_reads_what_the_bytes_hold() {
+        let n = READ_CHUNK_BYTES / 4 * 2 + 3;
+        let f32s: Vec<u8> = (0..n).flat_map(|i| (i as f32 * 0.25).to_le_bytes()).collect();
+        let f16s: Vec<u8> = (0..n).flat_map(|i| half::f16::from_f32(i as f32 % 7.0).to_le_bytes()).collect();
+        let file = safetensors(&[("a.weight", "F32", vec![n], f32s), ("b", "F16", vec![1, n], f16s)]);
+        let device = Device::flex();
+        let reader =
+            |bytes: Vec<u8>| Shard::Reader(Box::new(std::sync::Mutex::new(std::io::Cursor::new(bytes))));
+        let in_memory = Checkpoint::from_bytes(&file, &device).unwrap();
+        let from_file = Checkpoint::open(vec![reader(file.clone())], &device).unwrap();
+        for (key, shape) in [("a.weight", vec![n]), ("b", vec![1, n])] {
+            let expected = in_memory.data(key, &shape).unwrap().try_to_vec::<f32>().unwrap();
+            assert_eq!(from_file.data(key, &shape).unwrap().try_to_vec::<f32>().unwrap(), expected, "{key}");
+            assert_eq!(
+                expected[n - 1],
+                if key == "b" { ((n - 1) % 7) as f32 } else { (n - 1) as f32 * 0.25 }
+            );
+        }
+        assert!(from_file.vars().pp("a").contains("weight"));
+        let err = from_file.data("a.weight", &[n, 1]).unwrap_err().to_string();
+        assert!(err.contains("has shape [") && err.contains("expects ["), "{err}");
+        let truncated = file[..file.len() - 1].to_vec();
+        let Err(err) = Checkpoint::open(vec![reader(truncated)], &device) else {
+            panic!("a truncated file opened")
+        };
+        assert!(err.to_string().contains("the file has"), "{err}");
+    }
 
     /// Element (r, c) lands at (c, r), across partial tiles on both edges.
     #[test]
