@@ -47,8 +47,8 @@ pub enum WeightError {
 pub trait ReadAt: Send + Sync {
     /// Fills `buf` with the bytes at `offset`.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
-    /// The length of the whole file in bytes.
-    fn len(&self) -> std::io::Result<u64>;
+    /// The size of the whole file in bytes.
+    fn size(&self) -> std::io::Result<u64>;
 }
 
 impl<T: std::io::Read + std::io::Seek + Send> ReadAt for std::sync::Mutex<T> {
@@ -58,7 +58,7 @@ impl<T: std::io::Read + std::io::Seek + Send> ReadAt for std::sync::Mutex<T> {
         inner.read_exact(buf)
     }
 
-    fn len(&self) -> std::io::Result<u64> {
+    fn size(&self) -> std::io::Result<u64> {
         self.lock().unwrap_or_else(|e| e.into_inner()).seek(std::io::SeekFrom::End(0))
     }
 }
@@ -88,9 +88,9 @@ impl Shard<'_> {
         }
     }
 
-    fn len(&self) -> std::io::Result<u64> {
+    fn size(&self) -> std::io::Result<u64> {
         match self {
-            Shard::Reader(reader) => reader.len(),
+            Shard::Reader(reader) => reader.size(),
             Shard::Bytes(bytes) => Ok(bytes.len() as u64),
         }
     }
@@ -111,7 +111,7 @@ impl<'a> Part<'a> {
     /// must end exactly at the end of the file.
     fn open(shard: Shard<'a>, index: usize) -> Result<Self, WeightError> {
         let format = |message: String| WeightError::Format { shard: index, message };
-        let len = shard.len().map_err(|e| format(e.to_string()))?;
+        let len = shard.size().map_err(|e| format(e.to_string()))?;
         let mut prefix = [0u8; 8];
         shard.read(&mut prefix, 0).map_err(|_| format(format!("{len} bytes, too short for a header")))?;
         let n = u64::from_le_bytes(prefix);
