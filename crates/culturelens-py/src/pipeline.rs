@@ -2,8 +2,8 @@
 //! --pipeline DIR`), generating with the CLI's own loop (`culturelens_models_io::generate`: the
 //! size checks, the batches, each prompt's seeded latents and the pipeline's denoising loop), so
 //! an image's pixels equal the PNG `generate` writes for the same prompt and settings, with the CLI's options through the same
-//! `Job` and checks. Errors carry the CLI's messages (flags named as the CLI names them). The CPU
-//! backend only.
+//! `Job` and checks, on the CLI's devices (`crate::device`). Errors carry the CLI's messages
+//! (flags named as the CLI names them).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,13 +22,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::encoder::{check_cpu, cli_error, folder_or_hub};
+use crate::encoder::{cli_error, folder_or_hub};
 use crate::interruptible;
 
 /// A loaded pipeline; shared with the computation threads, which run without the GIL.
 #[pyclass(module = "culturelens._native", frozen)]
 pub struct Pipeline {
     folder: Arc<PipelineFolder>,
+    /// The device it runs on (`device=`, `precision=`); behind an `Arc`, as Burn's `Device` is
+    /// aligned beyond what a Python object's memory guarantees.
+    device: Arc<Device>,
 }
 
 /// One generated image: its height, width and `height × width × 3` RGB bytes.
@@ -52,7 +55,8 @@ impl Pipeline {
         max_sequence_length: Option<usize>,
         attention_slice: Option<String>,
     ) -> PyResult<Self> {
-        check_cpu(device, precision, "generate")?;
+        let device = crate::device::select(device, precision, "generate").map_err(cli_error)?;
+        let run_on = Arc::new(device.clone());
         let slice = attention_slice
             .as_deref()
             .map(AttentionSlice::parse)
@@ -60,7 +64,6 @@ impl Pipeline {
             .map_err(|e| PyValueError::new_err(format!("attention_slice: {e}")))?;
         let folder = interruptible(py, move || {
             let folder = folder_or_hub(folder, |id| culturelens_models_io::hub::snapshot_pipeline(id, true))?;
-            let device = Device::flex();
             let place = match offload {
                 true => Placement::offloaded(&device, &Device::flex()),
                 false => Placement::resident(&device),
@@ -72,7 +75,7 @@ impl Pipeline {
             }
             Ok(pipeline)
         })?;
-        Ok(Self { folder: Arc::new(folder) })
+        Ok(Self { folder: Arc::new(folder), device: run_on })
     }
 
     /// The images of `prompts` as `culturelens generate` makes them: each prompt's
@@ -117,6 +120,7 @@ impl Pipeline {
         let latents = latents.map(|a| given(a, "latents"));
         let prior_latents = prior_latents.map(|a| given(a, "prior_latents"));
         let folder = Arc::clone(&self.folder);
+        let device = Device::clone(&self.device);
         let images: Vec<Image> = interruptible(py, move || {
             let pipeline = folder.as_ref();
             let kind = scheduler.as_deref().map(SchedulerKind::parse).transpose().map_err(cli_error)?;
@@ -143,7 +147,6 @@ impl Pipeline {
             .map_err(cli_error)?;
             warn_cut_prompts(pipeline, &prompts).map_err(cli_error)?;
             let negatives = vec![negative_prompt.clone().unwrap_or_default(); prompts.len()];
-            let device = Device::flex();
             let job = Job {
                 pipeline,
                 kind,

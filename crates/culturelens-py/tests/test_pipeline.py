@@ -141,8 +141,11 @@ def test_bad_input_raises_the_cli_message(cli, tmp_path, sd1):
     with pytest.raises(ValueError) as raised:
         culturelens.Pipeline.from_pretrained(missing)
     assert str(raised.value) == message
-    with pytest.raises(ValueError, match="CPU backend only"):
+    # The CI wheel is built without the `gpu` feature: wgpu is refused, naming the GPU wheel's build.
+    with pytest.raises(ValueError, match=r"^device='wgpu': this wheel was built without the GPU backend .*--features gpu"):
         culturelens.Pipeline.from_pretrained(folder, device="wgpu")
+    with pytest.raises(ValueError, match=r"^--precision f16 runs on a GPU"):
+        culturelens.Pipeline.from_pretrained(folder, precision="f16")
 
 
 def test_bad_options_raise_the_cli_message(cli, tmp_path, sd1):

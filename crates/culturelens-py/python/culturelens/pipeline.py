@@ -17,8 +17,8 @@ class Pipeline:
     Load with :meth:`from_pretrained`; generate with :meth:`generate`. The images are the CLI's
     to the last bit (same folder, prompts, seed and settings): the same compiled pipeline, the same
     seeded latents (torch's CPU generator, as diffusers draws them), the same batches and the same
-    rounding to 8 bits as the PNGs ``generate`` writes. The wheel runs the CPU backend
-    (``device="cpu"``, ``precision="f32"``); the GPU devices are the CLI's (``--device wgpu``).
+    rounding to 8 bits as the PNGs ``generate`` writes. ``device="wgpu"`` (``--device wgpu``)
+    needs a wheel built with the ``gpu`` feature (docs/python.md); ``precision="f16"`` runs there.
     Each call runs without the GIL, and Ctrl-C interrupts it (between denoising steps).
     """
 
@@ -41,6 +41,8 @@ class Pipeline:
         no existing path): its snapshot in the hub cache, fetched as ``generate --model`` fetches it.
 
         Args:
+          device, precision: ``"cpu"`` or ``"wgpu"`` (a wheel built with the ``gpu`` feature),
+            ``"f32"``, ``"f16"`` or ``"bf16"`` (a GPU's): ``--device``, ``--precision``.
           offload: keep the components in the machine's memory and move each to the device only
             while it runs (``--offload``; changes nothing on the CPU).
           max_sequence_length: SD 3 and FLUX: T5 tokens (at most 512); CogView4: GLM tokens;
