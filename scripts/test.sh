@@ -62,7 +62,8 @@ cargo fmt --all --check
 
 # The tests run the CLI's wgpu paths (lavapipe), so the workspace is checked and tested with the
 # CLI's `wgpu` feature; web/ci.sh builds the CLI with the same features (no second build of Burn).
-FEATURES=(--features culturelens/wgpu)
+# The Python crate's `gpu` (the wheel's wgpu device, tests/device.rs) rides on the same Burn build.
+FEATURES=(--features culturelens/wgpu,culturelens-py/gpu)
 
 step "clippy (all targets, warnings are errors; the CLI with wgpu, then as a default build)"
 cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
@@ -76,7 +77,7 @@ cargo build --locked -p culturelens-models-io --no-default-features --target was
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh
 
-step "workspace tests (cargo test --workspace --features culturelens/wgpu)"
+step "workspace tests (cargo test --workspace --features culturelens/wgpu,culturelens-py/gpu)"
 cargo test --locked --workspace "${FEATURES[@]}"
 
 step "Python package: the wheel in a fresh virtualenv, pytest against the CLI (scripts/test_python.sh)"

@@ -1,9 +1,10 @@
 //! Device selection at the edge: the only place that names concrete Burn backends.
 
 use anyhow::{Result, bail};
-use burn::tensor::{Device, FloatDType};
+use burn::tensor::Device;
 use culturelens_compute::device::Processor;
 use culturelens_compute::vendi::ProductPrecision;
+use culturelens_models_io::device::{Precision, with_precision};
 
 /// Which Burn backend runs the tensor work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -85,29 +86,22 @@ impl From<ProductPrecision> for FloatType {
     }
 }
 
-/// [`select_device`], then makes `precision` the device's float type: every tensor created on it
-/// afterwards (weights, inputs) is stored and computed in that type. f16 and bf16 need a GPU
-/// backend whose device supports them (wgpu with the adapter's `SHADER_F16` for f16, or CUDA).
+/// [`select_device`], then makes `precision` the device's float type
+/// ([`culturelens_models_io::device::with_precision`], shared with the Python wheel).
 pub fn select_device_with(choice: DeviceChoice, precision: ModelPrecision) -> Result<Device> {
-    let mut device = select_device(choice)?;
-    let (dtype, name) = match precision {
-        ModelPrecision::F32 => return Ok(device),
-        ModelPrecision::F16 => (FloatDType::F16, "f16"),
-        ModelPrecision::Bf16 => (FloatDType::BF16, "bf16"),
-    };
-    if choice == DeviceChoice::Cpu {
-        bail!("--precision {name} runs on a GPU (--device wgpu or cuda); the CPU backend computes in f32");
+    let device = select_device(choice)?;
+    let gpu = choice.processor() == Processor::Gpu;
+    with_precision(device, &format!("{choice:?}"), gpu, precision.into())
+}
+
+impl From<ModelPrecision> for Precision {
+    fn from(precision: ModelPrecision) -> Self {
+        match precision {
+            ModelPrecision::F32 => Precision::F32,
+            ModelPrecision::F16 => Precision::F16,
+            ModelPrecision::Bf16 => Precision::Bf16,
+        }
     }
-    if !device.supports_dtype(dtype) {
-        bail!(
-            "--precision {name}: this {choice:?} device does not support {name} arithmetic \
-             (for wgpu the adapter lacks it, e.g. SHADER_F16 for f16); use --precision f32"
-        );
-    }
-    device.configure(dtype).map_err(|e| {
-        anyhow::anyhow!("--precision {name}: could not make {name} the device's float type: {e:?}")
-    })?;
-    Ok(device)
 }
 
 impl DeviceChoice {
@@ -121,50 +115,10 @@ impl DeviceChoice {
 }
 
 #[cfg(feature = "wgpu")]
-fn wgpu_device() -> Result<Device> {
-    use anyhow::Context;
-    let device = Device::wgpu_options().init().context(
-        "no wgpu adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
-    )?;
-    announce_adapter(wgpu::Backends::PRIMARY);
-    Ok(device)
-}
-
-/// The adapter a wgpu device of this process runs on, once known (`name (backend, type)`): the
-/// provenance records it.
-static ADAPTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+use culturelens_models_io::device::wgpu_device;
 
 /// The adapter of the wgpu device, when one was made.
-pub fn adapter() -> Option<&'static str> {
-    ADAPTER.get().map(String::as_str)
-}
-
-/// Names on stderr the adapter Burn's default wgpu device takes (its rule: the high-performance
-/// adapter of the platform's primary API) and warns when it is a software one (lavapipe,
-/// SwiftShader, WARP), which runs far slower than `--device cpu`.
-#[cfg(feature = "wgpu")]
-fn announce_adapter(backends: wgpu::Backends) {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-        backends,
-        ..wgpu::InstanceDescriptor::new_without_display_handle()
-    });
-    let options = wgpu::RequestAdapterOptions {
-        power_preference: wgpu::PowerPreference::HighPerformance,
-        ..wgpu::RequestAdapterOptions::default()
-    };
-    let Ok(adapter) = futures_lite::future::block_on(instance.request_adapter(&options)) else { return };
-    let info = adapter.get_info();
-    let text = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
-    eprintln!("wgpu adapter: {text}");
-    if info.device_type == wgpu::DeviceType::Cpu {
-        eprintln!(
-            "warning: {} is a software adapter (the GPU API emulated on the CPU): expect it to be far \
-             slower than --device cpu; install the GPU's Vulkan driver, or use --device cpu",
-            info.name
-        );
-    }
-    let _ = ADAPTER.set(text);
-}
+pub use culturelens_models_io::device::adapter;
 
 #[cfg(not(feature = "wgpu"))]
 fn wgpu_device() -> Result<Device> {
@@ -180,7 +134,7 @@ fn vulkan_device() -> Result<Device> {
     let device = Device::wgpu_options().graphics_api(burn::tensor::wgpu::WgpuBackend::Vulkan).init().context(
         "no Vulkan adapter could be initialised (install a Vulkan driver, e.g. Debian mesa-vulkan-drivers)",
     )?;
-    announce_adapter(wgpu::Backends::VULKAN);
+    culturelens_models_io::device::announce_adapter(true);
     Ok(device)
 }
 

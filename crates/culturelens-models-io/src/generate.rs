@@ -218,6 +218,81 @@ impl Default for PriorSettings {
     }
 }
 
+/// An array given for a pipeline's `latents=` or the prior's (`--latents FILE.npy`, or a numpy
+/// array in Python): what it is called in errors (the file, or the argument), its shape, its
+/// values.
+pub struct GivenLatents {
+    pub source: String,
+    pub shape: Vec<usize>,
+    pub values: Vec<f32>,
+}
+
+/// The values of `given` (`--latents`) once its shape is the `latents=` shape of `model` for `k`
+/// images of `height × width`, else the error naming both shapes.
+pub fn checked_latents(
+    model: &Pipeline,
+    given: GivenLatents,
+    k: usize,
+    [height, width]: [usize; 2],
+) -> Result<Vec<f32>> {
+    let shape = model.latent_shape(k, height, width)?;
+    if given.shape != shape {
+        bail!(
+            "{}: latents of shape {:?}, but {k} image(s) of {height}×{width} need {shape:?}",
+            given.source,
+            given.shape
+        );
+    }
+    Ok(given.values)
+}
+
+/// Kandinsky 2.1's prior settings for the pipeline `model` from `--prior-steps`,
+/// `--prior-guidance` and `--prior-latents` (`None` for any other pipeline, which refuses them),
+/// the latents checked against the prior's shape for `k` images (rows doubled by a negative
+/// prompt); refuses `--seed-per-image` for Kandinsky 2.1.
+pub fn prior_settings(
+    model: &Pipeline,
+    steps: Option<usize>,
+    guidance: Option<f64>,
+    latents: Option<GivenLatents>,
+    k: usize,
+    seed_per_image: bool,
+    negative_given: bool,
+) -> Result<Option<PriorSettings>> {
+    let Pipeline::Kandinsky21(p) = model else {
+        if steps.is_some() || guidance.is_some() || latents.is_some() {
+            bail!(
+                "--prior-steps, --prior-guidance and --prior-latents apply to Kandinsky 2.1 (KandinskyCombinedPipeline)"
+            );
+        }
+        return Ok(None);
+    };
+    if seed_per_image {
+        bail!("{SEED_PER_IMAGE_KANDINSKY21}");
+    }
+    let latents = match latents {
+        Some(given) => {
+            let shape = p.prior_latent_shape(1, k, negative_given).to_vec();
+            if given.shape != shape {
+                bail!(
+                    "{}: prior latents of shape {:?}, but {k} image(s){} need {shape:?}",
+                    given.source,
+                    given.shape,
+                    if negative_given { " with a negative prompt" } else { "" }
+                );
+            }
+            Some(given.values)
+        }
+        None => None,
+    };
+    let default = PriorSettings::default();
+    Ok(Some(PriorSettings {
+        steps: steps.unwrap_or(default.steps),
+        guidance: guidance.unwrap_or(default.guidance),
+        latents,
+    }))
+}
+
 /// What every batch of a run shares.
 pub struct Job<'a> {
     pub pipeline: &'a PipelineFolder,

@@ -21,6 +21,8 @@
 
 pub mod clip_bpe;
 #[cfg(feature = "diffusion")]
+pub mod device;
+#[cfg(feature = "diffusion")]
 pub mod diffusion;
 #[cfg(feature = "files")]
 pub mod embed;

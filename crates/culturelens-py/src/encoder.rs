@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use burn::tensor::Device;
 use culturelens_models::preprocess::{Decoded, PixelValues};
 use culturelens_models_io::{Encoder as Model, embed};
 use image::{DynamicImage, RgbImage, RgbaImage};
@@ -56,10 +55,10 @@ impl Encoder {
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu", precision = "f32"))]
     fn from_pretrained(py: Python<'_>, folder: PathBuf, device: &str, precision: &str) -> PyResult<Self> {
-        check_cpu(device, precision, "embed")?;
+        let device = crate::device::select(device, precision, "embed").map_err(cli_error)?;
         let model = interruptible(py, move || {
             let folder = folder_or_hub(folder, culturelens_models_io::hub::snapshot)?;
-            Model::from_dir(&folder, &Device::flex()).map_err(cli_error)
+            Model::from_dir(&folder, &device).map_err(cli_error)
         })?;
         Ok(Self { model: Arc::new(model) })
     }
@@ -198,26 +197,6 @@ pub(crate) fn folder_or_hub(
         return Ok(folder);
     }
     fetch(id).map_err(cli_error)
-}
-
-/// The `device` and `precision` of a `from_pretrained`: this wheel runs the CPU backend in f32;
-/// the GPU backends are in the CLI (`culturelens COMMAND --device`).
-pub(crate) fn check_cpu(device: &str, precision: &str, command: &str) -> PyResult<()> {
-    if device != "cpu" {
-        return Err(PyValueError::new_err(format!(
-            "device='{device}': this wheel runs the CPU backend only (\"cpu\"); the GPU backends \
-             (wgpu, cuda, vulkan) are in the CLI built with them (culturelens {command} --device)"
-        )));
-    }
-    match precision {
-        "f32" => Ok(()),
-        "f16" | "bf16" => Err(PyValueError::new_err(format!(
-            "precision='{precision}' runs on a GPU; the CPU backend computes in f32"
-        ))),
-        _ => Err(PyValueError::new_err(format!(
-            "precision='{precision}': expected \"f32\", \"f16\" or \"bf16\""
-        ))),
-    }
 }
 
 /// `batch` must be at least 1 (the CLI's `--batch` rule) and there must be something to embed.

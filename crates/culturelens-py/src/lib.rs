@@ -41,6 +41,7 @@ use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub mod device;
 mod encoder;
 mod pipeline;
 

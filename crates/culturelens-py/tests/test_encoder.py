@@ -126,10 +126,15 @@ def test_bad_images_raise_the_cli_message(cli, tmp_path):
 
 def test_bad_arguments():
     encoder = culturelens.Encoder.from_pretrained(ENCODERS / "clip")
-    with pytest.raises(ValueError, match=r"^precision='f16' runs on a GPU; the CPU backend computes in f32"):
+    # The CLI's `--precision` refusal; the CI wheel has no wgpu (the `gpu` feature) and says how to build one.
+    with pytest.raises(ValueError, match=r"^--precision f16 runs on a GPU \(--device wgpu or cuda\); the CPU backend computes in f32"):
         culturelens.Encoder.from_pretrained(ENCODERS / "clip", precision="f16")
-    with pytest.raises(ValueError, match=r"^device='wgpu': this wheel runs the CPU backend only"):
+    with pytest.raises(ValueError, match=r"^precision='f64': expected"):
+        culturelens.Encoder.from_pretrained(ENCODERS / "clip", precision="f64")
+    with pytest.raises(ValueError, match=r"^device='wgpu': this wheel was built without the GPU backend .*--features gpu"):
         culturelens.Encoder.from_pretrained(ENCODERS / "clip", device="wgpu")
+    with pytest.raises(ValueError, match=r"^device='tpu': expected \"cpu\" or \"wgpu\""):
+        culturelens.Encoder.from_pretrained(ENCODERS / "clip", device="tpu")
     with pytest.raises(ValueError, match=r"^batch must be at least 1"):
         encoder.embed_texts(["a"], batch=0)
     with pytest.raises(ValueError, match=r"^texts: nothing to embed"):

@@ -35,14 +35,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
-use culturelens_diffusion::pipelines::Pipeline;
 use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_models_io::generate::{
-    Item, Job, PriorSettings, SEED_PER_IMAGE_KANDINSKY21, Upscaler, batches, checked_size, image_bytes,
-    scheduler_name, warn_cut_prompts,
+    GivenLatents, Item, Job, PriorSettings, Upscaler, batches, checked_latents, checked_size, image_bytes,
+    prior_settings, scheduler_name, warn_cut_prompts,
 };
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
@@ -366,43 +365,12 @@ struct Read {
     prior: Option<PriorSettings>,
 }
 
-/// Kandinsky 2.1's prior settings for the pipeline `model` from `--prior-steps`,
-/// `--prior-guidance` and `--prior-latents` (`None` for any other pipeline, which refuses the
-/// flags), `--prior-latents` checked against the prior's latent shape.
-fn read_prior(args: &GenerateArgs, model: &Pipeline, negative_given: bool) -> Result<Option<PriorSettings>> {
-    let Pipeline::Kandinsky21(p) = model else {
-        if args.prior_steps.is_some() || args.prior_guidance.is_some() || args.prior_latents.is_some() {
-            bail!(
-                "--prior-steps, --prior-guidance and --prior-latents apply to Kandinsky 2.1 (KandinskyCombinedPipeline)"
-            );
-        }
-        return Ok(None);
-    };
-    if args.seed_per_image {
-        bail!("{SEED_PER_IMAGE_KANDINSKY21}");
-    }
-    let k = args.images_per_prompt;
-    let latents = match &args.prior_latents {
-        Some(path) => {
-            let shape = p.prior_latent_shape(1, k, negative_given).to_vec();
-            let (found, values) = read_npy_nd(path)?;
-            if found != shape {
-                bail!(
-                    "{}: prior latents of shape {found:?}, but {k} image(s){} need {shape:?}",
-                    path.display(),
-                    if negative_given { " with a negative prompt" } else { "" }
-                );
-            }
-            Some(values)
-        }
-        None => None,
-    };
-    let default = PriorSettings::default();
-    Ok(Some(PriorSettings {
-        steps: args.prior_steps.unwrap_or(default.steps),
-        guidance: args.prior_guidance.unwrap_or(default.guidance),
-        latents,
-    }))
+/// `--latents` or `--prior-latents` FILE.npy, read, for [`checked_latents`] or
+/// [`prior_settings`].
+fn read_given(path: &Option<PathBuf>) -> Result<Option<GivenLatents>> {
+    let Some(path) = path else { return Ok(None) };
+    let (shape, values) = read_npy_nd(path)?;
+    Ok(Some(GivenLatents { source: path.display().to_string(), shape, values }))
 }
 
 /// Kandinsky 2.1's prior settings as the resume log and a shard's part file record them.
@@ -462,7 +430,7 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     let steps = args.steps.unwrap_or(model.default_steps());
     let guidance = args.guidance.unwrap_or(model.default_guidance());
     let k = args.images_per_prompt;
-    let shape = model.latent_shape(k, height, width)?;
+    model.latent_shape(k, height, width)?;
     let layers = parse_layers(args, model.lens_layers())?;
     for &layer in &layers {
         model.check_layer(layer)?;
@@ -473,19 +441,9 @@ fn read(args: &GenerateArgs) -> Result<Read> {
             }
         }
     }
-    let given = match &args.latents {
-        Some(path) => {
-            let (found, values) = read_npy_nd(path)?;
-            if found != shape {
-                bail!(
-                    "{}: latents of shape {found:?}, but {k} image(s) of {height}×{width} need {shape:?}",
-                    path.display()
-                );
-            }
-            Some(values)
-        }
-        None => None,
-    };
+    let given = read_given(&args.latents)?
+        .map(|given| checked_latents(model, given, k, [height, width]))
+        .transpose()?;
     let scheduler_name = scheduler_name(&pipeline, kind, args.seed_per_image)?;
     let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
     let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
@@ -493,7 +451,15 @@ fn read(args: &GenerateArgs) -> Result<Read> {
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
-    let prior = read_prior(args, model, negative_given)?;
+    let prior = prior_settings(
+        model,
+        args.prior_steps,
+        args.prior_guidance,
+        read_given(&args.prior_latents)?,
+        k,
+        args.seed_per_image,
+        negative_given,
+    )?;
     warn_cut_prompts(&pipeline, &prompts)?;
     let model_name = match &args.model_name {
         Some(name) => name.clone(),

@@ -102,7 +102,14 @@ class Pipeline:
     """A diffusers pipeline folder (``culturelens generate --pipeline``); see ``culturelens.Pipeline``."""
 
     @staticmethod
-    def from_pretrained(folder: str, device: str = "cpu", precision: str = "f32") -> "Pipeline": ...
+    def from_pretrained(
+        folder: str,
+        device: str = "cpu",
+        precision: str = "f32",
+        offload: bool = False,
+        max_sequence_length: Optional[int] = None,
+        attention_slice: Optional[str] = None,
+    ) -> "Pipeline": ...
     def generate(
         self,
         prompts: Sequence[str],
@@ -117,4 +124,9 @@ class Pipeline:
         seed_per_image: bool = False,
         true_cfg: float = 1.0,
         batch: int = 1,
+        latents: Optional["np.ndarray"] = None,
+        text_layer: Optional[int] = None,
+        prior_steps: Optional[int] = None,
+        prior_guidance: Optional[float] = None,
+        prior_latents: Optional["np.ndarray"] = None,
     ) -> List[Tuple[int, int, bytes]]: ...

@@ -44,8 +44,8 @@ class Encoder:
 
     Load with :meth:`from_pretrained`; embed with :meth:`embed_images` and :meth:`embed_texts`.
     The rows are the CLI's to the last bit (same folder, same batch size): the same compiled
-    model, preprocessing, batching and (for image files) decoding. The wheel runs the CPU backend
-    (``device="cpu"``, ``precision="f32"``); the GPU devices are the CLI's (``--device wgpu``).
+    model, preprocessing, batching and (for image files) decoding. ``device="wgpu"`` (``--device
+    wgpu``) needs a wheel built with the ``gpu`` feature (docs/python.md).
     Each call runs without the GIL, and Ctrl-C interrupts it.
     """
 
@@ -59,6 +59,8 @@ class Encoder:
         images, tokenizer.json or SigLIP's spiece.model for text), an OpenCLIP hub folder, or one
         written by ``culturelens import-weights``; or a hub id ``ORG/NAME[@REVISION]`` (a string that
         is no existing path): its snapshot in the hub cache, fetched as ``embed --model`` fetches it.
+        ``device``: ``"cpu"`` or ``"wgpu"`` (``--device``; a wheel built with the ``gpu`` feature);
+        ``precision``: ``"f32"``, ``"f16"`` or ``"bf16"`` (``--precision``; f16/bf16 on a GPU).
 
         Raises:
           ValueError: the CLI's message for a folder it cannot load (naming the file), or a
