@@ -182,24 +182,7 @@ fn bad_sdxl_folders_and_requests_fail_clearly_and_write_nothing() {
     for (edit, extra, wanted) in cases {
         let tmp = tempfile::tempdir().unwrap();
         let pipeline = copy_pipeline(tmp.path(), "tiny-sdxl", edit);
-        let out = tmp.path().join("out");
-        let mut cli = Cli::new("generate")
-            .opt("--pipeline", &pipeline)
-            .opt("--prompt", "a street")
-            .opt("--out", &out)
-            .opt("--steps", "2");
-        if !extra.contains(&"--height") {
-            cli = cli.opt("--height", "16");
-        }
-        cli = cli.opt("--width", "16");
-        for a in &extra {
-            cli = cli.arg(a);
-        }
-        let err = cli.run_fails().stderr;
-        for w in &wanted {
-            assert!(err.contains(w), "{extra:?}: {w:?} not in: {err}");
-        }
-        assert!(!out.exists(), "nothing may be written: {err}");
+        crate::common::generate_refusals(tmp.path(), &pipeline, &[(&extra, &wanted)]);
     }
 }
 
