@@ -371,19 +371,32 @@ def main():
         sys.exit(f"unknown workload(s) {sorted(unknown)}; known: {sorted(ANCHORS)}")
     os.makedirs(args.work, exist_ok=True)
     want = lambda w: not only or w in only  # noqa: E731
+    steps = []
     if want("sos"):
-        bench_sos(bins, args)
+        steps.append(("sos", lambda: bench_sos(bins, args)))
     if want("vendi-10k"):
-        bench_vendi(bins, args, 10_000, "vendi-10k")
+        steps.append(("vendi-10k", lambda: bench_vendi(bins, args, 10_000, "vendi-10k")))
     if want("vendi-100k"):
-        bench_vendi(bins, args, 100_000, "vendi-100k")
+        steps.append(("vendi-100k", lambda: bench_vendi(bins, args, 100_000, "vendi-100k")))
     if not only or any(w.startswith("embed-") for w in only):
-        bench_embed(bins, args, {w for w in only if w.startswith("embed-")})
+        steps.append(("embed", lambda: bench_embed(bins, args, {w for w in only if w.startswith("embed-")})))
     if want("unet-step"):
-        bench_unet_step(bins, args)
+        steps.append(("unet-step", lambda: bench_unet_step(bins, args)))
     for workload in families.FAMILIES:
         if want(workload):
-            bench_family_step(bins, args, workload)
+            steps.append((workload, lambda w=workload: bench_family_step(bins, args, w)))
+    # A failing workload is reported as one JSON line and the next one runs (a GPU lease is too
+    # short to lose the rest of the run to one failure); the exit status says that one failed.
+    failed = []
+    for workload, step in steps:
+        try:
+            step()
+        except (Exception, SystemExit) as err:  # sys.exit(message) inside a workload included
+            message = err.code if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+            emit(workload=workload, error=str(message)[-4000:])
+            failed.append(workload)
+    if failed:
+        sys.exit(f"failed workloads: {', '.join(failed)}")
 
 
 if __name__ == "__main__":
