@@ -4,7 +4,8 @@
 # `Encoder.embed_images`), pytest, nbconvert and ipykernel into a FRESH virtualenv (never the
 # source tree), runs the pytest suite, which compares every function with the `culturelens`
 # binary on the same inputs (CULTURELENS_BIN, default $CARGO_TARGET_DIR/debug/culturelens, built
-# here when missing), and executes examples/notebook.ipynb (SoS and MAGBIG on the demo table).
+# here when missing), and executes examples/notebook.ipynb (SoS and MAGBIG on the demo table);
+# then builds the GPU wheel (`--features gpu`) and runs test_wgpu.py against it.
 # maturin is installed, pinned, into $CARGO_TARGET_DIR/python-tools only when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,3 +35,12 @@ CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/
 # fails the run. Its executed copy goes to the temporary folder; the committed one keeps no outputs.
 "$venv/bin/jupyter" nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \
   --ExecutePreprocessor.kernel_name=python3 --output-dir "$venv/notebook" "$root/examples/notebook.ipynb"
+# The GPU wheel (`--features gpu`, opt-in for users) in the same virtualenv: its wgpu device
+# (lavapipe here) against the CLI's `--device wgpu` (test_wgpu.py, skipped against the default
+# wheel above, which instead is checked to refuse wgpu).
+cd "$root"
+"$tools/bin/maturin" build --locked -q -m crates/culturelens-py/Cargo.toml --features gpu --out "$wheels/gpu"
+"$venv/bin/pip" install -q --force-reinstall --no-deps "$wheels"/gpu/culturelens-*.whl
+cd "$venv"
+CULTURELENS_WHEEL_GPU=1 CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider -s \
+  "$root/crates/culturelens-py/tests/test_wgpu.py"
