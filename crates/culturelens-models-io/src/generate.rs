@@ -293,6 +293,64 @@ pub fn prior_settings(
     }))
 }
 
+/// A request's settings that are checked against a loaded pipeline before any image is drawn.
+pub struct Request<'a> {
+    /// `--scheduler`, parsed.
+    pub kind: Option<SchedulerKind>,
+    /// `--height`, `--width` as [`checked_size`] returned them.
+    pub size: [usize; 2],
+    pub images_per_prompt: usize,
+    /// Every text layer the run uses (`None`: the pipeline's own).
+    pub layers: &'a [Option<usize>],
+    /// `--latents`.
+    pub latents: Option<GivenLatents>,
+    pub prior_steps: Option<usize>,
+    pub prior_guidance: Option<f64>,
+    /// `--prior-latents`.
+    pub prior_latents: Option<GivenLatents>,
+    pub seed_per_image: bool,
+    /// Whether a negative prompt was given (Kandinsky 2.1's prior latents double their rows).
+    pub negative_given: bool,
+}
+
+/// What [`check_request`] made of a [`Request`].
+pub struct Checked {
+    /// The `--latents` values, of the shape the request needs.
+    pub given: Option<Vec<f32>>,
+    /// diffusers' class name of the scheduler that runs.
+    pub scheduler: &'static str,
+    /// Kandinsky 2.1's prior settings (`None` for any other pipeline).
+    pub prior: Option<PriorSettings>,
+}
+
+/// Checks `request` against `pipeline` for `prompts`, in one order for the CLI's `generate` and
+/// the Python `Pipeline.generate`, so both refuse a request with the same first message: the
+/// latent shape of the size, each text layer, the given latents, the scheduler (and
+/// `--seed-per-image` with it), Kandinsky 2.1's prior settings; then warns of prompts the
+/// tokenizer cuts.
+pub fn check_request(pipeline: &PipelineFolder, prompts: &[String], request: Request) -> Result<Checked> {
+    let model = &pipeline.model;
+    let k = request.images_per_prompt;
+    let [height, width] = request.size;
+    model.latent_shape(k, height, width)?;
+    for &layer in request.layers {
+        model.check_layer(layer)?;
+    }
+    let given = request.latents.map(|given| checked_latents(model, given, k, request.size)).transpose()?;
+    let scheduler = scheduler_name(pipeline, request.kind, request.seed_per_image)?;
+    let prior = prior_settings(
+        model,
+        request.prior_steps,
+        request.prior_guidance,
+        request.prior_latents,
+        k,
+        request.seed_per_image,
+        request.negative_given,
+    )?;
+    warn_cut_prompts(pipeline, prompts)?;
+    Ok(Checked { given, scheduler, prior })
+}
+
 /// What every batch of a run shares.
 pub struct Job<'a> {
     pub pipeline: &'a PipelineFolder,

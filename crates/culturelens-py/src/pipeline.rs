@@ -14,8 +14,7 @@ use culturelens_diffusion::scheduler::SchedulerKind;
 use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_models_io::generate::{
-    GivenLatents, Item, Job, batches, checked_latents, checked_size, image_bytes, prior_settings,
-    scheduler_name, warn_cut_prompts,
+    Checked, GivenLatents, Item, Job, Request, batches, check_request, checked_size, image_bytes,
 };
 use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -127,25 +126,24 @@ impl Pipeline {
             let size = checked_size(&pipeline.dir, height, width).map_err(cli_error)?;
             pipeline.check_scheduler(kind).map_err(cli_error)?;
             let model = &pipeline.model;
-            model.latent_shape(images_per_prompt, size[0], size[1]).map_err(cli_error)?;
-            model.check_layer(text_layer).map_err(cli_error)?;
-            let given = latents
-                .map(|given| checked_latents(model, given, images_per_prompt, size))
-                .transpose()
-                .map_err(cli_error)?;
-            scheduler_name(pipeline, kind, seed_per_image).map_err(cli_error)?;
             let negative_given = negative_prompt.is_some();
-            let prior = prior_settings(
-                model,
-                prior_steps,
-                prior_guidance,
-                prior_latents,
-                images_per_prompt,
-                seed_per_image,
-                negative_given,
+            let Checked { given, prior, .. } = check_request(
+                pipeline,
+                &prompts,
+                Request {
+                    kind,
+                    size,
+                    images_per_prompt,
+                    layers: &[text_layer],
+                    latents,
+                    prior_steps,
+                    prior_guidance,
+                    prior_latents,
+                    seed_per_image,
+                    negative_given,
+                },
             )
             .map_err(cli_error)?;
-            warn_cut_prompts(pipeline, &prompts).map_err(cli_error)?;
             let negatives = vec![negative_prompt.clone().unwrap_or_default(); prompts.len()];
             let job = Job {
                 pipeline,

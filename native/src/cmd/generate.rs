@@ -40,8 +40,8 @@ use culturelens_diffusion::unet::AttentionSlice;
 use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_models_io::generate::{
-    GivenLatents, Item, Job, PriorSettings, Upscaler, batches, checked_latents, checked_size, image_bytes,
-    prior_settings, scheduler_name, warn_cut_prompts,
+    Checked, GivenLatents, Item, Job, PriorSettings, Request, Upscaler, batches, check_request, checked_size,
+    image_bytes,
 };
 use culturelens_prompts::cultext2i::DEFAULT_GIBBERISH_LENGTH;
 use culturelens_prompts::{LoadOptions, PromptSet};
@@ -429,38 +429,35 @@ fn read(args: &GenerateArgs) -> Result<Read> {
     stages.lap("load");
     let steps = args.steps.unwrap_or(model.default_steps());
     let guidance = args.guidance.unwrap_or(model.default_guidance());
-    let k = args.images_per_prompt;
-    model.latent_shape(k, height, width)?;
     let layers = parse_layers(args, model.lens_layers())?;
-    for &layer in &layers {
-        model.check_layer(layer)?;
-        if let (Some(up), Some(k)) = (&upscaler, layer) {
-            let layers = up.text_layers();
-            if k > layers {
-                bail!("--text-layer {k}: the stage II T5 of --upscale has {layers} layers");
-            }
+    let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
+    let Checked { given, scheduler: scheduler_name, prior } = check_request(
+        &pipeline,
+        &prompts,
+        Request {
+            kind,
+            size: [height, width],
+            images_per_prompt: args.images_per_prompt,
+            layers: &layers,
+            latents: read_given(&args.latents)?,
+            prior_steps: args.prior_steps,
+            prior_guidance: args.prior_guidance,
+            prior_latents: read_given(&args.prior_latents)?,
+            seed_per_image: args.seed_per_image,
+            negative_given,
+        },
+    )?;
+    if let Some(up) = &upscaler {
+        let stage_two = up.text_layers();
+        if let Some(k) = layers.iter().flatten().find(|&&k| k > stage_two) {
+            bail!("--text-layer {k}: the stage II T5 of --upscale has {stage_two} layers");
         }
     }
-    let given = read_given(&args.latents)?
-        .map(|given| checked_latents(model, given, k, [height, width]))
-        .transpose()?;
-    let scheduler_name = scheduler_name(&pipeline, kind, args.seed_per_image)?;
-    let negative_given = args.negative_prompt.is_some() || meta.column("negative_prompt").is_some();
     let negatives: Vec<String> = match (&args.negative_prompt, meta.column("negative_prompt")) {
         (Some(n), _) => vec![n.clone(); prompts.len()],
         (None, Some(column)) => column.to_vec(),
         (None, None) => vec![String::new(); prompts.len()],
     };
-    let prior = prior_settings(
-        model,
-        args.prior_steps,
-        args.prior_guidance,
-        read_given(&args.prior_latents)?,
-        k,
-        args.seed_per_image,
-        negative_given,
-    )?;
-    warn_cut_prompts(&pipeline, &prompts)?;
     let model_name = match &args.model_name {
         Some(name) => name.clone(),
         None => crate::model_name::default_name(args.model.as_deref(), &dir, "model_index.json"),
