@@ -48,6 +48,8 @@ impl Level {
 
 /// Every level this CPU can execute, narrowest first (always [`Level::Scalar`]).
 pub fn available() -> Vec<Level> {
+    // `mut` is used on x86-64 only (wasm32 has the scalar level alone).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut levels = vec![Level::Scalar];
     #[cfg(target_arch = "x86_64")]
     {
