@@ -206,7 +206,7 @@ pub enum ScoreError {
 /// stages `layout`, `upload` (waited for), `device` (device work and read-back) and `report`.
 #[allow(clippy::too_many_arguments)]
 pub fn score_rows(
-    embeddings: Vec<f32>,
+    embeddings: impl Into<crate::device::HostRows>,
     dim: usize,
     cols: SosColumns<'_>,
     pooling: Pooling,
