@@ -7,17 +7,19 @@
 //! DataFrames, so pandas is needed only by the calls that take or return one.
 //!
 //! Conventions: embeddings are a 2-D numpy array of float16, float32 or float64 in any memory
-//! order, converted to f32 as the CLI's `.npy` reader converts (f16 exactly, f64 rounded to
-//! nearest); one copy is made, since the device takes ownership of its buffer (on the CPU it
-//! then uses it in place). Validation is the CLI's (`culturelens_table`), and every error is a
+//! order. A C-contiguous, aligned float32 array is lent to the compute crates and read in place
+//! (`culturelens_compute::device::HostRows`: the CPU device and Vendi's cosine rows read it without
+//! a copy, and never write it); any other is converted to f32 as the CLI's `.npy` reader converts
+//! (f16 exactly, f64 rounded to nearest), with one copy. Validation is the CLI's (`culturelens_table`), and every error is a
 //! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
 //! is no file). Each call validates and computes on a thread of its own, without the GIL, while
 //! the calling thread waits and runs Python's signal handlers every 50 ms ([`interruptible`]), so
 //! Ctrl-C raises `KeyboardInterrupt` in a long call and cancels its work. Embeddings may be 2-D float16/32/64 numpy
 //! arrays; the Python half turns DLPack tensors into numpy views first.
 
-use burn::tensor::Device;
+use burn::tensor::{AllocationProperty, Bytes, Device};
 use culturelens_compute::cultext2i as cultext2i_core;
+use culturelens_compute::device::HostRows;
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{
     Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, per_image_scores, score_rows,
@@ -34,12 +36,17 @@ use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColum
 use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
 use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
 use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, VendiScores, table_rows};
-use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError};
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, validate_rows};
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// The CLI's global allocator (`culturelens-alloc`): the extension's blocks of 4 MiB and more
+/// (SoS and Vendi work buffers, converted tables) advised for huge pages, as numpy's own arrays are.
+#[global_allocator]
+static ALLOCATOR: culturelens_alloc::HugePageHint = culturelens_alloc::HugePageHint;
 
 pub mod device;
 mod encoder;
@@ -53,29 +60,55 @@ use culturelens_prompts::{Fetcher, LoadOptions, PromptError, PromptSet, load as 
 /// A result table as the CLI writes it: its header and the cells of each row.
 type Records = (Vec<String>, Vec<Vec<String>>);
 
-/// The rows of `embeddings` (2-D float16/32/64, any order) as row-major f32, and the column count.
-fn embeddings_f32(embeddings: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize, usize)> {
-    fn rows<T: numpy::Element + Copy>(
-        a: PyReadonlyArray2<'_, T>,
-        f: impl Fn(T) -> f32,
-    ) -> (Vec<f32>, usize, usize) {
+/// Embeddings as the functions read them: row-major f32 values (lent or converted) and their
+/// shape.
+struct Rows {
+    values: HostRows,
+    n: usize,
+    d: usize,
+}
+
+/// The rows of `embeddings` (2-D float16/32/64, any order) as row-major f32. A C-contiguous,
+/// aligned float32 array is lent, read in place without a copy; any other is converted with one
+/// copy. The second value is the array's read-only borrow (numpy's borrow flag, which other Rust
+/// extensions respect), held by the caller until its call returns; the lent buffer itself keeps
+/// a reference to the array, so the memory outlives an interrupted call's last read.
+fn embeddings_rows<'py>(
+    embeddings: &Bound<'py, PyAny>,
+) -> PyResult<(Rows, Option<PyReadonlyArray2<'py, f32>>)> {
+    fn converted<T: numpy::Element + Copy>(a: PyReadonlyArray2<'_, T>, f: impl Fn(T) -> f32) -> Rows {
         let (n, d) = (a.shape()[0], a.shape()[1]);
         // `as_slice` also takes F order (memory order): only a C-order buffer is read as it lies.
-        let data = match a.as_slice() {
+        let data: Vec<f32> = match a.as_slice() {
             Ok(s) if a.is_c_contiguous() => s.iter().map(|&v| f(v)).collect(),
             // F order or strided: ndarray's iterator walks the logical (row-major) order.
             _ => a.as_array().iter().map(|&v| f(v)).collect(),
         };
-        (data, n, d)
+        Rows { values: data.into(), n, d }
     }
-    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, f32>>() {
-        return Ok(rows(a, |v| v));
+    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'py, f32>>() {
+        let (n, d) = (a.shape()[0], a.shape()[1]);
+        let lent = match a.as_slice() {
+            Ok(s) if a.is_c_contiguous() && !s.is_empty() => {
+                let buffer =
+                    NumpyBuffer { _array: embeddings.clone().unbind(), values: s.as_ptr(), len: s.len() };
+                HostRows::lent(Bytes::from_shared(
+                    bytes::Bytes::from_owner(buffer),
+                    AllocationProperty::Other,
+                ))
+            }
+            _ => None,
+        };
+        return Ok(match lent {
+            Some(values) => (Rows { values, n, d }, Some(a)),
+            None => (converted(a, |v| v), None),
+        });
     }
     if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, f64>>() {
-        return Ok(rows(a, |v| v as f32));
+        return Ok((converted(a, |v| v as f32), None));
     }
     if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, half::f16>>() {
-        return Ok(rows(a, half::f16::to_f32));
+        return Ok((converted(a, half::f16::to_f32), None));
     }
     let what = match embeddings.getattr("dtype").and_then(|d| d.str()) {
         Ok(dtype) => format!("a numpy array of dtype {dtype} and {} dimensions", dims(embeddings)),
@@ -86,6 +119,26 @@ fn embeddings_f32(embeddings: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize, u
     )))
 }
 
+/// A numpy array's float32 buffer, lent to [`HostRows`] for as long as they hold it: the array
+/// stays alive through its reference, and its memory is only read.
+struct NumpyBuffer {
+    _array: Py<PyAny>,
+    values: *const f32,
+    len: usize,
+}
+
+// SAFETY: the buffer is only read, and the array it belongs to lives while `_array` does (`Py`
+// is `Send`; dropped off the interpreter, its reference is released at the next attach).
+unsafe impl Send for NumpyBuffer {}
+
+impl AsRef<[u8]> for NumpyBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `values` points at `len` f32s of the array `_array` keeps alive (non-empty,
+        // so not dangling); a numpy array cannot be resized while another reference holds it.
+        unsafe { std::slice::from_raw_parts(self.values.cast::<u8>(), self.len * size_of::<f32>()) }
+    }
+}
+
 fn dims(a: &Bound<'_, PyAny>) -> String {
     a.getattr("ndim").map_or("?".into(), |n| n.to_string())
 }
@@ -94,27 +147,24 @@ fn table_error(e: TableError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`]; without `columns`,
-/// embeddings without metadata (as `--embeddings E.npy` without `--meta`).
-fn table(
-    data: Vec<f32>,
-    n: usize,
-    d: usize,
-    columns: Option<Vec<(String, Vec<String>)>>,
-) -> PyResult<EmbeddingTable> {
-    named_table(data, n, d, columns, ["embeddings", "meta"])
-}
-
-/// [`table`] with the names of the two inputs in its errors: `names[0]` the embeddings' (whose
-/// rows `validate` checks), `names[1]` the metadata's. With the names `embeddings` and `meta` the
-/// embeddings' errors are the CLI's messages without a file, as [`table`] gives them.
+/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`] (the rows copied
+/// when lent), with the names of the two inputs in its errors as [`checked`] gives them.
 fn named_table(
-    data: Vec<f32>,
-    n: usize,
-    d: usize,
+    rows: Rows,
     columns: Option<Vec<(String, Vec<String>)>>,
     names: [&str; 2],
 ) -> PyResult<EmbeddingTable> {
+    let meta = checked(&rows, columns, names)?;
+    Ok(EmbeddingTable::new(Matrix::new(rows.n, rows.d, rows.values.into_vec()), meta))
+}
+
+/// The checks of the CLI's table loading on embeddings and metadata columns (without `columns`,
+/// embeddings without metadata, as `--embeddings E.npy` without `--meta`): the metadata, its row
+/// count, then every row finite with a non-zero norm; the metadata on success. `names[0]` names
+/// the embeddings in errors, `names[1]` the metadata; with the names `embeddings` and `meta` the
+/// errors are the CLI's messages without a file.
+fn checked(rows: &Rows, columns: Option<Vec<(String, Vec<String>)>>, names: [&str; 2]) -> PyResult<Metadata> {
+    let n = rows.n;
     let meta_error = |e: PyErr| if names[1] == "meta" { e } else { argument(names[1], e) };
     let meta = match columns {
         Some(columns) => Metadata::from_columns(None, columns).map_err(table_error).map_err(meta_error)?,
@@ -128,12 +178,10 @@ fn named_table(
             names[0]
         )));
     }
-    let table = EmbeddingTable::new(Matrix::new(n, d, data), meta);
-    table
-        .validate(None)
+    validate_rows(rows.values.as_slice(), n, rows.d, None)
         .map_err(table_error)
         .map_err(|e| if names[0] == "embeddings" { e } else { argument(names[0], e) })?;
-    Ok(table)
+    Ok(meta)
 }
 
 /// The `pool` argument as the CLI's `--pool`.
@@ -150,12 +198,12 @@ fn pooling(pool: &str) -> PyResult<Pooling> {
 /// SoS of a validated table on the CPU device, as `culturelens sos` scores it (`score_table`),
 /// and the table's `image` cells.
 fn score_sos(
-    table: EmbeddingTable,
+    rows: Rows,
+    meta: Metadata,
     pooling: Pooling,
     ci: Option<SosCi>,
 ) -> PyResult<(Scored, Option<Vec<String>>)> {
-    let EmbeddingTable { embeddings, meta } = table;
-    let d = embeddings.cols();
+    let d = rows.d;
     let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
     // The cluster columns first, as the command reads them before scoring.
     let keys = match &ci {
@@ -178,7 +226,7 @@ fn score_sos(
     };
     let device = Device::flex();
     let scored = score_rows(
-        embeddings.into_data(),
+        rows.values,
         d,
         cols,
         pooling,
@@ -260,9 +308,10 @@ fn sos(
             )));
         }
     };
-    let (data, n, d) = embeddings_f32(embeddings)?;
+    let (rows, _borrow) = embeddings_rows(embeddings)?;
     interruptible(py, move || {
-        let (scored, images) = score_sos(table(data, n, d, Some(columns))?, pooling, ci)?;
+        let meta = checked(&rows, Some(columns), ["embeddings", "meta"])?;
+        let (scored, images) = score_sos(rows, meta, pooling, ci)?;
         let report = &scored.report;
         match output.as_str() {
             "per_image" => {
@@ -396,21 +445,24 @@ fn vendi(
                 .into(),
         ));
     }
-    let rows = match embeddings {
-        Some(e) => Some(embeddings_f32(e)?),
-        None if categorical => None,
+    let (rows, _borrow) = match embeddings {
+        Some(e) => {
+            let (rows, borrow) = embeddings_rows(e)?;
+            (Some(rows), borrow)
+        }
+        None if categorical => (None, None),
         None => return Err(value(format!("kernel='{kernel}' needs embeddings"))),
     };
     let kernel = kernel.to_string();
     interruptible(py, move || {
         let (items, meta) = match (kernel.as_str(), rows) {
-            ("cosine", Some((data, n, d))) => {
-                let EmbeddingTable { embeddings, meta } = table(data, n, d, columns)?;
-                let rows = CosineRows::new(embeddings.into_data(), n, d)
+            ("cosine", Some(rows)) => {
+                let meta = checked(&rows, columns, ["embeddings", "meta"])?;
+                let rows = CosineRows::new(rows.values, rows.n, rows.d)
                     .map_err(|e| value(format!("embeddings: {e}")))?;
                 (Collection::Cosine(rows), meta)
             }
-            ("precomputed", Some((data, n, d))) => {
+            ("precomputed", Some(Rows { values, n, d })) => {
                 if n != d {
                     return Err(value(format!(
                         "embeddings: a kernel matrix must be square, found {n} x {d}"
@@ -430,7 +482,7 @@ fn vendi(
                     None => Metadata::empty(n),
                 };
                 // As the CLI reads K.npy: f32 values, then f64.
-                (Collection::Kernel { k: data.iter().map(|v| f64::from(*v)).collect(), n }, meta)
+                (Collection::Kernel { k: values.as_slice().iter().map(|v| f64::from(*v)).collect(), n }, meta)
             }
             (_, _) => {
                 let Some(columns) = columns else {
@@ -663,16 +715,17 @@ fn cultext2i(
         return Err(PyValueError::new_err("vqa answers go into the report: pass report=True"));
     }
     let ci = ci_spec(ci, bootstrap, ci_method, seed)?;
-    let (images, n, d) = embeddings_f32(images).map_err(|e| argument("images", e))?;
-    let (texts, k, dt) = embeddings_f32(texts).map_err(|e| argument("texts", e))?;
+    let (images, _images_borrow) = embeddings_rows(images).map_err(|e| argument("images", e))?;
+    let (texts, _texts_borrow) = embeddings_rows(texts).map_err(|e| argument("texts", e))?;
+    let (d, dt) = (images.d, texts.d);
     if d != dt {
         return Err(PyValueError::new_err(format!(
             "images has {d}-dimensional embeddings but texts has {dt}: image and text embeddings must come from one model"
         )));
     }
     interruptible(py, move || {
-        let images = named_table(images, n, d, Some(image_columns), ["images", "image_meta"])?;
-        let texts = named_table(texts, k, d, Some(text_columns), ["texts", "text_meta"])?;
+        let images = named_table(images, Some(image_columns), ["images", "image_meta"])?;
+        let texts = named_table(texts, Some(text_columns), ["texts", "text_meta"])?;
         let vqa = vqa
             .map(|c| Metadata::from_columns(None, c))
             .transpose()
@@ -719,8 +772,9 @@ fn clipscore(
     captions: &Bound<'_, PyAny>,
     w: f64,
 ) -> PyResult<(Vec<String>, Vec<String>)> {
-    let (images, n, d) = embeddings_f32(images).map_err(|e| argument("images", e))?;
-    let (captions, nc, dc) = embeddings_f32(captions).map_err(|e| argument("captions", e))?;
+    let (images, _images_borrow) = embeddings_rows(images).map_err(|e| argument("images", e))?;
+    let (captions, _captions_borrow) = embeddings_rows(captions).map_err(|e| argument("captions", e))?;
+    let ((n, d), (nc, dc)) = ((images.n, images.d), (captions.n, captions.d));
     if (n, d) != (nc, dc) {
         return Err(PyValueError::new_err(format!(
             "captions: {nc} x {dc} embeddings for {n} x {d} image embeddings: one caption per image, from one model"
@@ -731,8 +785,9 @@ fn clipscore(
     }
     interruptible(py, move || {
         for (name, rows) in [("images", &images), ("captions", &captions)] {
-            named_table(rows.clone(), n, d, None, [name, "meta"])?;
+            checked(rows, None, [name, "meta"])?;
         }
+        let (images, captions) = (images.values.into_vec(), captions.values.into_vec());
         let scores = culturelens_compute::tensor::clip_scores(images, captions, d, w, &Device::flex());
         Ok(scores.iter().map(|(c, s)| (c.to_string(), s.to_string())).unzip())
     })

@@ -8,8 +8,10 @@ DataFrame (``pip install culturelens[pandas]``).
 
 Inputs:
   embeddings: a 2-D numpy array (N x d) of float16, float32 or float64, C or Fortran order, or a
-    CPU tensor with the DLPack protocol (torch, JAX, ...; read through a numpy view, no copy);
-    converted to float32 as the CLI's ``.npy`` reader does (one copy: the device owns its buffer).
+    CPU tensor with the DLPack protocol (torch, JAX, ...; read through a numpy view, no copy).
+    A C-order float32 array is read in place, without a copy, while the call runs (as numpy's own
+    functions read their inputs: do not write to it from another thread meanwhile); any other is
+    converted to float32 as the CLI's ``.npy`` reader does, with one copy.
   meta: one row per embedding, as a pandas or polars DataFrame, a pyarrow Table, or a mapping of
     column name to a sequence; cells are read as text, as the CLI reads ``meta.csv`` (a missing
     value, None or NaN, is an empty cell).
@@ -82,7 +84,7 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
             meta = meta.to_dict(as_series=False)
         else:  # pandas
             # By position: a frame may repeat a name, which the CLI's check refuses by name.
-            return [(str(name), [_cell(v) for v in meta.iloc[:, i].tolist()]) for i, name in enumerate(meta.columns)]
+            return [(str(name), _pandas_cells(meta.iloc[:, i])) for i, name in enumerate(meta.columns)]
     if not isinstance(meta, Mapping):
         raise TypeError(
             "meta: expected a pandas or polars DataFrame, a pyarrow Table or a mapping of column "
@@ -91,21 +93,44 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
     return [(str(name), [_cell(v) for v in values]) for name, values in meta.items()]
 
 
-def _array(x: Any, name: str) -> Any:
-    """``x`` as the compiled functions take it: a numpy array as it is; a tensor with the DLPack
-    protocol (``__dlpack__``: torch, JAX, CuPy, ...) on the CPU as a numpy view of its memory (no
-    copy; ``np.from_dlpack``)."""
-    if x is None or isinstance(x, (list, tuple)) or type(x).__module__ == "numpy" or not hasattr(x, "__dlpack__"):
-        return x
-    import numpy as np
+def _pandas_cells(column: Any) -> List[str]:
+    """A pandas column's cells as ``_cell`` reads them. A column of strings without a missing
+    value (an object column pandas infers as such, or a string dtype without NA) is its values as
+    they are, without a Python call per cell: ``_cell`` would return each unchanged."""
+    import pandas as pd
+    from pandas.api.types import infer_dtype
 
-    try:
-        return np.from_dlpack(x)
-    except (BufferError, RuntimeError, TypeError, ValueError) as e:
-        raise TypeError(
-            f"{name}: a {type(x).__name__} whose memory numpy cannot read through DLPack ({e}); "
-            "pass a CPU tensor of float16/32/64 (e.g. tensor.detach().cpu())"
-        ) from e
+    values = column.tolist()
+    if column.dtype == object:
+        if infer_dtype(column, skipna=False) == "string":
+            return values
+    elif isinstance(column.dtype, pd.StringDtype) and not column.isna().any():
+        return values
+    return [_cell(v) for v in values]
+
+
+def _array(x: Any, name: str) -> Any:
+    """``x`` as the compiled functions take it: a numpy array as it is (a C-order float32 one is
+    then read in place, without a copy); a tensor with the DLPack protocol (``__dlpack__``: torch,
+    JAX, CuPy, ...) on the CPU as a numpy view of its memory (no copy; ``np.from_dlpack``). An
+    array whose values are not aligned in memory (a view at an odd byte offset) is copied first:
+    the compiled code reads aligned values only."""
+    if x is None or isinstance(x, (list, tuple)):
+        return x
+    if type(x).__module__ != "numpy" and hasattr(x, "__dlpack__"):
+        import numpy as np
+
+        try:
+            x = np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise TypeError(
+                f"{name}: a {type(x).__name__} whose memory numpy cannot read through DLPack ({e}); "
+                "pass a CPU tensor of float16/32/64 (e.g. tensor.detach().cpu())"
+            ) from e
+    flags = getattr(x, "flags", None)
+    if flags is not None and hasattr(flags, "aligned") and not flags.aligned:
+        return x.copy()
+    return x
 
 
 def _order(q: Any) -> str:
