@@ -12,11 +12,14 @@ use burn::tensor::{Bytes, DType, Device, Tensor, TensorData};
 /// it is held as Burn's shared, copy-on-write [`Bytes`], so a device op that wanted to write into
 /// its input would copy it first.
 #[derive(Clone, Debug)]
-pub struct HostRows(Bytes);
+pub struct HostRows {
+    bytes: Bytes,
+    lent: bool,
+}
 
 impl From<Vec<f32>> for HostRows {
     fn from(values: Vec<f32>) -> HostRows {
-        HostRows(Bytes::from_elems(values))
+        HostRows { bytes: Bytes::from_elems(values), lent: false }
     }
 }
 
@@ -31,26 +34,36 @@ impl HostRows {
     /// f32-aligned address.
     pub fn lent(bytes: Bytes) -> Option<HostRows> {
         as_f32(&bytes)?;
-        Some(HostRows(bytes))
+        Some(HostRows { bytes, lent: true })
+    }
+
+    /// Whether the values are lent; a clone of lent values shares them (an owned `Vec` is copied).
+    pub fn is_lent(&self) -> bool {
+        self.lent
+    }
+
+    /// A second handle on lent values (no copy); `None` for owned ones, whose clone would copy.
+    pub fn clone_if_lent(&self) -> Option<HostRows> {
+        self.lent.then(|| self.clone())
     }
 
     pub fn as_slice(&self) -> &[f32] {
-        as_f32(&self.0).expect("whole, aligned f32s (checked when made)")
+        as_f32(&self.bytes).expect("whole, aligned f32s (checked when made)")
     }
 
     pub fn len(&self) -> usize {
-        self.0.len() / size_of::<f32>()
+        self.bytes.len() / size_of::<f32>()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.len() == 0
+        self.bytes.len() == 0
     }
 
     /// The values as a `Vec`: the owner's own without a copy, lent memory copied.
     pub fn into_vec(self) -> Vec<f32> {
-        match self.0.try_into_vec::<f32>() {
+        match self.bytes.try_into_vec::<f32>() {
             Ok(values) => values,
-            Err(lent) => HostRows(lent).as_slice().to_vec(),
+            Err(lent) => as_f32(&lent).expect("whole, aligned f32s (checked when made)").to_vec(),
         }
     }
 }
@@ -109,15 +122,14 @@ pub fn upload_rows(
     assert_eq!(embeddings.len(), rows * dim, "embeddings must be rows × dim");
     let step = rows_per_block.unwrap_or(rows).clamp(1, rows.max(1));
     if step >= rows {
-        let data = TensorData::from_bytes(embeddings.0, [rows, dim], DType::F32);
+        let data = TensorData::from_bytes(embeddings.bytes, [rows, dim], DType::F32);
         return vec![Tensor::<2>::from_data(data, device)];
     }
     let starts: Vec<usize> = (0..rows).step_by(step).collect();
-    let mut embeddings = match embeddings.0.try_into_vec::<f32>() {
+    let mut embeddings = match embeddings.bytes.try_into_vec::<f32>() {
         Ok(values) => values,
         Err(lent) => {
-            let values = HostRows(lent);
-            let values = values.as_slice();
+            let values = as_f32(&lent).expect("whole, aligned f32s (checked when made)");
             return starts
                 .iter()
                 .map(|&start| {
@@ -169,6 +181,7 @@ mod tests {
         let device = Device::flex();
         let values: Vec<f32> = (0..14).map(|v| v as f32).collect();
         let lent = HostRows::lent(Bytes::from_elems(values.clone()).shared()).unwrap();
+        assert!(lent.is_lent() && !HostRows::from(values.clone()).is_lent());
         assert_eq!(lent.as_slice(), values.as_slice());
         for rows_per_block in [None, Some(3)] {
             let blocks = upload_rows(lent.clone(), 2, rows_per_block, &device);
