@@ -22,7 +22,7 @@ use culturelens_compute::cultext2i as cultext2i_core;
 use culturelens_compute::device::HostRows;
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{
-    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, per_image_scores, score_rows,
+    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, SosLayout, per_image_scores, score_layout,
 };
 use culturelens_compute::vendi::{
     Collection, CosineRows, ProductPrecision, Route, categorical_features, group_intervals, point_scores,
@@ -152,7 +152,7 @@ fn table_error(e: TableError) -> PyErr {
 fn named_table(
     rows: Rows,
     columns: Option<Vec<(String, Vec<String>)>>,
-    names: [&str; 2],
+    names: [&'static str; 2],
 ) -> PyResult<EmbeddingTable> {
     let meta = checked(&rows, columns, names)?;
     Ok(EmbeddingTable::new(Matrix::new(rows.n, rows.d, rows.values.into_vec()), meta))
@@ -163,8 +163,22 @@ fn named_table(
 /// count, then every row finite with a non-zero norm; the metadata on success. `names[0]` names
 /// the embeddings in errors, `names[1]` the metadata; with the names `embeddings` and `meta` the
 /// errors are the CLI's messages without a file.
-fn checked(rows: &Rows, columns: Option<Vec<(String, Vec<String>)>>, names: [&str; 2]) -> PyResult<Metadata> {
-    let n = rows.n;
+fn checked(
+    rows: &Rows,
+    columns: Option<Vec<(String, Vec<String>)>>,
+    names: [&'static str; 2],
+) -> PyResult<Metadata> {
+    let meta = checked_meta(rows.n, columns, names)?;
+    RowsCheck::Later.wait(rows, names[0])?;
+    Ok(meta)
+}
+
+/// [`checked`]'s checks of the metadata and its row count (`n`, the embeddings').
+fn checked_meta(
+    n: usize,
+    columns: Option<Vec<(String, Vec<String>)>>,
+    names: [&'static str; 2],
+) -> PyResult<Metadata> {
     let meta_error = |e: PyErr| if names[1] == "meta" { e } else { argument(names[1], e) };
     let meta = match columns {
         Some(columns) => Metadata::from_columns(None, columns).map_err(table_error).map_err(meta_error)?,
@@ -178,10 +192,48 @@ fn checked(rows: &Rows, columns: Option<Vec<(String, Vec<String>)>>, names: [&st
             names[0]
         )));
     }
-    validate_rows(rows.values.as_slice(), n, rows.d, None)
-        .map_err(table_error)
-        .map_err(|e| if names[0] == "embeddings" { e } else { argument(names[0], e) })?;
     Ok(meta)
+}
+
+/// [`checked`]'s check of the rows (named `name` in errors), run when waited for, or started
+/// early on a thread of its own for lent rows (a clone shares them): it reads the whole table
+/// once, bound by memory on one core, while the caller extracts the metadata and builds SoS's
+/// layout on the other. The caller checks the metadata first and waits for this before any error
+/// of its own, so the errors keep [`checked`]'s order.
+enum RowsCheck {
+    Running(std::thread::JoinHandle<PyResult<()>>),
+    Later,
+}
+
+impl RowsCheck {
+    /// The check of lent rows started; a check for later for owned ones (a clone would copy).
+    fn start(rows: &Rows, name: &'static str) -> RowsCheck {
+        match rows.values.clone_if_lent() {
+            Some(values) => {
+                let (n, d) = (rows.n, rows.d);
+                RowsCheck::Running(std::thread::spawn(move || check_rows(&values, n, d, name)))
+            }
+            None => RowsCheck::Later,
+        }
+    }
+
+    /// The check's result, once it is done (`rows` are those it was started on).
+    fn wait(self, rows: &Rows, name: &'static str) -> PyResult<()> {
+        match self {
+            RowsCheck::Running(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the embeddings' check panicked"))),
+            RowsCheck::Later => check_rows(&rows.values, rows.n, rows.d, name),
+        }
+    }
+}
+
+/// Every row finite with a non-zero norm (`culturelens_table::validate_rows`), the error naming
+/// the embeddings `name`.
+fn check_rows(values: &HostRows, n: usize, d: usize, name: &str) -> PyResult<()> {
+    validate_rows(values.as_slice(), n, d, None)
+        .map_err(table_error)
+        .map_err(|e| if name == "embeddings" { e } else { argument(name, e) })
 }
 
 /// The `pool` argument as the CLI's `--pool`.
@@ -200,55 +252,61 @@ fn pooling(pool: &str) -> PyResult<Pooling> {
 fn score_sos(
     rows: Rows,
     meta: Metadata,
+    rows_check: RowsCheck,
     pooling: Pooling,
     ci: Option<SosCi>,
 ) -> PyResult<(Scored, Option<Vec<String>>)> {
     let d = rows.d;
     let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
-    // The cluster columns first, as the command reads them before scoring.
-    let keys = match &ci {
-        Some(ci) => ci
-            .cluster
-            .iter()
-            .map(|c| meta.require_nonempty_column(c).map(<[String]>::to_vec))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(table_error)?,
-        None => Vec::new(),
+    // The metadata's part beside the rows' check, whose error comes first (as the CLI checks the
+    // rows when it loads them); the rows are scored only once they passed it.
+    let layout = || {
+        // The cluster columns first, as the command reads them before scoring.
+        let keys = match &ci {
+            Some(ci) => ci
+                .cluster
+                .iter()
+                .map(|c| meta.require_nonempty_column(c).map(<[String]>::to_vec))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(table_error)?,
+            None => Vec::new(),
+        };
+        let required = |name| meta.require_nonempty_column(name).map_err(table_error);
+        let optional = |name| meta.column(name).map(|_| required(name)).transpose();
+        let cols = SosColumns {
+            model: required("model")?,
+            language: required("language")?,
+            culture: required("culture")?,
+            layer: optional("layer")?,
+            person: optional("person")?,
+        };
+        let layout = SosLayout::new(cols, pooling).map_err(|e| sos_error(ScoreError::Sos(e.into())))?;
+        Ok((layout, keys))
     };
-    let required = |name| meta.require_nonempty_column(name).map_err(table_error);
-    let optional = |name| meta.column(name).map(|_| required(name)).transpose();
-    let cols = SosColumns {
-        model: required("model")?,
-        language: required("language")?,
-        culture: required("culture")?,
-        layer: optional("layer")?,
-        person: optional("person")?,
-    };
+    let layout: PyResult<_> = layout();
+    rows_check.wait(&rows, "embeddings")?;
+    let (layout, keys) = layout?;
     let device = Device::flex();
-    let scored = score_rows(
-        rows.values,
-        d,
-        cols,
-        pooling,
-        &device,
-        Processor::Cpu,
-        Blocking::Default(Processor::Cpu),
-        &mut |_| {},
-    )
-    .map_err(|e| match e {
-        ScoreError::Sos(e) => PyValueError::new_err(format!("SoS cannot be computed for this table: {e}")),
-        e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
-    })?;
-    let mut scored = scored;
+    let (processor, blocking) = (Processor::Cpu, Blocking::Default(Processor::Cpu));
+    let mut scored =
+        score_layout(layout, rows.values, d, &device, processor, blocking, &mut |_| {}).map_err(sos_error)?;
     if let Some(ci) = ci {
         let keys: Vec<&[String]> = keys.iter().map(Vec::as_slice).collect();
         let cluster = (!keys.is_empty()).then_some(keys.as_slice());
-        let chunk_rows = Blocking::Default(Processor::Cpu).chunk_rows(d);
+        let chunk_rows = blocking.chunk_rows(d);
         scored.add_intervals(cluster, ci.mode, ci.spec, chunk_rows).map_err(|e| {
             PyValueError::new_err(format!("SoS cannot be computed on a bootstrap resample: {e}"))
         })?;
     }
     Ok((scored, images))
+}
+
+/// A scoring error as `culturelens sos` reports it.
+fn sos_error(e: ScoreError) -> PyErr {
+    match e {
+        ScoreError::Sos(e) => PyValueError::new_err(format!("SoS cannot be computed for this table: {e}")),
+        e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
+    }
 }
 
 /// `sos --ci`'s settings: the interval, the mode and the cluster columns.
@@ -287,7 +345,7 @@ fn sos_ci(spec: Option<CiSpec>, ci_mode: &str, cluster: Vec<String>) -> PyResult
 fn sos(
     py: Python<'_>,
     embeddings: &Bound<'_, PyAny>,
-    columns: Vec<(String, Vec<String>)>,
+    columns: &Bound<'_, PyAny>,
     pool: &str,
     output: &str,
     ci: Option<f64>,
@@ -309,9 +367,14 @@ fn sos(
         }
     };
     let (rows, _borrow) = embeddings_rows(embeddings)?;
+    // The rows' check beside the extraction of the columns and the layout.
+    let rows_check = RowsCheck::start(&rows, "embeddings");
+    let columns: Vec<(String, Vec<String>)> = columns
+        .extract()
+        .map_err(|e: PyErr| PyTypeError::new_err(format!("argument 'columns': {}", e.value(py))))?;
     interruptible(py, move || {
-        let meta = checked(&rows, Some(columns), ["embeddings", "meta"])?;
-        let (scored, images) = score_sos(rows, meta, pooling, ci)?;
+        let meta = checked_meta(rows.n, Some(columns), ["embeddings", "meta"])?;
+        let (scored, images) = score_sos(rows, meta, rows_check, pooling, ci)?;
         let report = &scored.report;
         match output.as_str() {
             "per_image" => {

@@ -105,10 +105,13 @@ x64 = x.astype(np.float64)
 start = (sys.getrefcount(x), sys.getrefcount(x64))
 lent = interrupted_refs(x)
 converted = interrupted_refs(x64)
-# The interrupted work has stopped; the next call releases the references it dropped.
-time.sleep(1.0)
-culturelens.vendi(np.eye(3, dtype=np.float32))
-gc.collect()
+# Once the interrupted work has stopped (at its next resample: seconds in a debug build), the
+# next call releases the reference it dropped.
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and [sys.getrefcount(x), sys.getrefcount(x64)] != list(start):
+    time.sleep(0.2)
+    culturelens.vendi(np.eye(3, dtype=np.float32))
+    gc.collect()
 print(*lent, *converted, *start, sys.getrefcount(x), sys.getrefcount(x64), flush=True)
 """
 
@@ -117,7 +120,7 @@ def test_the_lent_array_is_referenced_by_the_work_until_it_ends():
     """The lent buffer holds a reference to the array while the work may read it, so Python
     cannot free the memory under an interrupted call's work; it is released after the work ends
     (no leak). A converted array's work holds no reference (its copy is its own)."""
-    done = subprocess.run([sys.executable, "-c", KEEP_ALIVE], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", KEEP_ALIVE], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     lent_base, lent_after, converted_base, converted_after, *start, lent_end, converted_end = map(int, done.stdout.split())
     print(f"references in the call: lent {lent_base} -> {lent_after}, converted {converted_base} -> {converted_after}; "
