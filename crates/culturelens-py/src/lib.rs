@@ -338,14 +338,18 @@ fn sos_ci(spec: Option<CiSpec>, ci_mode: &str, cluster: Vec<String>) -> PyResult
 /// them: `output` "joint" (`--out`: the joint scores, with `ci` their intervals), "per_image"
 /// (`--per-image`: every output's score) or "report" (`--report`: the JSON report, SoS §4.1,
 /// §5.1–5.2, Fig. 2 and 5, App. C.4). The tables come back as records, the report as its text.
+///
+/// A column's cells come as a list of strings or as [`Cells::Joined`]; with `kind` (a function of
+/// a result column's name giving "int", "float" or "text") a table comes back as its header and
+/// typed columns ([`typed_columns`]) instead of records.
 #[pyfunction]
 #[pyo3(signature = (embeddings, columns, pool = "all", output = "joint", ci = None, bootstrap = 1000,
-                    ci_method = "bca", seed = 0, ci_mode = "fast", cluster = Vec::new()))]
+                    ci_method = "bca", seed = 0, ci_mode = "fast", cluster = Vec::new(), kind = None))]
 #[allow(clippy::too_many_arguments)]
-fn sos(
-    py: Python<'_>,
-    embeddings: &Bound<'_, PyAny>,
-    columns: &Bound<'_, PyAny>,
+fn sos<'py>(
+    py: Python<'py>,
+    embeddings: &Bound<'py, PyAny>,
+    columns: &Bound<'py, PyAny>,
     pool: &str,
     output: &str,
     ci: Option<f64>,
@@ -354,7 +358,8 @@ fn sos(
     seed: u64,
     ci_mode: &str,
     cluster: Vec<String>,
-) -> PyResult<(Option<Records>, Option<String>)> {
+    kind: Option<Bound<'py, PyAny>>,
+) -> PyResult<(Option<Bound<'py, PyAny>>, Option<String>)> {
     let pooling = pooling(pool)?;
     let ci = sos_ci(ci_spec(ci, bootstrap, ci_method, seed)?, ci_mode, cluster)?;
     let with_ci = ci.is_some();
@@ -369,10 +374,14 @@ fn sos(
     let (rows, _borrow) = embeddings_rows(embeddings)?;
     // The rows' check beside the extraction of the columns and the layout.
     let rows_check = RowsCheck::start(&rows, "embeddings");
-    let columns: Vec<(String, Vec<String>)> = columns
+    let columns: Vec<(String, Cells)> = columns
         .extract()
         .map_err(|e: PyErr| PyTypeError::new_err(format!("argument 'columns': {}", e.value(py))))?;
-    interruptible(py, move || {
+    let (records, report) = interruptible(py, move || {
+        let columns = columns
+            .into_iter()
+            .map(|(name, cells)| cells.split(&name).map(|cells| (name, cells)))
+            .collect::<PyResult<Vec<_>>>()?;
         let meta = checked_meta(rows.n, Some(columns), ["embeddings", "meta"])?;
         let (scored, images) = score_sos(rows, meta, rows_check, pooling, ci)?;
         let report = &scored.report;
@@ -394,7 +403,88 @@ fn sos(
                 Ok((Some(records::<schema::Joint>(&columns, &report.joint)), None))
             }
         }
-    })
+    })?;
+    let records = match (records, kind) {
+        (Some(records), Some(kind)) => Some(typed_columns(py, records, &kind)?.into_any()),
+        (Some(records), None) => Some(records.into_pyobject(py)?.into_any()),
+        (None, _) => None,
+    };
+    Ok((records, report))
+}
+
+/// A metadata column's cells as the Python half passes them: a list of strings, or `(n, text)`,
+/// the `n` cells joined by [`CELL_SEPARATOR`] into one string (a column of strings none of which
+/// holds the separator; one string crosses the boundary instead of `n`, and is split here,
+/// without the GIL).
+#[derive(FromPyObject)]
+enum Cells {
+    Joined(usize, String),
+    List(Vec<String>),
+}
+
+/// The separator of [`Cells::Joined`]: the ASCII unit separator, U+001F.
+const CELL_SEPARATOR: char = '\u{1f}';
+
+impl Cells {
+    /// The cells; a joined text that does not split into its `n` cells (a cell held the
+    /// separator) is refused, naming the column.
+    fn split(self, column: &str) -> PyResult<Vec<String>> {
+        match self {
+            Cells::List(cells) => Ok(cells),
+            Cells::Joined(0, text) if text.is_empty() => Ok(Vec::new()),
+            Cells::Joined(n, text) => {
+                let cells: Vec<String> = text.split(CELL_SEPARATOR).map(str::to_owned).collect();
+                if cells.len() != n {
+                    return Err(PyValueError::new_err(format!(
+                        "meta: column {column:?}: {n} cells joined by U+001F split into {}: a cell holds U+001F",
+                        cells.len()
+                    )));
+                }
+                Ok(cells)
+            }
+        }
+    }
+}
+
+/// A result table column-wise: its header and, per column, by `kind(name)`: "int", a numpy int64
+/// array of the cells parsed as Python's `int` parses them; "float", a numpy float64 array as
+/// Python's `float` parses them (Rust's parser rounds correctly too; an empty cell is NaN);
+/// "text", the list of cells.
+fn typed_columns<'py>(
+    py: Python<'py>,
+    (header, rows): Records,
+    kind: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let mut columns: Vec<Vec<String>> = header.iter().map(|_| Vec::with_capacity(rows.len())).collect();
+    for row in rows {
+        for (column, cell) in columns.iter_mut().zip(row) {
+            column.push(cell);
+        }
+    }
+    let bad =
+        |name: &str, cell: &str| PyValueError::new_err(format!("{name}: cannot parse the cell {cell:?}"));
+    let mut typed = Vec::with_capacity(header.len());
+    for (name, cells) in header.iter().zip(columns) {
+        let column = match kind.call1((name,))?.extract::<String>()?.as_str() {
+            "int" => {
+                let values = cells
+                    .iter()
+                    .map(|c| c.parse::<i64>().map_err(|_| bad(name, c)))
+                    .collect::<PyResult<Vec<_>>>()?;
+                numpy::PyArray1::from_vec(py, values).into_any()
+            }
+            "float" => {
+                let parse = |c: &String| {
+                    if c.is_empty() { Ok(f64::NAN) } else { c.parse::<f64>().map_err(|_| bad(name, c)) }
+                };
+                let values = cells.iter().map(parse).collect::<PyResult<Vec<_>>>()?;
+                numpy::PyArray1::from_vec(py, values).into_any()
+            }
+            _ => cells.into_pyobject(py)?.into_any(),
+        };
+        typed.push(column);
+    }
+    (header, typed).into_pyobject(py)
 }
 
 /// What a writer of JSON writes, as text.

@@ -75,8 +75,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
-    """The columns of ``meta`` (pandas/polars DataFrame, pyarrow Table or mapping) as text."""
+# The separator of a joined column (``_joined``): the ASCII unit separator.
+_CELL_SEPARATOR = "\x1f"
+
+
+def _columns(meta: Any, joined: bool = False) -> List[Tuple[str, Any]]:
+    """The columns of ``meta`` (pandas/polars DataFrame, pyarrow Table or mapping) as text. With
+    ``joined``, a pandas column of strings is passed as ``_joined`` gives it."""
     if hasattr(meta, "to_pydict"):  # pyarrow Table
         meta = meta.to_pydict()
     elif hasattr(meta, "to_dict") and hasattr(meta, "columns"):
@@ -84,7 +89,9 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
             meta = meta.to_dict(as_series=False)
         else:  # pandas
             # By position: a frame may repeat a name, which the CLI's check refuses by name.
-            return [(str(name), _pandas_cells(meta.iloc[:, i])) for i, name in enumerate(meta.columns)]
+            return [
+                (str(name), _pandas_cells(meta.iloc[:, i], joined)) for i, name in enumerate(meta.columns)
+            ]
     if not isinstance(meta, Mapping):
         raise TypeError(
             "meta: expected a pandas or polars DataFrame, a pyarrow Table or a mapping of column "
@@ -93,20 +100,31 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
     return [(str(name), [_cell(v) for v in values]) for name, values in meta.items()]
 
 
-def _pandas_cells(column: Any) -> List[str]:
+def _pandas_cells(column: Any, joined: bool = False) -> Any:
     """A pandas column's cells as ``_cell`` reads them. A column of strings without a missing
     value (an object column pandas infers as such, or a string dtype without NA) is its values as
-    they are, without a Python call per cell: ``_cell`` would return each unchanged."""
+    they are, without a Python call per cell: ``_cell`` would return each unchanged; with
+    ``joined``, as ``_joined`` gives them."""
     import pandas as pd
     from pandas.api.types import infer_dtype
 
     values = column.tolist()
     if column.dtype == object:
         if infer_dtype(column, skipna=False) == "string":
-            return values
+            return _joined(values) if joined else values
     elif isinstance(column.dtype, pd.StringDtype) and not column.isna().any():
-        return values
+        return _joined(values) if joined else values
     return [_cell(v) for v in values]
+
+
+def _joined(values: List[str]) -> Any:
+    """Strings as one string: ``(n, text)``, the ``n`` strings joined by ``_CELL_SEPARATOR``,
+    which the compiled half splits without the GIL (one string crosses the boundary, not ``n``);
+    the list as it is when a string holds the separator (or there is none)."""
+    text = _CELL_SEPARATOR.join(values)
+    if not values or text.count(_CELL_SEPARATOR) != len(values) - 1:
+        return values
+    return (len(values), text)
 
 
 def _array(x: Any, name: str) -> Any:
@@ -141,21 +159,40 @@ def _order(q: Any) -> str:
     return "inf" if math.isinf(q) and q > 0 else repr(q)
 
 
+def _kind(name: str) -> str:
+    """How a result column is read: "int", "float" (an empty cell NaN) or "text"."""
+    if name in _INT_COLUMNS:
+        return "int"
+    return "float" if _is_float(name) else "text"
+
+
 def _frame(records: Tuple[Sequence[str], Sequence[Sequence[str]]], numbers: bool = True):
     """A DataFrame of the CLI's header and cells, number columns parsed as the CLI's readers do
     (with ``numbers``; every column text without)."""
-    import pandas as pd
-
     header, rows = records
-    data = {}
+    data = []
     for i, name in enumerate(header):
         cells = [row[i] for row in rows]
-        if numbers and name in _INT_COLUMNS:
-            data[name] = pd.array([int(c) for c in cells], dtype="int64")
-        elif numbers and _is_float(name):
-            data[name] = pd.array([float(c) if c else math.nan for c in cells], dtype="float64")
+        kind = _kind(name) if numbers else "text"
+        if kind == "int":
+            data.append([int(c) for c in cells])
+        elif kind == "float":
+            data.append([float(c) if c else math.nan for c in cells])
         else:
-            data[name] = pd.array(cells, dtype=object)
+            data.append(cells)
+    return _typed_frame(header, data, numbers)
+
+
+def _typed_frame(header: Sequence[str], columns: Sequence[Any], numbers: bool = True):
+    """A DataFrame of the header and its columns in ``_kind``'s types: int64 and float64 columns
+    as numbers, every other column as text (object; every column with ``numbers`` false)."""
+    import pandas as pd
+
+    data = {}
+    for name, column in zip(header, columns):
+        kind = _kind(name) if numbers else "text"
+        dtype = {"int": "int64", "float": "float64"}.get(kind, object)
+        data[name] = pd.array(column, dtype=dtype)
     return pd.DataFrame(data, columns=list(header))
 
 
@@ -200,8 +237,11 @@ def sos(
       TypeError: embeddings that are not a 2-D float array, or an unsupported ``meta``.
     """
     output = "per_image" if per_image else "joint"
-    records, _ = _native.sos(_array(embeddings, "embeddings"), _columns(meta), pool, output, *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []))
-    return _frame(records)
+    (header, columns), _ = _native.sos(
+        _array(embeddings, "embeddings"), _columns(meta, joined=True), pool, output,
+        *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []), _kind,
+    )
+    return _typed_frame(header, columns)
 
 
 def _ci(ci: Optional[float], bootstrap: int, ci_method: str, seed: int) -> Tuple[Optional[float], int, str, int]:
