@@ -339,7 +339,8 @@ fn sos_ci(spec: Option<CiSpec>, ci_mode: &str, cluster: Vec<String>) -> PyResult
 /// (`--per-image`: every output's score) or "report" (`--report`: the JSON report, SoS §4.1,
 /// §5.1–5.2, Fig. 2 and 5, App. C.4). The tables come back as records, the report as its text.
 ///
-/// A column's cells come as a list of strings or as [`Cells::Joined`]; with `kind` (a function of
+/// `columns` may be a function of no argument that gives them. A column's cells come as a list of
+/// strings or as [`Cells::Joined`]; with `kind` (a function of
 /// a result column's name giving "int", "float" or "text") a table comes back as its header and
 /// typed columns ([`typed_columns`]) instead of records.
 #[pyfunction]
@@ -374,6 +375,9 @@ fn sos<'py>(
     let (rows, _borrow) = embeddings_rows(embeddings)?;
     // The rows' check beside the extraction of the columns and the layout.
     let rows_check = RowsCheck::start(&rows, "embeddings");
+    // A function giving the columns is called now, so the caller's conversion of its table runs
+    // beside the rows' check too.
+    let columns = if columns.is_callable() { columns.call0()? } else { columns.clone() };
     let columns: Vec<(String, Cells)> = columns
         .extract()
         .map_err(|e: PyErr| PyTypeError::new_err(format!("argument 'columns': {}", e.value(py))))?;

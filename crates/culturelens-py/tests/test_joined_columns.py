@@ -96,3 +96,17 @@ def test_missing_and_non_string_cells_are_not_joined(demo):
     assert columns["culture"][3] == "" and isinstance(columns["culture"], list)
     assert columns["layer"][:2] == ["0", "1"]
     assert isinstance(columns["model"], tuple)
+
+
+def test_columns_given_by_a_function(demo):
+    """`culturelens.sos` passes its columns as a function, called once the rows' check started:
+    the same result, and the function's exception raised as it is."""
+    _, embeddings, meta = demo
+    columns = culturelens._columns(meta, joined=True)
+    assert _native.sos(embeddings, lambda: columns) == _native.sos(embeddings, columns)
+
+    def refuse():
+        raise TypeError("meta: not a table")
+
+    with pytest.raises(TypeError, match="meta: not a table"):
+        _native.sos(embeddings, refuse)

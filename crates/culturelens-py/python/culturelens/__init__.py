@@ -238,7 +238,8 @@ def sos(
     """
     output = "per_image" if per_image else "joint"
     (header, columns), _ = _native.sos(
-        _array(embeddings, "embeddings"), _columns(meta, joined=True), pool, output,
+        # The columns as a function: called once the compiled half has started checking the rows.
+        _array(embeddings, "embeddings"), lambda: _columns(meta, joined=True), pool, output,
         *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []), _kind,
     )
     return _typed_frame(header, columns)

@@ -10,7 +10,7 @@ _Columns = Sequence[Tuple[str, Union[Sequence[str], Tuple[int, str]]]]
 
 def sos(
     embeddings: np.ndarray,
-    columns: _Columns,
+    columns: Union[_Columns, Callable[[], _Columns]],
     pool: str = "all",
     output: str = "joint",
     ci: Optional[float] = None,
