@@ -382,19 +382,10 @@ fn sos<'py>(
         .extract()
         .map_err(|e: PyErr| PyTypeError::new_err(format!("argument 'columns': {}", e.value(py))))?;
     let (records, report) = interruptible(py, move || {
-        // Each column split on a thread of its own (the cells' allocation is most of a split).
-        let columns = std::thread::scope(|scope| {
-            let splits: Vec<_> = columns
-                .into_iter()
-                .map(|(name, cells)| scope.spawn(move || cells.split(&name).map(|cells| (name, cells))))
-                .collect();
-            splits
-                .into_iter()
-                .map(|split| {
-                    split.join().unwrap_or_else(|_| Err(PyRuntimeError::new_err("a column's split panicked")))
-                })
-                .collect::<PyResult<Vec<_>>>()
-        })?;
+        let columns = columns
+            .into_iter()
+            .map(|(name, cells)| cells.split(&name).map(|cells| (name, cells)))
+            .collect::<PyResult<Vec<_>>>()?;
         let meta = checked_meta(rows.n, Some(columns), ["embeddings", "meta"])?;
         let (scored, images) = score_sos(rows, meta, rows_check, pooling, ci)?;
         let report = &scored.report;
