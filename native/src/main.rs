@@ -2,7 +2,6 @@
 //! each subcommand to its module in `cmd/`. All metric and model code lives in the shared crates
 //! (`culturelens-metrics`, `-compute`, `-models`, `-diffusion`, `-faces`).
 
-mod alloc;
 mod cmd;
 mod device;
 mod embeddings;
@@ -24,7 +23,7 @@ mod work;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[global_allocator]
-static ALLOCATOR: alloc::HugePageHint = alloc::HugePageHint;
+static ALLOCATOR: culturelens_alloc::HugePageHint = culturelens_alloc::HugePageHint;
 
 /// Measure how the language of a prompt, rather than its meaning, shapes text-to-image outputs.
 #[derive(Parser)]
@@ -65,7 +64,7 @@ enum Command {
 }
 
 fn main() {
-    alloc::keep_freed_blocks();
+    culturelens_alloc::keep_freed_blocks();
     let cli = parse();
     let result = match &cli.command {
         Command::Sos(args) => cmd::sos::run(args),

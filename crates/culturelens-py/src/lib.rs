@@ -7,20 +7,22 @@
 //! DataFrames, so pandas is needed only by the calls that take or return one.
 //!
 //! Conventions: embeddings are a 2-D numpy array of float16, float32 or float64 in any memory
-//! order, converted to f32 as the CLI's `.npy` reader converts (f16 exactly, f64 rounded to
-//! nearest); one copy is made, since the device takes ownership of its buffer (on the CPU it
-//! then uses it in place). Validation is the CLI's (`culturelens_table`), and every error is a
+//! order. A C-contiguous, aligned float32 array is lent to the compute crates and read in place
+//! (`culturelens_compute::device::HostRows`: the CPU device and Vendi's cosine rows read it without
+//! a copy, and never write it); any other is converted to f32 as the CLI's `.npy` reader converts
+//! (f16 exactly, f64 rounded to nearest), with one copy. Validation is the CLI's (`culturelens_table`), and every error is a
 //! `ValueError` carrying the CLI's message (row and column; the file part is absent, since there
 //! is no file). Each call validates and computes on a thread of its own, without the GIL, while
 //! the calling thread waits and runs Python's signal handlers every 50 ms ([`interruptible`]), so
 //! Ctrl-C raises `KeyboardInterrupt` in a long call and cancels its work. Embeddings may be 2-D float16/32/64 numpy
 //! arrays; the Python half turns DLPack tensors into numpy views first.
 
-use burn::tensor::Device;
+use burn::tensor::{AllocationProperty, Bytes, Device};
 use culturelens_compute::cultext2i as cultext2i_core;
+use culturelens_compute::device::HostRows;
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{
-    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, per_image_scores, score_rows,
+    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, SosLayout, per_image_scores, score_layout,
 };
 use culturelens_compute::vendi::{
     Collection, CosineRows, ProductPrecision, Route, categorical_features, group_intervals, point_scores,
@@ -34,12 +36,17 @@ use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColum
 use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
 use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
 use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, VendiScores, table_rows};
-use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError};
+use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, validate_rows};
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// The CLI's global allocator (`culturelens-alloc`): the extension's blocks of 4 MiB and more
+/// (SoS and Vendi work buffers, converted tables) advised for huge pages, as numpy's own arrays are.
+#[global_allocator]
+static ALLOCATOR: culturelens_alloc::HugePageHint = culturelens_alloc::HugePageHint;
 
 pub mod device;
 mod encoder;
@@ -53,29 +60,55 @@ use culturelens_prompts::{Fetcher, LoadOptions, PromptError, PromptSet, load as 
 /// A result table as the CLI writes it: its header and the cells of each row.
 type Records = (Vec<String>, Vec<Vec<String>>);
 
-/// The rows of `embeddings` (2-D float16/32/64, any order) as row-major f32, and the column count.
-fn embeddings_f32(embeddings: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize, usize)> {
-    fn rows<T: numpy::Element + Copy>(
-        a: PyReadonlyArray2<'_, T>,
-        f: impl Fn(T) -> f32,
-    ) -> (Vec<f32>, usize, usize) {
+/// Embeddings as the functions read them: row-major f32 values (lent or converted) and their
+/// shape.
+struct Rows {
+    values: HostRows,
+    n: usize,
+    d: usize,
+}
+
+/// The rows of `embeddings` (2-D float16/32/64, any order) as row-major f32. A C-contiguous,
+/// aligned float32 array is lent, read in place without a copy; any other is converted with one
+/// copy. The second value is the array's read-only borrow (numpy's borrow flag, which other Rust
+/// extensions respect), held by the caller until its call returns; the lent buffer itself keeps
+/// a reference to the array, so the memory outlives an interrupted call's last read.
+fn embeddings_rows<'py>(
+    embeddings: &Bound<'py, PyAny>,
+) -> PyResult<(Rows, Option<PyReadonlyArray2<'py, f32>>)> {
+    fn converted<T: numpy::Element + Copy>(a: PyReadonlyArray2<'_, T>, f: impl Fn(T) -> f32) -> Rows {
         let (n, d) = (a.shape()[0], a.shape()[1]);
         // `as_slice` also takes F order (memory order): only a C-order buffer is read as it lies.
-        let data = match a.as_slice() {
+        let data: Vec<f32> = match a.as_slice() {
             Ok(s) if a.is_c_contiguous() => s.iter().map(|&v| f(v)).collect(),
             // F order or strided: ndarray's iterator walks the logical (row-major) order.
             _ => a.as_array().iter().map(|&v| f(v)).collect(),
         };
-        (data, n, d)
+        Rows { values: data.into(), n, d }
     }
-    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, f32>>() {
-        return Ok(rows(a, |v| v));
+    if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'py, f32>>() {
+        let (n, d) = (a.shape()[0], a.shape()[1]);
+        let lent = match a.as_slice() {
+            Ok(s) if a.is_c_contiguous() && !s.is_empty() => {
+                let buffer =
+                    NumpyBuffer { _array: embeddings.clone().unbind(), values: s.as_ptr(), len: s.len() };
+                HostRows::lent(Bytes::from_shared(
+                    bytes::Bytes::from_owner(buffer),
+                    AllocationProperty::Other,
+                ))
+            }
+            _ => None,
+        };
+        return Ok(match lent {
+            Some(values) => (Rows { values, n, d }, Some(a)),
+            None => (converted(a, |v| v), None),
+        });
     }
     if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, f64>>() {
-        return Ok(rows(a, |v| v as f32));
+        return Ok((converted(a, |v| v as f32), None));
     }
     if let Ok(a) = embeddings.extract::<PyReadonlyArray2<'_, half::f16>>() {
-        return Ok(rows(a, half::f16::to_f32));
+        return Ok((converted(a, half::f16::to_f32), None));
     }
     let what = match embeddings.getattr("dtype").and_then(|d| d.str()) {
         Ok(dtype) => format!("a numpy array of dtype {dtype} and {} dimensions", dims(embeddings)),
@@ -86,6 +119,26 @@ fn embeddings_f32(embeddings: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize, u
     )))
 }
 
+/// A numpy array's float32 buffer, lent to [`HostRows`] for as long as they hold it: the array
+/// stays alive through its reference, and its memory is only read.
+struct NumpyBuffer {
+    _array: Py<PyAny>,
+    values: *const f32,
+    len: usize,
+}
+
+// SAFETY: the buffer is only read, and the array it belongs to lives while `_array` does (`Py`
+// is `Send`; dropped off the interpreter, its reference is released at the next attach).
+unsafe impl Send for NumpyBuffer {}
+
+impl AsRef<[u8]> for NumpyBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `values` points at `len` f32s of the array `_array` keeps alive (non-empty,
+        // so not dangling); a numpy array cannot be resized while another reference holds it.
+        unsafe { std::slice::from_raw_parts(self.values.cast::<u8>(), self.len * size_of::<f32>()) }
+    }
+}
+
 fn dims(a: &Bound<'_, PyAny>) -> String {
     a.getattr("ndim").map_or("?".into(), |n| n.to_string())
 }
@@ -94,27 +147,38 @@ fn table_error(e: TableError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`]; without `columns`,
-/// embeddings without metadata (as `--embeddings E.npy` without `--meta`).
-fn table(
-    data: Vec<f32>,
-    n: usize,
-    d: usize,
+/// Embeddings and metadata columns as the CLI's validated [`EmbeddingTable`] (the rows copied
+/// when lent), with the names of the two inputs in its errors as [`checked`] gives them.
+fn named_table(
+    rows: Rows,
     columns: Option<Vec<(String, Vec<String>)>>,
+    names: [&'static str; 2],
 ) -> PyResult<EmbeddingTable> {
-    named_table(data, n, d, columns, ["embeddings", "meta"])
+    let meta = checked(&rows, columns, names)?;
+    Ok(EmbeddingTable::new(Matrix::new(rows.n, rows.d, rows.values.into_vec()), meta))
 }
 
-/// [`table`] with the names of the two inputs in its errors: `names[0]` the embeddings' (whose
-/// rows `validate` checks), `names[1]` the metadata's. With the names `embeddings` and `meta` the
-/// embeddings' errors are the CLI's messages without a file, as [`table`] gives them.
-fn named_table(
-    data: Vec<f32>,
-    n: usize,
-    d: usize,
+/// The checks of the CLI's table loading on embeddings and metadata columns (without `columns`,
+/// embeddings without metadata, as `--embeddings E.npy` without `--meta`): the metadata, its row
+/// count, then every row finite with a non-zero norm; the metadata on success. `names[0]` names
+/// the embeddings in errors, `names[1]` the metadata; with the names `embeddings` and `meta` the
+/// errors are the CLI's messages without a file.
+fn checked(
+    rows: &Rows,
     columns: Option<Vec<(String, Vec<String>)>>,
-    names: [&str; 2],
-) -> PyResult<EmbeddingTable> {
+    names: [&'static str; 2],
+) -> PyResult<Metadata> {
+    let meta = checked_meta(rows.n, columns, names)?;
+    RowsCheck::Later.wait(rows, names[0])?;
+    Ok(meta)
+}
+
+/// [`checked`]'s checks of the metadata and its row count (`n`, the embeddings').
+fn checked_meta(
+    n: usize,
+    columns: Option<Vec<(String, Vec<String>)>>,
+    names: [&'static str; 2],
+) -> PyResult<Metadata> {
     let meta_error = |e: PyErr| if names[1] == "meta" { e } else { argument(names[1], e) };
     let meta = match columns {
         Some(columns) => Metadata::from_columns(None, columns).map_err(table_error).map_err(meta_error)?,
@@ -128,12 +192,48 @@ fn named_table(
             names[0]
         )));
     }
-    let table = EmbeddingTable::new(Matrix::new(n, d, data), meta);
-    table
-        .validate(None)
+    Ok(meta)
+}
+
+/// [`checked`]'s check of the rows (named `name` in errors), run when waited for, or started
+/// early on a thread of its own for lent rows (a clone shares them): it reads the whole table
+/// once, bound by memory on one core, while the caller extracts the metadata and builds SoS's
+/// layout on the other. The caller checks the metadata first and waits for this before any error
+/// of its own, so the errors keep [`checked`]'s order.
+enum RowsCheck {
+    Running(std::thread::JoinHandle<PyResult<()>>),
+    Later,
+}
+
+impl RowsCheck {
+    /// The check of lent rows started; a check for later for owned ones (a clone would copy).
+    fn start(rows: &Rows, name: &'static str) -> RowsCheck {
+        match rows.values.clone_if_lent() {
+            Some(values) => {
+                let (n, d) = (rows.n, rows.d);
+                RowsCheck::Running(std::thread::spawn(move || check_rows(&values, n, d, name)))
+            }
+            None => RowsCheck::Later,
+        }
+    }
+
+    /// The check's result, once it is done (`rows` are those it was started on).
+    fn wait(self, rows: &Rows, name: &'static str) -> PyResult<()> {
+        match self {
+            RowsCheck::Running(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the embeddings' check panicked"))),
+            RowsCheck::Later => check_rows(&rows.values, rows.n, rows.d, name),
+        }
+    }
+}
+
+/// Every row finite with a non-zero norm (`culturelens_table::validate_rows`), the error naming
+/// the embeddings `name`.
+fn check_rows(values: &HostRows, n: usize, d: usize, name: &str) -> PyResult<()> {
+    validate_rows(values.as_slice(), n, d, None)
         .map_err(table_error)
-        .map_err(|e| if names[0] == "embeddings" { e } else { argument(names[0], e) })?;
-    Ok(table)
+        .map_err(|e| if name == "embeddings" { e } else { argument(name, e) })
 }
 
 /// The `pool` argument as the CLI's `--pool`.
@@ -150,57 +250,63 @@ fn pooling(pool: &str) -> PyResult<Pooling> {
 /// SoS of a validated table on the CPU device, as `culturelens sos` scores it (`score_table`),
 /// and the table's `image` cells.
 fn score_sos(
-    table: EmbeddingTable,
+    rows: Rows,
+    meta: Metadata,
+    rows_check: RowsCheck,
     pooling: Pooling,
     ci: Option<SosCi>,
 ) -> PyResult<(Scored, Option<Vec<String>>)> {
-    let EmbeddingTable { embeddings, meta } = table;
-    let d = embeddings.cols();
+    let d = rows.d;
     let images = meta.column(schema::IMAGE).map(<[String]>::to_vec);
-    // The cluster columns first, as the command reads them before scoring.
-    let keys = match &ci {
-        Some(ci) => ci
-            .cluster
-            .iter()
-            .map(|c| meta.require_nonempty_column(c).map(<[String]>::to_vec))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(table_error)?,
-        None => Vec::new(),
+    // The metadata's part beside the rows' check, whose error comes first (as the CLI checks the
+    // rows when it loads them); the rows are scored only once they passed it.
+    let layout = || {
+        // The cluster columns first, as the command reads them before scoring.
+        let keys = match &ci {
+            Some(ci) => ci
+                .cluster
+                .iter()
+                .map(|c| meta.require_nonempty_column(c).map(<[String]>::to_vec))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(table_error)?,
+            None => Vec::new(),
+        };
+        let required = |name| meta.require_nonempty_column(name).map_err(table_error);
+        let optional = |name| meta.column(name).map(|_| required(name)).transpose();
+        let cols = SosColumns {
+            model: required("model")?,
+            language: required("language")?,
+            culture: required("culture")?,
+            layer: optional("layer")?,
+            person: optional("person")?,
+        };
+        let layout = SosLayout::new(cols, pooling).map_err(|e| sos_error(ScoreError::Sos(e.into())))?;
+        Ok((layout, keys))
     };
-    let required = |name| meta.require_nonempty_column(name).map_err(table_error);
-    let optional = |name| meta.column(name).map(|_| required(name)).transpose();
-    let cols = SosColumns {
-        model: required("model")?,
-        language: required("language")?,
-        culture: required("culture")?,
-        layer: optional("layer")?,
-        person: optional("person")?,
-    };
+    let layout: PyResult<_> = layout();
+    rows_check.wait(&rows, "embeddings")?;
+    let (layout, keys) = layout?;
     let device = Device::flex();
-    let scored = score_rows(
-        embeddings.into_data(),
-        d,
-        cols,
-        pooling,
-        &device,
-        Processor::Cpu,
-        Blocking::Default(Processor::Cpu),
-        &mut |_| {},
-    )
-    .map_err(|e| match e {
-        ScoreError::Sos(e) => PyValueError::new_err(format!("SoS cannot be computed for this table: {e}")),
-        e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
-    })?;
-    let mut scored = scored;
+    let (processor, blocking) = (Processor::Cpu, Blocking::Default(Processor::Cpu));
+    let mut scored =
+        score_layout(layout, rows.values, d, &device, processor, blocking, &mut |_| {}).map_err(sos_error)?;
     if let Some(ci) = ci {
         let keys: Vec<&[String]> = keys.iter().map(Vec::as_slice).collect();
         let cluster = (!keys.is_empty()).then_some(keys.as_slice());
-        let chunk_rows = Blocking::Default(Processor::Cpu).chunk_rows(d);
+        let chunk_rows = blocking.chunk_rows(d);
         scored.add_intervals(cluster, ci.mode, ci.spec, chunk_rows).map_err(|e| {
             PyValueError::new_err(format!("SoS cannot be computed on a bootstrap resample: {e}"))
         })?;
     }
     Ok((scored, images))
+}
+
+/// A scoring error as `culturelens sos` reports it.
+fn sos_error(e: ScoreError) -> PyErr {
+    match e {
+        ScoreError::Sos(e) => PyValueError::new_err(format!("SoS cannot be computed for this table: {e}")),
+        e @ ScoreError::Upload(_) => PyValueError::new_err(e.to_string()),
+    }
 }
 
 /// `sos --ci`'s settings: the interval, the mode and the cluster columns.
@@ -232,14 +338,19 @@ fn sos_ci(spec: Option<CiSpec>, ci_mode: &str, cluster: Vec<String>) -> PyResult
 /// them: `output` "joint" (`--out`: the joint scores, with `ci` their intervals), "per_image"
 /// (`--per-image`: every output's score) or "report" (`--report`: the JSON report, SoS §4.1,
 /// §5.1–5.2, Fig. 2 and 5, App. C.4). The tables come back as records, the report as its text.
+///
+/// `columns` may be a function of no argument that gives them. A column's cells come as a list of
+/// strings or as [`Cells::Joined`]; with `kind` (a function of
+/// a result column's name giving "int", "float" or "text") a table comes back as its header and
+/// typed columns ([`typed_columns`]) instead of records.
 #[pyfunction]
 #[pyo3(signature = (embeddings, columns, pool = "all", output = "joint", ci = None, bootstrap = 1000,
-                    ci_method = "bca", seed = 0, ci_mode = "fast", cluster = Vec::new()))]
+                    ci_method = "bca", seed = 0, ci_mode = "fast", cluster = Vec::new(), kind = None))]
 #[allow(clippy::too_many_arguments)]
-fn sos(
-    py: Python<'_>,
-    embeddings: &Bound<'_, PyAny>,
-    columns: Vec<(String, Vec<String>)>,
+fn sos<'py>(
+    py: Python<'py>,
+    embeddings: &Bound<'py, PyAny>,
+    columns: &Bound<'py, PyAny>,
     pool: &str,
     output: &str,
     ci: Option<f64>,
@@ -248,7 +359,8 @@ fn sos(
     seed: u64,
     ci_mode: &str,
     cluster: Vec<String>,
-) -> PyResult<(Option<Records>, Option<String>)> {
+    kind: Option<Bound<'py, PyAny>>,
+) -> PyResult<(Option<Bound<'py, PyAny>>, Option<String>)> {
     let pooling = pooling(pool)?;
     let ci = sos_ci(ci_spec(ci, bootstrap, ci_method, seed)?, ci_mode, cluster)?;
     let with_ci = ci.is_some();
@@ -260,9 +372,22 @@ fn sos(
             )));
         }
     };
-    let (data, n, d) = embeddings_f32(embeddings)?;
-    interruptible(py, move || {
-        let (scored, images) = score_sos(table(data, n, d, Some(columns))?, pooling, ci)?;
+    let (rows, _borrow) = embeddings_rows(embeddings)?;
+    // The rows' check beside the extraction of the columns and the layout.
+    let rows_check = RowsCheck::start(&rows, "embeddings");
+    // A function giving the columns is called now, so the caller's conversion of its table runs
+    // beside the rows' check too.
+    let columns = if columns.is_callable() { columns.call0()? } else { columns.clone() };
+    let columns: Vec<(String, Cells)> = columns
+        .extract()
+        .map_err(|e: PyErr| PyTypeError::new_err(format!("argument 'columns': {}", e.value(py))))?;
+    let (records, report) = interruptible(py, move || {
+        let columns = columns
+            .into_iter()
+            .map(|(name, cells)| cells.split(&name).map(|cells| (name, cells)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let meta = checked_meta(rows.n, Some(columns), ["embeddings", "meta"])?;
+        let (scored, images) = score_sos(rows, meta, rows_check, pooling, ci)?;
         let report = &scored.report;
         match output.as_str() {
             "per_image" => {
@@ -282,7 +407,88 @@ fn sos(
                 Ok((Some(records::<schema::Joint>(&columns, &report.joint)), None))
             }
         }
-    })
+    })?;
+    let records = match (records, kind) {
+        (Some(records), Some(kind)) => Some(typed_columns(py, records, &kind)?.into_any()),
+        (Some(records), None) => Some(records.into_pyobject(py)?.into_any()),
+        (None, _) => None,
+    };
+    Ok((records, report))
+}
+
+/// A metadata column's cells as the Python half passes them: a list of strings, or `(n, text)`,
+/// the `n` cells joined by [`CELL_SEPARATOR`] into one string (a column of strings none of which
+/// holds the separator; one string crosses the boundary instead of `n`, and is split here,
+/// without the GIL).
+#[derive(FromPyObject)]
+enum Cells {
+    Joined(usize, String),
+    List(Vec<String>),
+}
+
+/// The separator of [`Cells::Joined`]: the ASCII unit separator, U+001F.
+const CELL_SEPARATOR: char = '\u{1f}';
+
+impl Cells {
+    /// The cells; a joined text that does not split into its `n` cells (a cell held the
+    /// separator) is refused, naming the column.
+    fn split(self, column: &str) -> PyResult<Vec<String>> {
+        match self {
+            Cells::List(cells) => Ok(cells),
+            Cells::Joined(0, text) if text.is_empty() => Ok(Vec::new()),
+            Cells::Joined(n, text) => {
+                let cells: Vec<String> = text.split(CELL_SEPARATOR).map(str::to_owned).collect();
+                if cells.len() != n {
+                    return Err(PyValueError::new_err(format!(
+                        "meta: column {column:?}: {n} cells joined by U+001F split into {}: a cell holds U+001F",
+                        cells.len()
+                    )));
+                }
+                Ok(cells)
+            }
+        }
+    }
+}
+
+/// A result table column-wise: its header and, per column, by `kind(name)`: "int", a numpy int64
+/// array of the cells parsed as Python's `int` parses them; "float", a numpy float64 array as
+/// Python's `float` parses them (Rust's parser rounds correctly too; an empty cell is NaN);
+/// "text", the list of cells.
+fn typed_columns<'py>(
+    py: Python<'py>,
+    (header, rows): Records,
+    kind: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let mut columns: Vec<Vec<String>> = header.iter().map(|_| Vec::with_capacity(rows.len())).collect();
+    for row in rows {
+        for (column, cell) in columns.iter_mut().zip(row) {
+            column.push(cell);
+        }
+    }
+    let bad =
+        |name: &str, cell: &str| PyValueError::new_err(format!("{name}: cannot parse the cell {cell:?}"));
+    let mut typed = Vec::with_capacity(header.len());
+    for (name, cells) in header.iter().zip(columns) {
+        let column = match kind.call1((name,))?.extract::<String>()?.as_str() {
+            "int" => {
+                let values = cells
+                    .iter()
+                    .map(|c| c.parse::<i64>().map_err(|_| bad(name, c)))
+                    .collect::<PyResult<Vec<_>>>()?;
+                numpy::PyArray1::from_vec(py, values).into_any()
+            }
+            "float" => {
+                let parse = |c: &String| {
+                    if c.is_empty() { Ok(f64::NAN) } else { c.parse::<f64>().map_err(|_| bad(name, c)) }
+                };
+                let values = cells.iter().map(parse).collect::<PyResult<Vec<_>>>()?;
+                numpy::PyArray1::from_vec(py, values).into_any()
+            }
+            _ => cells.into_pyobject(py)?.into_any(),
+        };
+        typed.push(column);
+    }
+    (header, typed).into_pyobject(py)
 }
 
 /// What a writer of JSON writes, as text.
@@ -396,21 +602,24 @@ fn vendi(
                 .into(),
         ));
     }
-    let rows = match embeddings {
-        Some(e) => Some(embeddings_f32(e)?),
-        None if categorical => None,
+    let (rows, _borrow) = match embeddings {
+        Some(e) => {
+            let (rows, borrow) = embeddings_rows(e)?;
+            (Some(rows), borrow)
+        }
+        None if categorical => (None, None),
         None => return Err(value(format!("kernel='{kernel}' needs embeddings"))),
     };
     let kernel = kernel.to_string();
     interruptible(py, move || {
         let (items, meta) = match (kernel.as_str(), rows) {
-            ("cosine", Some((data, n, d))) => {
-                let EmbeddingTable { embeddings, meta } = table(data, n, d, columns)?;
-                let rows = CosineRows::new(embeddings.into_data(), n, d)
+            ("cosine", Some(rows)) => {
+                let meta = checked(&rows, columns, ["embeddings", "meta"])?;
+                let rows = CosineRows::new(rows.values, rows.n, rows.d)
                     .map_err(|e| value(format!("embeddings: {e}")))?;
                 (Collection::Cosine(rows), meta)
             }
-            ("precomputed", Some((data, n, d))) => {
+            ("precomputed", Some(Rows { values, n, d })) => {
                 if n != d {
                     return Err(value(format!(
                         "embeddings: a kernel matrix must be square, found {n} x {d}"
@@ -430,7 +639,7 @@ fn vendi(
                     None => Metadata::empty(n),
                 };
                 // As the CLI reads K.npy: f32 values, then f64.
-                (Collection::Kernel { k: data.iter().map(|v| f64::from(*v)).collect(), n }, meta)
+                (Collection::Kernel { k: values.as_slice().iter().map(|v| f64::from(*v)).collect(), n }, meta)
             }
             (_, _) => {
                 let Some(columns) = columns else {
@@ -663,16 +872,17 @@ fn cultext2i(
         return Err(PyValueError::new_err("vqa answers go into the report: pass report=True"));
     }
     let ci = ci_spec(ci, bootstrap, ci_method, seed)?;
-    let (images, n, d) = embeddings_f32(images).map_err(|e| argument("images", e))?;
-    let (texts, k, dt) = embeddings_f32(texts).map_err(|e| argument("texts", e))?;
+    let (images, _images_borrow) = embeddings_rows(images).map_err(|e| argument("images", e))?;
+    let (texts, _texts_borrow) = embeddings_rows(texts).map_err(|e| argument("texts", e))?;
+    let (d, dt) = (images.d, texts.d);
     if d != dt {
         return Err(PyValueError::new_err(format!(
             "images has {d}-dimensional embeddings but texts has {dt}: image and text embeddings must come from one model"
         )));
     }
     interruptible(py, move || {
-        let images = named_table(images, n, d, Some(image_columns), ["images", "image_meta"])?;
-        let texts = named_table(texts, k, d, Some(text_columns), ["texts", "text_meta"])?;
+        let images = named_table(images, Some(image_columns), ["images", "image_meta"])?;
+        let texts = named_table(texts, Some(text_columns), ["texts", "text_meta"])?;
         let vqa = vqa
             .map(|c| Metadata::from_columns(None, c))
             .transpose()
@@ -719,8 +929,9 @@ fn clipscore(
     captions: &Bound<'_, PyAny>,
     w: f64,
 ) -> PyResult<(Vec<String>, Vec<String>)> {
-    let (images, n, d) = embeddings_f32(images).map_err(|e| argument("images", e))?;
-    let (captions, nc, dc) = embeddings_f32(captions).map_err(|e| argument("captions", e))?;
+    let (images, _images_borrow) = embeddings_rows(images).map_err(|e| argument("images", e))?;
+    let (captions, _captions_borrow) = embeddings_rows(captions).map_err(|e| argument("captions", e))?;
+    let ((n, d), (nc, dc)) = ((images.n, images.d), (captions.n, captions.d));
     if (n, d) != (nc, dc) {
         return Err(PyValueError::new_err(format!(
             "captions: {nc} x {dc} embeddings for {n} x {d} image embeddings: one caption per image, from one model"
@@ -731,8 +942,9 @@ fn clipscore(
     }
     interruptible(py, move || {
         for (name, rows) in [("images", &images), ("captions", &captions)] {
-            named_table(rows.clone(), n, d, None, [name, "meta"])?;
+            checked(rows, None, [name, "meta"])?;
         }
+        let (images, captions) = (images.values.into_vec(), captions.values.into_vec());
         let scores = culturelens_compute::tensor::clip_scores(images, captions, d, w, &Device::flex());
         Ok(scores.iter().map(|(c, s)| (c.to_string(), s.to_string())).unzip())
     })

@@ -65,36 +65,47 @@ impl EmbeddingTable {
     /// Checks that every value is finite and no row has zero norm; the error names the file, the
     /// row and the first offending dimension.
     pub fn validate(&self, embeddings_path: Option<&Path>) -> Result<(), TableError> {
-        let at = embeddings_path.map(Location::file).unwrap_or_default();
-        if self.is_empty() {
-            return Err(TableError::invalid(at, "the table has no rows"));
-        }
-        if self.dim() == 0 {
-            return Err(TableError::invalid(at, "embeddings have zero dimensions"));
-        }
-        for row in 0..self.len() {
-            let v = self.embeddings.row(row);
-            // One branch-free (vectorised) pass per row; the positions only on failure.
-            let (finite, nonzero) =
-                v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
-            if finite && nonzero {
-                continue;
-            }
-            if let Some(col) = v.iter().position(|x| !x.is_finite()) {
-                return Err(TableError::invalid(
-                    at.clone().row(row).column(format!("dim {col}")),
-                    format!("non-finite value {}", v[col]),
-                ));
-            }
-            if v.iter().all(|x| *x == 0.0) {
-                return Err(TableError::invalid(
-                    at.clone().row(row),
-                    "zero-norm embedding (all values are 0): it has no direction, so cosine similarities are undefined",
-                ));
-            }
-        }
-        Ok(())
+        validate_rows(self.embeddings.data(), self.len(), self.dim(), embeddings_path)
     }
+}
+
+/// [`EmbeddingTable::validate`] of row-major embeddings (`rows × dim`) held elsewhere than a
+/// [`Matrix`] (the Python package reads a numpy array in place).
+pub fn validate_rows(
+    data: &[f32],
+    rows: usize,
+    dim: usize,
+    embeddings_path: Option<&Path>,
+) -> Result<(), TableError> {
+    assert_eq!(data.len(), rows * dim, "embeddings must be rows × dim");
+    let at = embeddings_path.map(Location::file).unwrap_or_default();
+    if rows == 0 {
+        return Err(TableError::invalid(at, "the table has no rows"));
+    }
+    if dim == 0 {
+        return Err(TableError::invalid(at, "embeddings have zero dimensions"));
+    }
+    for (row, v) in data.chunks_exact(dim).enumerate() {
+        // One branch-free (vectorised) pass per row; the positions only on failure.
+        let (finite, nonzero) =
+            v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
+        if finite && nonzero {
+            continue;
+        }
+        if let Some(col) = v.iter().position(|x| !x.is_finite()) {
+            return Err(TableError::invalid(
+                at.clone().row(row).column(format!("dim {col}")),
+                format!("non-finite value {}", v[col]),
+            ));
+        }
+        if v.iter().all(|x| *x == 0.0) {
+            return Err(TableError::invalid(
+                at.clone().row(row),
+                "zero-norm embedding (all values are 0): it has no direction, so cosine similarities are undefined",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(feature = "parquet")]

@@ -199,14 +199,12 @@ pub enum ScoreError {
 }
 
 /// The one SoS scoring of a whole table, shared by `culturelens sos`/`demo` and the Python
-/// package's `culturelens.sos`: the layout of `cols` (host), the row-major `embeddings` (N ×
-/// `dim`) onto `device` (a `processor`) in the blocks its buffers take
-/// ([`Processor::upload_rows`]; on a CPU without a copy), [`sos_packed`] in row blocks of
-/// `blocking`, one read-back, [`unpack`] and [`sos_report`] (f64). `lap` is called after the
-/// stages `layout`, `upload` (waited for), `device` (device work and read-back) and `report`.
+/// package's `culturelens.sos`: the layout of `cols` (host), then [`score_layout`]. `lap` is
+/// called after the stages `layout`, `upload` (waited for), `device` (device work and read-back)
+/// and `report`.
 #[allow(clippy::too_many_arguments)]
 pub fn score_rows(
-    embeddings: Vec<f32>,
+    embeddings: impl Into<crate::device::HostRows>,
     dim: usize,
     cols: SosColumns<'_>,
     pooling: Pooling,
@@ -217,6 +215,23 @@ pub fn score_rows(
 ) -> Result<Scored, ScoreError> {
     let layout = SosLayout::new(cols, pooling).map_err(SosError::from)?;
     lap("layout");
+    score_layout(layout, embeddings, dim, device, processor, blocking, lap)
+}
+
+/// [`score_rows`] after its layout (the Python package builds the layout while it checks the
+/// rows): the row-major `embeddings` (N × `dim`) onto `device` (a `processor`) in the blocks its
+/// buffers take ([`Processor::upload_rows`]; on a CPU without a copy), [`sos_packed`] in row
+/// blocks of `blocking`, one read-back, [`unpack`] and [`sos_report`] (f64). `lap` is called
+/// after the stages `upload`, `device` and `report`.
+pub fn score_layout(
+    layout: SosLayout,
+    embeddings: impl Into<crate::device::HostRows>,
+    dim: usize,
+    device: &Device,
+    processor: Processor,
+    blocking: Blocking,
+    lap: &mut dyn FnMut(&'static str),
+) -> Result<Scored, ScoreError> {
     let blocks = crate::device::upload_rows(embeddings, dim, processor.upload_rows(dim), device);
     device.sync().map_err(|e| ScoreError::Upload(format!("{e:?}")))?;
     lap("upload");

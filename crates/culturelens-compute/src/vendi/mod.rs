@@ -82,6 +82,7 @@ pub use score::{
     Order, clip_eigenvalues, clip_tolerance, quality_weighted, symmetric_eigenvalues, vendi_from_eigenvalues,
 };
 
+use crate::device::HostRows;
 use burn::tensor::{DType, Device};
 use serde::Serialize;
 
@@ -189,18 +190,21 @@ pub fn cosine_features(x: &[f32], n: usize, d: usize) -> Result<Features, VendiE
 /// The cosine kernel's feature map `F = diag(1/‖x_i‖) X` kept as the f32 rows and one f64
 /// inverse norm per row: an f64 feature row is `f64(x_ij) · (1/‖x_i‖)`, built where it is needed
 /// ([`CosineRows::features`] for the whole matrix, [`host_dual_product`] block by block), so
-/// the dual route on the CPU never holds an N × D f64 copy.
+/// the dual route on the CPU never holds an N × D f64 copy. The rows are the caller's own or lent
+/// ([`HostRows`]: the Python package reads a numpy array in place).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CosineRows {
     pub n: usize,
     pub d: usize,
-    x: Vec<f32>,
+    x: HostRows,
     inv_norm: Vec<f64>,
 }
 
 impl CosineRows {
     /// Takes the rows of `x` (row-major n × d); every row must be finite with a non-zero norm.
-    pub fn new(x: Vec<f32>, n: usize, d: usize) -> Result<CosineRows, VendiError> {
+    pub fn new(x: impl Into<HostRows>, n: usize, d: usize) -> Result<CosineRows, VendiError> {
+        let rows = x.into();
+        let x = rows.as_slice();
         assert_eq!(x.len(), n * d, "x must be n × d");
         if n == 0 || d == 0 {
             return Err(VendiError::Empty);
@@ -225,13 +229,13 @@ impl CosineRows {
             }
             inv_norm.push(1.0 / norm);
         }
-        Ok(CosineRows { n, d, x, inv_norm })
+        Ok(CosineRows { n, d, x: rows, inv_norm })
     }
 
     /// `F[i][j]`, the one rule for a feature value: `f64(x_ij) · (1/‖x_i‖)`.
     #[inline]
     pub fn feature(&self, i: usize, j: usize) -> f64 {
-        f64::from(self.x[i * self.d + j]) * self.inv_norm[i]
+        f64::from(self.x.as_slice()[i * self.d + j]) * self.inv_norm[i]
     }
 
     /// Row `i` of `F` into `out` (length d).
@@ -245,7 +249,7 @@ impl CosineRows {
     pub fn feature_span(&self, i: usize, j0: usize, out: &mut [f64]) {
         let s = self.inv_norm[i];
         let (at, len) = (i * self.d + j0, out.len());
-        for (o, x) in out.iter_mut().zip(&self.x[at..at + len]) {
+        for (o, x) in out.iter_mut().zip(&self.x.as_slice()[at..at + len]) {
             *o = f64::from(*x) * s;
         }
     }
@@ -261,9 +265,11 @@ impl CosineRows {
 
     /// The rows `rows`, in that order.
     pub fn select_rows(&self, rows: &[usize]) -> CosineRows {
-        let x = rows.iter().flat_map(|&i| self.x[i * self.d..(i + 1) * self.d].iter().copied()).collect();
+        let all = self.x.as_slice();
+        let x: Vec<f32> =
+            rows.iter().flat_map(|&i| all[i * self.d..(i + 1) * self.d].iter().copied()).collect();
         let inv_norm = rows.iter().map(|&i| self.inv_norm[i]).collect();
-        CosineRows { n: rows.len(), d: self.d, x, inv_norm }
+        CosineRows { n: rows.len(), d: self.d, x: x.into(), inv_norm }
     }
 }
 

@@ -425,7 +425,7 @@ fn host_dual_product_equals_the_product_of_the_features() {
         }
     }
     // The selected rows of the f32 map are the selected rows of the f64 map.
-    let rows = CosineRows::new((0..12).map(|v| v as f32 + 1.0).collect(), 4, 3).unwrap();
+    let rows = CosineRows::new((0..12).map(|v| v as f32 + 1.0).collect::<Vec<f32>>(), 4, 3).unwrap();
     assert_eq!(rows.select_rows(&[3, 1]).features(), rows.features().select_rows(&[3, 1]));
 }
 

@@ -8,8 +8,10 @@ DataFrame (``pip install culturelens[pandas]``).
 
 Inputs:
   embeddings: a 2-D numpy array (N x d) of float16, float32 or float64, C or Fortran order, or a
-    CPU tensor with the DLPack protocol (torch, JAX, ...; read through a numpy view, no copy);
-    converted to float32 as the CLI's ``.npy`` reader does (one copy: the device owns its buffer).
+    CPU tensor with the DLPack protocol (torch, JAX, ...; read through a numpy view, no copy).
+    A C-order float32 array is read in place, without a copy, while the call runs (as numpy's own
+    functions read their inputs: do not write to it from another thread meanwhile); any other is
+    converted to float32 as the CLI's ``.npy`` reader does, with one copy.
   meta: one row per embedding, as a pandas or polars DataFrame, a pyarrow Table, or a mapping of
     column name to a sequence; cells are read as text, as the CLI reads ``meta.csv`` (a missing
     value, None or NaN, is an empty cell).
@@ -73,8 +75,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
-    """The columns of ``meta`` (pandas/polars DataFrame, pyarrow Table or mapping) as text."""
+# The separator of a joined column (``_joined``): the ASCII unit separator.
+_CELL_SEPARATOR = "\x1f"
+
+
+def _columns(meta: Any, joined: bool = False) -> List[Tuple[str, Any]]:
+    """The columns of ``meta`` (pandas/polars DataFrame, pyarrow Table or mapping) as text. With
+    ``joined``, a pandas column of strings is passed as ``_joined`` gives it."""
     if hasattr(meta, "to_pydict"):  # pyarrow Table
         meta = meta.to_pydict()
     elif hasattr(meta, "to_dict") and hasattr(meta, "columns"):
@@ -82,7 +89,9 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
             meta = meta.to_dict(as_series=False)
         else:  # pandas
             # By position: a frame may repeat a name, which the CLI's check refuses by name.
-            return [(str(name), [_cell(v) for v in meta.iloc[:, i].tolist()]) for i, name in enumerate(meta.columns)]
+            return [
+                (str(name), _pandas_cells(meta.iloc[:, i], joined)) for i, name in enumerate(meta.columns)
+            ]
     if not isinstance(meta, Mapping):
         raise TypeError(
             "meta: expected a pandas or polars DataFrame, a pyarrow Table or a mapping of column "
@@ -91,21 +100,55 @@ def _columns(meta: Any) -> List[Tuple[str, List[str]]]:
     return [(str(name), [_cell(v) for v in values]) for name, values in meta.items()]
 
 
-def _array(x: Any, name: str) -> Any:
-    """``x`` as the compiled functions take it: a numpy array as it is; a tensor with the DLPack
-    protocol (``__dlpack__``: torch, JAX, CuPy, ...) on the CPU as a numpy view of its memory (no
-    copy; ``np.from_dlpack``)."""
-    if x is None or isinstance(x, (list, tuple)) or type(x).__module__ == "numpy" or not hasattr(x, "__dlpack__"):
-        return x
-    import numpy as np
+def _pandas_cells(column: Any, joined: bool = False) -> Any:
+    """A pandas column's cells as ``_cell`` reads them. A column of strings without a missing
+    value (an object column pandas infers as such, or a string dtype without NA) is its values as
+    they are, without a Python call per cell: ``_cell`` would return each unchanged; with
+    ``joined``, as ``_joined`` gives them."""
+    import pandas as pd
+    from pandas.api.types import infer_dtype
 
-    try:
-        return np.from_dlpack(x)
-    except (BufferError, RuntimeError, TypeError, ValueError) as e:
-        raise TypeError(
-            f"{name}: a {type(x).__name__} whose memory numpy cannot read through DLPack ({e}); "
-            "pass a CPU tensor of float16/32/64 (e.g. tensor.detach().cpu())"
-        ) from e
+    values = column.tolist()
+    if column.dtype == object:
+        if infer_dtype(column, skipna=False) == "string":
+            return _joined(values) if joined else values
+    elif isinstance(column.dtype, pd.StringDtype) and not column.isna().any():
+        return _joined(values) if joined else values
+    return [_cell(v) for v in values]
+
+
+def _joined(values: List[str]) -> Any:
+    """Strings as one string: ``(n, text)``, the ``n`` strings joined by ``_CELL_SEPARATOR``,
+    which the compiled half splits without the GIL (one string crosses the boundary, not ``n``);
+    the list as it is when a string holds the separator (or there is none)."""
+    text = _CELL_SEPARATOR.join(values)
+    if not values or text.count(_CELL_SEPARATOR) != len(values) - 1:
+        return values
+    return (len(values), text)
+
+
+def _array(x: Any, name: str) -> Any:
+    """``x`` as the compiled functions take it: a numpy array as it is (a C-order float32 one is
+    then read in place, without a copy); a tensor with the DLPack protocol (``__dlpack__``: torch,
+    JAX, CuPy, ...) on the CPU as a numpy view of its memory (no copy; ``np.from_dlpack``). An
+    array whose values are not aligned in memory (a view at an odd byte offset) is copied first:
+    the compiled code reads aligned values only."""
+    if x is None or isinstance(x, (list, tuple)):
+        return x
+    if type(x).__module__ != "numpy" and hasattr(x, "__dlpack__"):
+        import numpy as np
+
+        try:
+            x = np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise TypeError(
+                f"{name}: a {type(x).__name__} whose memory numpy cannot read through DLPack ({e}); "
+                "pass a CPU tensor of float16/32/64 (e.g. tensor.detach().cpu())"
+            ) from e
+    flags = getattr(x, "flags", None)
+    if flags is not None and hasattr(flags, "aligned") and not flags.aligned:
+        return x.copy()
+    return x
 
 
 def _order(q: Any) -> str:
@@ -116,21 +159,40 @@ def _order(q: Any) -> str:
     return "inf" if math.isinf(q) and q > 0 else repr(q)
 
 
+def _kind(name: str) -> str:
+    """How a result column is read: "int", "float" (an empty cell NaN) or "text"."""
+    if name in _INT_COLUMNS:
+        return "int"
+    return "float" if _is_float(name) else "text"
+
+
 def _frame(records: Tuple[Sequence[str], Sequence[Sequence[str]]], numbers: bool = True):
     """A DataFrame of the CLI's header and cells, number columns parsed as the CLI's readers do
     (with ``numbers``; every column text without)."""
-    import pandas as pd
-
     header, rows = records
-    data = {}
+    data = []
     for i, name in enumerate(header):
         cells = [row[i] for row in rows]
-        if numbers and name in _INT_COLUMNS:
-            data[name] = pd.array([int(c) for c in cells], dtype="int64")
-        elif numbers and _is_float(name):
-            data[name] = pd.array([float(c) if c else math.nan for c in cells], dtype="float64")
+        kind = _kind(name) if numbers else "text"
+        if kind == "int":
+            data.append([int(c) for c in cells])
+        elif kind == "float":
+            data.append([float(c) if c else math.nan for c in cells])
         else:
-            data[name] = pd.array(cells, dtype=object)
+            data.append(cells)
+    return _typed_frame(header, data, numbers)
+
+
+def _typed_frame(header: Sequence[str], columns: Sequence[Any], numbers: bool = True):
+    """A DataFrame of the header and its columns in ``_kind``'s types: int64 and float64 columns
+    as numbers, every other column as text (object; every column with ``numbers`` false)."""
+    import pandas as pd
+
+    data = {}
+    for name, column in zip(header, columns):
+        kind = _kind(name) if numbers else "text"
+        dtype = {"int": "int64", "float": "float64"}.get(kind, object)
+        data[name] = pd.array(column, dtype=dtype)
     return pd.DataFrame(data, columns=list(header))
 
 
@@ -175,8 +237,12 @@ def sos(
       TypeError: embeddings that are not a 2-D float array, or an unsupported ``meta``.
     """
     output = "per_image" if per_image else "joint"
-    records, _ = _native.sos(_array(embeddings, "embeddings"), _columns(meta), pool, output, *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []))
-    return _frame(records)
+    (header, columns), _ = _native.sos(
+        # The columns as a function: called once the compiled half has started checking the rows.
+        _array(embeddings, "embeddings"), lambda: _columns(meta, joined=True), pool, output,
+        *_ci(ci, bootstrap, ci_method, seed), ci_mode, list(cluster or []), _kind,
+    )
+    return _typed_frame(header, columns)
 
 
 def _ci(ci: Optional[float], bootstrap: int, ci_method: str, seed: int) -> Tuple[Optional[float], int, str, int]:

@@ -1,14 +1,16 @@
 """The compiled core of culturelens (see the package docstring); call it through ``culturelens``."""
 
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 __version__: str
 
+_Columns = Sequence[Tuple[str, Union[Sequence[str], Tuple[int, str]]]]
+
 def sos(
     embeddings: np.ndarray,
-    columns: Sequence[Tuple[str, Sequence[str]]],
+    columns: Union[_Columns, Callable[[], _Columns]],
     pool: str = "all",
     output: str = "joint",
     ci: Optional[float] = None,
@@ -17,7 +19,8 @@ def sos(
     seed: int = 0,
     ci_mode: str = "fast",
     cluster: Sequence[str] = ...,
-) -> Tuple[Optional[Tuple[List[str], List[List[str]]]], Optional[str]]: ...
+    kind: Optional[Callable[[str], str]] = None,
+) -> Tuple[Optional[Tuple[List[str], List[Any]]], Optional[str]]: ...
 
 def magbig(
     columns: Sequence[Tuple[str, Sequence[str]]],

@@ -1,5 +1,7 @@
 //! The process's global allocator: the system allocator, with large blocks marked for
-//! transparent huge pages on Linux.
+//! transparent huge pages on Linux. One implementation for both front ends that own a process's
+//! Rust allocations: the CLI (`native/src/main.rs`) and the Python wheel (`culturelens-py`, whose
+//! extension module allocates through it; Python's and numpy's own allocations are not affected).
 //!
 //! Tensors, embedding tables and kernel matrices are tens to hundreds of megabytes, and a fresh
 //! one is touched page by page: with 4 KiB pages that is one page fault per 4 KiB, which on a
@@ -10,8 +12,8 @@
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` = `never`) or the call fails, nothing changes.
 //! Memory is allocated, laid out and freed exactly as by [`System`].
 //!
-//! [`keep_freed_blocks`] (called first thing in `main`) sets glibc malloc's thresholds so that
-//! the blocks of a model's forward pass are reused rather than mapped afresh for every op.
+//! [`keep_freed_blocks`] (called first thing in the CLI's `main`) sets glibc malloc's thresholds
+//! so that the blocks of a model's forward pass are reused rather than mapped afresh for every op.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -109,7 +111,7 @@ mod tests {
         const CHILD: &str = "CULTURELENS_ALLOC_TEST_CHILD";
         if std::env::var_os(CHILD).is_none() {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["alloc::tests::freed_activation_sized_blocks_stay_in_the_heap", "--exact"])
+                .args(["tests::freed_activation_sized_blocks_stay_in_the_heap", "--exact"])
                 .args(["--test-threads=1", "--nocapture"])
                 .env(CHILD, "1")
                 .output()
