@@ -117,3 +117,49 @@ fn every_release_archive_is_where_binstall_looks_and_holds_the_binary_where_it_s
         assert!(readme.contains(t.as_str()), "README.md does not list the release target {t}");
     }
 }
+
+/// The `wheels` job: one abi3 wheel of the Python package for each platform of a release archive,
+/// built with the toolchain of the binaries and the maturin that scripts/test_python.sh pins,
+/// manylinux_2_28 on Linux, and attached to the release with the archives.
+#[test]
+fn every_release_platform_gets_an_abi3_python_wheel() {
+    let workflow: Value = serde_yaml::from_str(&repo_file(".github/workflows/release.yml")).unwrap();
+    let jobs = &workflow["jobs"];
+    let targets = |job: &str| -> Vec<String> {
+        let rows = jobs[job]["strategy"]["matrix"]["include"].as_sequence().unwrap();
+        rows.iter().map(|r| r["target"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(targets("wheels"), targets("build"), "a wheel for every release archive's platform");
+    for row in jobs["wheels"]["strategy"]["matrix"]["include"].as_sequence().unwrap() {
+        let linux = row["target"].as_str().unwrap().contains("linux");
+        assert_eq!(row["manylinux"].as_str().unwrap(), if linux { "2_28" } else { "off" }, "{row:?}");
+    }
+    let steps = jobs["wheels"]["steps"].as_sequence().unwrap();
+    let maturin = steps
+        .iter()
+        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("PyO3/maturin-action@")))
+        .expect("a maturin-action step");
+    let with = &maturin["with"];
+    let pinned = repo_file("scripts/test_python.sh");
+    let version = with["maturin-version"].as_str().unwrap();
+    assert!(pinned.contains(&format!("maturin=={version}")), "maturin {version} is the one CI tests with");
+    let build_steps = jobs["build"]["steps"].as_sequence().unwrap();
+    let toolchain = build_steps
+        .iter()
+        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("dtolnay/rust-toolchain")))
+        .unwrap()["with"]["toolchain"]
+        .as_str()
+        .unwrap();
+    assert_eq!(with["rust-toolchain"].as_str(), Some(toolchain));
+    let args = with["args"].as_str().unwrap();
+    for want in ["--release", "--locked", "-m crates/culturelens-py/Cargo.toml"] {
+        assert!(args.contains(want), "wheel args {args:?} lack {want}");
+    }
+    // abi3: one wheel serves every CPython >= 3.9.
+    let py: toml::Table = repo_file("crates/culturelens-py/Cargo.toml").parse().unwrap();
+    let features = py["dependencies"]["pyo3"]["features"].as_array().unwrap();
+    assert!(features.iter().any(|f| f.as_str() == Some("abi3-py39")), "{features:?}");
+    let needs: Vec<&str> =
+        jobs["publish"]["needs"].as_sequence().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(needs, ["build", "wheels"]);
+}
