@@ -48,7 +48,7 @@ impl HostRows {
     }
 
     pub fn as_slice(&self) -> &[f32] {
-        as_f32(&self.bytes).expect("whole, aligned f32s (checked when made)")
+        made_f32(&self.bytes)
     }
 
     pub fn len(&self) -> usize {
@@ -63,9 +63,15 @@ impl HostRows {
     pub fn into_vec(self) -> Vec<f32> {
         match self.bytes.try_into_vec::<f32>() {
             Ok(values) => values,
-            Err(lent) => as_f32(&lent).expect("whole, aligned f32s (checked when made)").to_vec(),
+            Err(lent) => made_f32(&lent).to_vec(),
         }
     }
+}
+
+/// The bytes of a [`HostRows`] as f32s ([`HostRows::lent`] and `From<Vec<f32>>` only make
+/// whole, aligned ones).
+fn made_f32(bytes: &[u8]) -> &[f32] {
+    as_f32(bytes).expect("whole, aligned f32s (checked when made)")
 }
 
 /// `bytes` as f32s in place, when they are whole f32s at an f32-aligned address.
@@ -129,7 +135,7 @@ pub fn upload_rows(
     let mut embeddings = match embeddings.bytes.try_into_vec::<f32>() {
         Ok(values) => values,
         Err(lent) => {
-            let values = as_f32(&lent).expect("whole, aligned f32s (checked when made)");
+            let values = made_f32(&lent);
             return starts
                 .iter()
                 .map(|&start| {
