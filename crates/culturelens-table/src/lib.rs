@@ -12,6 +12,7 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod atomic;
 mod error;
+mod interned;
 mod matrix;
 mod meta;
 mod npy;
@@ -26,8 +27,11 @@ use std::path::Path;
 #[cfg(not(target_arch = "wasm32"))]
 pub use atomic::write_atomic;
 pub use error::{Location, TableError};
+pub use interned::Interned;
 pub use matrix::Matrix;
-pub use meta::{KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv};
+pub use meta::{
+    ColumnCells, KNOWN_COLUMNS, Metadata, read_metadata_csv, read_metadata_csv_from, write_metadata_csv,
+};
 pub use npy::{parse_npy, read_npy, read_npy_nd, write_npy, write_npy_nd};
 #[cfg(feature = "parquet")]
 pub use parquet_io::{

@@ -2,10 +2,13 @@
 //! written to CSV with a header row. Known columns are listed in [`KNOWN_COLUMNS`]; any other
 //! column is kept and can be used for grouping.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::error::{Location, TableError};
+use crate::interned::Interned;
 
 /// The metadata columns culturelens knows by name (the embedding-table contract). `model` is the
 /// model that made the item (generate's pipeline); `encoder` the encoder that embedded it
@@ -18,8 +21,70 @@ pub const KNOWN_COLUMNS: [&str; 10] =
 pub struct Metadata {
     source: Option<PathBuf>,
     names: Vec<String>,
-    columns: Vec<Vec<String>>,
+    columns: Vec<Column>,
     rows: usize,
+}
+
+/// A column's cells as a caller gives them: one string per row, or already interned (its strings
+/// are then made only if something asks for them, [`Metadata::column`]).
+#[derive(Debug, Clone)]
+pub enum ColumnCells {
+    Cells(Vec<String>),
+    Interned(Interned),
+}
+
+impl From<Vec<String>> for ColumnCells {
+    fn from(cells: Vec<String>) -> Self {
+        ColumnCells::Cells(cells)
+    }
+}
+
+impl From<Interned> for ColumnCells {
+    fn from(cells: Interned) -> Self {
+        ColumnCells::Interned(cells)
+    }
+}
+
+/// A stored column: its strings, or its interned form and the strings made from it on demand.
+#[derive(Debug, Clone)]
+enum Column {
+    Cells(Vec<String>),
+    Interned(Interned, OnceLock<Vec<String>>),
+}
+
+impl Column {
+    fn len(&self) -> usize {
+        match self {
+            Column::Cells(c) => c.len(),
+            Column::Interned(c, _) => c.len(),
+        }
+    }
+
+    fn cells(&self) -> &[String] {
+        match self {
+            Column::Cells(c) => c,
+            Column::Interned(c, cells) => cells.get_or_init(|| c.cells()),
+        }
+    }
+
+    fn get(&self, row: usize) -> &str {
+        match self {
+            Column::Cells(c) => &c[row],
+            Column::Interned(c, _) => c.get(row),
+        }
+    }
+}
+
+/// Columns are equal when their cells are, however each is stored.
+impl PartialEq for Column {
+    fn eq(&self, other: &Column) -> bool {
+        match (self, other) {
+            (Column::Interned(a, _), Column::Interned(b, _)) if a.values() == b.values() => {
+                a.ids() == b.ids()
+            }
+            _ => self.len() == other.len() && (0..self.len()).all(|r| self.get(r) == other.get(r)),
+        }
+    }
 }
 
 impl Metadata {
@@ -33,7 +98,23 @@ impl Metadata {
         source: Option<PathBuf>,
         columns: Vec<(String, Vec<String>)>,
     ) -> Result<Self, TableError> {
+        Self::from_column_cells(source, columns.into_iter().map(|(n, c)| (n, c.into())).collect())
+    }
+
+    /// [`Metadata::from_columns`] with each column's cells as strings or [`Interned`].
+    pub fn from_column_cells(
+        source: Option<PathBuf>,
+        columns: Vec<(String, ColumnCells)>,
+    ) -> Result<Self, TableError> {
         let at = source.as_deref().map(Location::file).unwrap_or_default();
+        let columns = columns.into_iter().map(|(name, cells)| {
+            let column = match cells {
+                ColumnCells::Cells(c) => Column::Cells(c),
+                ColumnCells::Interned(c) => Column::Interned(c, OnceLock::new()),
+            };
+            (name, column)
+        });
+        let columns: Vec<(String, Column)> = columns.collect();
         let rows = columns.first().map_or(0, |(_, v)| v.len());
         let mut meta = Self { source, rows, ..Self::default() };
         for (name, values) in columns {
@@ -76,27 +157,49 @@ impl Metadata {
     }
 
     pub fn column(&self, name: &str) -> Option<&[String]> {
-        self.names.iter().position(|n| n == name).map(|i| self.columns[i].as_slice())
+        self.names.iter().position(|n| n == name).map(|i| self.columns[i].cells())
+    }
+
+    /// The column `name` interned: as stored when it was given interned, else interned now.
+    pub fn interned(&self, name: &str) -> Option<Cow<'_, Interned>> {
+        let i = self.names.iter().position(|n| n == name)?;
+        Some(match &self.columns[i] {
+            Column::Interned(c, _) => Cow::Borrowed(c),
+            Column::Cells(c) => Cow::Owned(Interned::new(c.iter().map(String::as_str))),
+        })
+    }
+
+    /// [`Metadata::require_nonempty_column`] for [`Metadata::interned`]: the same errors, and a
+    /// column given interned is never turned into strings.
+    pub fn require_nonempty_interned(&self, name: &str) -> Result<Cow<'_, Interned>, TableError> {
+        let Some(col) = self.interned(name) else { return Err(self.missing(name)) };
+        match col.first_blank() {
+            Some(row) => Err(self.blank(row, name)),
+            None => Ok(col),
+        }
     }
 
     /// The column `name`; an error naming the file and the columns present when it is missing.
     pub fn require_column(&self, name: &str) -> Result<&[String], TableError> {
-        self.column(name).ok_or_else(|| {
-            TableError::invalid(
-                self.location().column(name),
-                format!("required column is missing (columns present: {})", self.names.join(", ")),
-            )
-        })
+        self.column(name).ok_or_else(|| self.missing(name))
+    }
+
+    fn missing(&self, name: &str) -> TableError {
+        TableError::invalid(
+            self.location().column(name),
+            format!("required column is missing (columns present: {})", self.names.join(", ")),
+        )
+    }
+
+    fn blank(&self, row: usize, name: &str) -> TableError {
+        TableError::invalid(self.cell(row, name), "empty value: every row needs one for this column")
     }
 
     /// Like [`Metadata::require_column`], and every value must be non-empty.
     pub fn require_nonempty_column(&self, name: &str) -> Result<&[String], TableError> {
         let col = self.require_column(name)?;
         if let Some(row) = col.iter().position(|v| v.trim().is_empty()) {
-            return Err(TableError::invalid(
-                self.cell(row, name),
-                "empty value: every row needs one for this column",
-            ));
+            return Err(self.blank(row, name));
         }
         Ok(col)
     }
@@ -153,7 +256,16 @@ impl Metadata {
         Metadata {
             source: self.source.clone(),
             names: self.names.clone(),
-            columns: self.columns.iter().map(|c| indices.iter().map(|&i| c[i].clone()).collect()).collect(),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| match c {
+                    Column::Cells(c) => Column::Cells(indices.iter().map(|&i| c[i].clone()).collect()),
+                    Column::Interned(c, _) => {
+                        Column::Interned(c.select(indices.iter().copied()), OnceLock::new())
+                    }
+                })
+                .collect(),
             rows: indices.len(),
         }
     }
@@ -161,7 +273,7 @@ impl Metadata {
     /// Iterates `(name, values)` pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &[String])> {
         assert_eq!(self.names.len(), self.columns.len());
-        self.names.iter().map(String::as_str).zip(self.columns.iter().map(Vec::as_slice))
+        self.names.iter().map(String::as_str).zip(self.columns.iter().map(Column::cells))
     }
 }
 
@@ -237,7 +349,7 @@ pub fn write_metadata_csv(w: &mut dyn Write, meta: &Metadata) -> std::io::Result
     let mut wtr = csv::Writer::from_writer(w);
     wtr.write_record(meta.names())?;
     for row in 0..meta.n_rows() {
-        wtr.write_record(meta.columns.iter().map(|c| c[row].as_str()))?;
+        wtr.write_record(meta.columns.iter().map(|c| c.get(row)))?;
     }
     wtr.flush()
 }
