@@ -9,7 +9,9 @@
 //! - A joint score cell is one (model, [layer,] language, culture) triple.
 
 use std::collections::HashMap;
-use std::hash::Hash;
+
+use culturelens_table::Interned;
+use rustc_hash::FxBuildHasher;
 
 /// How reference vectors are pooled across models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,6 +31,17 @@ pub struct SosColumns<'a> {
     pub culture: &'a [String],
     pub layer: Option<&'a [String]>,
     pub person: Option<&'a [String]>,
+}
+
+/// [`SosColumns`] already interned ([`culturelens_table::Interned`]): what [`SosLayout`] is built
+/// from. A caller holding its columns interned (the Python package) skips the strings.
+#[derive(Debug, Clone, Copy)]
+pub struct SosInterned<'a> {
+    pub model: &'a Interned,
+    pub language: &'a Interned,
+    pub culture: &'a Interned,
+    pub layer: Option<&'a Interned>,
+    pub person: Option<&'a Interned>,
 }
 
 /// A joint-score cell: one (model, layer, language, culture) combination.
@@ -77,17 +90,33 @@ pub struct SosLayout {
     /// The cells, sorted by (model, layer, language, culture).
     pub cells: Vec<Cell>,
     /// Person term of each output, when the table has a `person` column.
-    pub person: Option<Vec<String>>,
+    pub person: Option<Interned>,
 }
 
 impl SosLayout {
     /// Builds the groups from the metadata columns; every value must be non-empty.
     pub fn new(cols: SosColumns<'_>, pooling: Pooling) -> Result<SosLayout, LayoutError> {
+        let intern = |c: &[String]| Interned::new(c.iter().map(String::as_str));
+        let interned = |c: Option<&[String]>| c.map(intern);
+        let (model, language, culture) = (intern(cols.model), intern(cols.language), intern(cols.culture));
+        let (layer, person) = (interned(cols.layer), interned(cols.person));
+        let cols = SosInterned {
+            model: &model,
+            language: &language,
+            culture: &culture,
+            layer: layer.as_ref(),
+            person: person.as_ref(),
+        };
+        SosLayout::from_interned(cols, pooling)
+    }
+
+    /// [`SosLayout::new`] from interned columns: the same layout and errors.
+    pub fn from_interned(cols: SosInterned<'_>, pooling: Pooling) -> Result<SosLayout, LayoutError> {
         let n = cols.model.len();
         if n == 0 {
             return Err(LayoutError::Empty);
         }
-        let mut named: Vec<(&'static str, &[String])> =
+        let mut named: Vec<(&'static str, &Interned)> =
             vec![("model", cols.model), ("language", cols.language), ("culture", cols.culture)];
         if let Some(layer) = cols.layer {
             named.push(("layer", layer));
@@ -99,43 +128,52 @@ impl SosLayout {
             if values.len() != n {
                 return Err(LayoutError::Length { column, len: values.len(), expected: n });
             }
-            if let Some(row) = values.iter().position(|v| v.trim().is_empty()) {
+            if let Some(row) = values.first_blank() {
                 return Err(LayoutError::EmptyValue { row, column });
             }
         }
-        // Dense ids per column, then integer keys: no per-row string building.
-        let (model_id, _) = intern(cols.model.iter().map(String::as_str));
-        let layer_id = match cols.layer {
-            Some(l) => intern(l.iter().map(String::as_str)).0,
-            None => vec![0; n],
-        };
-        let (lang_id, _) = intern(cols.language.iter().map(String::as_str));
-        let (cult_id, _) = intern(cols.culture.iter().map(String::as_str));
+        let (model, lang, cult) = (cols.model, cols.language, cols.culture);
+        let count = |c: &Interned| c.values().len() as u128;
+        let (model_id, lang_id, cult_id) = (model.ids(), lang.ids(), cult.ids());
+        // Without a layer column every output is in one layer.
+        let layers = cols.layer.map_or(1, count);
+        let layer_id = |i: usize| cols.layer.map_or(0, |l| l.ids()[i] as u128);
         // References are per model when asked, and always per (model, layer) when layers exist.
         let scoped = pooling == Pooling::PerModel || cols.layer.is_some();
-        let scope = |i: usize| if scoped { (model_id[i], layer_id[i]) } else { (0, 0) };
+        let scopes = if scoped { count(model) * layers } else { 1 };
+        let scope = |i: usize| if scoped { model_id[i] as u128 * layers + layer_id(i) } else { 0 };
         let scope_name = |i: usize| match (cols.layer, scoped) {
-            (Some(l), _) => format!("{}/layer {}/", cols.model[i], l[i]),
-            (None, true) => format!("{}/", cols.model[i]),
+            (Some(l), _) => format!("{}/layer {}/", model.get(i), l.get(i)),
+            (None, true) => format!("{}/", model.get(i)),
             (None, false) => String::new(),
         };
-        let (sur_group, sur_first) = intern((0..n).map(|i| (scope(i), lang_id[i])));
-        let (sem_group, sem_first) = intern((0..n).map(|i| (scope(i), cult_id[i])));
-        let sur_names = sur_first.iter().map(|&i| format!("{}{}", scope_name(i), cols.language[i])).collect();
-        let sem_names = sem_first.iter().map(|&i| format!("{}{}", scope_name(i), cols.culture[i])).collect();
+        let keys = |ids: &[u32], k: u128| {
+            let keys = (0..n).map(move |i| scope(i) * k + ids[i] as u128);
+            intern_keys(keys, scopes * k)
+        };
+        let (sur_group, sur_first) = keys(lang_id, count(lang));
+        let (sem_group, sem_first) = keys(cult_id, count(cult));
+        let sur_names = sur_first.iter().map(|&i| format!("{}{}", scope_name(i), lang.get(i))).collect();
+        let sem_names = sem_first.iter().map(|&i| format!("{}{}", scope_name(i), cult.get(i))).collect();
 
-        let (pair, pair_first) = intern((0..n).map(|i| (sur_group[i], sem_group[i])));
+        let sems = sem_first.len() as u128;
+        let pair_keys = (0..n).map(|i| sur_group[i] as u128 * sems + sem_group[i] as u128);
+        let (pair, pair_first) = intern_keys(pair_keys, sur_first.len() as u128 * sems);
         let pair_sur = pair_first.iter().map(|&i| sur_group[i]).collect();
         let pair_sem = pair_first.iter().map(|&i| sem_group[i]).collect();
 
         // Cells sorted by (model, layer, language, culture) strings.
-        let (cell_unsorted, cell_first) =
-            intern((0..n).map(|i| (model_id[i], layer_id[i], lang_id[i], cult_id[i])));
+        let cell_keys = (0..n).map(|i| {
+            ((model_id[i] as u128 * layers + layer_id(i)) * count(lang) + lang_id[i] as u128) * count(cult)
+                + cult_id[i] as u128
+        });
+        let cell_space = count(model) * layers * count(lang) * count(cult);
+        let (cell_unsorted, cell_first) = intern_keys(cell_keys, cell_space);
         let cell_of = |i: usize| Cell {
-            model: cols.model[i].clone(),
-            layer: cols.layer.map(|l| l[i].clone()),
-            language: cols.language[i].clone(),
-            culture: cols.culture[i].clone(),
+            model: model.get(i).to_owned(),
+            layer: cols.layer.map(|l| l.get(i).to_owned()),
+            language: lang.get(i).to_owned(),
+            culture: cult.get(i).to_owned(),
         };
         let mut order: Vec<(Cell, u32)> =
             cell_first.iter().enumerate().map(|(id, &i)| (cell_of(i), id as u32)).collect();
@@ -159,7 +197,7 @@ impl SosLayout {
             pair_sem,
             cell,
             cells,
-            person: cols.person.map(<[String]>::to_vec),
+            person: cols.person.cloned(),
         })
     }
 
@@ -180,7 +218,7 @@ impl SosLayout {
             pair_sem: self.pair_sem.clone(),
             cell: pick(&self.cell),
             cells: self.cells.clone(),
-            person: self.person.as_ref().map(|p| rows.iter().map(|&r| p[r as usize].clone()).collect()),
+            person: self.person.as_ref().map(|p| p.select(rows.iter().map(|&r| r as usize))),
         }
     }
 
@@ -213,18 +251,40 @@ impl SosLayout {
     }
 }
 
-/// Assigns dense ids to keys in order of first appearance; returns each row's id and the first
-/// row of every id.
-fn intern<K: Hash + Eq>(keys: impl Iterator<Item = K>) -> (Vec<u32>, Vec<usize>) {
-    let mut ids: HashMap<K, u32> = HashMap::new();
+/// Assigns dense ids to integer keys below `space` (products of counts of distinct values: u128
+/// cannot overflow) in order of first appearance; returns each
+/// row's id and the first row of every id. A key equal to the row before's reuses its id; the
+/// others are looked up in a table of `space` slots when that is small (at most a few per row),
+/// else hashed.
+fn intern_keys(keys: impl Iterator<Item = u128>, space: u128) -> (Vec<u32>, Vec<usize>) {
+    const NONE: u32 = u32::MAX;
+    let (rows, _) = keys.size_hint();
+    let dense = space <= (4 * rows as u128).max(1 << 16);
+    let mut slots: Vec<u32> = if dense { vec![NONE; space as usize] } else { Vec::new() };
+    let mut hashed: HashMap<u128, u32, FxBuildHasher> = HashMap::default();
     let mut first = Vec::new();
+    let mut last = None;
     let groups = keys
         .enumerate()
-        .map(|(row, k)| {
-            *ids.entry(k).or_insert_with(|| {
-                first.push(row);
-                (first.len() - 1) as u32
-            })
+        .map(|(row, k)| match last {
+            Some((key, id)) if key == k => id,
+            _ => {
+                let mut new = || {
+                    first.push(row);
+                    (first.len() - 1) as u32
+                };
+                let id = if dense {
+                    let slot = &mut slots[k as usize];
+                    if *slot == NONE {
+                        *slot = new();
+                    }
+                    *slot
+                } else {
+                    *hashed.entry(k).or_insert_with(new)
+                };
+                last = Some((k, id));
+                id
+            }
         })
         .collect();
     (groups, first)
@@ -236,6 +296,45 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn keys_intern_alike_through_the_slot_table_and_the_hash() {
+        // Runs, repeats after a gap and a key far from the others; first-appearance ids.
+        let keys = [7u128, 7, 3, 3, 7, 9, 3, 1 << 20, 9];
+        let dense = intern_keys(keys.iter().copied(), 1 << 21);
+        let hashed = intern_keys(keys.iter().copied(), u128::MAX);
+        assert_eq!(dense, (vec![0, 0, 1, 1, 0, 2, 1, 3, 2], vec![0, 2, 5, 7]));
+        assert_eq!(hashed, dense);
+    }
+
+    #[test]
+    fn interned_columns_give_the_strings_layout() {
+        let col = |v: &[&str]| Interned::new(v.iter().copied());
+        let (model, language, culture) = (s(&["A", "B", "A"]), s(&["en", "de", "de"]), s(&["X", "X", "Y"]));
+        let (layer, person) = (s(&["1", "2", "1"]), s(&["w", "m", "w"]));
+        let cols = SosColumns {
+            model: &model,
+            language: &language,
+            culture: &culture,
+            layer: Some(&layer),
+            person: Some(&person),
+        };
+        let (m, l, c, y, p) = (
+            col(&["A", "B", "A"]),
+            col(&["en", "de", "de"]),
+            col(&["X", "X", "Y"]),
+            col(&["1", "2", "1"]),
+            col(&["w", "m", "w"]),
+        );
+        let interned =
+            SosInterned { model: &m, language: &l, culture: &c, layer: Some(&y), person: Some(&p) };
+        for pooling in [Pooling::All, Pooling::PerModel] {
+            assert_eq!(SosLayout::from_interned(interned, pooling), SosLayout::new(cols, pooling));
+        }
+        let short = col(&["en", "de"]);
+        let err = SosLayout::from_interned(SosInterned { language: &short, ..interned }, Pooling::All);
+        assert_eq!(err, Err(LayoutError::Length { column: "language", len: 2, expected: 3 }));
     }
 
     #[test]
@@ -280,7 +379,7 @@ mod tests {
         let picked = layout.select(&[3, 3, 0]);
         assert_eq!(picked.cell, [layout.cell[3], layout.cell[3], layout.cell[0]]);
         assert_eq!(picked.pair, [1, 1, 0]);
-        assert_eq!(picked.person.as_deref(), Some(&s(&["m", "m", "w"])[..]));
+        assert_eq!(picked.person.map(|p| p.cells()), Some(s(&["m", "m", "w"])));
         assert_eq!((picked.cells.len(), picked.pair_sur.len()), (layout.cells.len(), layout.pair_sur.len()));
         assert_eq!(layout.cell_rows().concat().len(), 4);
     }

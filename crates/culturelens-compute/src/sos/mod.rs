@@ -46,7 +46,7 @@ pub use bootstrap::{
 pub use compare::{CompareError, Comparison, Factor, PairedDifference, comparison_key, paired_differences};
 pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_packed, sos_tensor, unpack};
 pub use fused::fused_kernels_on;
-pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosLayout};
+pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosInterned, SosLayout};
 pub use plan::{GROUP_MEMBERS, SEGMENT_ROWS};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport, sos_report};
 
@@ -132,6 +132,12 @@ pub struct Scored {
 }
 
 impl Scored {
+    /// The table scored by [`score_device`], with its report ([`sos_report`], f64).
+    pub fn report(layout: SosLayout, values: SosValues, blocks: Vec<Tensor<2>>) -> Scored {
+        let report = sos_report(&layout, &values.per_image);
+        Scored { layout, values, report, blocks }
+    }
+
     /// `sos --ci`: the bootstrap interval of every joint score, into the report's `sos_ci`. The
     /// units of a cell are its outputs, or with `cluster` (key columns, one value per output) its
     /// groups of outputs with equal keys; `mode` holds the references at the full-table estimate
@@ -180,7 +186,7 @@ pub fn per_image_scores(
             layer: c.layer.clone(),
             language: c.language.clone(),
             culture: c.culture.clone(),
-            person: layout.person.as_ref().map(|p| p[row].clone()),
+            person: layout.person.as_ref().map(|p| p.get(row).to_owned()),
             sos: *score,
         }
     })
@@ -219,10 +225,8 @@ pub fn score_rows(
 }
 
 /// [`score_rows`] after its layout (the Python package builds the layout while it checks the
-/// rows): the row-major `embeddings` (N × `dim`) onto `device` (a `processor`) in the blocks its
-/// buffers take ([`Processor::upload_rows`]; on a CPU without a copy), [`sos_packed`] in row
-/// blocks of `blocking`, one read-back, [`unpack`] and [`sos_report`] (f64). `lap` is called
-/// after the stages `upload`, `device` and `report`.
+/// rows): [`score_device`], then [`sos_report`] (f64). `lap` is called after the stages `upload`,
+/// `device` and `report`.
 pub fn score_layout(
     layout: SosLayout,
     embeddings: impl Into<crate::device::HostRows>,
@@ -232,15 +236,34 @@ pub fn score_layout(
     blocking: Blocking,
     lap: &mut dyn FnMut(&'static str),
 ) -> Result<Scored, ScoreError> {
+    let (values, blocks) = score_device(&layout, embeddings, dim, device, processor, blocking, lap)?;
+    let scored = Scored::report(layout, values, blocks);
+    lap("report");
+    Ok(scored)
+}
+
+/// [`score_layout`]'s device half: the row-major `embeddings` (N × `dim`) onto `device` (a
+/// `processor`) in the blocks its buffers take ([`Processor::upload_rows`]; on a CPU without a
+/// copy), [`sos_packed`] in row blocks of `blocking`, one read-back and [`unpack`]: every
+/// output's score, and the blocks. It reads the rows as they are: a caller that checks them
+/// meanwhile (the Python package) reports the check's error before this one's, and makes the
+/// report ([`Scored::report`]) only of rows that passed.
+pub fn score_device(
+    layout: &SosLayout,
+    embeddings: impl Into<crate::device::HostRows>,
+    dim: usize,
+    device: &Device,
+    processor: Processor,
+    blocking: Blocking,
+    lap: &mut dyn FnMut(&'static str),
+) -> Result<(SosValues, Vec<Tensor<2>>), ScoreError> {
     let blocks = crate::device::upload_rows(embeddings, dim, processor.upload_rows(dim), device);
     device.sync().map_err(|e| ScoreError::Upload(format!("{e:?}")))?;
     lap("upload");
-    let packed = sos_packed(&blocks, None, &layout, blocking.chunk_rows(dim)).into_data();
-    let values = unpack(packed, &layout).map_err(SosError::from)?;
+    let packed = sos_packed(&blocks, None, layout, blocking.chunk_rows(dim)).into_data();
+    let values = unpack(packed, layout).map_err(SosError::from)?;
     lap("device");
-    let report = sos_report(&layout, &values.per_image);
-    lap("report");
-    Ok(Scored { layout, values, report, blocks })
+    Ok((values, blocks))
 }
 
 #[cfg(test)]

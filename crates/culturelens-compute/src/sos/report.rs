@@ -2,8 +2,6 @@
 //! per-(model, language) medians with the strong-surface-tendency flag, the language × language
 //! Pearson matrix and per-person-term means.
 
-use std::collections::BTreeMap;
-
 pub use culturelens_results::sos::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport};
 
 use super::layout::SosLayout;
@@ -35,17 +33,21 @@ pub fn sos_report(layout: &SosLayout, per_image: &[f32]) -> SosReport {
         })
         .collect();
 
-    let mut per_model: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut per_pair: BTreeMap<(String, Option<String>, String), Vec<f64>> = BTreeMap::new();
+    // Per model and per (model, layer, language): the cells are sorted by (model, layer,
+    // language, culture), so each key's cells are consecutive and the keys come out sorted.
+    // Every group gets its scores in row order.
+    let model_of = runs(&layout.cells, |c| &c.model);
+    let pair_of = runs(&layout.cells, |c| (&c.model, &c.layer, &c.language));
+    let mut per_model: Vec<Vec<f64>> = vec![Vec::new(); model_of.keys.len()];
+    let mut per_pair: Vec<Vec<f64>> = vec![Vec::new(); pair_of.keys.len()];
     for (i, c) in layout.cell.iter().enumerate() {
-        let cell = &layout.cells[*c as usize];
-        per_model.entry(cell.model.clone()).or_default().push(scores[i]);
-        per_pair
-            .entry((cell.model.clone(), cell.layer.clone(), cell.language.clone()))
-            .or_default()
-            .push(scores[i]);
+        per_model[model_of.run[*c as usize]].push(scores[i]);
+        per_pair[pair_of.run[*c as usize]].push(scores[i]);
     }
-    let per_model = per_model.into_iter().map(|(m, v)| (m, Summary::of(&v))).collect();
+    let per_model =
+        model_of.keys.iter().zip(&per_model).map(|(m, v)| ((*m).clone(), Summary::of(v))).collect();
+    let per_pair =
+        pair_of.keys.into_iter().zip(per_pair).map(|((m, l, g), v)| ((m.clone(), l.clone(), g.clone()), v));
 
     let mut language_medians: Vec<LanguageMedian> = per_pair
         .into_iter()
@@ -67,7 +69,7 @@ pub fn sos_report(layout: &SosLayout, per_image: &[f32]) -> SosReport {
 
     SosReport {
         language_correlation: language_correlation(&joint),
-        person_means: person_means(layout, &scores),
+        person_means: person_means(layout, &model_of, &scores),
         joint,
         per_model,
         language_medians,
@@ -75,48 +77,96 @@ pub fn sos_report(layout: &SosLayout, per_image: &[f32]) -> SosReport {
     }
 }
 
+/// The runs of equal keys in `items` (sorted so that equal keys are consecutive): the keys in
+/// order, and the run of every item.
+struct Runs<K> {
+    keys: Vec<K>,
+    run: Vec<usize>,
+}
+
+fn runs<'a, T, K: Ord>(items: &'a [T], key: impl Fn(&'a T) -> K) -> Runs<K> {
+    let (mut keys, mut run) = (Vec::new(), Vec::with_capacity(items.len()));
+    for item in items {
+        let k = key(item);
+        if keys.last() != Some(&k) {
+            debug_assert!(keys.last() < Some(&k), "the items are sorted by the key");
+            keys.push(k);
+        }
+        run.push(keys.len() - 1);
+    }
+    Runs { keys, run }
+}
+
 /// A (model, layer, culture) cell of the correlation: one observation per language.
 type CorrelationCell<'a> = (&'a str, Option<&'a str>, &'a str);
 
+fn correlation_cell(j: &JointScore) -> CorrelationCell<'_> {
+    (j.model.as_str(), j.layer.as_deref(), j.culture.as_str())
+}
+
 fn language_correlation(joint: &[JointScore]) -> LanguageCorrelation {
-    // language -> (model, layer, culture) -> joint SoS
-    let mut table: BTreeMap<&str, BTreeMap<CorrelationCell<'_>, f64>> = BTreeMap::new();
+    // The languages and the correlation cells, each sorted, as dense ids; then per language its
+    // joint SoS in every cell it has (a later score of a repeated key replaces the earlier one).
+    let mut languages: Vec<&str> = joint.iter().map(|j| j.language.as_str()).collect();
+    languages.sort_unstable();
+    languages.dedup();
+    let mut cells: Vec<CorrelationCell<'_>> = joint.iter().map(correlation_cell).collect();
+    cells.sort_unstable();
+    cells.dedup();
+    let mut table = vec![vec![None; cells.len()]; languages.len()];
     for j in joint {
-        table.entry(&j.language).or_default().insert((&j.model, j.layer.as_deref(), &j.culture), j.sos);
+        let (Ok(l), Ok(c)) =
+            (languages.binary_search(&j.language.as_str()), cells.binary_search(&correlation_cell(j)))
+        else {
+            unreachable!("every language and cell was collected")
+        };
+        table[l][c] = Some(j.sos);
     }
-    let languages: Vec<String> = table.keys().map(|l| l.to_string()).collect();
     let k = languages.len();
     let mut r = vec![vec![None; k]; k];
     let mut pairs = vec![vec![0usize; k]; k];
-    let cols: Vec<_> = table.values().collect();
     for a in 0..k {
         for b in 0..k {
-            let (x, y): (Vec<f64>, Vec<f64>) =
-                cols[a].iter().filter_map(|(cell, va)| cols[b].get(cell).map(|vb| (*va, *vb))).unzip();
+            let both = table[a].iter().zip(&table[b]).filter_map(|(va, vb)| Some(((*va)?, (*vb)?)));
+            let (x, y): (Vec<f64>, Vec<f64>) = both.unzip();
             pairs[a][b] = x.len();
             r[a][b] = stats::pearson(&x, &y);
         }
     }
-    LanguageCorrelation { languages, r, pairs }
+    LanguageCorrelation { languages: languages.into_iter().map(str::to_string).collect(), r, pairs }
 }
 
-fn person_means(layout: &SosLayout, scores: &[f64]) -> Vec<PersonMean> {
+/// Mean SoS per person term over all models, then per model (models and terms sorted), each
+/// summed in row order.
+fn person_means(layout: &SosLayout, models: &Runs<&String>, scores: &[f64]) -> Vec<PersonMean> {
     let Some(person) = &layout.person else { return Vec::new() };
-    let mut acc: BTreeMap<(Option<&str>, &str), (usize, f64)> = BTreeMap::new();
+    let terms = person.values().len();
+    // (n, sum) per term over all models (slot 0) and per model (slot 1 + its index).
+    let mut acc = vec![(0usize, 0f64); (1 + models.keys.len()) * terms];
     for (i, c) in layout.cell.iter().enumerate() {
-        let model = layout.cells[*c as usize].model.as_str();
-        for key in [(None, person[i].as_str()), (Some(model), person[i].as_str())] {
-            let e = acc.entry(key).or_default();
+        let term = person.ids()[i] as usize;
+        for slot in [0, 1 + models.run[*c as usize]] {
+            let e = &mut acc[slot * terms + term];
             e.0 += 1;
             e.1 += scores[i];
         }
     }
-    acc.into_iter()
-        .map(|((model, person), (n, sum))| PersonMean {
-            model: model.map(str::to_string),
-            person: person.to_string(),
-            n,
-            mean: sum / n as f64,
-        })
-        .collect()
+    let mut by_name: Vec<usize> = (0..terms).collect();
+    by_name.sort_by_key(|&t| &person.values()[t]);
+    let model_names = std::iter::once(None).chain(models.keys.iter().map(|m| Some(m.as_str())));
+    let mut means = Vec::new();
+    for (slot, model) in model_names.enumerate() {
+        for &term in &by_name {
+            let (n, sum) = acc[slot * terms + term];
+            if n > 0 {
+                means.push(PersonMean {
+                    model: model.map(str::to_string),
+                    person: person.values()[term].clone(),
+                    n,
+                    mean: sum / n as f64,
+                });
+            }
+        }
+    }
+    means
 }
