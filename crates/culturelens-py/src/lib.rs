@@ -22,7 +22,7 @@ use culturelens_compute::cultext2i as cultext2i_core;
 use culturelens_compute::device::HostRows;
 use culturelens_compute::device::Processor;
 use culturelens_compute::sos::{
-    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosColumns, SosLayout, per_image_scores, score_layout,
+    Blocking, Pooling, ScoreError, Scored, SosCiMode, SosInterned, SosLayout, per_image_scores, score_device,
 };
 use culturelens_compute::vendi::{
     Collection, CosineRows, ProductPrecision, Route, categorical_features, group_intervals, point_scores,
@@ -36,7 +36,7 @@ use culturelens_results::magbig::{ATTRIBUTE_COLUMNS, GENDER, Magbig, MagbigColum
 use culturelens_results::sos::{self as schema, JointColumns, PerImageColumns};
 use culturelens_results::validate::{Validation, ValidationColumns, validation_rows};
 use culturelens_results::vendi::{Order, Table as VendiTable, VendiFile, VendiScores, table_rows};
-use culturelens_table::{EmbeddingTable, Matrix, Metadata, TableError, validate_rows};
+use culturelens_table::{ColumnCells, EmbeddingTable, Interned, Matrix, Metadata, TableError, validate_rows};
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -168,6 +168,7 @@ fn checked(
     columns: Option<Vec<(String, Vec<String>)>>,
     names: [&'static str; 2],
 ) -> PyResult<Metadata> {
+    let columns = columns.map(|c| c.into_iter().map(|(name, cells)| (name, cells.into())).collect());
     let meta = checked_meta(rows.n, columns, names)?;
     RowsCheck::Later.wait(rows, names[0])?;
     Ok(meta)
@@ -176,12 +177,14 @@ fn checked(
 /// [`checked`]'s checks of the metadata and its row count (`n`, the embeddings').
 fn checked_meta(
     n: usize,
-    columns: Option<Vec<(String, Vec<String>)>>,
+    columns: Option<Vec<(String, ColumnCells)>>,
     names: [&'static str; 2],
 ) -> PyResult<Metadata> {
     let meta_error = |e: PyErr| if names[1] == "meta" { e } else { argument(names[1], e) };
     let meta = match columns {
-        Some(columns) => Metadata::from_columns(None, columns).map_err(table_error).map_err(meta_error)?,
+        Some(columns) => {
+            Metadata::from_column_cells(None, columns).map_err(table_error).map_err(meta_error)?
+        }
         None => Metadata::empty(n),
     };
     if meta.n_rows() != n {
@@ -219,11 +222,18 @@ impl RowsCheck {
 
     /// The check's result, once it is done (`rows` are those it was started on).
     fn wait(self, rows: &Rows, name: &'static str) -> PyResult<()> {
+        self.join().unwrap_or_else(|| check_rows(&rows.values, rows.n, rows.d, name))
+    }
+
+    /// The started check's result, once it is done; `None` for a check for later.
+    fn join(self) -> Option<PyResult<()>> {
         match self {
-            RowsCheck::Running(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the embeddings' check panicked"))),
-            RowsCheck::Later => check_rows(&rows.values, rows.n, rows.d, name),
+            RowsCheck::Running(thread) => Some(
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the embeddings' check panicked"))),
+            ),
+            RowsCheck::Later => None,
         }
     }
 }
@@ -271,25 +281,43 @@ fn score_sos(
                 .map_err(table_error)?,
             None => Vec::new(),
         };
-        let required = |name| meta.require_nonempty_column(name).map_err(table_error);
-        let optional = |name| meta.column(name).map(|_| required(name)).transpose();
-        let cols = SosColumns {
-            model: required("model")?,
-            language: required("language")?,
-            culture: required("culture")?,
-            layer: optional("layer")?,
-            person: optional("person")?,
+        let required = |name: &'static str| meta.require_nonempty_interned(name).map_err(table_error);
+        // Present or not by name: `Metadata::column` would make an interned column's strings.
+        let optional =
+            |name: &'static str| meta.names().iter().any(|n| n == name).then(|| required(name)).transpose();
+        let (model, language, culture) = (required("model")?, required("language")?, required("culture")?);
+        let (layer, person) = (optional("layer")?, optional("person")?);
+        let cols = SosInterned {
+            model: &model,
+            language: &language,
+            culture: &culture,
+            layer: layer.as_deref(),
+            person: person.as_deref(),
         };
-        let layout = SosLayout::new(cols, pooling).map_err(|e| sos_error(ScoreError::Sos(e.into())))?;
+        let layout =
+            SosLayout::from_interned(cols, pooling).map_err(|e| sos_error(ScoreError::Sos(e.into())))?;
         Ok((layout, keys))
     };
     let layout: PyResult<_> = layout();
-    rows_check.wait(&rows, "embeddings")?;
-    let (layout, keys) = layout?;
+    // Lent rows are scored while their check runs on its own thread (an error of the check comes
+    // before any of the scoring's, and the report is made of checked rows only); owned rows are
+    // checked first.
+    let (layout, keys) = match layout {
+        Ok(layout) => layout,
+        Err(e) => {
+            rows_check.wait(&rows, "embeddings")?;
+            return Err(e);
+        }
+    };
+    if let RowsCheck::Later = rows_check {
+        check_rows(&rows.values, rows.n, d, "embeddings")?;
+    }
     let device = Device::flex();
     let (processor, blocking) = (Processor::Cpu, Blocking::Default(Processor::Cpu));
-    let mut scored =
-        score_layout(layout, rows.values, d, &device, processor, blocking, &mut |_| {}).map_err(sos_error)?;
+    let scores = score_device(&layout, rows.values, d, &device, processor, blocking, &mut |_| {});
+    rows_check.join().transpose()?;
+    let (values, blocks) = scores.map_err(sos_error)?;
+    let mut scored = Scored::report(layout, values, blocks);
     if let Some(ci) = ci {
         let keys: Vec<&[String]> = keys.iter().map(Vec::as_slice).collect();
         let cluster = (!keys.is_empty()).then_some(keys.as_slice());
@@ -384,7 +412,7 @@ fn sos<'py>(
     let (records, report) = interruptible(py, move || {
         let columns = columns
             .into_iter()
-            .map(|(name, cells)| cells.split(&name).map(|cells| (name, cells)))
+            .map(|(name, cells)| cells.column(&name).map(|cells| (name, cells)))
             .collect::<PyResult<Vec<_>>>()?;
         let meta = checked_meta(rows.n, Some(columns), ["embeddings", "meta"])?;
         let (scored, images) = score_sos(rows, meta, rows_check, pooling, ci)?;
@@ -430,21 +458,22 @@ enum Cells {
 const CELL_SEPARATOR: char = '\u{1f}';
 
 impl Cells {
-    /// The cells; a joined text that does not split into its `n` cells (a cell held the
-    /// separator) is refused, naming the column.
-    fn split(self, column: &str) -> PyResult<Vec<String>> {
+    /// The cells; a joined text is interned as it is split, without a `String` per cell, and
+    /// refused, naming the column, when it does not split into its `n` cells (a cell held the
+    /// separator).
+    fn column(self, column: &str) -> PyResult<ColumnCells> {
         match self {
-            Cells::List(cells) => Ok(cells),
-            Cells::Joined(0, text) if text.is_empty() => Ok(Vec::new()),
+            Cells::List(cells) => Ok(ColumnCells::Cells(cells)),
+            Cells::Joined(0, text) if text.is_empty() => Ok(ColumnCells::Cells(Vec::new())),
             Cells::Joined(n, text) => {
-                let cells: Vec<String> = text.split(CELL_SEPARATOR).map(str::to_owned).collect();
+                let cells = Interned::new(text.split(CELL_SEPARATOR));
                 if cells.len() != n {
                     return Err(PyValueError::new_err(format!(
                         "meta: column {column:?}: {n} cells joined by U+001F split into {}: a cell holds U+001F",
                         cells.len()
                     )));
                 }
-                Ok(cells)
+                Ok(ColumnCells::Interned(cells))
             }
         }
     }

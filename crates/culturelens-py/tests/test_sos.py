@@ -189,6 +189,34 @@ def test_zero_norm_row(cli, demo, tmp_path):
     assert cli_message.endswith("e.npy, " + str(err.value)), cli_message
 
 
+def test_a_bad_row_is_reported_before_an_empty_cell_and_an_undefined_reference(cli, demo, tmp_path):
+    """The rows are checked on a thread of their own while the layout is built and the rows are
+    scored: the check's error must still come first, as the CLI's (which checks rows as it loads
+    them), whatever the metadata or the scoring find later."""
+    _, embeddings, meta = demo
+    bad = embeddings.copy()
+    bad[7, 0] = np.nan
+    empty = meta.copy()
+    empty.loc[3, "culture"] = ""
+    cli_message = cli_error(cli, tmp_path, bad, empty)
+    with pytest.raises(ValueError) as err:
+        culturelens.sos(bad, empty)
+    assert str(err.value) == "row 7, column dim 0: non-finite value NaN"
+    assert cli_message.endswith("e.npy, " + str(err.value)), cli_message
+    # Opposite rows make language en's reference undefined, which the scoring finds; a bad row
+    # elsewhere is still what is reported.
+    meta = pd.DataFrame({"model": ["A"] * 4, "language": ["en", "en", "de", "de"], "culture": ["X", "Y", "X", "Y"]})
+    rows = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=np.float32)
+    with pytest.raises(ValueError, match="SoS cannot be computed for this table"):
+        culturelens.sos(rows, meta)
+    rows[2, 1] = np.inf
+    cli_message = cli_error(cli, tmp_path, rows, meta)
+    with pytest.raises(ValueError) as err:
+        culturelens.sos(rows, meta)
+    assert str(err.value) == "row 2, column dim 1: non-finite value inf"
+    assert cli_message.endswith("e.npy, " + str(err.value)), cli_message
+
+
 def test_row_count_mismatch(demo):
     _, embeddings, meta = demo
     with pytest.raises(ValueError) as err:
