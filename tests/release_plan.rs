@@ -155,6 +155,15 @@ fn every_release_platform_gets_an_abi3_python_wheel() {
     for want in ["--release", "--locked", "-m crates/culturelens-py/Cargo.toml"] {
         assert!(args.contains(want), "wheel args {args:?} lack {want}");
     }
+    // The wheel has the release binary's devices: a binary built with wgpu, a wheel with `gpu`
+    // (the package's feature for Burn's wgpu backend).
+    let cargo_build = build_steps
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("cargo build") && r.contains("-p culturelens "))
+        .expect("the binaries' cargo build step");
+    assert!(cargo_build.contains("--features wgpu"), "{cargo_build}");
+    assert!(args.contains("--features gpu"), "wheel args {args:?} lack --features gpu");
     // abi3: one wheel serves every CPython >= 3.9.
     let py: toml::Table = repo_file("crates/culturelens-py/Cargo.toml").parse().unwrap();
     let features = py["dependencies"]["pyo3"]["features"].as_array().unwrap();
