@@ -107,8 +107,8 @@ pub struct SosArgs {
     /// Backend that runs the tensor work.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
-    /// Rows per block of the tensor graph (scores do not depend on it beyond f32 rounding; the
-    /// fused GPU kernels ignore it) [default: about 1 MiB of f32 rows on cpu].
+    /// Rows per block of the tensor graph, which a CPU then runs instead of its fused passes
+    /// (scores do not depend on it beyond f32 rounding; the fused GPU kernels ignore it).
     #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
     pub block_rows: Option<u64>,
     /// Print the wall time of each stage (load, device init, score, write) to stderr.

@@ -33,6 +33,7 @@ mod bootstrap;
 mod compare;
 mod compute;
 mod fused;
+mod host;
 #[cfg(feature = "cube")]
 mod kernels;
 mod layout;
@@ -257,6 +258,18 @@ pub fn score_device(
     blocking: Blocking,
     lap: &mut dyn FnMut(&'static str),
 ) -> Result<(SosValues, Vec<Tensor<2>>), ScoreError> {
+    let embeddings: crate::device::HostRows = embeddings.into();
+    if let (Processor::Cpu, Blocking::Default(_)) = (processor, blocking) {
+        // A CPU device reads the host rows in place (no upload): the fused passes of `host.rs` on
+        // them, and the rows as one block for the exact bootstrap, without a copy.
+        lap("upload");
+        let packed = host::sos_host(embeddings.as_slice(), dim, layout);
+        let blocks = crate::device::upload_rows(embeddings, dim, None, device);
+        let len = packed.len();
+        let values = unpack(TensorData::new(packed, [len]), layout).map_err(SosError::from)?;
+        lap("device");
+        return Ok((values, blocks));
+    }
     let blocks = crate::device::upload_rows(embeddings, dim, processor.upload_rows(dim), device);
     device.sync().map_err(|e| ScoreError::Upload(format!("{e:?}")))?;
     lap("upload");

@@ -562,3 +562,58 @@ mod compare {
         assert!(e.contains("same pairing key `p0`") && e.contains("B/de/X"), "{e}");
     }
 }
+
+/// The CPU's fused passes (`host.rs`, what `score_rows` runs on a CPU device with the default
+/// blocking) against the tensor graph: the hand-computed golden, then random tables with their
+/// rows shuffled (pairs not contiguous), per-model references and layers, to f32 rounding; and
+/// the same bits on every vector path of `culturelens_simd`.
+#[test]
+fn cpu_fused_passes_equal_the_graph() {
+    let score = |emb: Vec<f32>, d: usize, cols: SosColumns<'_>, pooling: Pooling| {
+        let blocking = Blocking::Default(Processor::Cpu);
+        score_rows(emb, d, cols, pooling, &cpu(), Processor::Cpu, blocking, &mut |_| {}).unwrap().values
+    };
+    let g = golden();
+    let host = score(g.emb.clone(), 2, g.cols(), Pooling::All);
+    let got: Vec<f64> = host.per_image.iter().map(|v| f64::from(*v)).collect();
+    assert_close(&got, &[0.0, -A, -A, 0.0, 0.0, A, A, 0.0], 1e-6);
+
+    let mut rng = SplitMix64::new(5);
+    for (seed, pooling, layered) in
+        [(1, Pooling::All, false), (2, Pooling::PerModel, false), (3, Pooling::All, true)]
+    {
+        let (emb, [model, language, culture]) = random_case(seed, 2, 3, 4, 5, 37);
+        let n = model.len();
+        // Shuffle the rows (Fisher–Yates), so a pair's outputs are scattered over the table.
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let pick = |v: &[String]| order.iter().map(|&i| v[i].clone()).collect::<Vec<_>>();
+        let (model, language, culture) = (pick(&model), pick(&language), pick(&culture));
+        let emb: Vec<f32> = order.iter().flat_map(|&i| emb[i * 37..(i + 1) * 37].to_vec()).collect();
+        let layer: Vec<String> = (0..n).map(|i| format!("{}", i % 2)).collect();
+        let cols = SosColumns {
+            model: &model,
+            language: &language,
+            culture: &culture,
+            layer: layered.then_some(layer.as_slice()),
+            person: None,
+        };
+        let (_, graph, _) = sos(emb.clone(), 37, cols, pooling, &cpu(), Some(7)).unwrap();
+        let mut bits = Vec::new();
+        for level in culturelens_simd::available() {
+            culturelens_simd::force(Some(level)).unwrap();
+            let host = score(emb.clone(), 37, cols, pooling);
+            culturelens_simd::force(None).unwrap();
+            for (a, b) in host.per_image.iter().zip(&graph.per_image) {
+                assert!((a - b).abs() < 1e-5, "seed {seed}: {a} vs {b}");
+            }
+            for (a, b) in host.sur_mean_norm.iter().zip(&graph.sur_mean_norm) {
+                assert!((a - b).abs() < 1e-5, "seed {seed}: {a} vs {b}");
+            }
+            bits.push(host.per_image.iter().map(|v| v.to_bits()).collect::<Vec<u32>>());
+        }
+        assert!(bits.windows(2).all(|w| w[0] == w[1]), "every vector path gives the same bits");
+    }
+}
