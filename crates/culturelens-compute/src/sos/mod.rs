@@ -243,10 +243,11 @@ pub fn score_layout(
     Ok(scored)
 }
 
-/// [`score_layout`]'s device half: the row-major `embeddings` (N × `dim`) onto `device` (a
-/// `processor`) in the blocks its buffers take ([`Processor::upload_rows`]; on a CPU without a
-/// copy), [`sos_packed`] in row blocks of `blocking`, one read-back and [`unpack`]: every
-/// output's score, and the blocks. It reads the rows as they are: a caller that checks them
+/// [`score_layout`]'s device half: every output's score ([`unpack`]ed) and the table's blocks on
+/// `device`. On a CPU device (`processor`) with the default blocking, the fused passes of
+/// `host.rs` over the row-major `embeddings` (N × `dim`) in place, and the rows as one block
+/// without a copy; elsewhere the rows onto `device` in the blocks its buffers take
+/// ([`Processor::upload_rows`]), [`sos_packed`] in row blocks of `blocking` and one read-back. It reads the rows as they are: a caller that checks them
 /// meanwhile (the Python package) reports the check's error before this one's, and makes the
 /// report ([`Scored::report`]) only of rows that passed.
 pub fn score_device(
