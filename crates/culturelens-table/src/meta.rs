@@ -39,12 +39,6 @@ impl From<Vec<String>> for ColumnCells {
     }
 }
 
-impl From<Interned> for ColumnCells {
-    fn from(cells: Interned) -> Self {
-        ColumnCells::Interned(cells)
-    }
-}
-
 /// A stored column: its strings, or its interned form and the strings made from it on demand.
 #[derive(Debug, Clone)]
 enum Column {

@@ -29,7 +29,7 @@ pub fn sos_host(rows: &[f32], dim: usize, layout: &SosLayout) -> Vec<f32> {
     let n = layout.len();
     assert_eq!(rows.len(), n * dim, "rows must be the layout's outputs × dim");
     let row = |o: usize| &rows[o * dim..(o + 1) * dim];
-    let by_pair = outputs_by_pair(&layout.pair, layout.pair_sur.len());
+    let by_pair = layout.pair_rows();
 
     // 1. Inverse norms and pair sums of unit rows.
     let pass1 = |p: usize| {
@@ -88,15 +88,6 @@ pub fn sos_host(rows: &[f32], dim: usize, layout: &SosLayout) -> Vec<f32> {
     packed.extend(sur_norm);
     packed.extend(sem_norm);
     packed
-}
-
-/// The outputs of every pair, in row order.
-fn outputs_by_pair(pair: &[u32], pairs: usize) -> Vec<Vec<u32>> {
-    let mut by_pair = vec![Vec::new(); pairs];
-    for (o, &p) in pair.iter().enumerate() {
-        by_pair[p as usize].push(o as u32);
-    }
-    by_pair
 }
 
 /// `f` of every pair `0..pairs`, in pair order: on rayon's threads with the `rayon` feature.

@@ -224,11 +224,12 @@ impl SosLayout {
 
     /// The rows of every cell, in row order (cells in [`SosLayout::cells`] order).
     pub fn cell_rows(&self) -> Vec<Vec<u32>> {
-        let mut rows = vec![Vec::new(); self.cells.len()];
-        for (row, &c) in self.cell.iter().enumerate() {
-            rows[c as usize].push(row as u32);
-        }
-        rows
+        rows_of(&self.cell, self.cells.len())
+    }
+
+    /// The rows of every reference pair, in row order (pairs in id order).
+    pub fn pair_rows(&self) -> Vec<Vec<u32>> {
+        rows_of(&self.pair, self.pair_sur.len())
     }
 
     /// Number of outputs.
@@ -249,6 +250,15 @@ impl SosLayout {
         };
         (count(&self.sur_group, self.sur_names.len()), count(&self.sem_group, self.sem_names.len()))
     }
+}
+
+/// The rows of each of the `count` ids of `ids` (one id per row), in row order.
+fn rows_of(ids: &[u32], count: usize) -> Vec<Vec<u32>> {
+    let mut rows = vec![Vec::new(); count];
+    for (row, &id) in ids.iter().enumerate() {
+        rows[id as usize].push(row as u32);
+    }
+    rows
 }
 
 /// Assigns dense ids to integer keys below `space` (products of counts of distinct values: u128
