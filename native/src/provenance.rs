@@ -14,7 +14,7 @@ use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use culturelens_files::{file_sha256, sha256_hex};
+use culturelens_files::{HashCache, sha256_hex};
 use culturelens_prompts::PromptSet;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
@@ -87,6 +87,12 @@ fn input_record(path: &Path) -> Result<Value> {
     } else {
         json!({"path": path.display().to_string(), "sha256": file_sha256(path)?.1})
     })
+}
+
+/// The size and sha256 of the file at `path`, through the hash cache (`CULTURELENS_HASH_CACHE`;
+/// [`HashCache`]): a large input read again unchanged is not hashed again.
+fn file_sha256(path: &Path) -> Result<(u64, String)> {
+    Ok(HashCache::from_env().file_sha256(path)?)
 }
 
 /// Input records ([`Provenance::input`]) computed on a thread of their own while the command

@@ -161,6 +161,7 @@ def main():
     print(f"culturelens ({args.device}): load {min(cl_load):.3f} s, SoS {min(cl_score):.3f} s, "
           f"whole command {min(cl_total):.3f} s (best of {args.repeats})")
     print(f"ratio numpy/culturelens (SoS compute): {min(np_times) / min(cl_score):.2f}x")
+    print(f"whole command / numpy's load of the same files: {min(cl_total) / np_load:.2f}x")
     _, np_run = peak_rss.call(__file__, "numpy_side", emb_path, meta_path)
     print(f"{peak_rss.line(max(cl_peak), 'numpy (load + SoS)', np_run.peak_kib)} (whole command / whole side)")
     print(f"max |joint SoS difference|: {max_diff:.2e}")

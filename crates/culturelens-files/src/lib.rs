@@ -14,8 +14,10 @@
 //!   relative to a file's folder.
 //! - [`sha256_hex`], [`Sha256Hex`] and [`file_sha256`]: SHA-256 in lower-case hex, of bytes, of a
 //!   stream and of a file.
+//! - [`HashCache`]: file hashes kept between runs, keyed by device, inode, size and times (not on
+//!   wasm32), and [`cache_root`], the folder of every culturelens cache.
 //!
-//! std, sha2 and tempfile only; the browser (wasm32) builds the hashing and path rules without the
+//! std, sha2, tempfile and dirs only; the browser (wasm32) builds the hashing and path rules without the
 //! atomic writes.
 
 mod error;
@@ -24,11 +26,15 @@ mod paths;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod atomic;
+#[cfg(not(target_arch = "wasm32"))]
+mod hash_cache;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use atomic::{create_dir_all, write_atomic, write_dir_atomic};
 pub use error::Error;
 pub use hash::{Sha256Hex, file_sha256, sha256_hex};
+#[cfg(not(target_arch = "wasm32"))]
+pub use hash_cache::{ENV_CACHE, ENV_HASH_CACHE, HashCache, RACY_WINDOW, cache_root};
 pub use paths::{parent_dir, sibling};
 
 /// `err` and its causes as one line, joined by ": " as anyhow's `{:#}` joins them, except that a

@@ -24,7 +24,7 @@ pub use crate::registry::DEFAULT_BASE_URL;
 /// downloading.
 pub const ENV_MIRROR: &str = "CULTURELENS_DATA_MIRROR";
 /// Environment variable: the cache folder (default `<user cache dir>/culturelens`).
-pub const ENV_CACHE: &str = "CULTURELENS_CACHE";
+pub use culturelens_files::ENV_CACHE;
 /// Environment variable: the base URL of raw files (default [`DEFAULT_BASE_URL`]).
 pub const ENV_BASE_URL: &str = "CULTURELENS_DATA_BASE_URL";
 
@@ -56,14 +56,11 @@ impl Fetcher {
     /// downloads from `CULTURELENS_DATA_BASE_URL` or [`DEFAULT_BASE_URL`]; cache at
     /// `CULTURELENS_CACHE` or `<user cache dir>/culturelens`.
     pub fn from_env(mirror: Option<PathBuf>) -> Result<Self, PromptError> {
-        let cache_root = match std::env::var_os(ENV_CACHE) {
-            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => dirs::cache_dir().map(|d| d.join("culturelens")).ok_or_else(|| {
-                PromptError::Invalid(format!(
-                    "no user cache directory is known on this system; set {ENV_CACHE}=DIR"
-                ))
-            })?,
-        };
+        let cache_root = culturelens_files::cache_root().ok_or_else(|| {
+            PromptError::Invalid(format!(
+                "no user cache directory is known on this system; set {ENV_CACHE}=DIR"
+            ))
+        })?;
         let mirror =
             mirror.or_else(|| std::env::var_os(ENV_MIRROR).filter(|d| !d.is_empty()).map(PathBuf::from));
         let origin = match mirror {

@@ -90,10 +90,7 @@ pub fn validate_rows(
         return Err(TableError::invalid(at, "embeddings have zero dimensions"));
     }
     for (row, v) in data.chunks_exact(dim).enumerate() {
-        // One branch-free (vectorised) pass per row; the positions only on failure.
-        let (finite, nonzero) =
-            v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
-        if finite && nonzero {
+        if row_is_valid(v) {
             continue;
         }
         if let Some(col) = v.iter().position(|x| !x.is_finite()) {
@@ -112,6 +109,14 @@ pub fn validate_rows(
     Ok(())
 }
 
+/// Whether an embedding row is fit to score: every value finite and at least one non-zero. One
+/// branch-free (vectorised) pass; [`validate_rows`] finds the positions only on failure.
+#[inline]
+pub(crate) fn row_is_valid(v: &[f32]) -> bool {
+    let (finite, nonzero) = v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
+    finite && nonzero
+}
+
 #[cfg(feature = "parquet")]
 /// Reads and validates an embedding table: `embeddings` is `.npy` (then `meta` is a CSV file, or
 /// `None` for embeddings without metadata) or `.parquet` (then `meta` must be `None`).
@@ -128,9 +133,16 @@ pub fn load_table(embeddings: &Path, meta: Option<&Path>) -> Result<EmbeddingTab
             read_parquet(embeddings)?
         }
         Some("npy") => {
-            let matrix = read_npy(embeddings)?;
-            let metadata = match meta {
-                Some(m) => read_metadata_csv(m)?,
+            // The rows are screened as they are read; `validate` then runs only to name a bad one.
+            // The CSV is parsed on a thread of its own while the rows are read; errors come in
+            // the order of a serial load (the embeddings' first).
+            let (read, metadata) = std::thread::scope(|scope| {
+                let csv = meta.map(|m| scope.spawn(move || read_metadata_csv(m)));
+                (npy::read_npy_screened(embeddings), csv.map(|t| t.join().expect("the CSV thread panicked")))
+            });
+            let (matrix, clean) = read?;
+            let metadata = match metadata {
+                Some(m) => m?,
                 None => Metadata::empty(matrix.rows()),
             };
             if metadata.n_rows() != matrix.rows() {
@@ -144,7 +156,11 @@ pub fn load_table(embeddings: &Path, meta: Option<&Path>) -> Result<EmbeddingTab
                     ),
                 ));
             }
-            EmbeddingTable::new(matrix, metadata)
+            let table = EmbeddingTable::new(matrix, metadata);
+            if !clean {
+                table.validate(Some(embeddings))?;
+            }
+            return Ok(table);
         }
         _ => {
             return Err(TableError::format(
