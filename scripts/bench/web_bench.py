@@ -22,7 +22,7 @@ Python's whole run (interpreter, numpy, the files read, the work).
 Prints one line per backend and for numpy, the peak RSS lines, and a Markdown table for BENCHMARKS.md.
 
 Usage:  python3 scripts/bench/web_bench.py [--bin target/release/culturelens] [--backends cpu,webgpu]
-        [--languages 3] [--models 7] [--workdir DIR]
+        [--languages 3] [--models 7] [--workdir DIR] [--dtype f32|f16]
 Requires: numpy, node with tests/web's node_modules (npm ci), Debian chromium, a built web/dist.
 
 Requirements: scripts/requirements/light.txt
@@ -49,12 +49,35 @@ SAMPLE_ROWS = 4096  # culturelens_view::pca::SAMPLE_ROWS
 
 
 def build_bundle(args, workdir):
-    bundle = os.path.join(workdir, "bundle")
+    bundle = os.path.join(workdir, "bundle" if args.dtype == "f32" else f"bundle-{args.dtype}")
     if not os.path.exists(os.path.join(bundle, "manifest.json")):
         emb, meta = sos_bench.make_table(workdir, args.dim)
         subprocess.run([args.bin, "bundle", "--embeddings", emb, "--meta", meta, "--out", bundle,
-                        "--title", "SoS-paper-scale synthetic table", "--synthetic"], check=True)
+                        "--title", "SoS-paper-scale synthetic table", "--synthetic", "--dtype", args.dtype],
+                       check=True)
     return bundle
+
+
+def embeddings_of(manifest, data):
+    """A bundle's embeddings file as the rows x dim float32 the page scores (f16 widened)."""
+    dtype = {"f32": "<f4", "f16": "<f2"}[manifest.get("dtype", "f32")]
+    x = np.frombuffer(data, dtype=dtype).reshape(manifest["rows"], manifest["dim"])
+    return x if x.dtype == np.float32 else x.astype(np.float32)
+
+
+def f16_difference(workdir, bundle):
+    """What storing the bundle in f16 does to SoS: the largest |joint SoS| difference between the
+    f16 bundle's values and the f32 table it was made from, both scored by numpy."""
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        manifest = json.load(f)
+    with open(os.path.join(bundle, manifest["embeddings"]), "rb") as f:
+        half = embeddings_of(manifest, f.read())
+    full, model, language, culture = sos_bench.load_table(*sos_bench.make_table(workdir, manifest["dim"]))
+    a = sos_bench.sos_numpy(full, model, language, culture)
+    b = sos_bench.sos_numpy(half, model, language, culture)
+    diffs = np.array([abs(a[k] - b[k]) for k in a])
+    scale = max(abs(v) for v in a.values())
+    return float(diffs.max()), float(np.median(diffs)), scale
 
 
 def browser(bundle, backends, languages):
@@ -96,7 +119,7 @@ def numpy_peer(bundle, languages):
         want = next(e["sha256"] for e in manifest["files"] if e["path"] == name)
         assert hashlib.sha256(data).hexdigest() == want, name
     t_verify = time.perf_counter()
-    x = np.frombuffer(files[manifest["embeddings"]], dtype="<f4").reshape(manifest["rows"], manifest["dim"])
+    x = embeddings_of(manifest, files[manifest["embeddings"]])
     rows = list(csv.reader(io.StringIO(files[manifest["metadata"]].decode())))
     header, rows = rows[0], rows[1:]
     col = {h: np.array([r[i] for r in rows]) for i, h in enumerate(header) if h in ("model", "language", "culture")}
@@ -134,6 +157,9 @@ def main():
     ap.add_argument("--models", type=int, default=sos_bench.MODELS)
     ap.add_argument("--dim", type=int, default=1280)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--dtype", choices=("f32", "f16"), default="f32",
+                    help="the bundle's embeddings file (`culturelens bundle --dtype`); f16 also prints the "
+                         "SoS difference it causes")
     args = ap.parse_args()
     sos_bench.MODELS = args.models
     workdir = args.workdir or f"/tmp/culturelens-web-bench-{args.models}m-{args.dim}"
@@ -150,10 +176,14 @@ def main():
         others = ", ".join(f"{p['type']} {peak_rss.mb(p['kib']):.0f} MB" for p in r["treePeaksKib"] if p["type"] != "renderer")
         print(f"{r['backend']}: {peak_rss.line(r['rendererPeakKib'], 'numpy', proc.peak_kib)} "
               f"(the page's renderer / numpy's process; not counted: {others})")
-    size = f"{manifest['rows']:,} × {manifest['dim']}"
+    if args.dtype == "f16":
+        worst, median, scale = f16_difference(workdir, bundle)
+        print(f"f16 bundle: joint SoS differs from the f32 table's by at most {worst:.2e} "
+              f"(median {median:.2e}; largest |joint SoS| {scale:.3f})")
+    size = f"{manifest['rows']:,} × {manifest['dim']} {manifest.get('dtype', 'f32')}"
     print(f"\n| date | bundle | backend (adapter) | first heatmap | of which read / SHA-256 / decode / upload / SoS "
-          f"| recompute | PCA | scatter frame | peak RSS |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"| its intervals, after it | recompute | PCA | scatter frame | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         who = r["backend"] + (f" ({r['adapter']})" if "adapter" in r else "")
         frames = span(r["scatter"].get("drawMs", [])) if "drawMs" in r["scatter"] else "no peer"
@@ -165,6 +195,7 @@ def main():
             read, sha, upload = r["readMs"], f"{r['verifyMs'] / 1000:.2f} s (hashlib)", "–"
         print(f"| {datetime.date.today()} | {size} | {who} | {r['firstHeatmapMs'] / 1000:.2f} s | "
               f"{read / 1000:.2f} s / {sha} / {r['decodeMs'] / 1000:.2f} s / {upload} / {r['sosMs'] / 1000:.2f} s | "
+              f"{span([r['ciMs']]) if 'ciMs' in r else 'no peer'} | "
               f"{span(r['recomputeMs'])} | {span([r['scatter']['pcaMs']])} | {frames} | "
               f"{peak_rss.mb(r['rendererPeakKib']):.0f} MB |")
 

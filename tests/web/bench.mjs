@@ -64,6 +64,9 @@ for (const run of backends.length ? backends : ["cpu", "webgpu"]) {
     verifyMs: Number(await attr("data-verify-ms")), decodeMs: Number(await attr("data-decode-ms")), digest: await attr("data-digest"),
     uploadMs: Number(await attr("data-upload-ms")), sosMs: Number(await attr("data-recompute-ms")),
     parts: Number(await attr("data-table-parts")) };
+  // The first heatmap's intervals, computed after it is drawn.
+  await page.waitForSelector("body[data-ci=ready]");
+  first.ciMs = Number(await attr("data-ci-ms"));
   const languages = await page.$$eval("#filters input[data-kind=language]", (els) => els.map((e) => e.value));
   const recompute = [];
   // BENCH_LANGUAGES=0 skips the recompute loop (full-scale bundles on SwiftShader take minutes each).

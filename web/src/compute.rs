@@ -6,7 +6,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_compute::device::Processor;
-use culturelens_compute::sos::{Blocking, SosLayout, SosReport, sos_packed, sos_report, unpack};
+use culturelens_compute::sos::{Blocking, SosLayout, SosReport, sos_host, sos_packed, sos_report, unpack};
 use culturelens_compute::vendi::{
     Features, Order, ProductPrecision, Route, VendiScore, categorical_features, cosine_features,
     product_tensor, spectrum_from_product,
@@ -157,17 +157,27 @@ pub async fn read_f32<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, Str
 }
 
 /// Per-output SoS of the rows `rows` of `table` (all rows for `None`) with references from
-/// `layout` (built from the same rows), then the report — SoS paper Eq. (1) through the core's one
-/// entry point, `sos_packed`, on the table's parts, with the core's row blocking for this backend.
+/// `layout` (built from the same rows), then the report — SoS paper Eq. (1) as the CLI computes
+/// it: on the CPU the core's fused passes over the table's host rows (`sos_host`, what `culturelens
+/// sos` runs on a CPU), elsewhere the core's device entry point, `sos_packed`, on the table's
+/// parts, with the core's row blocking for this backend.
 pub async fn sos(
     table: &DeviceTable,
     rows: Option<&[u32]>,
     layout: &SosLayout,
     backend: Backend,
 ) -> Result<(Vec<f32>, SosReport), String> {
-    let chunk_rows = Blocking::Default(backend.processor()).chunk_rows(table.dim());
-    let packed = sos_packed(table.parts(), rows, layout, chunk_rows);
-    let data = read_back(packed).await?;
+    let data = match (backend, table.host_rows()) {
+        (Backend::Cpu, Some(host)) => {
+            let packed = sos_host(host, table.dim(), rows, layout);
+            let len = packed.len();
+            TensorData::new(packed, [len])
+        }
+        _ => {
+            let chunk_rows = Blocking::Default(backend.processor()).chunk_rows(table.dim());
+            read_back(sos_packed(table.parts(), rows, layout, chunk_rows)).await?
+        }
+    };
     let values = unpack(data, layout).map_err(|e| e.to_string())?;
     let report = sos_report(layout, &values.per_image);
     Ok((values.per_image, report))

@@ -268,3 +268,13 @@ fn bad_result_tables_are_refused() {
     let e = Manifest::parse(&serde_json::to_vec(&m).unwrap()).unwrap_err().to_string();
     assert!(e.contains("`results/absent.csv` is not listed in `files`"), "{e}");
 }
+
+/// The branch-free f16 conversion is `half`'s on every one of the 65,536 bit patterns (zeros,
+/// subnormals, normals, infinities and NaNs with their payloads), to the bit.
+#[test]
+fn f16_to_f32_is_halfs_on_every_bit_pattern() {
+    for bits in 0..=u16::MAX {
+        let want = half::f16::from_bits(bits).to_f32().to_bits();
+        assert_eq!(crate::read::f16_to_f32(bits).to_bits(), want, "{bits:#06x}");
+    }
+}

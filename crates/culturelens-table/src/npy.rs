@@ -67,6 +67,7 @@ const PARALLEL_READ_MIN_BYTES: usize = 64 << 20;
 
 /// Rows are read and screened in blocks of about this size, so that each block is screened while
 /// it is still in the cache.
+#[cfg(unix)]
 const BLOCK_BYTES: usize = 4 << 20;
 
 /// How many threads read a payload of `bytes`: one per core (at most 8) from

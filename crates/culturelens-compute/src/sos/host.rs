@@ -24,11 +24,26 @@ use super::layout::SosLayout;
 const LANES: usize = 16;
 
 /// The packed result of [`super::sos_packed`] (`[SoS(o) for o] ++ [‖sur_g‖] ++ [‖sem_g‖]`, the
-/// norms of the group sums) for the row-major `rows` (`layout.len()` × `dim`, every row scored).
-pub fn sos_host(rows: &[f32], dim: usize, layout: &SosLayout) -> Vec<f32> {
+/// norms of the group sums) for the rows `subset` of the row-major `table` (N × `dim`), every
+/// row for `None`, as `sos_packed` takes them: `layout` is built from the same rows in the same
+/// order (output `o` is table row `subset[o]`). The browser's CPU fallback scores a subset of
+/// its table this way without gathering it.
+pub fn sos_host(table: &[f32], dim: usize, subset: Option<&[u32]>, layout: &SosLayout) -> Vec<f32> {
     let n = layout.len();
-    assert_eq!(rows.len(), n * dim, "rows must be the layout's outputs × dim");
-    let row = |o: usize| &rows[o * dim..(o + 1) * dim];
+    match subset {
+        None => assert_eq!(table.len(), n * dim, "rows must be the layout's outputs × dim"),
+        Some(rows) => {
+            assert_eq!(rows.len(), n, "the subset must be the layout's outputs");
+            assert!(
+                rows.iter().all(|&r| (r as usize + 1) * dim <= table.len()),
+                "a subset row is outside the table"
+            );
+        }
+    }
+    let row = |o: usize| {
+        let r = subset.map_or(o, |rows| rows[o] as usize);
+        &table[r * dim..(r + 1) * dim]
+    };
     let by_pair = layout.pair_rows();
 
     // 1. Inverse norms and pair sums of unit rows.

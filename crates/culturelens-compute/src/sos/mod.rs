@@ -47,6 +47,7 @@ pub use bootstrap::{
 pub use compare::{CompareError, Comparison, Factor, PairedDifference, comparison_key, paired_differences};
 pub use compute::{DegenerateReference, MIN_REFERENCE_NORM, SosValues, sos_packed, sos_tensor, unpack};
 pub use fused::fused_kernels_on;
+pub use host::sos_host;
 pub use layout::{Cell, LayoutError, Pooling, SosColumns, SosInterned, SosLayout};
 pub use plan::{GROUP_MEMBERS, SEGMENT_ROWS};
 pub use report::{JointScore, LanguageCorrelation, LanguageMedian, PersonMean, SosReport, sos_report};
@@ -264,7 +265,7 @@ pub fn score_device(
         // A CPU device reads the host rows in place (no upload): the fused passes of `host.rs` on
         // them, and the rows as one block for the exact bootstrap, without a copy.
         lap("upload");
-        let packed = host::sos_host(embeddings.as_slice(), dim, layout);
+        let packed = host::sos_host(embeddings.as_slice(), dim, None, layout);
         let blocks = crate::device::upload_rows(embeddings, dim, None, device);
         let len = packed.len();
         let values = unpack(TensorData::new(packed, [len]), layout).map_err(SosError::from)?;

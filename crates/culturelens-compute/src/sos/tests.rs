@@ -615,5 +615,29 @@ fn cpu_fused_passes_equal_the_graph() {
             bits.push(host.per_image.iter().map(|v| v.to_bits()).collect::<Vec<u32>>());
         }
         assert!(bits.windows(2).all(|w| w[0] == w[1]), "every vector path gives the same bits");
+
+        // A subset of the table's rows (every third row but one, in reverse), as the browser
+        // scores one: the passes over the whole table through `subset` give the graph's values
+        // on the same rows, and the passes on the gathered rows to the bit.
+        let subset: Vec<u32> = (0..n as u32).rev().filter(|r| r % 3 != 1).collect();
+        let take = |v: &[String]| subset.iter().map(|&r| v[r as usize].clone()).collect::<Vec<_>>();
+        let (model, language, culture, layer) = (take(&model), take(&language), take(&culture), take(&layer));
+        let cols = SosColumns {
+            model: &model,
+            language: &language,
+            culture: &culture,
+            layer: layered.then_some(layer.as_slice()),
+            person: None,
+        };
+        let layout = SosLayout::new(cols, pooling).unwrap();
+        let blocks = crate::device::upload_rows(emb.clone(), 37, None, &cpu());
+        let graph = sos_packed(&blocks, Some(&subset), &layout, Some(7)).into_data().to_vec::<f32>().unwrap();
+        let host = sos_host(&emb, 37, Some(&subset), &layout);
+        assert_eq!(host.len(), graph.len());
+        for (a, b) in host.iter().zip(&graph) {
+            assert!((a - b).abs() < 1e-5, "seed {seed}, subset: {a} vs {b}");
+        }
+        let gathered: Vec<f32> = subset.iter().flat_map(|&r| emb[r as usize * 37..][..37].to_vec()).collect();
+        assert_eq!(sos_host(&gathered, 37, None, &layout), host);
     }
 }
