@@ -1318,6 +1318,32 @@ function splitmix64(x) {
 // tests/fixtures/vendi/wide.json); the table is rebuilt here from the script's formula, bundled by
 // the CLI and opened on the CPU backend. Bound: about 3× the measured 2.6e-15 (relative; the
 // CLI's: 2.7e-15).
+test("An f16 bundle (decoded while it downloads) gives `culturelens sos --bundle` of the same bundle, CPU fallback", { timeout: TIMEOUT * 2 }, async () => {
+  const dir = path.join(work, "bundles", "demo-f16");
+  cli("bundle", "--embeddings", tables.all.npy, "--meta", tables.all.csv, "--dtype", "f16", "--title", "demo in f16",
+    "--synthetic", "--out", dir);
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8"));
+  assert.equal(manifest.dtype, "f16");
+  const out = path.join(work, "demo-f16-sos.csv");
+  cli("sos", "--bundle", dir, "--out", out);
+  const cliF16 = readCsv(out);
+  const browser = await launch(false);
+  try {
+    const { page, errors } = await openPage(browser, "?bundle=/bundles/demo-f16/&backend=cpu", { disableWebGpu: true });
+    const rows = await results(page);
+    const worst = assertSameScores(rows, cliF16, "f16 bundle on CPU");
+    // f16 rounds every value (11 significant bits): the scores move, but by far less than a cell's spread.
+    let moved = 0;
+    const f32 = new Map(cliRows.map((r) => [key(r), r.sos]));
+    for (const r of rows) moved = Math.max(moved, Math.abs(r.sos - f32.get(key(r))));
+    assert.ok(moved > 0 && moved < 1e-3, `f16 vs f32 bundle: max |SoS difference| ${moved}`);
+    report.runs.push({ bundle: "demo f16", backend: "cpu", maxDiffVsCli: worst, maxDiffVsF32: moved });
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("Vendi at width 768 (two-stage eigensolver) equals vendi-score's, CPU panel", { timeout: TIMEOUT * 2 }, async () => {
   const fixture = JSON.parse(fs.readFileSync(path.join(repo, "tests/fixtures/vendi/wide.json"), "utf8"));
   const { n, d, clusters } = fixture;

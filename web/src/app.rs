@@ -3,6 +3,7 @@
 //! The state itself lives in `state.rs`; the whole UI state is in the URL
 //! (`?bundle=…&view=…&model=…`), so any view can be shared.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 use culturelens_compute::sos::{CellUnits, SosColumns, SosLayout, sos_fast_replicates};
@@ -269,11 +270,12 @@ async fn score_and_draw() -> Result<f64, String> {
     dom::set_body_attr("data-state", "computing");
     let prepared = with_app(|app| {
         let rows = app.filter.rows(app.column("model")?, app.column("language")?);
-        let pick = |name: &str| -> Option<Vec<String>> {
+        // Every row: the columns as they are (no copy of 150,000 strings per column).
+        let pick = |name: &str| -> Option<Cow<'_, [String]>> {
             let v = app.column(name)?;
             Some(match &rows {
-                Some(r) => r.iter().map(|&i| v[i as usize].clone()).collect(),
-                None => v.to_vec(),
+                Some(r) => Cow::Owned(r.iter().map(|&i| v[i as usize].clone()).collect()),
+                None => Cow::Borrowed(v),
             })
         };
         let (model, language, culture) = (pick("model")?, pick("language")?, pick("culture")?);

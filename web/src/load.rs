@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use culturelens_bundle::{
-    BundleError, BundleSpec, MANIFEST, Manifest, build_bundle, check_digest, check_size,
+    BundleError, BundleSpec, DType, F16Stream, MANIFEST, Manifest, build_bundle, check_digest, check_size,
     decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report,
     parse_magbig, parse_metadata, read_bundle, sha256_hex,
 };
@@ -200,6 +200,11 @@ fn downloads(manifest: &Manifest) -> Result<(Vec<String>, u64), String> {
     Ok((paths, total))
 }
 
+/// The decoder of bundle file `path` while it is read: the embeddings of an f16 bundle.
+fn decoded_while_read(manifest: &Manifest, path: &str) -> Option<F16Stream> {
+    (path == manifest.embeddings && manifest.dtype == DType::F16).then(|| F16Stream::new(manifest))
+}
+
 /// Base URL (ending in `/`) and manifest URL of a bundle address (a directory or its manifest).
 fn bundle_urls(address: &str) -> Result<(String, String), String> {
     let page = dom::window().location().href().map_err(|_| "no page URL")?;
@@ -218,7 +223,8 @@ async fn load_url(address: &str) -> Result<Loaded, String> {
     let (base, manifest_url) = bundle_urls(address)?;
     let response = fetch(&manifest_url).await?;
     let manifest_bytes =
-        read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
+        read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| (), None)
+            .await?;
     let manifest = Manifest::parse(manifest_bytes.bytes()).map_err(|e| e.to_string())?;
     let (paths, total) = downloads(&manifest)?;
     let mut done = 0u64;
@@ -228,9 +234,15 @@ async fn load_url(address: &str) -> Result<Loaded, String> {
         let url = format!("{base}{path}");
         let response = fetch(&url).await?;
         let start = done;
-        let bytes = read_stream(body(&response, &url)?, expected, Some(expected), &path, &mut |n| {
-            dom::progress("downloading bundle", start + n, total)
-        })
+        let f16 = decoded_while_read(&manifest, &path);
+        let bytes = read_stream(
+            body(&response, &url)?,
+            expected,
+            Some(expected),
+            &path,
+            &mut |n| dom::progress("downloading bundle", start + n, total),
+            f16,
+        )
         .await?;
         done += expected;
         files.push((path, bytes));
@@ -259,7 +271,7 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
         return Err(format!("{MANIFEST} is too large ({})", dom::mib(manifest_file.size() as u64)));
     }
     let manifest_bytes =
-        read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| ()).await?;
+        read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| (), None).await?;
     let manifest = Manifest::parse(manifest_bytes.bytes()).map_err(|e| e.to_string())?;
     let (paths, total) = downloads(&manifest)?;
     let mut done = 0u64;
@@ -271,9 +283,15 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
             .ok_or_else(|| format!("bundle file {path} is missing among the chosen files"))?;
         let expected = manifest.entry(&path).map_err(|e| e.to_string())?.bytes;
         let start = done;
-        let bytes = read_stream(file.stream(), expected, Some(expected), &path, &mut |n| {
-            dom::progress("reading bundle", start + n, total)
-        })
+        let f16 = decoded_while_read(&manifest, &path);
+        let bytes = read_stream(
+            file.stream(),
+            expected,
+            Some(expected),
+            &path,
+            &mut |n| dom::progress("reading bundle", start + n, total),
+            f16,
+        )
         .await?;
         done += expected;
         loaded.push((path, bytes));
@@ -358,7 +376,11 @@ fn decode<'a>(
 ) -> Result<Decoded, String> {
     let metadata = get(&manifest.metadata).expect("fetched above");
     let columns = parse_metadata(manifest, metadata).map_err(|e| e.to_string())?;
-    let embeddings = decode_embeddings_words(manifest, table.words, table.len).map_err(|e| e.to_string())?;
+    let embeddings = match table.f16 {
+        Some(f16) => f16.finish(manifest, table.len),
+        None => decode_embeddings_words(manifest, table.words, table.len),
+    }
+    .map_err(|e| e.to_string())?;
     let results = read_results(manifest, get).map_err(|e| e.to_string())?;
     Ok((columns, embeddings, results))
 }
@@ -447,10 +469,13 @@ fn body(response: &Response, url: &str) -> Result<ReadableStream, String> {
 
 /// A file read into memory: its bytes in 4-byte words (memory order, the last word zero-padded),
 /// so that an f32 table can become the decoded table in place
-/// ([`decode_embeddings_words`]) instead of being copied a second time.
+/// ([`decode_embeddings_words`]) instead of being copied a second time; an f16 table is decoded
+/// piece by piece as it arrives ([`F16Stream`]), behind the network.
 pub struct Download {
     words: Vec<u32>,
     len: usize,
+    /// An f16 table decoded while it was read.
+    f16: Option<F16Stream>,
 }
 
 impl Download {
@@ -467,6 +492,7 @@ async fn read_stream(
     exact: Option<u64>,
     file: &str,
     progress: &mut dyn FnMut(u64),
+    mut f16: Option<F16Stream>,
 ) -> Result<Download, String> {
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     // Reserve what the manifest lists only up to PREALLOCATE_BYTES: a manifest that lies about a
@@ -508,13 +534,20 @@ async fn read_stream(
         len = start + got;
         words.resize(words_for(len as u64), 0);
         value.copy_to(&mut bytemuck::cast_slice_mut(&mut words)[start..len]);
+        if let Some(f16) = &mut f16 {
+            // The complete words so far, decoded while the next piece is on its way.
+            f16.advance(&words[..len / 4]);
+        }
         if len as u64 >= next_report {
             progress(len as u64);
             next_report = len as u64 + step;
         }
     }
     progress(len as u64);
-    Ok(Download { words, len })
+    if let Some(f16) = &mut f16 {
+        f16.advance(&words);
+    }
+    Ok(Download { words, len, f16 })
 }
 
 pub fn js_error(e: &JsValue) -> String {

@@ -25,8 +25,8 @@ pub use manifest::{
     Results, THUMBNAIL_COLUMN,
 };
 pub use read::{
-    Bundle, check_digest, check_file, check_size, decode_embeddings, decode_embeddings_words, parse_metadata,
-    read_bundle,
+    Bundle, F16Stream, check_digest, check_file, check_size, decode_embeddings, decode_embeddings_words,
+    parse_metadata, read_bundle,
 };
 pub use results::{
     ResultFiles, attach_results, parse_attributes, parse_cultext2i, parse_cultext2i_report, parse_magbig,

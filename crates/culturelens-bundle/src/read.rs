@@ -66,6 +66,57 @@ pub fn decode_embeddings(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<f32>, 
     check_embedding_rows(manifest, values)
 }
 
+/// An f16 embeddings file decoded while it is still arriving (the browser app decodes each
+/// piece of the download as it lands, so the decoding hides behind the network): feed it the
+/// file's complete 4-byte words so far ([`F16Stream::advance`]), then [`F16Stream::finish`] with
+/// the file's length. Gives what [`decode_embeddings_words`] gives for the whole file.
+pub struct F16Stream {
+    values: Vec<f32>,
+    /// Words decoded so far.
+    words: usize,
+}
+
+impl F16Stream {
+    /// A decoder with room for the manifest's `rows × dim` values.
+    pub fn new(manifest: &Manifest) -> F16Stream {
+        F16Stream { values: Vec::with_capacity(manifest.rows * manifest.dim + 1), words: 0 }
+    }
+
+    /// Decodes the words past those already decoded: `words` is every word of the file so far
+    /// (memory order, as read), the last one complete.
+    pub fn advance(&mut self, words: &[u32]) {
+        // In blocks, each a call of its own: a browser's wasm engine switches a function to
+        // optimised code only at a later call, never inside one long loop.
+        const BLOCK: usize = 1 << 16;
+        for block in words[self.words.min(words.len())..].chunks(BLOCK) {
+            let at = self.values.len();
+            self.values.resize(at + 2 * block.len(), 0.0);
+            decode_f16_words(block, &mut self.values[at..]);
+        }
+        self.words = self.words.max(words.len());
+    }
+
+    /// The decoded table of a file of `len` bytes whose words were all given to
+    /// [`F16Stream::advance`] (its last, partial word zero-padded): checked as
+    /// [`decode_embeddings`] checks it.
+    pub fn finish(mut self, manifest: &Manifest, len: usize) -> Result<Vec<f32>, BundleError> {
+        check_embedding_bytes(manifest, len)?;
+        assert_eq!(self.words, len.div_ceil(4), "every word of the file is decoded before finish");
+        self.values.truncate(len / 2);
+        check_embedding_rows(manifest, self.values)
+    }
+}
+
+/// The f16 pairs of little-endian `words` (the first value of each in its low half) into `out`.
+#[inline(never)]
+fn decode_f16_words(words: &[u32], out: &mut [f32]) {
+    for (pair, w) in out.chunks_exact_mut(2).zip(words) {
+        let w = u32::from_le(*w);
+        pair[0] = f16_to_f32(w as u16);
+        pair[1] = f16_to_f32((w >> 16) as u16);
+    }
+}
+
 /// The f32 of the IEEE 754 binary16 `bits`, exactly as `half::f16::to_f32` (a NaN keeps its
 /// payload and gets the quiet bit), without branches: a finite value is its exponent and mantissa
 /// moved into an f32's place and scaled by 2¹¹² (exact, subnormals included), so the loop over a
@@ -104,15 +155,10 @@ pub fn decode_embeddings_words(
             check_embedding_rows(manifest, values)
         }
         DType::F16 => {
-            // Each little-endian word holds two values, the first in its low half.
-            let mut values = Vec::with_capacity(len.div_ceil(4) * 2);
-            for w in &words[..len.div_ceil(4)] {
-                let w = u32::from_le(*w);
-                values.extend([f16_to_f32(w as u16), f16_to_f32((w >> 16) as u16)]);
-            }
+            let mut stream = F16Stream::new(manifest);
+            stream.advance(&words[..len.div_ceil(4)]);
             drop(words);
-            values.truncate(len / 2);
-            check_embedding_rows(manifest, values)
+            stream.finish(manifest, len)
         }
     }
 }
@@ -129,14 +175,20 @@ fn check_embedding_bytes(manifest: &Manifest, len: usize) -> Result<(), BundleEr
     Ok(())
 }
 
+/// Whether every value of an embedding row is finite and one is non-zero: one branch-free pass
+/// (the positions are found only on failure). A call per row that is never inlined, so a
+/// browser's wasm engine runs the check of a large table in optimised code after its first rows.
+#[inline(never)]
+fn row_is_fit(v: &[f32]) -> bool {
+    let (finite, nonzero) = v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
+    finite && nonzero
+}
+
 /// Every value finite and no row all zeros; returns `values`.
 fn check_embedding_rows(manifest: &Manifest, values: Vec<f32>) -> Result<Vec<f32>, BundleError> {
     let path = manifest.embeddings.as_str();
     for (row, v) in values.chunks_exact(manifest.dim).enumerate() {
-        // One branch-free pass per row; the positions only on failure.
-        let (finite, nonzero) =
-            v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
-        if finite && nonzero {
+        if row_is_fit(v) {
             continue;
         }
         if let Some(k) = v.iter().position(|x| !x.is_finite()) {

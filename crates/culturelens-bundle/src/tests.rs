@@ -278,3 +278,30 @@ fn f16_to_f32_is_halfs_on_every_bit_pattern() {
         assert_eq!(crate::read::f16_to_f32(bits).to_bits(), want, "{bits:#06x}");
     }
 }
+
+/// An f16 file of 3 × 3 values (18 bytes: the last word half padding) decoded while it arrives,
+/// in pieces of one word, none and the rest, gives what decoding the whole file gives; a NaN is
+/// named by row and column as there.
+#[test]
+fn an_f16_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
+    let emb = [1.0, 0.5, -0.25, 2.0, 0.0, 3.0, 65504.0, -6.1e-5, 1e-7];
+    let f = build_bundle(&spec(DType::F16), &emb, 3, &columns(), vec![]).unwrap();
+    let manifest = read(&f).unwrap().manifest;
+    let mut bytes = f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1.clone();
+    assert_eq!(bytes.len(), 18);
+    let streamed = |bytes: &[u8]| {
+        let words = words_of(bytes);
+        let mut stream = F16Stream::new(&manifest);
+        for upto in [1, 1, words.len()] {
+            stream.advance(&words[..upto]);
+        }
+        stream.finish(&manifest, bytes.len())
+    };
+    let whole = decode_embeddings(&manifest, &bytes).unwrap();
+    assert_eq!(streamed(&bytes).unwrap(), whole);
+    assert_eq!(decode_embeddings_words(&manifest, words_of(&bytes), bytes.len()).unwrap(), whole);
+    assert_eq!(whole[6], 65504.0);
+    bytes[10..12].copy_from_slice(&half::f16::NAN.to_le_bytes());
+    let nan = streamed(&bytes).unwrap_err().to_string();
+    assert_eq!(nan, "bundle file embeddings.f16, row 1, column dim 2: non-finite value NaN");
+}

@@ -114,7 +114,14 @@ fn map_pairs<T: Send>(pairs: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec
     }
     #[cfg(not(feature = "rayon"))]
     {
-        (0..pairs).map(f).collect()
+        // One call per pair that is never inlined. A browser's wasm engine runs a function in
+        // its baseline compiler first and switches to optimised code only at a later call, so
+        // one long loop over every pair would stay in baseline code (about 2× slower) to its end.
+        #[inline(never)]
+        fn call<T>(f: &dyn Fn(usize) -> T, p: usize) -> T {
+            f(p)
+        }
+        (0..pairs).map(|p| call(&f, p)).collect()
     }
 }
 
