@@ -9,7 +9,8 @@
 //!
 //! Precision of f16 bundles: f16 keeps 11 significant bits (relative rounding ≤ 2⁻¹¹ ≈ 4.9e-4 per
 //! value); on the synthetic demo table the joint SoS of an f16 bundle differs from the f32 table's
-//! by at most 2.5e-5 (measured; `tests/bundle_cli.rs` holds it to 5e-5).
+//! by at most 2.5e-5 (measured; `tests/bundle_cli.rs` holds it to 5e-5), and on the SoS paper's
+//! scale (150,822 × 1280) by at most 1.03e-5 (`scripts/bench/web_bench.py --dtype f16`).
 
 mod error;
 mod manifest;

@@ -593,13 +593,15 @@ fn cpu_fused_passes_equal_the_graph() {
         let (model, language, culture) = (pick(&model), pick(&language), pick(&culture));
         let emb: Vec<f32> = order.iter().flat_map(|&i| emb[i * 37..(i + 1) * 37].to_vec()).collect();
         let layer: Vec<String> = (0..n).map(|i| format!("{}", i % 2)).collect();
-        let cols = SosColumns {
-            model: &model,
-            language: &language,
-            culture: &culture,
-            layer: layered.then_some(layer.as_slice()),
-            person: None,
-        };
+        fn columns<'a>(
+            m: &'a [String],
+            l: &'a [String],
+            c: &'a [String],
+            layer: Option<&'a [String]>,
+        ) -> SosColumns<'a> {
+            SosColumns { model: m, language: l, culture: c, layer, person: None }
+        }
+        let cols = columns(&model, &language, &culture, layered.then_some(layer.as_slice()));
         let (_, graph, _) = sos(emb.clone(), 37, cols, pooling, &cpu(), Some(7)).unwrap();
         let mut bits = Vec::new();
         for level in culturelens_simd::available() {
@@ -622,16 +624,11 @@ fn cpu_fused_passes_equal_the_graph() {
         let subset: Vec<u32> = (0..n as u32).rev().filter(|r| r % 3 != 1).collect();
         let take = |v: &[String]| subset.iter().map(|&r| v[r as usize].clone()).collect::<Vec<_>>();
         let (model, language, culture, layer) = (take(&model), take(&language), take(&culture), take(&layer));
-        let cols = SosColumns {
-            model: &model,
-            language: &language,
-            culture: &culture,
-            layer: layered.then_some(layer.as_slice()),
-            person: None,
-        };
+        let cols = columns(&model, &language, &culture, layered.then_some(layer.as_slice()));
         let layout = SosLayout::new(cols, pooling).unwrap();
         let blocks = crate::device::upload_rows(emb.clone(), 37, None, &cpu());
-        let graph = sos_packed(&blocks, Some(&subset), &layout, Some(7)).into_data().to_vec::<f32>().unwrap();
+        let graph =
+            sos_packed(&blocks, Some(&subset), &layout, Some(7)).into_data().try_to_vec::<f32>().unwrap();
         let host = sos_host(&emb, 37, Some(&subset), &layout);
         assert_eq!(host.len(), graph.len());
         for (a, b) in host.iter().zip(&graph) {
