@@ -1339,6 +1339,19 @@ test("An f16 bundle (decoded while it downloads) gives `culturelens sos --bundle
     assert.ok(moved > 0 && moved < 1e-3, `f16 vs f32 bundle: max |SoS difference| ${moved}`);
     report.runs.push({ bundle: "demo f16", backend: "cpu", maxDiffVsCli: worst, maxDiffVsF32: moved });
     assert.deepEqual(errors, []);
+    // A manifest that lists a 1.4 GB f16 table (within the page's limit) for the small file: the
+    // values decoded as it arrives reserve memory only as the bytes come, as the bytes do, so the
+    // page names the short file and stays responsive.
+    const lies = path.join(work, "bundles", "demo-f16-lies");
+    fs.cpSync(dir, lies, { recursive: true });
+    const m = JSON.parse(fs.readFileSync(path.join(lies, "manifest.json"), "utf8"));
+    m.rows = Math.floor(1.4e9 / (m.dim * 2));
+    m.files.find((f) => f.path === m.embeddings).bytes = m.rows * m.dim * 2;
+    fs.writeFileSync(path.join(lies, "manifest.json"), JSON.stringify(m));
+    const bad = await openPage(browser, "?bundle=/bundles/demo-f16-lies/&backend=cpu", { disableWebGpu: true });
+    await bad.page.waitForSelector("body[data-state=error]", { timeout: 60000 });
+    assert.match(await bad.page.textContent("#error"), /embeddings\.f16.*has \d+ bytes but the manifest lists \d{10}/);
+    assert.equal(await bad.page.evaluate(() => 1 + 1), 2);
   } finally {
     await browser.close();
   }

@@ -202,7 +202,7 @@ fn downloads(manifest: &Manifest) -> Result<(Vec<String>, u64), String> {
 
 /// The decoder of bundle file `path` while it is read: the embeddings of an f16 bundle.
 fn decoded_while_read(manifest: &Manifest, path: &str) -> Option<F16Stream> {
-    (path == manifest.embeddings && manifest.dtype == DType::F16).then(|| F16Stream::new(manifest))
+    (path == manifest.embeddings && manifest.dtype == DType::F16).then(F16Stream::default)
 }
 
 /// Base URL (ending in `/`) and manifest URL of a bundle address (a directory or its manifest).
@@ -377,7 +377,7 @@ fn decode<'a>(
     let metadata = get(&manifest.metadata).expect("fetched above");
     let columns = parse_metadata(manifest, metadata).map_err(|e| e.to_string())?;
     let embeddings = match table.f16 {
-        Some(f16) => f16.finish(manifest, table.len),
+        Some(f16) => f16.finish(manifest, &table.words, table.len),
         None => decode_embeddings_words(manifest, table.words, table.len),
     }
     .map_err(|e| e.to_string())?;
@@ -501,6 +501,11 @@ async fn read_stream(
     // once instead of at every doubling of the buffer.
     let words_for = |bytes: u64| bytes.div_ceil(4) as usize;
     let mut words: Vec<u32> = Vec::with_capacity(words_for(exact.unwrap_or(0).min(PREALLOCATE_BYTES)));
+    // An f16 table's values get their room by the same rule, in one allocation of their final
+    // size: at once for a file listed within PREALLOCATE_BYTES, below with the rest of a larger one.
+    if let (Some(f16), Some(n)) = (&mut f16, exact.filter(|&n| n <= PREALLOCATE_BYTES)) {
+        f16.reserve_for(n);
+    }
     let mut len = 0usize;
     let step = (limit / 100).max(1 << 16);
     let mut next_report = 0u64;
@@ -530,6 +535,9 @@ async fn read_stream(
             && start as u64 >= PREALLOCATE_BYTES
         {
             words.reserve_exact(words_for(n).saturating_sub(words.len()));
+            if let Some(f16) = &mut f16 {
+                f16.reserve_for(n);
+            }
         }
         len = start + got;
         words.resize(words_for(len as u64), 0);
@@ -544,9 +552,6 @@ async fn read_stream(
         }
     }
     progress(len as u64);
-    if let Some(f16) = &mut f16 {
-        f16.advance(&words);
-    }
     Ok(Download { words, len, f16 })
 }
 

@@ -67,24 +67,39 @@ pub fn decode_embeddings(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<f32>, 
 }
 
 /// An f16 embeddings file decoded while it is still arriving (the browser app decodes each
-/// piece of the download as it lands, so the decoding hides behind the network): feed it the
-/// file's complete 4-byte words so far ([`F16Stream::advance`]), then [`F16Stream::finish`] with
-/// the file's length. Gives what [`decode_embeddings_words`] gives for the whole file.
+/// piece of the download as it lands, so the decoding hides behind the network).
+///
+/// The values get one allocation, of their final size, made when the reader trusts the size
+/// ([`F16Stream::reserve_for`]): the browser reserves what a manifest lists only once that much
+/// could be real (at once for a small file, after its first 256 MiB for a large one), so a
+/// manifest that lies about a size cannot make the tab reserve memory for bytes that never
+/// come, and the values are never moved by a growing buffer. Until then
+/// [`F16Stream::advance`] decodes nothing; the backlog is decoded at the next call after it.
+/// [`F16Stream::finish`] decodes what is left and gives what [`decode_embeddings_words`] gives.
+#[derive(Default)]
 pub struct F16Stream {
     values: Vec<f32>,
     /// Words decoded so far.
     words: usize,
+    /// Whether the room for every value has been made.
+    room: bool,
 }
 
 impl F16Stream {
-    /// A decoder with room for the manifest's `rows × dim` values.
-    pub fn new(manifest: &Manifest) -> F16Stream {
-        F16Stream { values: Vec::with_capacity(manifest.rows * manifest.dim + 1), words: 0 }
+    /// Makes room for the values of a file of `bytes` bytes; from now on [`F16Stream::advance`]
+    /// decodes.
+    pub fn reserve_for(&mut self, bytes: u64) {
+        let values = usize::try_from(bytes.div_ceil(4) * 2).unwrap_or(usize::MAX);
+        self.values.reserve_exact(values.saturating_sub(self.values.len()));
+        self.room = true;
     }
 
-    /// Decodes the words past those already decoded: `words` is every word of the file so far
-    /// (memory order, as read), the last one complete.
+    /// Decodes the words past those already decoded, once there is room: `words` is every word
+    /// of the file so far (memory order, as read), the last one complete.
     pub fn advance(&mut self, words: &[u32]) {
+        if !self.room {
+            return;
+        }
         // In blocks, each a call of its own: a browser's wasm engine switches a function to
         // optimised code only at a later call, never inside one long loop.
         const BLOCK: usize = 1 << 16;
@@ -96,12 +111,15 @@ impl F16Stream {
         self.words = self.words.max(words.len());
     }
 
-    /// The decoded table of a file of `len` bytes whose words were all given to
-    /// [`F16Stream::advance`] (its last, partial word zero-padded): checked as
+    /// The decoded table of the file of `len` bytes held in `words` (its last, partial word
+    /// zero-padded), decoding what [`F16Stream::advance`] has not: checked as
     /// [`decode_embeddings`] checks it.
-    pub fn finish(mut self, manifest: &Manifest, len: usize) -> Result<Vec<f32>, BundleError> {
+    pub fn finish(mut self, manifest: &Manifest, words: &[u32], len: usize) -> Result<Vec<f32>, BundleError> {
         check_embedding_bytes(manifest, len)?;
-        assert_eq!(self.words, len.div_ceil(4), "every word of the file is decoded before finish");
+        if !self.room {
+            self.reserve_for(len as u64);
+        }
+        self.advance(&words[..len.div_ceil(4)]);
         self.values.truncate(len / 2);
         check_embedding_rows(manifest, self.values)
     }
@@ -154,12 +172,7 @@ pub fn decode_embeddings_words(
             let values = words.into_iter().map(|w| f32::from_bits(u32::from_le(w))).collect();
             check_embedding_rows(manifest, values)
         }
-        DType::F16 => {
-            let mut stream = F16Stream::new(manifest);
-            stream.advance(&words[..len.div_ceil(4)]);
-            drop(words);
-            stream.finish(manifest, len)
-        }
+        DType::F16 => F16Stream::default().finish(manifest, &words, len),
     }
 }
 

@@ -289,19 +289,25 @@ fn an_f16_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
     let manifest = read(&f).unwrap().manifest;
     let mut bytes = f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1.clone();
     assert_eq!(bytes.len(), 18);
-    let streamed = |bytes: &[u8]| {
+    // Room made before the first piece, after the first (the backlog), or never (all at finish).
+    let streamed = |bytes: &[u8], room_after: usize| {
         let words = words_of(bytes);
-        let mut stream = F16Stream::new(&manifest);
-        for upto in [1, 1, words.len()] {
+        let mut stream = F16Stream::default();
+        for (piece, upto) in [1, 1, 2, words.len()].into_iter().enumerate() {
+            if piece == room_after {
+                stream.reserve_for(bytes.len() as u64);
+            }
             stream.advance(&words[..upto]);
         }
-        stream.finish(&manifest, bytes.len())
+        stream.finish(&manifest, &words, bytes.len())
     };
     let whole = decode_embeddings(&manifest, &bytes).unwrap();
-    assert_eq!(streamed(&bytes).unwrap(), whole);
+    for room_after in [0, 2, 9] {
+        assert_eq!(streamed(&bytes, room_after).unwrap(), whole, "room after piece {room_after}");
+    }
     assert_eq!(decode_embeddings_words(&manifest, words_of(&bytes), bytes.len()).unwrap(), whole);
     assert_eq!(whole[6], 65504.0);
     bytes[10..12].copy_from_slice(&half::f16::NAN.to_le_bytes());
-    let nan = streamed(&bytes).unwrap_err().to_string();
+    let nan = streamed(&bytes, 0).unwrap_err().to_string();
     assert_eq!(nan, "bundle file embeddings.f16, row 1, column dim 2: non-finite value NaN");
 }
