@@ -13,14 +13,23 @@ use burn::backend::{DispatchDevice, Flex};
 use burn::tensor::{DType, Shape, Tensor};
 use rayon::prelude::*;
 
+use super::vit::Activation;
+
 /// Rows per parallel task: about 0.5–2 MiB of f32 outputs at the widths of the towers.
 const ROWS_PER_TASK: usize = 64;
 
 /// Queries per parallel task of [`attention`].
-const QUERIES_PER_TASK: usize = 32;
+const QUERIES_PER_TASK: usize = 64;
 
-/// Heads narrower than this (one AVX-512 vector of f32) weigh the values by dot products over
-/// the keys rather than by a sum of value rows (the small UNets' 4-wide heads).
+/// Queries scored together by [`attention`]: each load of a key vector serves all of them.
+const GROUP: usize = 4;
+
+/// Keys per step of [`attention`]'s loops: one AVX-512 vector of f32 (two of AVX2). Key
+/// columns are padded to a multiple of it (zero keys, masked out).
+const LANE: usize = 16;
+
+/// Heads narrower than this weigh the values by dot products over the keys (with `Vᵀ`) rather
+/// than by sums of value rows (the small UNets' 4-wide heads).
 const NARROW_HEAD: usize = 16;
 
 /// Whether `x` lives on the CPU backend in f32 (where [`bias_act_residual`] applies).
@@ -28,12 +37,13 @@ pub(super) fn fused<const D: usize>(x: &Tensor<D>) -> bool {
     matches!(x.device().as_dispatch(), DispatchDevice::Flex(_)) && x.dtype() == DType::F32
 }
 
-/// `residual + act(y + bias)` with `act` the quick-GELU `v · sigmoid(1.702 v)` or nothing, in
-/// that order of operations, rows split over the cores.
+/// `residual + act(y + bias)` (without `act` or `residual` where `None`), in that order of
+/// operations, rows split over the cores; the activations are [`quick_gelu`], [`gelu`] and
+/// [`gelu_tanh`], vectorisable forms within a few ulp of the backend's.
 pub(super) fn bias_act_residual<const D: usize>(
     y: Tensor<D>,
     bias: Tensor<1>,
-    quick_gelu: bool,
+    act: Option<Activation>,
     residual: Option<Tensor<D>>,
 ) -> Tensor<D> {
     let mut out = primitive(y, true);
@@ -46,11 +56,14 @@ pub(super) fn bias_act_residual<const D: usize>(
     let chunk = ROWS_PER_TASK * width;
     out.storage_mut::<f32>()[..n].par_chunks_mut(chunk).enumerate().for_each(|(task, rows)| {
         let res = residual.map(|r| &r[task * chunk..task * chunk + rows.len()]);
-        culturelens_simd::dispatch(|| {
+        culturelens_simd::dispatch!({
             for (r, row) in rows.chunks_exact_mut(width).enumerate() {
                 row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
-                if quick_gelu {
-                    row.iter_mut().for_each(|v| *v *= sigmoid(*v * 1.702));
+                match act {
+                    Some(Activation::QuickGelu) => row.iter_mut().for_each(|v| *v = quick_gelu(*v)),
+                    Some(Activation::Gelu) => row.iter_mut().for_each(|v| *v = gelu(*v)),
+                    Some(Activation::GeluPytorchTanh) => row.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
+                    None => {}
                 }
                 if let Some(res) = res {
                     row.iter_mut().zip(&res[r * width..(r + 1) * width]).for_each(|(v, a)| *v += a);
@@ -59,6 +72,43 @@ pub(super) fn bias_act_residual<const D: usize>(
         })
     });
     Tensor::from_primitive::<Flex>(out)
+}
+
+/// `x · sigmoid(1.702 x)`, OpenAI CLIP's quick-GELU.
+#[inline(always)]
+fn quick_gelu(x: f32) -> f32 {
+    x * sigmoid(x * 1.702)
+}
+
+/// The exact GELU `x Φ(x)`, `Φ(x) = ½ erfc(-x/√2)`: `½ erfc(z)` for `z = |x|/√2` by Numerical
+/// Recipes' Chebyshev fit `t · exp(-z² + P(t))`, `t = 1 / (1 + z/2)` (fractional error below
+/// 1.2e-7 for every `z ≥ 0`), and `Φ(x) = 1 − ½ erfc(z)` for `x ≥ 0`. No branches, one
+/// [`exp`]: values within about 3e-7 · max(1, |x|) of the exact GELU (tested), so within a few
+/// ulp of the backend's scalar `erff` form except where `Φ(x)` is tiny.
+#[inline(always)]
+fn gelu(x: f32) -> f32 {
+    let z = x.abs() * std::f32::consts::FRAC_1_SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let p = -0.822_152_23 + t * 0.170_872_77;
+    let p = 1.488_515_9 + t * p;
+    let p = -1.135_204 + t * p;
+    let p = 0.278_868_07 + t * p;
+    let p = -0.186_288_06 + t * p;
+    let p = 0.096_784_18 + t * p;
+    let p = 0.374_091_96 + t * p;
+    let p = 1.000_023_7 + t * p;
+    let p = -1.265_512_2 + t * p;
+    let tail = 0.5 * t * exp(p - z * z);
+    x * if x < 0.0 { tail } else { 1.0 - tail }
+}
+
+/// The tanh GELU `½ x (1 + tanh(u))`, `u = √(2/π) (x + 0.044715 x³)` (SigLIP's
+/// `gelu_pytorch_tanh`), as `x · sigmoid(2u)`: the same function, since `1 + tanh(u) =
+/// 2 sigmoid(2u)`, without the cancellation of `1 + tanh(u)` for negative `u`.
+#[inline(always)]
+fn gelu_tanh(x: f32) -> f32 {
+    const TWO_SQRT_2_OVER_PI: f32 = 2.0 * 0.797_884_6;
+    x * sigmoid(TWO_SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x))
 }
 
 /// `t` as a CPU-backend tensor, contiguous from offset 0 (and, when it is to be `written` in
@@ -75,12 +125,15 @@ fn primitive<const D: usize>(t: Tensor<D>, written: bool) -> FlexTensor {
 /// its head reshapes, transposes and copies, read and written in place. `causal` lets query
 /// `i` see keys `0..=i`; `key_padding` (`[batch, n_kv]`, `true` for padding) hides keys.
 ///
-/// Each task takes up to [`QUERIES_PER_TASK`] queries of one (image, head) pair, one query at
-/// a time: its scores `q_i Kᵀ` as `Σ_c q_ic Kᵀ[c]` over a transposed copy of the head's keys,
-/// the softmax with [`exp`], then `Σ_j p_ij v_j` (as a sum of value rows, or for heads
-/// narrower than [`NARROW_HEAD`] as dot products with `Vᵀ`). Every loop runs over a contiguous
-/// row, so it vectorises; the sums run in another order than the backend's GEMMs, so values differ
-/// from the graph's by rounding (tested below).
+/// First every head's keys are transposed once (`Kᵀ`, `d × n_kv`, padded with zero keys to a
+/// multiple of [`LANE`]), and for heads narrower than [`NARROW_HEAD`] its values too. Then each
+/// task takes up to [`QUERIES_PER_TASK`] queries of one (image, head) pair, [`GROUP`] at a time:
+/// their scores in base 2 (`q · scale · log₂e` against `Kᵀ`, each key vector loaded once for the
+/// group), the hidden keys set to `-∞`, `2^(s − max)` ([`exp2`]) with its sum in the same pass,
+/// the weighted values (dot products with `Vᵀ` for narrow heads, sums of value rows in column
+/// blocks for wide ones), and one division by the sum per output. Every loop runs over
+/// contiguous rows of fixed width, so it vectorises; the sums run in another order than the
+/// backend's GEMMs, so values differ from the graph's by rounding (tested in `vit.rs`).
 pub(super) fn attention(
     q: Tensor<3>,
     k: Tensor<3>,
@@ -93,69 +146,167 @@ pub(super) fn attention(
     let [batch, n_q, hidden] = q.dims();
     let n_kv = k.dims()[1];
     let d = hidden / heads;
+    let n_pad = n_kv.next_multiple_of(LANE);
     let (q, k, v) = (primitive(q, false), primitive(k, false), primitive(v, false));
     let (q, k, v) = (q.storage::<f32>(), k.storage::<f32>(), v.storage::<f32>());
+    // Kᵀ (and Vᵀ) of every (image, head) pair, `d × n_pad` each, in pair order.
+    let transposed = |t: &[f32]| {
+        let mut tt = vec![0f32; batch * heads * d * n_pad];
+        tt.par_chunks_mut(d * n_pad).enumerate().for_each(|(pair, tt)| {
+            let (b, col) = (pair / heads, pair % heads * d);
+            for j in 0..n_kv {
+                let row = &t[(b * n_kv + j) * hidden + col..][..d];
+                for (c, x) in row.iter().enumerate() {
+                    tt[c * n_pad + j] = *x;
+                }
+            }
+        });
+        tt
+    };
+    let kt = transposed(k);
+    let vt = if d < NARROW_HEAD { transposed(v) } else { Vec::new() };
+    let scale = scale * std::f32::consts::LOG2_E;
     let mut out = FlexTensor::empty(Shape::new([batch, n_q, hidden]), DType::F32);
     let blocks = n_q.div_ceil(QUERIES_PER_TASK);
     let dst = Rows(out.storage_mut::<f32>().as_mut_ptr());
     (0..batch * heads * blocks).into_par_iter().for_each(|task| {
-        let (b, h, block) = (task / (heads * blocks), task / blocks % heads, task % blocks);
-        let col = h * d;
-        fn head(t: &[f32], start: usize, d: usize) -> &[f32] {
-            &t[start..start + d]
-        }
-        let at = |n: usize, j: usize| (b * n + j) * hidden + col;
-        culturelens_simd::dispatch(|| {
-            // Kᵀ of this head, d × n_kv (and Vᵀ for heads narrower than a vector).
-            let transposed = |t: &[f32]| {
-                let mut tt = vec![0f32; d * n_kv];
-                for j in 0..n_kv {
-                    for (c, x) in head(t, at(n_kv, j), d).iter().enumerate() {
-                        tt[c * n_kv + j] = *x;
+        let (pair, block) = (task / blocks, task % blocks);
+        let (b, col) = (pair / heads, pair % heads * d);
+        let kt = &kt[pair * d * n_pad..][..d * n_pad];
+        let vt = if vt.is_empty() { &[][..] } else { &vt[pair * d * n_pad..][..d * n_pad] };
+        let hidden_keys = key_padding.map(|m| &m[b * n_kv..(b + 1) * n_kv]);
+        let queries = block * QUERIES_PER_TASK..((block + 1) * QUERIES_PER_TASK).min(n_q);
+        culturelens_simd::dispatch!({
+            let mut qs = vec![0f32; GROUP * d];
+            let mut s = vec![0f32; GROUP * n_pad];
+            let mut o = vec![0f32; GROUP * d];
+            for first in queries.clone().step_by(GROUP) {
+                let rows = GROUP.min(queries.end - first);
+                for (r, qs) in qs.chunks_exact_mut(d).enumerate() {
+                    match r < rows {
+                        true => {
+                            let row = &q[(b * n_q + first + r) * hidden + col..][..d];
+                            qs.iter_mut().zip(row).for_each(|(a, x)| *a = x * scale);
+                        }
+                        false => qs.fill(0.0),
                     }
                 }
-                tt
-            };
-            let kt = transposed(k);
-            let vt = if d < NARROW_HEAD { transposed(v) } else { Vec::new() };
-            let mut p = vec![0f32; n_kv];
-            let mut row = vec![0f32; d];
-            for i in block * QUERIES_PER_TASK..((block + 1) * QUERIES_PER_TASK).min(n_q) {
-                let seen = if causal { (i + 1).min(n_kv) } else { n_kv };
-                let p = &mut p[..seen];
-                p.fill(0.0);
-                for (c, qc) in head(q, at(n_q, i), d).iter().enumerate() {
-                    p.iter_mut().zip(&kt[c * n_kv..c * n_kv + seen]).for_each(|(s, kc)| *s += qc * kc);
-                }
-                p.iter_mut().for_each(|s| *s *= scale);
-                if let Some(mask) = key_padding {
-                    let mask = &mask[b * n_kv..b * n_kv + seen];
-                    p.iter_mut()
-                        .zip(mask)
-                        .for_each(|(s, pad)| *s = if *pad { f32::NEG_INFINITY } else { *s });
-                }
-                let max = lanes(p, f32::NEG_INFINITY, f32::max);
-                p.iter_mut().for_each(|s| *s = exp(*s - max));
-                let sum = lanes(p, 0.0, |a, b| a + b);
-                p.iter_mut().for_each(|s| *s /= sum);
-                if d < NARROW_HEAD {
-                    // One dot product over the keys per output column.
-                    for (c, o) in row.iter_mut().enumerate() {
-                        *o = dot(p, &vt[c * n_kv..c * n_kv + seen]);
+                scores(&qs, kt, d, &mut s);
+                let mut sums = [0f32; GROUP];
+                for (r, (p, sum)) in s.chunks_exact_mut(n_pad).zip(&mut sums).take(rows).enumerate() {
+                    let seen = if causal { (first + r + 1).min(n_kv) } else { n_kv };
+                    p[seen..].fill(f32::NEG_INFINITY);
+                    if let Some(hidden_keys) = hidden_keys {
+                        p.iter_mut().zip(&hidden_keys[..seen]).for_each(|(s, h)| {
+                            *s = if *h { f32::NEG_INFINITY } else { *s };
+                        });
                     }
-                } else {
-                    row.fill(0.0);
-                    for (j, pj) in p.iter().enumerate() {
-                        row.iter_mut().zip(head(v, at(n_kv, j), d)).for_each(|(o, vj)| *o += pj * vj);
-                    }
+                    *sum = softmax_numerators(p);
                 }
-                // SAFETY: `dst` points at `batch · n_q · hidden` floats; this task alone
-                // writes the columns `col..col + d` of row `(b, i)`, which lie inside.
-                unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), dst.at(at(n_q, i)), d) };
+                match d < NARROW_HEAD {
+                    true => {
+                        for (p, o) in s.chunks_exact(n_pad).zip(o.chunks_exact_mut(d)).take(rows) {
+                            for (c, o) in o.iter_mut().enumerate() {
+                                *o = dot(p, &vt[c * n_pad..(c + 1) * n_pad]);
+                            }
+                        }
+                    }
+                    false => weigh_value_rows(&s, v, (b * n_kv * hidden + col, hidden), n_kv, &mut o),
+                }
+                for (r, (o, sum)) in o.chunks_exact_mut(d).zip(sums).take(rows).enumerate() {
+                    o.iter_mut().for_each(|x| *x /= sum);
+                    // SAFETY: `dst` points at `batch · n_q · hidden` floats; this task alone
+                    // writes the columns `col..col + d` of row `(b, first + r)`, inside them.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            o.as_ptr(),
+                            dst.at((b * n_q + first + r) * hidden + col),
+                            d,
+                        )
+                    };
+                }
             }
         })
     });
     Tensor::from_primitive::<Flex>(out)
+}
+
+/// The scores `s[r] = qs[r] · Kᵀ` of [`GROUP`] queries (`qs`: `GROUP × d`) against `kt`
+/// (`d × n_pad`), into `s` (`GROUP × n_pad`): per [`LANE`] keys, `GROUP` register rows summed
+/// over the `d` columns, so each key vector is loaded once for the group.
+#[inline(always)]
+fn scores(qs: &[f32], kt: &[f32], d: usize, s: &mut [f32]) {
+    let n_pad = kt.len() / d;
+    for j in (0..n_pad).step_by(LANE) {
+        let mut acc = [[0f32; LANE]; GROUP];
+        for c in 0..d {
+            let keys: &[f32; LANE] = kt[c * n_pad + j..][..LANE].try_into().expect("LANE keys");
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let qc = qs[r * d + c];
+                acc.iter_mut().zip(keys).for_each(|(a, k)| *a += qc * k);
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            s[r * n_pad + j..][..LANE].copy_from_slice(acc);
+        }
+    }
+}
+
+/// `p ← 2^(p − max p)` over a row of base-2 scores (a multiple of [`LANE`] long, hidden keys
+/// at `-∞`, which become 0), returning the sum of the new values (in [`LANE`] partial sums).
+#[inline(always)]
+fn softmax_numerators(p: &mut [f32]) -> f32 {
+    let max = lanes(p, f32::NEG_INFINITY, f32::max);
+    let mut acc = [0f32; LANE];
+    for chunk in p.chunks_exact_mut(LANE) {
+        for (x, a) in chunk.iter_mut().zip(&mut acc) {
+            *x = exp2(*x - max);
+            *a += *x;
+        }
+    }
+    lanes(&acc, 0.0, |a, b| a + b)
+}
+
+/// `o[r] = Σ_j s[r][j] v_j` for the [`GROUP`] rows of weights `s` (`GROUP × n_pad`, zero past
+/// `n_kv`) over the value rows `v[start + j · stride..][..d]`, `d = o.len() / GROUP`: in blocks
+/// of 16 or 8 columns, each block's `GROUP` rows of sums held in registers across the keys, so
+/// each value row is loaded once for the group (the last `d mod 8` columns one at a time).
+#[inline(always)]
+fn weigh_value_rows(s: &[f32], v: &[f32], (start, stride): (usize, usize), n_kv: usize, o: &mut [f32]) {
+    let d = o.len() / GROUP;
+    let mut c = 0;
+    while c < d {
+        c += match d - c {
+            16.. => weigh_block::<16>(s, v, (start + c, stride), n_kv, o, c),
+            8.. => weigh_block::<8>(s, v, (start + c, stride), n_kv, o, c),
+            _ => weigh_block::<1>(s, v, (start + c, stride), n_kv, o, c),
+        };
+    }
+}
+
+/// The columns `c..c + W` of [`weigh_value_rows`]; returns `W`.
+#[inline(always)]
+fn weigh_block<const W: usize>(
+    s: &[f32],
+    v: &[f32],
+    (start, stride): (usize, usize),
+    n_kv: usize,
+    o: &mut [f32],
+    c: usize,
+) -> usize {
+    let (n_pad, d) = (s.len() / GROUP, o.len() / GROUP);
+    let mut acc = [[0f32; W]; GROUP];
+    for j in 0..n_kv {
+        let row: &[f32; W] = v[start + j * stride..][..W].try_into().expect("W values");
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let w = s[r * n_pad + j];
+            acc.iter_mut().zip(row).for_each(|(a, x)| *a += w * x);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        o[r * d + c..][..W].copy_from_slice(acc);
+    }
+    W
 }
 
 /// `xs` folded with `op` in 16 interleaved lanes, then the lanes pairwise: a fixed order that
@@ -243,6 +394,28 @@ fn exp(x: f32) -> f32 {
     p * pow2(half) * pow2(k - half)
 }
 
+/// `2^x` for the softmax's `x ≤ 0`, without branches or table lookups (so loops over it
+/// vectorise): `x = n + f`, `|f| ≤ ½`, `2^f = e^(f ln 2)` by [`exp`]'s polynomial, scaled by
+/// `2^n` through the exponent bits. Within 2 ulp of the correctly rounded value down to
+/// `2^-126`; 0 below about `-126.5` (and for `-∞`), NaN for NaN.
+#[inline(always)]
+fn exp2(x: f32) -> f32 {
+    // 1.5 · 2²³: adding it rounds to an integer, held in the low bits of the sum.
+    const SHIFT: f32 = 12_582_912.0;
+    let x = if x < -127.0 { -127.0 } else { x };
+    let t = x + SHIFT;
+    let n = t - SHIFT;
+    let k = t.to_bits() as i32 - SHIFT.to_bits() as i32;
+    let r = (x - n) * std::f32::consts::LN_2;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 1.666_666_5e-1)
+        * r
+        + 0.5;
+    let p = p * (r * r) + r + 1.0;
+    // k ∈ [-127, 0]: the exponent field k + 127 (0 for k = -127, so the product is 0).
+    p * f32::from_bits(((k + 127) << 23) as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +452,88 @@ mod tests {
         assert!(exp(f32::NAN).is_nan());
         // Subnormal results: e^-100 = 3.72e-44 = 27 · 2^-149 (rounded once).
         assert_eq!(exp(-100.0).to_bits(), 27);
+    }
+
+    #[test]
+    fn exp2_is_within_2_ulp_down_to_the_smallest_normal() {
+        let mut worst = (0, 0.0f32);
+        // Every 31st f32 in [-126, 0], and the points where the rounding of `n` changes.
+        let mut xs: Vec<f32> = (0..f32::to_bits(126.0)).step_by(31).map(|b| -f32::from_bits(b)).collect();
+        xs.extend((0..=252).map(|i| -(i as f32) * 0.5));
+        for x in xs {
+            let want = (x as f64).exp2() as f32;
+            let e = ulps(exp2(x), want);
+            if e > worst.0 {
+                worst = (e, x);
+            }
+        }
+        assert!(worst.0 <= 2, "{} ulp at x = {:e}", worst.0, worst.1);
+        assert_eq!(exp2(0.0), 1.0);
+        assert_eq!(exp2(-1.0), 0.5);
+        assert_eq!(exp2(-126.0), f32::MIN_POSITIVE);
+        assert_eq!(exp2(-127.0), 0.0);
+        assert_eq!(exp2(-1000.0), 0.0);
+        assert_eq!(exp2(f32::NEG_INFINITY), 0.0);
+        assert!(exp2(f32::NAN).is_nan());
+    }
+
+    /// The vectorisable GELUs against the exact functions in f64, on a grid over [-12, 12]:
+    /// absolute error within 3e-7 · max(1, |x|) (the f32 rounding of the arguments alone is
+    /// about 1e-7 of |x|), and the limits.
+    #[test]
+    fn gelus_match_the_exact_functions() {
+        let erf_gelu = |x: f64| 0.5 * x * libm_erfc(-x / std::f64::consts::SQRT_2);
+        // `½ x (1 + tanh(u))` as `x · sigmoid(2u)`, exact in f64 (1 + tanh(u) cancels there too).
+        let tanh_gelu = |x: f64| {
+            let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+            x / (1.0 + (-2.0 * u).exp())
+        };
+        let mut worst = [(0.0f64, 0.0f32); 2];
+        for i in -1_200_000..=1_200_000 {
+            let x = i as f32 * 1e-5;
+            let scale = (x.abs() as f64).max(1.0);
+            for (w, (got, want)) in
+                worst.iter_mut().zip([(gelu(x), erf_gelu(x as f64)), (gelu_tanh(x), tanh_gelu(x as f64))])
+            {
+                let e = (got as f64 - want).abs() / scale;
+                if e > w.0 {
+                    *w = (e, x);
+                }
+            }
+        }
+        assert!(worst[0].0 <= 3e-7, "erf GELU: {:e} at x = {}", worst[0].0, worst[0].1);
+        assert!(worst[1].0 <= 3e-7, "tanh GELU: {:e} at x = {}", worst[1].0, worst[1].1);
+        for f in [gelu, gelu_tanh] {
+            assert_eq!(f(0.0), 0.0);
+            assert_eq!(f(f32::INFINITY), f32::INFINITY);
+            assert_eq!(f(100.0), 100.0);
+            assert_eq!(f(-100.0), 0.0);
+            assert!(f(f32::NAN).is_nan());
+        }
+    }
+
+    /// `erfc` in f64 by its continued fraction / series (the reference of the GELU test; std has
+    /// no `erf`): the series `erf(x) = 2/√π Σ (-1)ⁿ x^(2n+1) / (n! (2n+1))` below 3 and Lentz's
+    /// continued fraction above, both to f64 rounding, far below the f32 errors tested.
+    fn libm_erfc(x: f64) -> f64 {
+        if x < 0.0 {
+            return 2.0 - libm_erfc(-x);
+        }
+        if x < 3.0 {
+            let (mut term, mut sum, mut n) = (x, x, 0.0);
+            while term.abs() > 1e-17 * sum.abs() {
+                n += 1.0;
+                term *= -x * x / n;
+                sum += term / (2.0 * n + 1.0);
+            }
+            return 1.0 - 2.0 / std::f64::consts::PI.sqrt() * sum;
+        }
+        // erfc(x) = e^(-x²)/√π · 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + 2/(x + ...))))).
+        let mut f = x;
+        for k in (1..200).rev() {
+            f = x + (k as f64 / 2.0) / f;
+        }
+        (-x * x).exp() / std::f64::consts::PI.sqrt() / f
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Runs a closure compiled for the widest vector instructions the CPU has (x86-64: AVX-512F or
+//! Runs code compiled for the widest vector instructions the CPU has (x86-64: AVX-512F or
 //! AVX2, chosen at run time), so that plain loops over slices inside it vectorise; plain code
 //! elsewhere (other architectures, wasm32). The arithmetic is the same on every path: no fused
 //! multiply-adds are introduced, so the values do not depend on the CPU. Used by the Vendi
@@ -6,7 +6,7 @@
 //! (`culturelens-models`'s `cpu.rs`).
 //!
 //! Which path runs is the CPU's choice, so one test machine exercises only one of them. [`force`]
-//! pins every later [`dispatch`] (in every thread) to a narrower [`Level`] the CPU can also
+//! pins every later [`dispatch!`] (in every thread) to a narrower [`Level`] the CPU can also
 //! execute; the tests run each computation under every level of [`available`] and require equal
 //! bits. The environment variable `CULTURELENS_SIMD` (`scalar`, `avx2` or `avx512`), read once,
 //! does the same for a whole process (a level the CPU lacks is ignored, with no error: the path
@@ -15,7 +15,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// A code path of [`dispatch`], narrowest first.
+/// A code path of [`dispatch!`], narrowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
     /// The closure as compiled for the target's baseline (SSE2 on x86-64).
@@ -63,7 +63,7 @@ pub fn available() -> Vec<Level> {
     levels
 }
 
-/// The widest level this CPU can execute: what [`dispatch`] runs unless forced.
+/// The widest level this CPU can execute: what [`dispatch!`] runs unless forced.
 pub fn detected() -> Level {
     *available().last().expect("scalar is always available")
 }
@@ -71,7 +71,7 @@ pub fn detected() -> Level {
 /// 0: not forced; otherwise [`Level::code`].
 static FORCED: AtomicU8 = AtomicU8::new(0);
 
-/// The level [`dispatch`] runs now: the forced one, else `CULTURELENS_SIMD`'s, else the widest.
+/// The level [`dispatch!`] runs now: the forced one, else `CULTURELENS_SIMD`'s, else the widest.
 pub fn level() -> Level {
     match FORCED.load(Ordering::Relaxed) {
         0 => *from_env().get_or_init(|| {
@@ -99,7 +99,7 @@ impl std::fmt::Display for Unsupported {
 
 impl std::error::Error for Unsupported {}
 
-/// Pins every later [`dispatch`], in every thread, to `level` (`None`: back to the default of
+/// Pins every later [`dispatch!`], in every thread, to `level` (`None`: back to the default of
 /// [`level`]). For tests and benchmarks: since every path computes the same bits, running
 /// concurrent work under another level changes its speed only.
 pub fn force(level: Option<Level>) -> Result<(), Unsupported> {
@@ -116,31 +116,60 @@ pub fn force(level: Option<Level>) -> Result<(), Unsupported> {
     }
 }
 
-/// Runs `f` on the path of [`level`].
+/// Runs `$body` (an expression, as a closure's body: `return` and `?` leave the body, not the
+/// caller) compiled for the path of [`level`]: `dispatch!({ ... })`.
+///
+/// A macro, not a function taking a closure: a closure passed to a `#[target_feature]` function
+/// runs with that function's instructions only if the optimiser inlines it there, and a closure
+/// called from three paths (one per level) is a large function with three callers, which it
+/// does not inline, so every path ran the baseline (SSE2) code (found on 2026-11-28: no `ymm`
+/// register in any dispatched loop of the release binary). The macro writes the body once per
+/// path, each copy a closure with a single caller, which the optimiser inlines into its path.
+#[macro_export]
+macro_rules! dispatch {
+    ($body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        let out = match $crate::level() {
+            $crate::Level::Avx512 => {
+                let f = || $body;
+                // SAFETY: `level` only returns levels of `available`, which the CPU has.
+                unsafe { $crate::avx512(f) }
+            }
+            $crate::Level::Avx2 => {
+                let f = || $body;
+                // SAFETY: as above.
+                unsafe { $crate::avx2(f) }
+            }
+            $crate::Level::Scalar => $crate::baseline(|| $body),
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let out = $crate::baseline(|| $body);
+        out
+    }};
+}
+
+/// The scalar path of [`dispatch!`].
+#[doc(hidden)]
 #[inline(always)]
-pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match level() {
-            // SAFETY: `level` only returns levels of `available`, which the CPU has.
-            Level::Avx512 => return unsafe { avx512(f) },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { avx2(f) },
-            Level::Scalar => {}
-        }
-    }
+pub fn baseline<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// The AVX-512F path of [`dispatch!`]; the caller checks that the CPU has AVX-512F.
 #[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+#[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
+pub unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// The AVX2 path of [`dispatch!`]; the caller checks that the CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+#[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+pub unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
@@ -152,7 +181,7 @@ mod tests {
     fn every_available_level_runs_and_computes_the_same_bits() {
         let x: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 1013) as f32 / 97.0 - 5.0).collect();
         let run = || {
-            dispatch(|| {
+            dispatch!({
                 let mut acc = 0f32;
                 let y: Vec<f32> = x.iter().map(|v| v * 1.5 + 0.25).collect();
                 for (a, b) in x.iter().zip(&y) {

@@ -14,7 +14,7 @@
 //! Pairs are independent in 1 and 3, so they run on rayon's threads when the crate's `rayon`
 //! feature is on (natively) and in one thread otherwise (wasm32), with the same values either way:
 //! each pair's sums and each output's score are computed by one thread in a fixed order. Sums of
-//! squares and dot products use 16 partial sums (the lanes of [`culturelens_simd::dispatch`]'s
+//! squares and dot products use 16 partial sums (the lanes of [`culturelens_simd::dispatch!`]'s
 //! vector path), so the values differ from the graph's by f32 rounding only (the tests hold them
 //! to 1e-5, as the fused kernels).
 
@@ -50,7 +50,7 @@ pub fn sos_host(table: &[f32], dim: usize, subset: Option<&[u32]>, layout: &SosL
     let pass1 = |p: usize| {
         let mut sum = vec![0f32; dim];
         let mut inv = Vec::with_capacity(by_pair[p].len());
-        culturelens_simd::dispatch(|| {
+        culturelens_simd::dispatch!({
             for &o in &by_pair[p] {
                 let x = row(o as usize);
                 let v = 1.0 / dot(x, x).sqrt();
@@ -69,7 +69,7 @@ pub fn sos_host(table: &[f32], dim: usize, subset: Option<&[u32]>, layout: &SosL
             let g = &mut sums[pair_group[p] as usize];
             g.iter_mut().zip(sum).for_each(|(g, s)| *g += s);
         }
-        let norms: Vec<f32> = sums.iter().map(|s| culturelens_simd::dispatch(|| dot(s, s).sqrt())).collect();
+        let norms: Vec<f32> = sums.iter().map(|s| culturelens_simd::dispatch!(dot(s, s).sqrt())).collect();
         for (s, norm) in sums.iter_mut().zip(&norms) {
             let norm = norm.max(f32::MIN_POSITIVE);
             s.iter_mut().for_each(|v| *v /= norm);
@@ -84,7 +84,7 @@ pub fn sos_host(table: &[f32], dim: usize, subset: Option<&[u32]>, layout: &SosL
         let (s, l) = (&sem[layout.pair_sem[p] as usize], &sur[layout.pair_sur[p] as usize]);
         let direction: Vec<f32> = s.iter().zip(l).map(|(s, l)| s - l).collect();
         let inv = &pairs[p].1;
-        culturelens_simd::dispatch(|| {
+        culturelens_simd::dispatch!({
             by_pair[p]
                 .iter()
                 .zip(inv)

@@ -55,6 +55,7 @@ pub fn two_stage_eigenvalues(matrix: &[f64], n: usize, band: usize) -> Vec<f64> 
 /// A Householder reflector `H = I − τ v vᵀ` with `v[0] = 1` (LAPACK's `dlarfg`): `H x = β e₁`.
 /// Returns `(τ, β)` and overwrites `x[1..]` with `v[1..]`; `τ = 0` (`H = I`) when `x[1..]` is
 /// already zero.
+#[inline(always)]
 fn householder(x: &mut [f64]) -> (f64, f64) {
     let alpha = x[0];
     // ‖x[1..]‖, scaled by its largest entry so the squares neither overflow nor underflow.
@@ -86,7 +87,7 @@ pub fn reduce_to_band(mut a: MatMut<'_, f64>, band: usize, par: Par) {
         let m = n - k - band;
         let width = band.min(m);
         let (mut v, t) =
-            culturelens_simd::dispatch(|| panel_qr(a.rb_mut().submatrix_mut(k + band, k, m, band)));
+            culturelens_simd::dispatch!(panel_qr(a.rb_mut().submatrix_mut(k + band, k, m, band)));
         let v = v.as_mut().subcols_mut(0, width);
         let a22 = a.rb_mut().submatrix_mut(k + band, k + band, m, m);
         let left = left.as_mut().submatrix_mut(0, 0, m, 2 * width);
@@ -99,6 +100,7 @@ pub fn reduce_to_band(mut a: MatMut<'_, f64>, band: usize, par: Par) {
 /// Householder QR of the `m × w` panel in place: `R` stays in its upper triangle, zeros below.
 /// Returns the reflectors `V` (`m × w`, unit lower trapezoidal) and the upper triangular `T` of
 /// their compact WY form `H₀ H₁ ⋯ = I − V T Vᵀ` (LAPACK's `dlarft`, forward, columnwise).
+#[inline(always)]
 fn panel_qr(mut p: MatMut<'_, f64>) -> (Mat<f64>, Mat<f64>) {
     let (m, w) = (p.nrows(), p.ncols());
     let r = w.min(m);
@@ -216,7 +218,7 @@ pub fn band_to_tridiagonal(data: &mut [f64], n: usize, band: usize) -> (Vec<f64>
     assert_eq!(data.len(), n * n, "a column-major n × n matrix");
     let mut band_matrix = Band { data, n };
     let (mut v, mut w) = (vec![0.0; band], vec![0.0; band]);
-    culturelens_simd::dispatch(|| {
+    culturelens_simd::dispatch!({
         for j in 0..n.saturating_sub(2) {
             sweep(&mut band_matrix, j, band, &mut v, &mut w);
         }
