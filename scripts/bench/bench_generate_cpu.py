@@ -18,6 +18,9 @@ Sizes (`--size`):
     resnets each, cross-attention in the first three, 8 heads) at widths 32/64/128/128 with
     cross-attention width 128, a 2-layer CLIP text tower of width 128, a small VAE, 256 × 256
     images (32 × 32 latents);
+  * `sd15`: SD 1.5's UNet at full width (320/640/1280/1280, 8 heads, conv projections,
+    cross-attention width 768) with a 1-layer text tower of width 768 and a small VAE, 256 × 256
+    images (32 × 32 latents): issue 36's second CPU workload;
   * `sd21`: SD 2.1's UNet at full size (320/640/1280/1280, heads 5/10/20/20, linear
     projections, cross-attention width 1024) with a 1-layer text tower of width 1024 and a small
     VAE, 512 × 512 images: the GPU workload `unet-step` of scripts/bench/gpu/run.py, which
@@ -52,6 +55,9 @@ SIZES = {
     "small": dict(blocks=(32, 64, 128, 128), heads=8, cross=128, layers=2,
                   down=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
                   up=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3, linear=False, text=(128, 2, 4), image=256),
+    "sd15": dict(blocks=(320, 640, 1280, 1280), heads=8, cross=768, layers=2,
+                 down=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
+                 up=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3, linear=False, text=(768, 1, 12), image=256),
     "sd21": dict(blocks=(320, 640, 1280, 1280), heads=(5, 10, 20, 20), cross=1024, layers=2,
                  down=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
                  up=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3, linear=True, text=(1024, 1, 16), image=512),
