@@ -13,6 +13,7 @@ use burn::tensor::module::avg_pool2d;
 use burn::tensor::ops::AvgPoolOptions;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use culturelens_models::norm::group_norm_act;
 use culturelens_models::weights::{Vars, WeightError, load_conv2d, load_group_norm, load_linear};
 
 /// `nn.Conv2d(c_in, c_out, kernel, stride, padding=kernel // 2)` with bias.
@@ -63,6 +64,11 @@ impl Default for ResnetOptions {
 impl ResnetOptions {
     fn act<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         if self.gelu { gelu(x) } else { silu(x) }
+    }
+
+    /// `act(norm(x))`, the SiLU fused into the norm's pass ([`group_norm_act`]).
+    fn norm_act(&self, norm: &GroupNorm, x: Tensor<4>) -> Tensor<4> {
+        if self.gelu { gelu(group_norm_act(norm, x, false)) } else { group_norm_act(norm, x, true) }
     }
 }
 
@@ -137,7 +143,7 @@ impl ResnetBlock2D {
     pub fn forward(&self, x: Tensor<4>, temb: Option<&Tensor<2>>) -> Tensor<4> {
         let o = &self.options;
         let mut x = x;
-        let mut h = o.act(self.norm1.forward(x.clone()));
+        let mut h = o.norm_act(&self.norm1, x.clone());
         match o.resample {
             Some(Resample::Up) => {
                 let [_, _, hh, ww] = h.dims();
@@ -165,12 +171,12 @@ impl ResnetBlock2D {
                 let mut halves = t.chunk(2, 1);
                 let shift = halves.pop().expect("two halves");
                 let scale = halves.pop().expect("two halves");
-                self.norm2.forward(h) * scale.add_scalar(1.0) + shift
+                o.act(group_norm_act(&self.norm2, h, false) * scale.add_scalar(1.0) + shift)
             }
-            Some(t) => self.norm2.forward(h + t),
-            None => self.norm2.forward(h),
+            Some(t) => o.norm_act(&self.norm2, h + t),
+            None => o.norm_act(&self.norm2, h),
         };
-        let h = self.conv2.forward(o.act(h));
+        let h = self.conv2.forward(h);
         let x = match &self.conv_shortcut {
             Some(shortcut) => shortcut.forward(x),
             None => x,

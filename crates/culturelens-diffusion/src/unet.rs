@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use super::blocks::{Downsample2D, ResnetBlock2D, Upsample2D, conv, group_norm};
 use culturelens_models::ModelError;
 use culturelens_models::config;
+use culturelens_models::norm::group_norm_act;
 use culturelens_models::vit::{AttendOptions, Attention};
 use culturelens_models::weights::{
     Vars, WeightError, load_conv2d, load_group_norm, load_layer_norm, load_linear,
@@ -615,7 +616,7 @@ impl Transformer2D {
 
     fn forward(&self, x: Tensor<4>, context: &Tensor<3>, run: Run) -> Tensor<4> {
         let [b, c, h, w] = x.dims();
-        let mut hidden = self.norm.forward(x.clone());
+        let mut hidden = group_norm_act(&self.norm, x.clone(), false);
         if let Some(p) = &self.proj_in_conv {
             hidden = p.forward(hidden);
         }
@@ -883,7 +884,7 @@ impl UNet2DConditionModel {
                 x = up.forward(x, Some([h, w]));
             }
         }
-        self.conv_out.forward(silu(self.conv_norm_out.forward(x)))
+        self.conv_out.forward(group_norm_act(&self.conv_norm_out, x, true))
     }
 }
 

@@ -14,7 +14,6 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::conv::Conv2d;
 use burn::nn::{GroupNorm, LinearConfig};
 use burn::tensor::Device;
-use burn::tensor::activation::silu;
 use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +21,7 @@ use super::blocks::{ResnetBlock2D, Upsample2D, conv, group_norm};
 use super::unet::ATTENTION_KEYS;
 use culturelens_models::ModelError;
 use culturelens_models::config;
+use culturelens_models::norm::group_norm_act;
 use culturelens_models::vit::{AttendOptions, Attention};
 use culturelens_models::weights::{Vars, WeightError, load_conv2d, load_group_norm};
 
@@ -305,7 +305,8 @@ impl VaeDecoder {
         x = self.mid_resnets[0].forward(x, None);
         if let Some(a) = &self.mid_attention {
             let [b, c, h, w] = x.dims();
-            let tokens = a.group_norm.forward(x.clone()).reshape([b, c, h * w]).swap_dims(1, 2);
+            let tokens =
+                group_norm_act(&a.group_norm, x.clone(), false).reshape([b, c, h * w]).swap_dims(1, 2);
             let q = a.attention.q_proj.forward(tokens.clone());
             let how = AttendOptions { slice: self.sliced_attention.then_some(1), ..AttendOptions::default() };
             let out = a.attention.attend_with(q, tokens, how);
@@ -320,7 +321,7 @@ impl VaeDecoder {
                 x = u.forward(x, None);
             }
         }
-        let x = self.conv_out.forward(silu(self.conv_norm_out.forward(x)));
+        let x = self.conv_out.forward(group_norm_act(&self.conv_norm_out, x, true));
         (x / 2.0 + 0.5).clamp(0.0, 1.0)
     }
 }

@@ -74,6 +74,63 @@ pub(super) fn bias_act_residual<const D: usize>(
     Tensor::from_primitive::<Flex>(out)
 }
 
+/// `act(group_norm(x))` of `x` `[batch, channels, …]`: per (image, group) the mean and the
+/// biased variance of its `channels / groups · spatial` values, summed in f64 (two passes, 8
+/// interleaved lanes, a fixed order), then per value `((x − mean) · rstd) · γ + β` in f32 with
+/// `rstd = 1 / √(var + eps)` (the graph divides by `√(var + eps)`; here one reciprocal a group,
+/// so values differ from Burn's `GroupNorm` by an ulp or two), followed by SiLU `v · sigmoid(v)`
+/// when `silu` ([`sigmoid`]), in the same pass. Groups run in parallel, one task each, written
+/// in place where `x` is not shared. The backend would run about a dozen passes, its sigmoid
+/// with a scalar `expf`.
+pub(super) fn group_norm<const D: usize>(
+    x: Tensor<D>,
+    groups: usize,
+    eps: f64,
+    affine: Option<(Tensor<1>, Tensor<1>)>,
+    silu: bool,
+) -> Tensor<D> {
+    let dims = x.dims();
+    let channels = dims[1];
+    let spatial: usize = dims[2..].iter().product();
+    let per_group = channels / groups;
+    let mut out = primitive(x, true);
+    let n = out.layout().num_elements();
+    let affine = affine.map(|(g, b)| (primitive(g, false), primitive(b, false)));
+    let affine: Option<(&[f32], &[f32])> =
+        affine.as_ref().map(|(g, b)| (&g.storage::<f32>()[..channels], &b.storage::<f32>()[..channels]));
+    out.storage_mut::<f32>()[..n].par_chunks_mut(per_group * spatial).enumerate().for_each(|(task, xs)| {
+        let first = task % groups * per_group;
+        culturelens_simd::dispatch!({
+            let count = xs.len() as f64;
+            let mut acc = [0f64; 8];
+            let mut chunks = xs.chunks_exact(8);
+            for chunk in &mut chunks {
+                acc.iter_mut().zip(chunk).for_each(|(a, x)| *a += *x as f64);
+            }
+            acc.iter_mut().zip(chunks.remainder()).for_each(|(a, x)| *a += *x as f64);
+            let mean = acc.iter().sum::<f64>() / count;
+            let mut acc = [0f64; 8];
+            let mut chunks = xs.chunks_exact(8);
+            for chunk in &mut chunks {
+                acc.iter_mut().zip(chunk).for_each(|(a, x)| *a += (*x as f64 - mean) * (*x as f64 - mean));
+            }
+            acc.iter_mut()
+                .zip(chunks.remainder())
+                .for_each(|(a, x)| *a += (*x as f64 - mean) * (*x as f64 - mean));
+            let var = acc.iter().sum::<f64>() / count;
+            let (mean, rstd) = (mean as f32, (1.0 / (var + eps).sqrt()) as f32);
+            for (c, plane) in xs.chunks_exact_mut(spatial).enumerate() {
+                let (gamma, beta) = affine.map_or((1.0, 0.0), |(g, b)| (g[first + c], b[first + c]));
+                plane.iter_mut().for_each(|v| *v = ((*v - mean) * rstd) * gamma + beta);
+                if silu {
+                    plane.iter_mut().for_each(|v| *v *= sigmoid(*v));
+                }
+            }
+        })
+    });
+    Tensor::from_primitive::<Flex>(out)
+}
+
 /// `x · sigmoid(1.702 x)`, OpenAI CLIP's quick-GELU.
 #[inline(always)]
 fn quick_gelu(x: f32) -> f32 {

@@ -19,6 +19,7 @@ pub mod gemma2;
 pub mod gender_v1;
 pub mod glm;
 pub mod multilingual_clip;
+pub mod norm;
 pub mod onnx;
 pub mod open_clip;
 pub mod preprocess;

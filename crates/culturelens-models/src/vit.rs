@@ -512,7 +512,7 @@ mod tests {
 
     /// Every SIMD path the CPU can execute (`culturelens_simd::available`: scalar, AVX2,
     /// AVX-512) gives the fused passes the same bits: the linear epilogue with the vectorised
-    /// quick-GELU and a residual, and the attention with narrow heads (dot products with Vᵀ),
+    /// quick-GELU and a residual, the group norm with its SiLU, and the attention with narrow heads (dot products with Vᵀ),
     /// wide heads (sums of value rows), causal and padded keys.
     #[test]
     fn fused_passes_give_the_same_bits_on_every_simd_path() {
@@ -532,9 +532,12 @@ mod tests {
         // Heads 32 wide (sums of value rows) and 8 wide (dot products with Vᵀ); their random
         // weights are drawn once, outside the runs compared.
         let attentions = [2, 8].map(|heads| Attention::init(64, heads, true, &device));
+        let norm = burn::nn::GroupNormConfig::new(8, 48).init(&device);
         let run = || {
             let mut out =
                 vec![values(linear(&layer, x.clone(), Some(Activation::QuickGelu), Some(residual.clone())))];
+            let planes = x.clone().swap_dims(1, 2);
+            out.push(values(crate::norm::group_norm_act(&norm, planes, true)));
             let q = linear(&layer, x.clone(), None, None);
             for attn in &attentions {
                 for how in [
