@@ -13,6 +13,7 @@ use burn::tensor::module::avg_pool2d;
 use burn::tensor::ops::AvgPoolOptions;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use culturelens_models::conv::conv2d;
 use culturelens_models::norm::group_norm_act;
 use culturelens_models::weights::{Vars, WeightError, load_conv2d, load_group_norm, load_linear};
 
@@ -156,7 +157,7 @@ impl ResnetBlock2D {
             }
             None => {}
         }
-        let h = self.conv1.forward(h);
+        let h = conv2d(&self.conv1, h);
         let t = match (&self.time_emb_proj, temb) {
             (Some(proj), Some(temb)) => {
                 let temb = if o.skip_time_act { temb.clone() } else { o.act(temb.clone()) };
@@ -176,7 +177,7 @@ impl ResnetBlock2D {
             Some(t) => o.norm_act(&self.norm2, h + t),
             None => o.norm_act(&self.norm2, h),
         };
-        let h = self.conv2.forward(h);
+        let h = conv2d(&self.conv2, h);
         let x = match &self.conv_shortcut {
             Some(shortcut) => shortcut.forward(x),
             None => x,
@@ -224,7 +225,7 @@ impl Upsample2D {
     /// `size`: the output's `[h, w]` (`None`: twice the input's).
     pub fn forward(&self, x: Tensor<4>, size: Option<[usize; 2]>) -> Tensor<4> {
         let [_, _, h, w] = x.dims();
-        self.conv.forward(nearest(x, size.unwrap_or([2 * h, 2 * w])))
+        conv2d(&self.conv, nearest(x, size.unwrap_or([2 * h, 2 * w])))
     }
 }
 

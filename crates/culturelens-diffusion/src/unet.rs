@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use super::blocks::{Downsample2D, ResnetBlock2D, Upsample2D, conv, group_norm};
 use culturelens_models::ModelError;
 use culturelens_models::config;
+use culturelens_models::conv::conv2d;
 use culturelens_models::norm::group_norm_act;
 use culturelens_models::vit::{AttendOptions, Attention};
 use culturelens_models::weights::{
@@ -858,7 +859,7 @@ impl UNet2DConditionModel {
         }
 
         let run = Run { slice: self.attention_slice, upcast: self.config.upcast_attention };
-        let mut x = self.conv_in.forward(sample);
+        let mut x = conv2d(&self.conv_in, sample);
         let mut skips = vec![x.clone()];
         for block in &self.down_blocks {
             for i in 0..block.resnets.len() {
@@ -884,7 +885,7 @@ impl UNet2DConditionModel {
                 x = up.forward(x, Some([h, w]));
             }
         }
-        self.conv_out.forward(group_norm_act(&self.conv_norm_out, x, true))
+        conv2d(&self.conv_out, group_norm_act(&self.conv_norm_out, x, true))
     }
 }
 

@@ -21,6 +21,7 @@ use super::blocks::{ResnetBlock2D, Upsample2D, conv, group_norm};
 use super::unet::ATTENTION_KEYS;
 use culturelens_models::ModelError;
 use culturelens_models::config;
+use culturelens_models::conv::conv2d;
 use culturelens_models::norm::group_norm_act;
 use culturelens_models::vit::{AttendOptions, Attention};
 use culturelens_models::weights::{Vars, WeightError, load_conv2d, load_group_norm};
@@ -301,7 +302,7 @@ impl VaeDecoder {
         if let Some(c) = &self.post_quant_conv {
             x = c.forward(x);
         }
-        x = self.conv_in.forward(x);
+        x = conv2d(&self.conv_in, x);
         x = self.mid_resnets[0].forward(x, None);
         if let Some(a) = &self.mid_attention {
             let [b, c, h, w] = x.dims();
@@ -321,7 +322,7 @@ impl VaeDecoder {
                 x = u.forward(x, None);
             }
         }
-        let x = self.conv_out.forward(group_norm_act(&self.conv_norm_out, x, true));
+        let x = conv2d(&self.conv_out, group_norm_act(&self.conv_norm_out, x, true));
         (x / 2.0 + 0.5).clamp(0.0, 1.0)
     }
 }

@@ -131,6 +131,96 @@ pub(super) fn group_norm<const D: usize>(
     Tensor::from_primitive::<Flex>(out)
 }
 
+/// Floats of im2col columns per tile of [`conv3x3`] at most (8 MiB): the output rows of a tile
+/// are as many as fit.
+const CONV_TILE_FLOATS: usize = 1 << 21;
+
+/// A 3×3 convolution of stride 1 with one pixel of zero padding (diffusers' `conv_in`,
+/// `conv_out` and the ResNet blocks' convolutions) of `x` `[batch, c_in, h, w]` with `weight`
+/// `[c_out, c_in, 3, 3]` and an optional `bias`, as im2col and one GEMM per tile of output rows:
+/// the columns are rows `(c, ky, kx)` of `x` shifted by `(ky − 1, kx − 1)`, each a copy of whole
+/// image rows (so the copies are `memcpy`s, channels in parallel), and `gemm` multiplies the
+/// weight, whose layout is already `[c_out, c_in · 9]` in that order, with them straight into
+/// the NCHW output, which holds the bias beforehand (`out = bias + W · cols`). The backend's
+/// convolution re-lays the weight out on every call, converts the input to NHWC and writes
+/// its result back to NCHW value by value; its sums run in another order, so values differ
+/// by rounding (tested in `conv.rs`).
+pub(super) fn conv3x3(x: Tensor<4>, weight: Tensor<4>, bias: Option<Tensor<1>>) -> Tensor<4> {
+    let [batch, c_in, h, w] = x.dims();
+    let c_out = weight.dims()[0];
+    let (k, plane) = (c_in * 9, h * w);
+    let (x, weight) = (primitive(x, false), primitive(weight, false));
+    let bias = bias.map(|b| primitive(b, false));
+    let (xs, ws) = (x.storage::<f32>(), &weight.storage::<f32>()[..c_out * k]);
+    let bias: Option<&[f32]> = bias.as_ref().map(|b| &b.storage::<f32>()[..c_out]);
+    let mut out = FlexTensor::empty(Shape::new([batch, c_out, h, w]), DType::F32);
+    let rows_per_tile = (CONV_TILE_FLOATS / (k * w)).clamp(1, h);
+    let mut cols = vec![0f32; k * rows_per_tile * w];
+    let dst = &mut out.storage_mut::<f32>()[..batch * c_out * plane];
+    for (image, out_image) in
+        xs[..batch * c_in * plane].chunks_exact(c_in * plane).zip(dst.chunks_exact_mut(c_out * plane))
+    {
+        if let Some(bias) = bias {
+            out_image.chunks_exact_mut(plane).zip(bias).for_each(|(o, b)| o.fill(*b));
+        }
+        for y0 in (0..h).step_by(rows_per_tile) {
+            let n = rows_per_tile.min(h - y0) * w;
+            let cols = &mut cols[..k * n];
+            cols.par_chunks_mut(9 * n).zip(image.par_chunks_exact(plane)).for_each(|(taps, src)| {
+                for (tap, col) in taps.chunks_exact_mut(n).enumerate() {
+                    let (dy, dx) = (tap / 3, tap % 3);
+                    for (r, row) in col.chunks_exact_mut(w).enumerate() {
+                        // The source row y0 + r + dy − 1, zero outside the image.
+                        let Some(y) = (y0 + r + dy).checked_sub(1).filter(|y| *y < h) else {
+                            row.fill(0.0);
+                            continue;
+                        };
+                        let src = &src[y * w..][..w];
+                        match dx {
+                            0 => {
+                                row[0] = 0.0;
+                                row[1..].copy_from_slice(&src[..w - 1]);
+                            }
+                            1 => row.copy_from_slice(src),
+                            _ => {
+                                row[..w - 1].copy_from_slice(&src[1..]);
+                                row[w - 1] = 0.0;
+                            }
+                        }
+                    }
+                }
+            });
+            // SAFETY: `dst` is `c_out` rows of `plane` floats (row stride `plane`), written at
+            // columns `y0 · w..y0 · w + n`, inside each row; `ws` is `c_out × k` and `cols`
+            // `k × n`, both row-major and alive for the call.
+            unsafe {
+                gemm::gemm(
+                    c_out,
+                    n,
+                    k,
+                    out_image.as_mut_ptr().add(y0 * w),
+                    1,
+                    plane as isize,
+                    bias.is_some(),
+                    ws.as_ptr(),
+                    1,
+                    k as isize,
+                    cols.as_ptr(),
+                    1,
+                    n as isize,
+                    1.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::Rayon(0),
+                )
+            };
+        }
+    }
+    Tensor::from_primitive::<Flex>(out)
+}
+
 /// `x · sigmoid(1.702 x)`, OpenAI CLIP's quick-GELU.
 #[inline(always)]
 fn quick_gelu(x: f32) -> f32 {

@@ -11,6 +11,7 @@
 
 pub mod clip;
 pub mod config;
+pub mod conv;
 #[cfg(feature = "flex-fused")]
 mod cpu;
 pub mod dinov2;
