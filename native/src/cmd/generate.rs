@@ -587,17 +587,23 @@ fn generate(
         let calls = if alone { batch.len() as u64 } else { 1 };
         let total = per_call * calls;
         let base = culturelens_diffusion::scheduler::steps_taken();
-        let done = std::sync::atomic::AtomicBool::new(false);
+        // The watcher shows the count every 200 ms until the batch ends, which wakes it at once
+        // (dropping `finished`): a plain sleep there held every batch up to 200 ms more.
+        let (finished, wait) = std::sync::mpsc::channel::<()>();
         let result = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let progress = &progress;
+            scope.spawn(move || {
+                loop {
                     let taken = culturelens_diffusion::scheduler::steps_taken().saturating_sub(base);
                     progress.set_detail(format!("denoising step {}/{total}", taken.min(total)));
-                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    match wait.recv_timeout(std::time::Duration::from_millis(200)) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => break,
+                    }
                 }
             });
             let result = make(&job, &batch);
-            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            drop(finished);
             result
         });
         progress.clear_detail();
