@@ -28,7 +28,7 @@
 use burn::module::Module;
 use burn::nn::conv::Conv2d;
 use burn::nn::{GroupNorm, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::{gelu, silu};
+use burn::tensor::activation::silu;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -486,10 +486,7 @@ pub struct FeedForward {
 
 impl FeedForward {
     fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let mut halves = self.proj.forward(x).chunk(2, 2);
-        let gate = halves.pop().expect("two halves");
-        let hidden = halves.pop().expect("two halves");
-        self.out.forward(hidden * gelu(gate))
+        self.out.forward(culturelens_models::vit::geglu(&self.proj, x))
     }
 }
 

@@ -221,6 +221,38 @@ pub(super) fn conv3x3(x: Tensor<4>, weight: Tensor<4>, bias: Option<Tensor<1>>) 
     Tensor::from_primitive::<Flex>(out)
 }
 
+/// diffusers' `GEGLU` after its projection's GEMM: `y` `[…, 2n]` (without bias) becomes
+/// `(y[.., :n] + b[:n]) · gelu(y[.., n:] + b[n:])` `[…, n]`, in that order of operations, one
+/// vectorised pass over the rows on every core ([`gelu`], PyTorch's order); the graph adds the
+/// bias, splits, runs the backend's scalar `erff` and multiplies, a pass each.
+pub(super) fn bias_geglu<const D: usize>(y: Tensor<D>, bias: Tensor<1>) -> Tensor<D> {
+    let mut dims = y.dims();
+    let width = dims[D - 1];
+    let half = width / 2;
+    let y = primitive(y, false);
+    let rows = y.layout().num_elements() / width;
+    let bias = bias.try_into_primitive::<Flex>().expect("a CPU-backend tensor").to_contiguous();
+    let bias: &[f32] = &bias.storage::<f32>()[..width];
+    dims[D - 1] = half;
+    let mut out = FlexTensor::empty(Shape::new(dims), DType::F32);
+    let ys = &y.storage::<f32>()[..rows * width];
+    out.storage_mut::<f32>()[..rows * half]
+        .par_chunks_mut(ROWS_PER_TASK * half)
+        .zip(ys.par_chunks(ROWS_PER_TASK * width))
+        .for_each(|(out, ys)| {
+            culturelens_simd::dispatch!({
+                for (o, y) in out.chunks_exact_mut(half).zip(ys.chunks_exact(width)) {
+                    let (h, g) = y.split_at(half);
+                    let (bh, bg) = bias.split_at(half);
+                    for (((o, h), g), (bh, bg)) in o.iter_mut().zip(h).zip(g).zip(bh.iter().zip(bg)) {
+                        *o = (h + bh) * gelu(g + bg);
+                    }
+                }
+            })
+        });
+    Tensor::from_primitive::<Flex>(out)
+}
+
 /// `x · sigmoid(1.702 x)`, OpenAI CLIP's quick-GELU.
 #[inline(always)]
 fn quick_gelu(x: f32) -> f32 {
