@@ -13,7 +13,7 @@ use burn::backend::{DispatchDevice, Flex};
 use burn::tensor::{DType, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::vit::Activation;
+use super::activation::Activation;
 
 /// Rows per parallel task: about 0.5–2 MiB of f32 outputs at the widths of the towers.
 const ROWS_PER_TASK: usize = 64;

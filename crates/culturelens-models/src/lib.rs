@@ -9,6 +9,7 @@
 //! No file I/O happens here: callers hand in the bytes of `config.json`, `model.safetensors`
 //! and the images.
 
+pub mod activation;
 pub mod clip;
 pub mod config;
 pub mod conv;

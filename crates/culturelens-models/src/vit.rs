@@ -5,38 +5,16 @@
 
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
+use burn::tensor::activation::gelu;
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, FloatDType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+pub use super::activation::Activation;
 #[cfg(feature = "flex-fused")]
 use super::cpu;
 use super::weights::{Vars, WeightError, load_embedding, load_layer_norm, load_linear, load_linear_rows};
-
-/// The `hidden_act` of a transformers config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Activation {
-    /// `x · sigmoid(1.702 x)` (OpenAI CLIP).
-    QuickGelu,
-    /// Exact GELU with erf (OpenCLIP/LAION CLIP in transformers, DINOv2).
-    Gelu,
-    /// The tanh approximation of GELU (SigLIP).
-    #[serde(alias = "gelu_new", alias = "gelu_fast")]
-    GeluPytorchTanh,
-}
-
-impl Activation {
-    pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        match self {
-            Activation::QuickGelu => x.clone() * sigmoid(x * 1.702),
-            Activation::Gelu => gelu(x),
-            Activation::GeluPytorchTanh => gelu_approximate(x),
-        }
-    }
-}
 
 /// Multi-head self-attention with separate q/k/v/out projections (`CLIPAttention`).
 #[derive(Module, Debug)]
