@@ -33,9 +33,11 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup targe
 # wasm-bindgen's pass over the module takes seconds). trunk without its default features (rustls
 # for downloading tools and serving https, the crates.io update check): this build is offline and
 # uses the wasm-bindgen installed here.
+# `--force`: called only when the tool is missing or another version, which cargo's record of
+# installed packages may not know (a deleted binary is "already installed" to it).
 light_install() {
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
-    cargo install "$@"
+    cargo install --force "$@"
 }
 if ! command -v trunk >/dev/null || [ "$(trunk --version)" != "trunk 0.21.14" ]; then
   light_install trunk --version 0.21.14 --locked --no-default-features
