@@ -81,7 +81,7 @@ cargo clippy --locked -p culturelens --bins -- -D warnings
 # `cargo check`: type and borrow checking for the target, without code generation (web/ci.sh
 # builds the browser app's wasm32 module, with most of these crates in it, in full).
 step "the shared crates check for wasm32-unknown-unknown"
-cargo check --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion --target wasm32-unknown-unknown
+cargo check --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion --target wasm32-unknown-unknown
 # The encoders' loading as the browser builds it (no file system, no C: `native` off).
 cargo check --locked -p culturelens-models-io --no-default-features --target wasm32-unknown-unknown
 

@@ -1,5 +1,5 @@
 //! `CogView4Pipeline.__call__` of diffusers 0.42 (CogView4, MAGBIG §4): it wires GLM
-//! (`culturelens_models::glm`), the CogView4 transformer ([`crate::transformer_cogview4`]), the
+//! (`culturelens_models::glm`), the CogView4 transformer ([`culturelens_diffusion_models::transformer_cogview4`]), the
 //! flow-matching scheduler and the 16-channel VAE.
 //!
 //! - **Text** (`_get_glm_embeds`): the tokenizer's ids (`[gMASK]<sop>` prefixed by its
@@ -32,9 +32,11 @@ use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, SizeRule, flow_scheduler, guided, repeat_rows};
-use super::scheduler::{Scheduler, linspace};
-use super::transformer_cogview4::{CogView4Transformer2DModel, CogView4TransformerConfig, rotary_embedding};
-use super::vae::VaeDecoder;
+use culturelens_diffusion_models::transformer_cogview4::{
+    CogView4Transformer2DModel, CogView4TransformerConfig, rotary_embedding,
+};
+use culturelens_diffusion_models::vae::VaeDecoder;
+use culturelens_diffusion_schedulers::{Scheduler, linspace};
 use culturelens_models::ModelError;
 use culturelens_models::glm::GlmModel;
 

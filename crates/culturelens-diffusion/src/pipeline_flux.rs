@@ -1,5 +1,5 @@
 //! `FluxPipeline.__call__` of diffusers 0.42 (FLUX.1 dev and schnell; SoS Table 4's "FX"): it
-//! wires CLIP-L, T5, the FLUX transformer ([`crate::transformer_flux`]), the flow-matching
+//! wires CLIP-L, T5, the FLUX transformer ([`culturelens_diffusion_models::transformer_flux`]), the flow-matching
 //! scheduler and the 16-channel VAE.
 //!
 //! - **Text** (`encode_prompt`): CLIP-L (`text_encoder`, a `CLIPTextModel`, 77 tokens) gives
@@ -28,9 +28,11 @@ use super::offload::on_device;
 use super::request::{
     GenerateError, GenerateRequest, PromptIds, SizeRule, flow_scheduler, guided, repeat_rows,
 };
-use super::scheduler::{Scheduler, linspace};
-use super::transformer_flux::{FluxTransformer2DModel, rotary_embedding, unpack_latents};
-use super::vae::VaeDecoder;
+use culturelens_diffusion_models::transformer_flux::{
+    FluxTransformer2DModel, rotary_embedding, unpack_latents,
+};
+use culturelens_diffusion_models::vae::VaeDecoder;
+use culturelens_diffusion_schedulers::{Scheduler, linspace};
 use culturelens_models::ModelError;
 use culturelens_models::clip::{ClipTextConfig, ClipTextTransformer};
 use culturelens_models::t5::T5EncoderModel;

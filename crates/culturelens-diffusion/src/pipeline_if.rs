@@ -1,6 +1,6 @@
 //! `IFPipeline.__call__` of diffusers 0.42 (DeepFloyd IF stage I): pixel-space diffusion of a
 //! `sample_size²` RGB image conditioned on T5; it wires the T5 encoder, IF's UNet
-//! ([`crate::unet_if`]) and the DDPM scheduler ([`crate::scheduler::Ddpm`]). Stage II
+//! ([`culturelens_diffusion_models::unet_if`]) and the DDPM scheduler ([`culturelens_diffusion_schedulers::Ddpm`]). Stage II
 //! (`IFSuperResolutionPipeline`) and stage III (the ×4 upscaler) are not run: `generate` gives
 //! stage I's images.
 //!
@@ -29,8 +29,8 @@ use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, guided_noise, repeat_rows};
-use super::scheduler::{Scheduler, VarianceType};
-use super::unet_if::{IfUNet, IfUNetConfig};
+use culturelens_diffusion_models::unet_if::{IfUNet, IfUNetConfig};
+use culturelens_diffusion_schedulers::{Scheduler, VarianceType};
 use culturelens_models::ModelError;
 use culturelens_models::t5::T5EncoderModel;
 

@@ -22,8 +22,8 @@ use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 use super::offload::on_device;
 use super::request::{GenerateError, PromptIds, guided_noise, repeat_rows};
-use super::scheduler::{Scheduler, VarianceType};
-use super::unet_if::IfUNet;
+use culturelens_diffusion_models::unet_if::IfUNet;
+use culturelens_diffusion_schedulers::{Scheduler, VarianceType};
 use culturelens_models::ModelError;
 use culturelens_models::t5::T5EncoderModel;
 

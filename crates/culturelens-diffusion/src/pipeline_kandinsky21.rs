@@ -1,7 +1,7 @@
 //! `KandinskyPipeline.__call__` of diffusers 0.42 (Kandinsky 2.1's decoder, SoS Table 4): it
 //! wires the multilingual text encoder ([`culturelens_models::multilingual_clip`]), the
-//! [`crate::unet_if`] UNet with Kandinsky 2.1's image conditioning ([`TextImage`]), the
-//! scheduler (DDIM as shipped, or DDPM) and the MoVQ decoder ([`crate::vq_model`]), conditioned
+//! [`culturelens_diffusion_models::unet_if`] UNet with Kandinsky 2.1's image conditioning ([`TextImage`]), the
+//! scheduler (DDIM as shipped, or DDPM) and the MoVQ decoder ([`culturelens_diffusion_models::vq_model`]), conditioned
 //! on the CLIP image embeddings the prior made.
 //!
 //! - **Text** (`_encode_prompt`): ids padded and truncated to 77 tokens (the caller's
@@ -27,9 +27,9 @@ use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, guided_noise, repeat_rows};
-use super::scheduler::{Scheduler, VarianceType};
-use super::unet_if::{IfUNet, TextImage};
-use super::vq_model::VqDecoder;
+use culturelens_diffusion_models::unet_if::{IfUNet, TextImage};
+use culturelens_diffusion_models::vq_model::VqDecoder;
+use culturelens_diffusion_schedulers::{Scheduler, VarianceType};
 use culturelens_models::ModelError;
 use culturelens_models::multilingual_clip::MultilingualClip;
 

@@ -25,7 +25,7 @@ use culturelens_rng::{TorchGenerator, TorchNormalPath};
 use super::pipeline_kandinsky21::Kandinsky21Decoder;
 use super::pipeline_kandinsky21_prior::Kandinsky21Prior;
 use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule};
-use super::scheduler::{Scheduler, UnClip};
+use culturelens_diffusion_schedulers::{Scheduler, UnClip};
 
 /// `__call__`'s `prior_num_inference_steps`.
 pub const PRIOR_STEPS: usize = 25;

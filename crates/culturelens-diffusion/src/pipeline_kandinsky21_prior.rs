@@ -27,9 +27,9 @@ use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
 use super::offload::on_device;
 use super::pipeline_kandinsky21::ImageEmbeds;
-use super::prior_transformer::PriorTransformer;
 use super::request::{GenerateError, GenerateRequest, guided, repeat_rows};
-use super::scheduler::UnClip;
+use culturelens_diffusion_models::prior_transformer::PriorTransformer;
+use culturelens_diffusion_schedulers::UnClip;
 
 /// The models of a `KandinskyPriorPipeline` folder.
 #[derive(Debug)]

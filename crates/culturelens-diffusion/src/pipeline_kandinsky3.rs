@@ -1,7 +1,7 @@
 //! `Kandinsky3Pipeline.__call__` of diffusers 0.42 (SoS Table 4 and Fig. 4's "Kandinsky 3"): it
 //! wires the Flan-UL2 encoder (a T5 v1.1 encoder, [`culturelens_models::t5`]), the
-//! [`crate::unet_kandinsky3`] UNet, the scheduler (DDPM as shipped) and the MoVQ decoder
-//! ([`crate::vq_model`]).
+//! [`culturelens_diffusion_models::unet_kandinsky3`] UNet, the scheduler (DDPM as shipped) and the MoVQ decoder
+//! ([`culturelens_diffusion_models::vq_model`]).
 //!
 //! - **Text** (`encode_prompt` with `_cut_context=True`): ids padded and truncated to 128 tokens
 //!   (the caller's tokenizer), `attention_mask` 1 up to and including `</s>` (the trailing pad ids
@@ -32,9 +32,9 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, repeat_rows};
-use super::scheduler::Scheduler;
-use super::unet_kandinsky3::Kandinsky3UNet;
-use super::vq_model::VqDecoder;
+use culturelens_diffusion_models::unet_kandinsky3::Kandinsky3UNet;
+use culturelens_diffusion_models::vq_model::VqDecoder;
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_models::ModelError;
 use culturelens_models::t5::T5EncoderModel;
 

@@ -1,5 +1,5 @@
 //! `Lumina2Pipeline.__call__` of diffusers 0.42 (Lumina-Image 2.0; MAGBIG §4): it wires Gemma 2
-//! (`culturelens_models::gemma2`), the Lumina 2 transformer ([`crate::transformer_lumina2`]),
+//! (`culturelens_models::gemma2`), the Lumina 2 transformer ([`culturelens_diffusion_models::transformer_lumina2`]),
 //! the flow-matching scheduler and the 16-channel VAE.
 //!
 //! - **Text** (`encode_prompt`): a prompt becomes `"{system_prompt} <Prompt Start> {prompt}"`
@@ -35,9 +35,9 @@ use burn::tensor::{Device, Tensor};
 
 use super::offload::on_device;
 use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, flow_scheduler, repeat_rows};
-use super::scheduler::{Scheduler, linspace};
-use super::transformer_lumina2::Lumina2Transformer2DModel;
-use super::vae::VaeDecoder;
+use culturelens_diffusion_models::transformer_lumina2::Lumina2Transformer2DModel;
+use culturelens_diffusion_models::vae::VaeDecoder;
+use culturelens_diffusion_schedulers::{Scheduler, linspace};
 use culturelens_models::ModelError;
 use culturelens_models::gemma2::Gemma2Model;
 

@@ -1,5 +1,5 @@
 //! `StableDiffusion3Pipeline.__call__` of diffusers 0.42 (SD 3 and 3.5; SoS Table 4's "SD3"):
-//! it wires three text encoders, the MMDiT ([`crate::transformer_sd3`]), the flow-matching
+//! it wires three text encoders, the MMDiT ([`culturelens_diffusion_models::transformer_sd3`]), the flow-matching
 //! scheduler and the 16-channel VAE.
 //!
 //! - **Text** (`encode_prompt`): CLIP-L (`text_encoder`) and CLIP-G (`text_encoder_2`), both
@@ -26,9 +26,9 @@ use super::offload::on_device;
 use super::request::{
     GenerateError, GenerateRequest, PatchLimit, PromptIds, SizeRule, flow_scheduler, guided, repeat_rows,
 };
-use super::scheduler::Scheduler;
-use super::transformer_sd3::{Sd3Transformer2DModel, Sd3TransformerConfig};
-use super::vae::VaeDecoder;
+use culturelens_diffusion_models::transformer_sd3::{Sd3Transformer2DModel, Sd3TransformerConfig};
+use culturelens_diffusion_models::vae::VaeDecoder;
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_models::ModelError;
 use culturelens_models::clip::ClipTextModelWithProjection;
 use culturelens_models::t5::T5EncoderModel;

@@ -2,7 +2,7 @@
 //! "SDXL", one of CUBE §5's open models) and Playground v2.5 (CUBE's "Playground", the same
 //! class with an EDM scheduler and per-channel VAE statistics). It only wires components: the
 //! two CLIP text towers of [`culturelens_models::clip`], the UNet with its `text_time`
-//! micro-conditioning ([`crate::unet`]), the UNet pipelines' denoising loop
+//! micro-conditioning ([`culturelens_diffusion_models::unet`]), the UNet pipelines' denoising loop
 //! ([`crate::pipeline::denoise`]) and the VAE.
 //!
 //! - **Text** (`encode_prompt`): `text_encoder` (CLIP ViT-L, a `CLIPTextModel`) and
@@ -31,7 +31,7 @@
 //!   the scheduler's `init_noise_sigma` (√(σ_max² + 1) for the EDM schedulers); `H` and `W`
 //!   multiples of 8.
 //! - **VAE**: `latents / scaling_factor`, or `latents · latents_std / scaling_factor +
-//!   latents_mean` (Playground v2.5), decoded ([`crate::vae`]); with `force_upcast` (SDXL's and
+//!   latents_mean` (Playground v2.5), decoded ([`culturelens_diffusion_models::vae`]); with `force_upcast` (SDXL's and
 //!   Playground's VAEs overflow in float16) a VAE stored in half precision decodes in float32
 //!   ([`StableDiffusionXl::new`]).
 
@@ -40,9 +40,9 @@ use burn::tensor::{DType, Device, Tensor};
 use super::offload::on_device;
 use super::pipeline::{denoise, set_unet_attention_slice, unet_latent_shape, unet_size_rule};
 use super::request::{GenerateError, GenerateRequest, PromptIds, SizeRule, repeat_rows};
-use super::scheduler::Scheduler;
-use super::unet::{AttentionSlice, TextTime, UNet2DConditionModel};
-use super::vae::VaeDecoder;
+use culturelens_diffusion_models::unet::{AttentionSlice, TextTime, UNet2DConditionModel};
+use culturelens_diffusion_models::vae::VaeDecoder;
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_models::ModelError;
 use culturelens_models::clip::{ClipTextConfig, ClipTextModelWithProjection, ClipTextTransformer};
 use culturelens_models::vit::pad_ids;

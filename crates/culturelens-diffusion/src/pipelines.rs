@@ -36,8 +36,8 @@ use super::pipeline_lumina2::Lumina2;
 use super::pipeline_stable_diffusion_3::StableDiffusion3;
 use super::pipeline_stable_diffusion_xl::StableDiffusionXl;
 pub use super::request::{GenerateError, GenerateRequest, PromptIds};
-use super::scheduler::Scheduler;
-use super::unet::AttentionSlice;
+use culturelens_diffusion_models::unet::AttentionSlice;
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_models::ModelError;
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 
@@ -300,7 +300,7 @@ fn combined_generator() -> GenerateError {
     )
 }
 
-/// FLUX's `_pack_latents` of host values `[n, c, h, w]` (as [`crate::transformer_flux::pack_latents`]
+/// FLUX's `_pack_latents` of host values `[n, c, h, w]` (as [`culturelens_diffusion_models::transformer_flux::pack_latents`]
 /// on a device).
 fn pack_host(values: &[f32], [n, c, h, w]: [usize; 4]) -> Vec<f32> {
     let mut out = Vec::with_capacity(values.len());
@@ -323,7 +323,7 @@ mod tests {
     use burn::tensor::TensorData;
 
     use super::*;
-    use crate::transformer_flux::pack_latents;
+    use culturelens_diffusion_models::transformer_flux::pack_latents;
 
     #[test]
     fn host_packing_equals_the_device_packing() {

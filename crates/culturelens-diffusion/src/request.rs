@@ -7,7 +7,7 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::scheduler::{FlowMatchEulerDiscrete, Scheduler, SchedulerError};
+use culturelens_diffusion_schedulers::{FlowMatchEulerDiscrete, Scheduler, SchedulerError};
 
 /// Why a generation request cannot run.
 #[derive(Debug, thiserror::Error)]

@@ -8,11 +8,11 @@ use std::path::Path;
 
 use burn::tensor::Device;
 use culturelens_bundle::{BundleError, DType, build_bundle, demo_spec, read_bundle};
-use culturelens_diffusion::scheduler::Scheduler;
-use culturelens_diffusion::transformer_flux::FluxTransformerConfig;
-use culturelens_diffusion::transformer_sd3::Sd3TransformerConfig;
-use culturelens_diffusion::unet::UNetConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::transformer_flux::FluxTransformerConfig;
+use culturelens_diffusion_models::transformer_sd3::Sd3TransformerConfig;
+use culturelens_diffusion_models::unet::UNetConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_faces::{FaceBox, RgbImage, ShapePredictor, extract_image_chip, face_chip_details};
 use culturelens_models::EncoderModel;
 use culturelens_models::gender_v1::GenderV1;
@@ -346,7 +346,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "unet-config.json",
-            parser: "culturelens_diffusion::unet::UNetConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_diffusion_models::unet::UNetConfig::from_json, then init (lazily initialised modules)",
             seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&fixture("diffusion").join(p).join("unet/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
@@ -359,7 +359,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "vae-config.json",
-            parser: "culturelens_diffusion::vae::VaeConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_diffusion_models::vae::VaeConfig::from_json, then init (lazily initialised modules)",
             seeds: ["tiny-sd1", "tiny-sd2"].iter().map(|p| text(&fixture("diffusion").join(p).join("vae/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
@@ -373,7 +373,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "scheduler_config.json",
-            parser: "culturelens_diffusion::scheduler::Scheduler::from_config, then set_timesteps(50)",
+            parser: "culturelens_diffusion_schedulers::Scheduler::from_config, then set_timesteps(50)",
             seeds: ["tiny-sd1", "tiny-sd2", "tiny-sd3", "tiny-flux-schnell"]
                 .iter()
                 .map(|p| text(&fixture("diffusion").join(p).join("scheduler/scheduler_config.json")))
@@ -428,7 +428,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "sd3-transformer-config.json",
-            parser: "culturelens_diffusion::transformer_sd3::Sd3TransformerConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_diffusion_models::transformer_sd3::Sd3TransformerConfig::from_json, then init (lazily initialised modules)",
             seeds: ["tiny-sd3", "tiny-sd35"].iter().map(|p| text(&fixture("diffusion").join(p).join("transformer/config.json"))).collect(),
             mutable: one.clone(),
             parse: {
@@ -442,7 +442,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "flux-transformer-config.json",
-            parser: "culturelens_diffusion::transformer_flux::FluxTransformerConfig::from_json, then init (lazily initialised modules)",
+            parser: "culturelens_diffusion_models::transformer_flux::FluxTransformerConfig::from_json, then init (lazily initialised modules)",
             seeds: ["tiny-flux-dev", "tiny-flux-schnell"]
                 .iter()
                 .map(|p| text(&fixture("diffusion").join(p).join("transformer/config.json")))

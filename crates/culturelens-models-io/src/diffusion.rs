@@ -42,18 +42,18 @@ use burn::tensor::Device;
 use culturelens_diffusion::pipeline::unet_size_rule;
 use culturelens_diffusion::pipelines::{Pipeline, PromptIds};
 use culturelens_diffusion::request::SizeRule;
-use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
-use culturelens_diffusion::transformer_cogview4::CogView4TransformerConfig;
-use culturelens_diffusion::transformer_lumina2::Lumina2TransformerConfig;
-use culturelens_diffusion::transformer_sd3::Sd3TransformerConfig;
-use culturelens_diffusion::unet::UNetConfig;
-use culturelens_diffusion::unet_if::IfUNetConfig;
-use culturelens_diffusion::vae::VaeConfig;
-use culturelens_diffusion::vq_model::VqModelConfig;
 use culturelens_diffusion::{
     pipeline_cogview4, pipeline_flux, pipeline_if, pipeline_kandinsky3, pipeline_kandinsky21,
     pipeline_lumina2, pipeline_stable_diffusion_3,
 };
+use culturelens_diffusion_models::transformer_cogview4::CogView4TransformerConfig;
+use culturelens_diffusion_models::transformer_lumina2::Lumina2TransformerConfig;
+use culturelens_diffusion_models::transformer_sd3::Sd3TransformerConfig;
+use culturelens_diffusion_models::unet::UNetConfig;
+use culturelens_diffusion_models::unet_if::IfUNetConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
+use culturelens_diffusion_models::vq_model::VqModelConfig;
+use culturelens_diffusion_schedulers::{Scheduler, SchedulerKind};
 use culturelens_models::ModelError;
 use serde_json::Value;
 

@@ -7,7 +7,7 @@
 //! `[0, 1]`, and their 8-bit pixels as diffusers' `numpy_to_pil` rounds them.
 //!
 //! Cancellation: a batch starts at a `culturelens_metrics::cancel` checkpoint, and every
-//! denoising step of the pipelines calls one (`culturelens_diffusion::scheduler::set_step_hook`).
+//! denoising step of the pipelines calls one (`culturelens_diffusion_schedulers::set_step_hook`).
 
 use std::path::Path;
 
@@ -17,7 +17,7 @@ use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipeline_if_superresolution::{DeepFloydIfSuperResolution, UpscaleRequest};
 use culturelens_diffusion::pipeline_kandinsky21_combined::{PRIOR_GUIDANCE, PRIOR_STEPS, PriorRun};
 use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
-use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind, set_step_hook};
+use culturelens_diffusion_schedulers::{Scheduler, SchedulerKind, set_step_hook};
 use culturelens_metrics::cancel::checkpoint;
 use culturelens_rng::{TorchGenerator, TorchNormalPath};
 

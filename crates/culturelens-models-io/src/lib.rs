@@ -84,7 +84,7 @@ pub enum LoadError {
     Missing { dir: PathBuf, what: &'static str, hint: String },
     #[cfg(feature = "diffusion")]
     #[error("{path}: {source}")]
-    Scheduler { path: PathBuf, source: culturelens_diffusion::scheduler::SchedulerError },
+    Scheduler { path: PathBuf, source: culturelens_diffusion_schedulers::SchedulerError },
 }
 
 /// A failure of the output kit (`import-weights` writing its folder): an I/O error at its path.

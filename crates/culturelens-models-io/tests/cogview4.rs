@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use burn::tensor::{Device, Tensor, TensorData};
 use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipelines::GenerateRequest;
-use culturelens_diffusion::transformer_cogview4::{
+use culturelens_diffusion_models::transformer_cogview4::{
     CogView4Transformer2DModel, CogView4TransformerConfig, rotary_embedding,
 };
 use culturelens_models::glm::{GlmConfig, GlmModel};

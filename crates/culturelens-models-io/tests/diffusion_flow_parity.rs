@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use burn::tensor::Device;
 use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipelines::GenerateRequest;
-use culturelens_diffusion::scheduler::Scheduler;
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_rng::TorchNormalPath;
 use serde::Deserialize;
@@ -98,7 +98,7 @@ fn generate(
     let mut scheduler = match &case.scheduler_config {
         Some(config) => Scheduler::from_config(
             config,
-            Some(culturelens_diffusion::scheduler::SchedulerKind::FlowMatchEulerDiscrete),
+            Some(culturelens_diffusion_schedulers::SchedulerKind::FlowMatchEulerDiscrete),
         )
         .unwrap(),
         None => pipeline.scheduler(None).unwrap(),

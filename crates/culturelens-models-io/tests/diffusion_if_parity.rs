@@ -279,7 +279,7 @@ fn bad_if_folders_are_refused_naming_the_file_and_key() {
 #[test]
 fn ddpm_is_refused_for_stable_diffusion() {
     let dir = fixtures().join("tiny-sd1");
-    let kind = culturelens_diffusion::scheduler::SchedulerKind::Ddpm;
+    let kind = culturelens_diffusion_schedulers::SchedulerKind::Ddpm;
     match PipelineFolder::load(&dir, &Device::flex(), Some(kind)) {
         Ok(_) => panic!("SD loaded with DDPM"),
         Err(e) => {
@@ -324,7 +324,7 @@ struct StageIiCase {
 /// generator in diffusers' order.
 fn stage_ii_check(device: &Device, only: &[&str], bound: f32) {
     use culturelens_diffusion::pipeline_if_superresolution::UpscaleRequest;
-    use culturelens_diffusion::scheduler::Scheduler;
+    use culturelens_diffusion_schedulers::Scheduler;
     use culturelens_rng::TorchGenerator;
     let dir = fixtures().join("tiny-if-ii");
     let (model, tokenizer, scheduler_json) =

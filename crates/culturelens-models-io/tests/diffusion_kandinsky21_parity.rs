@@ -21,7 +21,7 @@
 //! (diffusers' pairing of tiled prompts with the prior's rows), and four of `generate`'s cases.
 //!
 //! Bad configs are refused naming the key. (`UnCLIPScheduler`'s step-by-step parity is
-//! culturelens-diffusion's `scheduler::unclip` test.)
+//! culturelens-diffusion-schedulers' `unclip` test.)
 
 use std::path::PathBuf;
 
@@ -31,10 +31,10 @@ use culturelens_diffusion::pipeline_kandinsky21::{ImageEmbeds, Kandinsky21Decode
 use culturelens_diffusion::pipeline_kandinsky21_combined::PriorRun;
 use culturelens_diffusion::pipeline_kandinsky21_prior::{Kandinsky21Prior, zero_image};
 use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
-use culturelens_diffusion::prior_transformer::PriorTransformerConfig;
-use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind, UnClip};
-use culturelens_diffusion::unet_if::{IfUNetConfig, TextImage};
-use culturelens_diffusion::vq_model::VqModelConfig;
+use culturelens_diffusion_models::prior_transformer::PriorTransformerConfig;
+use culturelens_diffusion_models::unet_if::{IfUNetConfig, TextImage};
+use culturelens_diffusion_models::vq_model::VqModelConfig;
+use culturelens_diffusion_schedulers::{Scheduler, SchedulerKind, UnClip};
 use culturelens_models::clip::{ClipTextWithProjectionConfig, ClipVisionWithProjectionConfig};
 use culturelens_models::multilingual_clip::MultilingualClipConfig;
 use culturelens_models::weights::Checkpoint;

@@ -17,8 +17,8 @@
 use burn::tensor::Device;
 use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
-use culturelens_diffusion::scheduler::SchedulerKind;
-use culturelens_diffusion::unet::AttentionSlice;
+use culturelens_diffusion_models::unet::AttentionSlice;
+use culturelens_diffusion_schedulers::SchedulerKind;
 use culturelens_models_io::diffusion::PipelineFolder;
 use culturelens_models_io::xlm_roberta_tokenizer::XlmRobertaTokenizer;
 use culturelens_rng::TorchNormalPath;

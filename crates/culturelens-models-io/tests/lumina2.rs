@@ -14,8 +14,10 @@ use burn::tensor::Device;
 use culturelens_diffusion::pipeline::images_hwc;
 use culturelens_diffusion::pipeline_lumina2::SYSTEM_PROMPT;
 use culturelens_diffusion::pipelines::{GenerateRequest, Pipeline};
-use culturelens_diffusion::scheduler::Scheduler;
-use culturelens_diffusion::transformer_lumina2::{Lumina2Transformer2DModel, Lumina2TransformerConfig};
+use culturelens_diffusion_models::transformer_lumina2::{
+    Lumina2Transformer2DModel, Lumina2TransformerConfig,
+};
+use culturelens_diffusion_schedulers::Scheduler;
 use culturelens_models::gemma2::{Gemma2Config, Gemma2Model};
 use culturelens_models::weights::Checkpoint;
 use culturelens_models_io::diffusion::{PipelineFolder, PromptTokenizer};

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use burn::tensor::Device;
-use culturelens_diffusion::scheduler::SchedulerKind;
-use culturelens_diffusion::unet::AttentionSlice;
+use culturelens_diffusion_models::unet::AttentionSlice;
+use culturelens_diffusion_schedulers::SchedulerKind;
 use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_models_io::generate::{
     Checked, GivenLatents, Item, Job, Request, batches, check_request, checked_size, image_bytes,

@@ -35,8 +35,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
-use culturelens_diffusion::scheduler::SchedulerKind;
-use culturelens_diffusion::unet::AttentionSlice;
+use culturelens_diffusion_models::unet::AttentionSlice;
+use culturelens_diffusion_schedulers::SchedulerKind;
 use culturelens_files::sha256_hex;
 use culturelens_models_io::diffusion::{PipelineFolder, Placement};
 use culturelens_models_io::generate::{
@@ -586,7 +586,7 @@ fn generate(
     for batch in batches {
         let calls = if alone { batch.len() as u64 } else { 1 };
         let total = per_call * calls;
-        let base = culturelens_diffusion::scheduler::steps_taken();
+        let base = culturelens_diffusion_schedulers::steps_taken();
         // The watcher shows the count every 200 ms until the batch ends, which wakes it at once
         // (dropping `finished`): a plain sleep there held every batch up to 200 ms more.
         let (finished, wait) = std::sync::mpsc::channel::<()>();
@@ -594,7 +594,7 @@ fn generate(
             let progress = &progress;
             scope.spawn(move || {
                 loop {
-                    let taken = culturelens_diffusion::scheduler::steps_taken().saturating_sub(base);
+                    let taken = culturelens_diffusion_schedulers::steps_taken().saturating_sub(base);
                     progress.set_detail(format!("denoising step {}/{total}", taken.min(total)));
                     match wait.recv_timeout(std::time::Duration::from_millis(200)) {
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}

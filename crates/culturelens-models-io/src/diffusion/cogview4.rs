@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use culturelens_diffusion::pipeline_cogview4::CogView4;
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::transformer_cogview4::CogView4TransformerConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::transformer_cogview4::CogView4TransformerConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
 use culturelens_models::glm::GlmConfig;
 use serde_json::Value;
 

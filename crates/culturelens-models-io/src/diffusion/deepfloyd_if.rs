@@ -1,7 +1,7 @@
 //! `IFPipeline` folders (DeepFloyd IF stage I): `text_encoder` (`T5EncoderModel`) with
 //! `tokenizer` (`T5Tokenizer`, 77 tokens as IF's `encode_prompt` fixes them; the prompt
 //! `lower().strip()`ed first, IF's `clean_caption=False` preprocessing), `unet`
-//! (`UNet2DConditionModel` in IF's configuration, [`culturelens_diffusion::unet_if`]) and a
+//! (`UNet2DConditionModel` in IF's configuration, [`culturelens_diffusion_models::unet_if`]) and a
 //! `DDPMScheduler`. The safety checker, feature extractor and watermarker components are not
 //! read (culturelens writes `output_type="np"` images: diffusers applies neither to them).
 //! `IFSuperResolutionPipeline` (stage II) folders load with [`load_super_resolution`], for the
@@ -13,8 +13,8 @@ use std::path::Path;
 use culturelens_diffusion::pipeline_if::{DeepFloydIf, IF_MAX_LENGTH};
 use culturelens_diffusion::pipeline_if_superresolution::DeepFloydIfSuperResolution;
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::scheduler::{Scheduler, SchedulerKind};
-use culturelens_diffusion::unet_if::IfUNetConfig;
+use culturelens_diffusion_models::unet_if::IfUNetConfig;
+use culturelens_diffusion_schedulers::{Scheduler, SchedulerKind};
 use culturelens_models::t5::T5Config;
 
 use super::{Component, Placement, PromptTokenizer};

@@ -7,8 +7,8 @@ use std::path::Path;
 use culturelens_diffusion::pipeline::TextEncoder;
 use culturelens_diffusion::pipeline_flux::Flux;
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::transformer_flux::FluxTransformerConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::transformer_flux::FluxTransformerConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
 use culturelens_models::t5::T5Config;
 
 use super::{ClipTokenizer, Component, Placement, PromptTokenizer};

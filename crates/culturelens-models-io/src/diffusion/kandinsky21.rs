@@ -14,10 +14,10 @@ use culturelens_diffusion::pipeline_kandinsky21::{Kandinsky21Decoder, MAX_LENGTH
 use culturelens_diffusion::pipeline_kandinsky21_combined::Kandinsky21;
 use culturelens_diffusion::pipeline_kandinsky21_prior::{Kandinsky21Prior, zero_image};
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::prior_transformer::PriorTransformerConfig;
-use culturelens_diffusion::scheduler::UnClip;
-use culturelens_diffusion::unet_if::IfUNetConfig;
-use culturelens_diffusion::vq_model::VqModelConfig;
+use culturelens_diffusion_models::prior_transformer::PriorTransformerConfig;
+use culturelens_diffusion_models::unet_if::IfUNetConfig;
+use culturelens_diffusion_models::vq_model::VqModelConfig;
+use culturelens_diffusion_schedulers::UnClip;
 use culturelens_models::clip::{ClipTextWithProjectionConfig, ClipVisionWithProjectionConfig};
 use culturelens_models::multilingual_clip::MultilingualClipConfig;
 

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use culturelens_diffusion::pipeline_kandinsky3::{Kandinsky3, MAX_LENGTH};
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::unet_kandinsky3::Kandinsky3UNetConfig;
-use culturelens_diffusion::vq_model::VqModelConfig;
+use culturelens_diffusion_models::unet_kandinsky3::Kandinsky3UNetConfig;
+use culturelens_diffusion_models::vq_model::VqModelConfig;
 use culturelens_models::t5::T5Config;
 
 use super::{Component, Placement, PromptTokenizer};

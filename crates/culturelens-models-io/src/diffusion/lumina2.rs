@@ -7,8 +7,8 @@ use std::path::Path;
 
 use culturelens_diffusion::pipeline_lumina2::{Lumina2, MAX_SEQUENCE_LENGTH};
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::transformer_lumina2::Lumina2TransformerConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::transformer_lumina2::Lumina2TransformerConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
 use culturelens_models::gemma2::Gemma2Config;
 
 use super::{Component, Placement, PromptTokenizer};

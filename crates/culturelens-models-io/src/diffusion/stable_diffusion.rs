@@ -6,8 +6,8 @@ use std::path::Path;
 
 use culturelens_diffusion::pipeline::{StableDiffusion, TextEncoder};
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::unet::UNetConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::unet::UNetConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
 
 use super::{ClipTokenizer, Component, Placement, PromptTokenizer, model_max_length, unsupported};
 use crate::LoadError;

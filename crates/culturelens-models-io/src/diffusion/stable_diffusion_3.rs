@@ -7,8 +7,8 @@ use std::path::Path;
 
 use culturelens_diffusion::pipeline_stable_diffusion_3::StableDiffusion3;
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::transformer_sd3::Sd3TransformerConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::transformer_sd3::Sd3TransformerConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
 use culturelens_models::clip::ClipTextWithProjectionConfig;
 use culturelens_models::t5::T5Config;
 

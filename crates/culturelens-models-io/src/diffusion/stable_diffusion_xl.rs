@@ -9,8 +9,8 @@ use std::path::Path;
 use culturelens_diffusion::pipeline::TextEncoder;
 use culturelens_diffusion::pipeline_stable_diffusion_xl::StableDiffusionXl;
 use culturelens_diffusion::pipelines::Pipeline;
-use culturelens_diffusion::unet::UNetConfig;
-use culturelens_diffusion::vae::VaeConfig;
+use culturelens_diffusion_models::unet::UNetConfig;
+use culturelens_diffusion_models::vae::VaeConfig;
 use culturelens_models::clip::ClipTextWithProjectionConfig;
 use serde_json::Value;
 

@@ -401,8 +401,8 @@ pub(crate) fn trailing(start: f64, ratio: f64) -> Vec<i64> {
     (0..count).map(|i| (start - i as f64 * ratio).round_ties_even() as i64 - 1).collect()
 }
 
-/// `np.linspace(start, end, n)` in float64.
-pub(crate) fn linspace(start: f64, end: f64, n: usize) -> Vec<f64> {
+/// `np.linspace(start, end, n)` in float64 (the flow-matching pipelines build their sigmas with it).
+pub fn linspace(start: f64, end: f64, n: usize) -> Vec<f64> {
     if n == 1 {
         return vec![start];
     }

@@ -210,7 +210,7 @@ struct FlowCall {
 #[test]
 fn flow_matching_matches_diffusers() {
     let fixture: FlowFixture =
-        serde_json::from_str(include_str!("../../../../tests/fixtures/diffusion/flow_match.json")).unwrap();
+        serde_json::from_str(include_str!("../../../tests/fixtures/diffusion/flow_match.json")).unwrap();
     assert!(fixture.cases.len() >= 70);
     let device = Device::flex();
     for case in &fixture.cases {
