@@ -6,10 +6,10 @@
 //!     cargo build --release -p culturelens-models --example linear_shapes
 //!     target/release/examples/linear_shapes [--repeats 10] BATCHxTOKENSxD_INxD_OUT...
 //!
-//! It allocates as the CLI does (`culturelens-alloc`). Inputs are a fixed hash of each value's index (`value(i, salt)` below, the same formula the
-//! script uses), so both sides multiply the same numbers; each shape prints one JSON line: the
-//! best time of `--repeats` calls after one warm-up, GFLOP/s, and `sum(y²)` in f64 for the
-//! script to compare.
+//! It allocates as the CLI does (`culturelens-alloc`). Inputs are a fixed hash of each value's
+//! index (`value(i, salt)` below, the same formula the script uses), so both sides multiply the
+//! same numbers; each shape prints one JSON line: the best time of `--repeats` calls after one
+//! warm-up, GFLOP/s, and `sum(y²)` in f64 for the script to compare.
 
 use std::time::Instant;
 
