@@ -360,8 +360,7 @@ impl ClipVisionTransformer {
         let class = self.class_embedding.val().reshape([1, 1, d]).expand([batch, 1, d]);
         let positions = self.position_embedding.weight.val().unsqueeze::<3>();
         let x = Tensor::cat(vec![class, patches], 1) + positions;
-        let x = self.encoder.forward(self.pre_layrnorm.forward(x), false);
-        let class_out = x.slice([0..batch, 0..1, 0..d]).reshape([batch, d]);
+        let class_out = self.encoder.forward_token(self.pre_layrnorm.forward(x), 0).reshape([batch, d]);
         self.post_layernorm.forward(class_out)
     }
 }

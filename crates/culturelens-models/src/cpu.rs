@@ -10,7 +10,7 @@
 
 use burn::backend::flex::FlexTensor;
 use burn::backend::{DispatchDevice, Flex};
-use burn::tensor::{DType, Shape, Tensor};
+use burn::tensor::{DType, Shape, Tensor, TensorData};
 use rayon::prelude::*;
 
 use super::activation::Activation;
@@ -73,6 +73,68 @@ pub(super) fn bias_act_residual<const D: usize>(
     });
     Tensor::from_primitive::<Flex>(out)
 }
+
+/// `x · W` of `x` `[…, k]` and a linear layer's `weight` `[k, n]` (Burn's layout, any strides),
+/// `[…, n]`: every row of `x` in one `gemm` call, the batch folded into the rows, so the weight
+/// is packed once a call (the backend's `linear` multiplies image by image where the rows per
+/// image are many, packing the weight each time), into a buffer that `gemm` fills without
+/// reading it (the backend zero-fills each output first). The call is the backend's own
+/// (`read_dst` off, its rule for running on every core), so each value is the same dot
+/// product in the same order.
+pub(super) fn matmul_weight<const D: usize>(x: Tensor<D>, weight: Tensor<2>) -> Tensor<D> {
+    let mut dims = x.dims();
+    let k = dims[D - 1];
+    let [k_w, n] = weight.dims();
+    assert_eq!(k, k_w, "a linear layer's input width");
+    let m: usize = dims[..D - 1].iter().product();
+    dims[D - 1] = n;
+    if m * n * k == 0 {
+        return Tensor::zeros(dims, &x.device());
+    }
+    let x = primitive(x, false);
+    let w = weight.try_into_primitive::<Flex>().expect("a CPU-backend tensor");
+    let (strides, offset) = (w.layout().strides(), w.layout().start_offset());
+    let (w_rs, w_cs) = (strides[0], strides[1]);
+    let xs = &x.storage::<f32>()[..m * k];
+    let ws = &w.storage::<f32>()[offset..];
+    let mut out = Vec::<f32>::with_capacity(m * n);
+    let parallelism = match m * n * k >= GEMM_PARALLEL_OPS {
+        true => gemm::Parallelism::Rayon(0),
+        false => gemm::Parallelism::None,
+    };
+    // SAFETY: `out` has room for `m × n` floats, row-major, which `gemm` writes without reading
+    // (`read_dst` off) before `set_len`; `xs` is `m × k` row-major, `ws` the weight's `k × n`
+    // values at its strides from its offset; all outlive the call.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            xs.as_ptr(),
+            1,
+            k as isize,
+            ws.as_ptr(),
+            w_cs,
+            w_rs,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+        out.set_len(m * n);
+    }
+    Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(out, dims)))
+}
+
+/// Multiply-adds from which the backend's matmul runs `gemm` on every core (its
+/// `PARALLEL_THRESHOLD`; [`matmul_weight`] follows the same rule).
+const GEMM_PARALLEL_OPS: usize = 192 * 192 * 192;
 
 /// `act(group_norm(x))` of `x` `[batch, channels, …]`: per (image, group) the mean and the
 /// biased variance of its `channels / groups · spatial` values, summed in f64 (two passes, 8

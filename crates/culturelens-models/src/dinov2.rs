@@ -264,19 +264,38 @@ impl Dinov2 {
             }
             None => x,
         };
-        for layer in &self.layers {
-            let attn = layer.attention.forward(layer.norm1.forward(x.clone()), false);
-            x = x + attn * layer.layer_scale1.val().unsqueeze::<3>();
-            let h = layer.norm2.forward(x.clone());
-            let ffn = match &layer.mlp {
-                Ffn::Mlp(mlp) => mlp.forward(h),
-                Ffn::SwiGlu(f) => {
-                    f.down_proj.forward(silu(f.gate_proj.forward(h.clone())) * f.up_proj.forward(h))
-                }
-            };
-            x = x + ffn * layer.layer_scale2.val().unsqueeze::<3>();
+        // The pooled output is the class token's, so the last layer runs for it alone
+        // (`Dinov2Layer::forward`).
+        let last = self.layers.len().saturating_sub(1);
+        for (i, layer) in self.layers.iter().enumerate() {
+            x = layer.forward(x, i == last);
         }
-        let x = self.layernorm.forward(x);
-        x.slice([0..batch, 0..1, 0..d]).reshape([batch, d])
+        let x = self.layernorm.forward(x.slice([0..batch, 0..1, 0..d]));
+        x.reshape([batch, d])
+    }
+}
+
+impl Dinov2Layer {
+    /// `x` `[batch, tokens, hidden]` through the layer; with `class_only`, the class token's
+    /// output alone, `[batch, 1, hidden]` (every token's keys and values, that token's query,
+    /// attention output and feed-forward: the rest of the layer is skipped).
+    fn forward(&self, x: Tensor<3>, class_only: bool) -> Tensor<3> {
+        let h = self.norm1.forward(x.clone());
+        let [batch, _, d] = x.dims();
+        let class = |t: Tensor<3>| t.slice([0..batch, 0..1, 0..d]);
+        let (x, queries) = match class_only {
+            true => (class(x), class(h.clone())),
+            false => (x, h.clone()),
+        };
+        let attn = self.attention.forward_queries(queries, h, false);
+        let x = x + attn * self.layer_scale1.val().unsqueeze::<3>();
+        let h = self.norm2.forward(x.clone());
+        let ffn = match &self.mlp {
+            Ffn::Mlp(mlp) => mlp.forward(h),
+            Ffn::SwiGlu(f) => {
+                f.down_proj.forward(silu(f.gate_proj.forward(h.clone())) * f.up_proj.forward(h))
+            }
+        };
+        x + ffn * self.layer_scale2.val().unsqueeze::<3>()
     }
 }

@@ -220,8 +220,8 @@ impl SiglipTextTransformer {
         let [batch, len] = input_ids.dims();
         let x = self.embeddings.forward(input_ids);
         let d = x.dims()[2];
-        let x = self.final_layer_norm.forward(self.encoder.forward(x, false));
-        self.head.forward(x.slice([0..batch, len - 1..len, 0..d]).reshape([batch, d]))
+        let last = self.encoder.forward_token(x, len - 1).reshape([batch, d]);
+        self.head.forward(self.final_layer_norm.forward(last))
     }
 }
 

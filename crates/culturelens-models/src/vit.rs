@@ -59,8 +59,14 @@ impl Attention {
 
     /// `softmax(q kᵀ / √d_head) v` over `[batch, tokens, hidden]`; `causal` masks future tokens.
     pub fn forward(&self, x: Tensor<3>, causal: bool) -> Tensor<3> {
-        let q = linear(&self.q_proj, x.clone(), None, None);
-        self.attend(q, x, causal)
+        self.forward_queries(x.clone(), x, causal)
+    }
+
+    /// [`Self::forward`] for the queries of the tokens `queries` only, over the keys and values
+    /// of every token of `kv`.
+    pub fn forward_queries(&self, queries: Tensor<3>, kv: Tensor<3>, causal: bool) -> Tensor<3> {
+        let q = linear(&self.q_proj, queries, None, None);
+        self.attend(q, kv, causal)
     }
 
     /// Attention of the queries `q` (already projected) over the keys/values of `kv`.
@@ -142,10 +148,11 @@ impl Attention {
 /// `residual + act(x W + b)` of a [`Linear`] (without `act` or `residual` where `None`), in that
 /// order of operations, so the values are those of `linear.forward`, `act.forward` and `+`.
 ///
-/// With the crate feature `flex-fused`, on the CPU backend (f32), the GEMM runs as before and the
-/// bias, the activation and the residual follow in one vectorised pass over the output on every
-/// core ([`super::cpu`]; the backend would run each as its own pass, its GELUs with a scalar
-/// `erff` or `tanhf` per value).
+/// With the crate feature `flex-fused`, on the CPU backend (f32), the GEMM is one `gemm` call over
+/// every row (`cpu::matmul_weight`: the backend's call, the weight packed once, no zero-filled
+/// output) and the bias, the activation and the residual follow in one vectorised pass over the
+/// output on every core ([`super::cpu`]; the backend would run each as its own pass, its GELUs
+/// with a scalar `erff` or `tanhf` per value).
 fn linear<const D: usize>(
     linear: &Linear,
     x: Tensor<D>,
@@ -156,7 +163,7 @@ fn linear<const D: usize>(
     if let Some(bias) = &linear.bias
         && cpu::fused(&x)
     {
-        let y = burn::tensor::module::linear(x, linear.weight.val(), None);
+        let y = cpu::matmul_weight(x, linear.weight.val());
         return cpu::bias_act_residual(y, bias.val(), act, residual);
     }
     let y = linear.forward(x);
@@ -173,15 +180,15 @@ fn linear<const D: usize>(
 /// diffusers' `GEGLU`: `[h, g] = proj(x)` split in halves on the last axis, `h · gelu(g)` (the
 /// exact GELU).
 ///
-/// With the crate feature `flex-fused`, on the CPU backend (f32), the GEMM runs as before and the
-/// bias, the split, the GELU and the product follow in one vectorised pass on every core
+/// With the crate feature `flex-fused`, on the CPU backend (f32), the GEMM runs as in [`linear`]
+/// and the bias, the split, the GELU and the product follow in one vectorised pass on every core
 /// (`cpu::bias_geglu`); values differ from the graph's by the GELU's few ulp (tested below).
 pub fn geglu<const D: usize>(proj: &Linear, x: Tensor<D>) -> Tensor<D> {
     #[cfg(feature = "flex-fused")]
     if let Some(bias) = &proj.bias
         && cpu::fused(&x)
     {
-        let y = burn::tensor::module::linear(x, proj.weight.val(), None);
+        let y = cpu::matmul_weight(x, proj.weight.val());
         return cpu::bias_geglu(y, bias.val());
     }
     let mut halves = proj.forward(x).chunk(2, D - 1);
@@ -375,6 +382,28 @@ impl Encoder {
         }
         x
     }
+
+    /// The hidden state of the one token `token` after every layer, `[batch, 1, hidden]`, of
+    /// embeddings `x` `[batch, tokens, hidden]` attending without a mask: what
+    /// [`Self::forward`] gives at that token, for a tower that pools one token (CLIP's and
+    /// DINOv2's class token, SigLIP's last text token). The layers before the last run on every
+    /// token; the last one needs every token's keys and values but only this token's query,
+    /// attention output and MLP, so the rest of its work (about five sixths of a layer's
+    /// products) is skipped. The values are those of the whole layer up to the rounding of
+    /// products over fewer rows.
+    pub fn forward_token(&self, x: Tensor<3>, token: usize) -> Tensor<3> {
+        let Some((last, before)) = self.layers.split_last() else {
+            let [batch, _, d] = x.dims();
+            return x.slice([0..batch, token..token + 1, 0..d]);
+        };
+        let x = self.forward_range(x, false, 0..before.len());
+        let [batch, _, d] = x.dims();
+        let h = last.layer_norm1.forward(x.clone());
+        let one = |t: Tensor<3>| t.slice([0..batch, token..token + 1, 0..d]);
+        let q = linear(&last.self_attn.q_proj, one(h.clone()), None, None);
+        let x = last.self_attn.attend_plus(q, h, AttendOptions::default(), Some(one(x)));
+        last.mlp.forward_plus(last.layer_norm2.forward(x.clone()), Some(x))
+    }
 }
 
 /// `CLIPTextEmbeddings` / `SiglipTextEmbeddings`: token plus learned position embeddings.
@@ -415,6 +444,46 @@ pub fn pad_ids(ids: &[Vec<u32>], pad: u32, device: &Device) -> Tensor<2, Int> {
         .flat_map(|row| row.iter().copied().chain(std::iter::repeat(pad)).take(len).map(i64::from))
         .collect();
     Tensor::from_data(TensorData::new(flat, [ids.len(), len]), device)
+}
+
+/// [`Encoder::forward_token`] against the whole stack's output at that token.
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+    use culturelens_rng::SplitMix64;
+
+    #[test]
+    fn one_token_through_the_last_layer_matches_the_whole_layer() {
+        let device = Device::flex();
+        let config = EncoderConfig {
+            hidden_size: 32,
+            intermediate_size: 64,
+            num_hidden_layers: 3,
+            num_attention_heads: 4,
+            hidden_act: Activation::Gelu,
+            layer_norm_eps: 1e-5,
+        };
+        let encoder = Encoder::init(&config, &device);
+        let mut rng = SplitMix64::new(21);
+        let data: Vec<f32> = (0..2 * 9 * 32).map(|_| rng.normal() as f32).collect();
+        let x = Tensor::<3>::from_data(TensorData::new(data, [2, 9, 32]), &device);
+        let values = |t: Tensor<3>| t.into_data().try_into_vec::<f32>().unwrap();
+        let whole = values(encoder.forward(x.clone(), false));
+        for token in [0, 4, 8] {
+            let one = values(encoder.forward_token(x.clone(), token));
+            assert_eq!(one.len(), 2 * 32);
+            for (i, got) in one.iter().enumerate() {
+                let want = whole[(i / 32 * 9 + token) * 32 + i % 32];
+                assert!(
+                    (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                    "token {token}, value {i}: {got} vs {want}"
+                );
+            }
+        }
+        // No layers: the token itself.
+        let empty = Encoder { layers: Vec::new() };
+        assert_eq!(values(empty.forward_token(x.clone(), 4)), values(x.slice([0..2, 4..5, 0..32])));
+    }
 }
 
 /// The fused CPU passes give the backend's own values: the same bits without an activation,
