@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
+use culturelens_models::Towers;
 use culturelens_models_io::{Encoder, embed};
 
 use crate::device::{DeviceChoice, ModelPrecision, select_device_with};
@@ -46,13 +47,14 @@ impl ModelArgs {
         }
     }
 
-    /// The device (in `--precision`), then the encoder of the weights folder on it, and the
-    /// folder.
-    pub fn load(&self) -> Result<(Encoder, PathBuf)> {
+    /// The device (in `--precision`), then the encoder of the weights folder on it, with the
+    /// towers `towers` of a two-tower model (a command that embeds only images or only texts
+    /// leaves the other unread), and the folder.
+    pub fn load(&self, towers: Towers) -> Result<(Encoder, PathBuf)> {
         let device = select_device_with(self.device, self.precision)?;
         let started = Instant::now();
         let weights = self.weights_dir()?;
-        let encoder = Encoder::from_dir(&weights, &device)?;
+        let encoder = Encoder::from_dir_towers(&weights, &device, towers)?;
         eprintln!(
             "loaded {} from {} in {:.1?}",
             encoder.model.family(),

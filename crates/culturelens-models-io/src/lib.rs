@@ -57,7 +57,7 @@ use culturelens_models::preprocess::{
 };
 #[cfg(feature = "diffusion")]
 use culturelens_models::weights::Checkpoint;
-use culturelens_models::{EncoderModel, ModelError};
+use culturelens_models::{EncoderModel, ModelError, Towers};
 
 use crate::folder::{Folder, encoder_weight_files};
 
@@ -182,6 +182,15 @@ impl Encoder {
         Self::from_folder(&folder::Dir(dir), device)
     }
 
+    /// [`Self::from_dir`] with only the towers `towers` of a two-tower model (CLIP, OpenCLIP,
+    /// SigLIP) read: a command that embeds only images or only texts skips the other tower's
+    /// weights (their load time and memory). Embedding with a tower not loaded is an error
+    /// for texts ([`culturelens_models::ModelError::TowerNotLoaded`]) and a panic for images.
+    #[cfg(feature = "files")]
+    pub fn from_dir_towers(dir: &Path, device: &Device, towers: Towers) -> Result<Self, LoadError> {
+        Self::from_folder_towers(&folder::Dir(dir), device, device.settings().float_dtype, towers)
+    }
+
     /// [`Self::from_dir`] of any [`Folder`]: the one reading of a weights folder, on disk or in
     /// the page's memory.
     pub fn from_folder<F: Folder + ?Sized>(folder: &F, device: &Device) -> Result<Self, LoadError> {
@@ -197,6 +206,16 @@ impl Encoder {
         device: &Device,
         dtype: FloatDType,
     ) -> Result<Self, LoadError> {
+        Self::from_folder_towers(folder, device, dtype, Towers::Both)
+    }
+
+    /// [`Self::from_folder_in`] of the towers `towers` only ([`Self::from_dir_towers`]).
+    pub fn from_folder_towers<F: Folder + ?Sized>(
+        folder: &F,
+        device: &Device,
+        dtype: FloatDType,
+        towers: Towers,
+    ) -> Result<Self, LoadError> {
         let config_path = folder.path("config.json");
         let open_clip_path = folder.path("open_clip_config.json");
         let open_clip = !folder.has("config.json") && folder.has("open_clip_config.json");
@@ -204,7 +223,7 @@ impl Encoder {
             let config = folder.read_string("config.json")?;
             let files = encoder_weight_files(folder)?;
             let model = folder::load_model(folder, &files, &config_path, device, dtype, |ck| {
-                EncoderModel::load(&config, ck)
+                EncoderModel::load_towers(&config, ck, towers)
             })?;
             (model, None)
         } else {
@@ -230,7 +249,7 @@ impl Encoder {
             }
             let files = ["open_clip_model.safetensors".to_string()];
             let model = folder::load_model(folder, &files, &open_clip_path, device, dtype, |ck| {
-                EncoderModel::load_open_clip(&clip, ck)
+                EncoderModel::load_open_clip_towers(&clip, ck, towers)
             })?;
             (model, Some(processor))
         };

@@ -464,3 +464,52 @@ fn logit_scale_is_the_exp_of_the_checkpoint_scalar() {
     }
     assert_eq!(load("dinov2", &device).model.logit_scale(), None);
 }
+
+/// A two-tower model loaded for one tower (`Encoder::from_dir_towers`): that tower gives the
+/// same bits as the whole model, the other tower's parameters stay unread (lazy, never
+/// materialised), and embedding with it is refused (an error for texts, a panic for images).
+#[test]
+fn one_tower_loads_alone_and_embeds_as_both() {
+    use culturelens_models::{EncoderModel, ModelError, Towers};
+    let device = Device::flex();
+    let ids: Vec<Vec<u32>> = vec![vec![5, 6, 7, 2], vec![9, 2]];
+    for model in ["clip", "siglip", "open_clip"] {
+        let dir = fixture("encoders").join(model);
+        let both = load(model, &device);
+        let image = Encoder::from_dir_towers(&dir, &device, Towers::Image).unwrap();
+        let text = Encoder::from_dir_towers(&dir, &device, Towers::Text).unwrap();
+        let values = |t: Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+        let texts = |e: &Encoder| e.model.text_features(&ids, &device).map(values);
+        assert_eq!(texts(&text).unwrap(), texts(&both).unwrap(), "{model} text tower alone");
+        let err = texts(&image).unwrap_err();
+        assert!(matches!(err, ModelError::TowerNotLoaded { tower: "text", .. }), "{model}: {err}");
+        assert!(err.to_string().contains("text tower"), "{err}");
+        let (shape, data) = Reference::open(model).f32("pixel_values");
+        let pixels = || {
+            Tensor::<4>::from_data(
+                TensorData::new(data.clone(), [shape[0], shape[1], shape[2], shape[3]]),
+                &device,
+            )
+        };
+        assert_eq!(
+            values(image.model.image_features(pixels())),
+            values(both.model.image_features(pixels())),
+            "{model} image tower alone"
+        );
+        let refused =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| text.model.image_features(pixels())));
+        assert!(refused.is_err(), "{model}: the image tower of a text-only load must not run");
+        // The unread tower's weights were never materialised; the read ones were.
+        let materialised = |e: &Encoder| match &e.model {
+            EncoderModel::Clip(m) => {
+                (m.visual_projection.weight.is_initialized(), m.text_projection.weight.is_initialized())
+            }
+            EncoderModel::Siglip(m) => {
+                (m.vision_model.head.probe.is_initialized(), m.text_model.head.weight.is_initialized())
+            }
+            _ => unreachable!("{model} is a two-tower model"),
+        };
+        assert_eq!(materialised(&image), (true, false), "{model} loaded for images");
+        assert_eq!(materialised(&text), (false, true), "{model} loaded for texts");
+    }
+}

@@ -15,6 +15,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConf
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use super::Towers;
 use super::config;
 use super::vit::{Activation, Encoder, EncoderConfig, TextEmbeddings, pad_ids};
 use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear};
@@ -276,6 +277,9 @@ pub struct Clip {
     pub logit_scale: Option<f32>,
     #[module(skip)]
     pub config: ClipConfig,
+    /// The towers whose weights were loaded (the others keep lazy, unread parameters).
+    #[module(skip)]
+    pub towers: Towers,
 }
 
 impl ClipVisionConfig {
@@ -336,6 +340,7 @@ impl ClipConfig {
                 .init(device),
             logit_scale: None,
             config: self.clone(),
+            towers: Towers::Both,
         }
     }
 }
@@ -390,11 +395,21 @@ impl ClipTextTransformer {
 impl Clip {
     /// Loads every tensor of a transformers `CLIPModel` checkpoint.
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
-        self.vision_model.load(vars.pp("vision_model"))?;
-        load_linear(&mut self.visual_projection, vars.pp("visual_projection"))?;
-        self.text_model.load(vars.pp("text_model"))?;
-        load_linear(&mut self.text_projection, vars.pp("text_projection"))?;
+        self.load_towers(vars, Towers::Both)
+    }
+
+    /// [`Self::load`] of the towers `towers` only.
+    pub fn load_towers(&mut self, vars: Vars, towers: Towers) -> Result<(), WeightError> {
+        if towers.image() {
+            self.vision_model.load(vars.pp("vision_model"))?;
+            load_linear(&mut self.visual_projection, vars.pp("visual_projection"))?;
+        }
+        if towers.text() {
+            self.text_model.load(vars.pp("text_model"))?;
+            load_linear(&mut self.text_projection, vars.pp("text_projection"))?;
+        }
         self.logit_scale = vars.optional_scalar("logit_scale")?;
+        self.towers = towers;
         Ok(())
     }
 

@@ -52,6 +52,29 @@ pub enum ModelError {
     Unsupported(String),
     #[error("{family} has no text tower")]
     NoTextTower { family: &'static str },
+    #[error("the {tower} tower of this {family} model was not loaded (it was loaded for {loaded:?} only)")]
+    TowerNotLoaded { family: &'static str, tower: &'static str, loaded: Towers },
+}
+
+/// Which towers of a two-tower model (CLIP, OpenCLIP, SigLIP) are loaded. A command that embeds
+/// only images (or only texts) leaves the other tower's weights unread: its parameters stay
+/// lazy, so they take neither load time nor memory. Image-only families ignore it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Towers {
+    #[default]
+    Both,
+    Image,
+    Text,
+}
+
+impl Towers {
+    pub fn image(self) -> bool {
+        self != Self::Text
+    }
+
+    pub fn text(self) -> bool {
+        self != Self::Image
+    }
 }
 
 /// Any supported encoder, chosen by `config.json`'s `model_type`.
@@ -87,11 +110,20 @@ impl EncoderModel {
 
     /// Builds the model of `config_json` and loads its checkpoint.
     pub fn load(config_json: &str, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
+        Self::load_towers(config_json, checkpoint, Towers::Both)
+    }
+
+    /// [`Self::load`] of the towers `towers` only (the others' weights are not read).
+    pub fn load_towers(
+        config_json: &str,
+        checkpoint: &Checkpoint,
+        towers: Towers,
+    ) -> Result<Self, ModelError> {
         let mut model = Self::from_config(config_json, checkpoint.device())?;
         let vars = checkpoint.vars();
         match &mut model {
-            Self::Clip(m) => m.load(vars)?,
-            Self::Siglip(m) => m.load(vars)?,
+            Self::Clip(m) => m.load_towers(vars, towers)?,
+            Self::Siglip(m) => m.load_towers(vars, towers)?,
             Self::Dinov2(m) => m.load(vars)?,
             Self::EfficientNet(m) => m.load(vars)?,
         }
@@ -102,8 +134,17 @@ impl EncoderModel {
     /// [`open_clip::OpenClipConfig::clip_config`]) and loads its state dict
     /// (`open_clip_model.safetensors`) through the key table of [`open_clip`].
     pub fn load_open_clip(config: &clip::ClipConfig, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
+        Self::load_open_clip_towers(config, checkpoint, Towers::Both)
+    }
+
+    /// [`Self::load_open_clip`] of the towers `towers` only.
+    pub fn load_open_clip_towers(
+        config: &clip::ClipConfig,
+        checkpoint: &Checkpoint,
+        towers: Towers,
+    ) -> Result<Self, ModelError> {
         let mut model = config.init(checkpoint.device());
-        open_clip::load(&mut model, checkpoint.vars())?;
+        open_clip::load_towers(&mut model, checkpoint.vars(), towers)?;
         Ok(Self::Clip(Box::new(model)))
     }
 
@@ -116,8 +157,21 @@ impl EncoderModel {
         }
     }
 
+    /// The towers loaded ([`Towers::Image`] for the image-only families).
+    pub fn towers(&self) -> Towers {
+        match self {
+            Self::Clip(m) => m.towers,
+            Self::Siglip(m) => m.towers,
+            Self::Dinov2(_) | Self::EfficientNet(_) => Towers::Image,
+        }
+    }
+
     /// The image embedding of `pixel_values` `[batch, 3, H, W]`.
+    ///
+    /// Panics if the image tower was not loaded ([`Self::load_towers`] with [`Towers::Text`]):
+    /// the command that loads the model chooses its towers.
     pub fn image_features(&self, pixel_values: Tensor<4>) -> Tensor<2> {
+        assert!(self.towers().image(), "the {} model was loaded for its text tower only", self.family());
         match self {
             Self::Clip(m) => m.image_features(pixel_values),
             Self::Siglip(m) => m.image_features(pixel_values),
@@ -129,6 +183,10 @@ impl EncoderModel {
     /// The text embedding of token ids (as the family's tokenizer returns them, specials
     /// included, unpadded).
     pub fn text_features(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<2>, ModelError> {
+        let loaded = self.towers();
+        if matches!(self, Self::Clip(_) | Self::Siglip(_)) && !loaded.text() {
+            return Err(ModelError::TowerNotLoaded { family: self.family(), tower: "text", loaded });
+        }
         match self {
             Self::Clip(m) => Ok(m.text_features(ids, device)),
             Self::Siglip(m) => Ok(m.text_features(ids, device)),

@@ -29,13 +29,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ModelError;
 use super::clip::{Clip, ClipConfig, ClipTextConfig, ClipVisionConfig};
 use super::config::{self, without_nulls};
 use super::preprocess::{Alpha, CropOffset, ImageProcessor, Resize};
 use super::resample::PilFilter;
 use super::vit::{Activation, EncoderConfig};
 use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_norm};
+use super::{ModelError, Towers};
 
 /// `open_clip_config.json`: `{"model_cfg": {...}, "preprocess_cfg": {...}}` (what
 /// `open_clip.push_to_hf_hub` writes). A bare model config (the files of
@@ -320,6 +320,24 @@ impl OpenClipConfig {
 /// `visual.proj` and `text_projection` are `[d_in, d_out]` matrices applied as `x @ proj`:
 /// already Burn's `Linear` layout, so they are not transposed.
 pub fn load(clip: &mut Clip, vars: Vars) -> Result<(), WeightError> {
+    load_towers(clip, vars, Towers::Both)
+}
+
+/// [`load`] of the towers `towers` only.
+pub fn load_towers(clip: &mut Clip, vars: Vars, towers: Towers) -> Result<(), WeightError> {
+    clip.towers = towers;
+    clip.logit_scale = vars.optional_scalar("logit_scale")?;
+    if towers.image() {
+        load_visual(clip, &vars)?;
+    }
+    if towers.text() {
+        load_text(clip, vars)?;
+    }
+    Ok(())
+}
+
+/// OpenCLIP's `visual.*` onto the image tower.
+fn load_visual(clip: &mut Clip, vars: &Vars) -> Result<(), WeightError> {
     let visual = vars.pp("visual");
     let v = &mut clip.vision_model;
     load_conv2d(&mut v.patch_embedding, visual.pp("conv1"))?;
@@ -330,9 +348,12 @@ pub fn load(clip: &mut Clip, vars: Vars) -> Result<(), WeightError> {
     v.encoder.load_open_clip(visual.pp("transformer"))?;
     load_layer_norm(&mut v.post_layernorm, visual.pp("ln_post"))?;
     clip.visual_projection.weight = visual.param("proj", &clip.visual_projection.weight)?;
+    Ok(())
+}
 
-    // The built-in text tower sits at the top level; `custom_text` models nest it under `text.`.
-    clip.logit_scale = vars.optional_scalar("logit_scale")?;
+/// OpenCLIP's text tower onto the text tower: the built-in one sits at the top level;
+/// `custom_text` models nest it under `text.`.
+fn load_text(clip: &mut Clip, vars: Vars) -> Result<(), WeightError> {
     let text = if vars.contains("text.token_embedding.weight") { vars.pp("text") } else { vars };
     let t = &mut clip.text_model;
     load_embedding(&mut t.embeddings.token_embedding, text.pp("token_embedding"))?;

@@ -9,6 +9,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConf
 use burn::tensor::{Device, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
+use super::Towers;
 use super::config;
 use super::vit::{Activation, Attention, Encoder, EncoderConfig, Mlp, TextEmbeddings, pad_ids};
 use super::weights::{Vars, WeightError, load_conv2d, load_embedding, load_layer_norm, load_linear};
@@ -90,6 +91,7 @@ impl SiglipConfig {
             text_model: self.text_config.init(device),
             logit_scale: None,
             config: self.clone(),
+            towers: Towers::Both,
         }
     }
 }
@@ -144,6 +146,9 @@ pub struct Siglip {
     pub logit_scale: Option<f32>,
     #[module(skip)]
     pub config: SiglipConfig,
+    /// The towers whose weights were loaded (the others keep lazy, unread parameters).
+    #[module(skip)]
+    pub towers: Towers,
 }
 
 impl SiglipVisionConfig {
@@ -228,9 +233,19 @@ impl SiglipTextTransformer {
 impl Siglip {
     /// Loads every tensor of a transformers `SiglipModel` checkpoint used for embeddings.
     pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
-        self.vision_model.load(vars.pp("vision_model"))?;
-        self.text_model.load(vars.pp("text_model"))?;
+        self.load_towers(vars, Towers::Both)
+    }
+
+    /// [`Self::load`] of the towers `towers` only.
+    pub fn load_towers(&mut self, vars: Vars, towers: Towers) -> Result<(), WeightError> {
+        if towers.image() {
+            self.vision_model.load(vars.pp("vision_model"))?;
+        }
+        if towers.text() {
+            self.text_model.load(vars.pp("text_model"))?;
+        }
         self.logit_scale = vars.optional_scalar("logit_scale")?;
+        self.towers = towers;
         Ok(())
     }
 

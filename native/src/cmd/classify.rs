@@ -14,6 +14,7 @@ use culturelens_compute::zero_shot::{GENDER_CLASSES, class_probabilities};
 use culturelens_faces::{FACE_CHIP_PADDING, FaceBox, RgbImage, ShapePredictor, align_face};
 use culturelens_files::sibling;
 use culturelens_metrics::stats::argmax;
+use culturelens_models::Towers;
 use culturelens_models::gender_v1::{CHIP_SIZE, GenderV1, LABELS as GENDER_LABELS, chip_input};
 use culturelens_models_io::decode_image;
 use culturelens_table::{Metadata, read_metadata_csv};
@@ -143,7 +144,7 @@ pub fn run(args: &ClassifyArgs) -> Result<()> {
     check_batch(args.run.batch)?;
     let classes = classes(args)?;
     let images = ImageList::read(&args.images)?;
-    let (encoder, weights) = args.model.load()?;
+    let (encoder, weights) = args.model.load(Towers::Both)?;
     let Some(scale) = encoder.model.logit_scale() else {
         bail!(
             "{}: the checkpoint has no logit_scale (zero-shot classification needs a model with both towers, e.g. CLIPModel or SiglipModel)",

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use culturelens_compute::tensor::clip_scores;
 use culturelens_metrics::validation::{CLIPSCORE_W, clipscore_means};
+use culturelens_models::Towers;
 use culturelens_results::ci::{bound_cells, bound_columns};
 use culturelens_table::{Metadata, TableError};
 
@@ -112,7 +113,7 @@ pub fn run(args: &ClipscoreArgs) -> Result<()> {
             .collect();
         caption_of.push(rows);
     }
-    let (encoder, weights) = args.model.load()?;
+    let (encoder, weights) = args.model.load(Towers::Both)?;
     let marked = encoder.tokenize_marked(&texts)?;
     if !args.truncate {
         for (c, col) in args.caption_cols.iter().enumerate() {

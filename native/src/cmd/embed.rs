@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use culturelens_files::sha256_hex;
+use culturelens_models::Towers;
 use culturelens_table::Metadata;
 
 use crate::encode::{ModelArgs, check_batch, embed_images, embed_token_ids};
@@ -113,7 +114,7 @@ pub fn run(args: &EmbedArgs) -> Result<()> {
     let images = ImageList::read(&args.images)?;
     refuse_column(&images.meta, ENCODER_COLUMN)?;
     let rows: Vec<usize> = Shard::items(args.shard, images.paths.len()).collect();
-    let (encoder, weights) = args.model.load()?;
+    let (encoder, weights) = args.model.load(Towers::Image)?;
     let dim = encoder.model.image_dim();
     let key = RunKey::Embed { weights: canonical(&weights), dim, precision: args.model.precision };
     let (mut log, finished) = ResumeLog::open(&args.output.out, &key)?;
@@ -213,7 +214,7 @@ pub fn run_text(args: &EmbedTextArgs) -> Result<()> {
     }
     refuse_column(&meta, ENCODER_COLUMN)?;
     let started = Instant::now();
-    let (encoder, weights) = args.model.load()?;
+    let (encoder, weights) = args.model.load(Towers::Text)?;
     let ids = encoder.tokenize(&prompts)?;
     let progress = Progress::new(prompts.len(), 0, "prompts");
     let rows: BTreeMap<usize, Vec<f32>> =

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_compute::tensor::paired_cosine_tensor;
+use culturelens_models::Towers;
 use culturelens_models::open_clip::OpenClipFile;
 use culturelens_models_io::Encoder;
 
@@ -81,7 +82,7 @@ pub fn run(args: &QualityArgs) -> Result<()> {
             weights_dir.display()
         );
     };
-    let (encoder, weights) = args.model.load()?;
+    let (encoder, weights) = args.model.load(Towers::Both)?;
 
     // Build: prompt features (each distinct prompt once), image features, paired cosines.
     let mut distinct: Vec<String> = prompts.clone();
