@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use burn::tensor::FloatDType;
-use culturelens_models::EncoderModel;
+use culturelens_models::{EncoderModel, Towers};
 use culturelens_models_io::folder::{Files, Folder, shard_names};
 use culturelens_models_io::limits::{Needs, Summary, header_len};
 use culturelens_models_io::{Encoder, LoadError};
@@ -190,7 +190,7 @@ fn weight_names(folder: &Files, index: Option<&[u8]>) -> Result<Vec<String>, Str
 }
 
 fn build(folder: &Files, compute: &Compute, dtype: FloatDType) -> Result<Encoder, String> {
-    Encoder::from_folder_in(folder, &compute.device, dtype).map_err(|e: LoadError| e.to_string())
+    Encoder::from_folder_in(folder, &compute.device, dtype, Towers::Both).map_err(|e: LoadError| e.to_string())
 }
 
 async fn load_url(address: &str, compute: &Compute, dtype: FloatDType) -> Result<LoadedEncoder, String> {

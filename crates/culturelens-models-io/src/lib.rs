@@ -188,29 +188,22 @@ impl Encoder {
     /// for texts ([`culturelens_models::ModelError::TowerNotLoaded`]) and a panic for images.
     #[cfg(feature = "files")]
     pub fn from_dir_towers(dir: &Path, device: &Device, towers: Towers) -> Result<Self, LoadError> {
-        Self::from_folder_towers(&folder::Dir(dir), device, device.settings().float_dtype, towers)
+        Self::from_folder_in(&folder::Dir(dir), device, device.settings().float_dtype, towers)
     }
 
     /// [`Self::from_dir`] of any [`Folder`]: the one reading of a weights folder, on disk or in
     /// the page's memory.
     pub fn from_folder<F: Folder + ?Sized>(folder: &F, device: &Device) -> Result<Self, LoadError> {
-        Self::from_folder_in(folder, device, device.settings().float_dtype)
+        Self::from_folder_in(folder, device, device.settings().float_dtype, Towers::Both)
     }
 
     /// [`Self::from_folder`] in the float type `dtype` instead of the device's own: the
     /// browser's f16 encoder (`?precision=f16`) on a device whose tables stay in f32. The
     /// weights are converted as the CLI's `--precision f16` converts them (one tensor at a time,
     /// by [`Checkpoint`]).
+    ///
+    /// Of a two-tower model it reads the towers `towers` only ([`Self::from_dir_towers`]).
     pub fn from_folder_in<F: Folder + ?Sized>(
-        folder: &F,
-        device: &Device,
-        dtype: FloatDType,
-    ) -> Result<Self, LoadError> {
-        Self::from_folder_towers(folder, device, dtype, Towers::Both)
-    }
-
-    /// [`Self::from_folder_in`] of the towers `towers` only ([`Self::from_dir_towers`]).
-    pub fn from_folder_towers<F: Folder + ?Sized>(
         folder: &F,
         device: &Device,
         dtype: FloatDType,
@@ -223,7 +216,7 @@ impl Encoder {
             let config = folder.read_string("config.json")?;
             let files = encoder_weight_files(folder)?;
             let model = folder::load_model(folder, &files, &config_path, device, dtype, |ck| {
-                EncoderModel::load_towers(&config, ck, towers)
+                EncoderModel::load(&config, ck, towers)
             })?;
             (model, None)
         } else {
@@ -249,7 +242,7 @@ impl Encoder {
             }
             let files = ["open_clip_model.safetensors".to_string()];
             let model = folder::load_model(folder, &files, &open_clip_path, device, dtype, |ck| {
-                EncoderModel::load_open_clip_towers(&clip, ck, towers)
+                EncoderModel::load_open_clip(&clip, ck, towers)
             })?;
             (model, Some(processor))
         };

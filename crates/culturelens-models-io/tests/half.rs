@@ -8,6 +8,7 @@
 //! photos, against the CLI's f32.
 
 use burn::tensor::{DType, Device, FloatDType, Tensor, TensorData};
+use culturelens_models::Towers;
 use culturelens_models_io::Encoder;
 use culturelens_models_io::folder::Dir;
 use culturelens_testkit::{fixture, max_abs};
@@ -33,7 +34,7 @@ fn check(model: &str) {
     let device = Device::flex();
     let dir = fixture("encoders").join(model);
     let f32_encoder = Encoder::from_dir(&dir, &device).unwrap();
-    let f16_encoder = Encoder::from_folder_in(&Dir(&dir), &device, FloatDType::F16).unwrap();
+    let f16_encoder = Encoder::from_folder_in(&Dir(&dir), &device, FloatDType::F16, Towers::Both).unwrap();
     assert_eq!(f32_encoder.dtype, FloatDType::F32);
     assert_eq!(f16_encoder.dtype, FloatDType::F16);
     let processor = f32_encoder.processor().unwrap();

@@ -393,13 +393,9 @@ impl ClipTextTransformer {
 }
 
 impl Clip {
-    /// Loads every tensor of a transformers `CLIPModel` checkpoint.
-    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
-        self.load_towers(vars, Towers::Both)
-    }
-
-    /// [`Self::load`] of the towers `towers` only.
-    pub fn load_towers(&mut self, vars: Vars, towers: Towers) -> Result<(), WeightError> {
+    /// Loads the tensors of a transformers `CLIPModel` checkpoint for the towers `towers`
+    /// (every tensor for [`Towers::Both`]).
+    pub fn load(&mut self, vars: Vars, towers: Towers) -> Result<(), WeightError> {
         if towers.image() {
             self.vision_model.load(vars.pp("vision_model"))?;
             load_linear(&mut self.visual_projection, vars.pp("visual_projection"))?;

@@ -108,22 +108,14 @@ impl EncoderModel {
         })
     }
 
-    /// Builds the model of `config_json` and loads its checkpoint.
-    pub fn load(config_json: &str, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
-        Self::load_towers(config_json, checkpoint, Towers::Both)
-    }
-
-    /// [`Self::load`] of the towers `towers` only (the others' weights are not read).
-    pub fn load_towers(
-        config_json: &str,
-        checkpoint: &Checkpoint,
-        towers: Towers,
-    ) -> Result<Self, ModelError> {
+    /// Builds the model of `config_json` and loads its checkpoint: of a two-tower model, the
+    /// towers `towers` only (the others' weights are not read).
+    pub fn load(config_json: &str, checkpoint: &Checkpoint, towers: Towers) -> Result<Self, ModelError> {
         let mut model = Self::from_config(config_json, checkpoint.device())?;
         let vars = checkpoint.vars();
         match &mut model {
-            Self::Clip(m) => m.load_towers(vars, towers)?,
-            Self::Siglip(m) => m.load_towers(vars, towers)?,
+            Self::Clip(m) => m.load(vars, towers)?,
+            Self::Siglip(m) => m.load(vars, towers)?,
             Self::Dinov2(m) => m.load(vars)?,
             Self::EfficientNet(m) => m.load(vars)?,
         }
@@ -133,18 +125,14 @@ impl EncoderModel {
     /// Builds the CLIP of `config` (from an OpenCLIP `open_clip_config.json`, see
     /// [`open_clip::OpenClipConfig::clip_config`]) and loads its state dict
     /// (`open_clip_model.safetensors`) through the key table of [`open_clip`].
-    pub fn load_open_clip(config: &clip::ClipConfig, checkpoint: &Checkpoint) -> Result<Self, ModelError> {
-        Self::load_open_clip_towers(config, checkpoint, Towers::Both)
-    }
-
-    /// [`Self::load_open_clip`] of the towers `towers` only.
-    pub fn load_open_clip_towers(
+    /// Of the towers `towers` only.
+    pub fn load_open_clip(
         config: &clip::ClipConfig,
         checkpoint: &Checkpoint,
         towers: Towers,
     ) -> Result<Self, ModelError> {
         let mut model = config.init(checkpoint.device());
-        open_clip::load_towers(&mut model, checkpoint.vars(), towers)?;
+        open_clip::load(&mut model, checkpoint.vars(), towers)?;
         Ok(Self::Clip(Box::new(model)))
     }
 
@@ -168,7 +156,7 @@ impl EncoderModel {
 
     /// The image embedding of `pixel_values` `[batch, 3, H, W]`.
     ///
-    /// Panics if the image tower was not loaded ([`Self::load_towers`] with [`Towers::Text`]):
+    /// Panics if the image tower was not loaded ([`Self::load`] with [`Towers::Text`]):
     /// the command that loads the model chooses its towers.
     pub fn image_features(&self, pixel_values: Tensor<4>) -> Tensor<2> {
         assert!(self.towers().image(), "the {} model was loaded for its text tower only", self.family());

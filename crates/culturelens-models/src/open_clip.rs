@@ -319,12 +319,9 @@ impl OpenClipConfig {
 /// Loads an OpenCLIP state dict into `clip` (built from [`OpenClipConfig::clip_config`]).
 /// `visual.proj` and `text_projection` are `[d_in, d_out]` matrices applied as `x @ proj`:
 /// already Burn's `Linear` layout, so they are not transposed.
-pub fn load(clip: &mut Clip, vars: Vars) -> Result<(), WeightError> {
-    load_towers(clip, vars, Towers::Both)
-}
-
-/// [`load`] of the towers `towers` only.
-pub fn load_towers(clip: &mut Clip, vars: Vars, towers: Towers) -> Result<(), WeightError> {
+///
+/// Only the towers `towers` are read (both for [`Towers::Both`]).
+pub fn load(clip: &mut Clip, vars: Vars, towers: Towers) -> Result<(), WeightError> {
     clip.towers = towers;
     clip.logit_scale = vars.optional_scalar("logit_scale")?;
     if towers.image() {

@@ -231,13 +231,9 @@ impl SiglipTextTransformer {
 }
 
 impl Siglip {
-    /// Loads every tensor of a transformers `SiglipModel` checkpoint used for embeddings.
-    pub fn load(&mut self, vars: Vars) -> Result<(), WeightError> {
-        self.load_towers(vars, Towers::Both)
-    }
-
-    /// [`Self::load`] of the towers `towers` only.
-    pub fn load_towers(&mut self, vars: Vars, towers: Towers) -> Result<(), WeightError> {
+    /// Loads the tensors of a transformers `SiglipModel` checkpoint used for embeddings, of the
+    /// towers `towers` (both for [`Towers::Both`]).
+    pub fn load(&mut self, vars: Vars, towers: Towers) -> Result<(), WeightError> {
         if towers.image() {
             self.vision_model.load(vars.pp("vision_model"))?;
         }
