@@ -35,8 +35,10 @@ it, each on its own, failing with the script, line and statement; imports of `cu
 skipped (the wheel needs a cargo build; scripts/test_python.sh tests it). Where transformers
 is installed, scripts/gpt2_bytes.py's byte map is compared with transformers' own. A layered
 environment gets its own venv that sees its base's packages through a `.pth` file (its own
-packages first): the base is installed first when it is not already in the list. What it makes is
-deleted at the end unless --keep.
+packages first): the base is installed first when it is not already in the list. Each venv is
+deleted as soon as no later environment is layered on it, and what is left at the end, unless
+--keep. pip installs in batches of at most 600 MB of downloads (make_venv), so the disk holds
+the installed packages and one batch, not every download as well.
 
 scripts/test.sh runs the static check and `--install-ci`: every environment but `hps`, which
 it checks statically only (hpsv2 1.2.0's wheel lacks a data file that must be copied in by hand,
@@ -48,6 +50,8 @@ Usage: python3 scripts/check_requirements.py [--install ENV... | --install-ci] [
 
 import argparse
 import ast
+import concurrent.futures
+import json
 import os
 import pathlib
 import re
@@ -56,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 REQS = ROOT / "scripts" / "requirements"
@@ -242,7 +247,46 @@ def site_packages(venv: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(out)
 
 
+# Most wheels PyPI's CUDA build of torch pulls in: the install goes in batches of at most this many
+# bytes of downloads (see make_venv).
+BATCH_BYTES = 600 * 1000 * 1000
+
+
+def wheel_batches(report: dict) -> list[list[str]]:
+    """The downloads of a `pip install --dry-run --report` in install order, grouped so that no
+    batch's files add up to more than BATCH_BYTES (a bigger file is a batch of its own); each
+    entry is the file's address with its sha256 as a `#sha256=` fragment, which pip checks."""
+    items = report["install"]
+
+    def size(item: dict) -> int:
+        req = urllib.request.Request(item["download_info"]["url"], method="HEAD")
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return int(resp.headers.get("Content-Length", 0))
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        sizes = list(pool.map(size, items))
+    batches: list[list[str]] = []
+    total = BATCH_BYTES
+    for item, n in zip(items, sizes):
+        info = item["download_info"]
+        url = info["url"]
+        sha = info.get("archive_info", {}).get("hashes", {}).get("sha256")
+        if sha:
+            url += f"#sha256={sha}"
+        if total + n > BATCH_BYTES:
+            batches.append([])
+            total = 0
+        batches[-1].append(url)
+        total += n
+    return batches
+
+
 def make_venv(name: str, envs: dict[str, EnvFile], root: pathlib.Path) -> pathlib.Path:
+    """A fresh venv with the environment's pins. pip keeps every file it downloads until its
+    install ends, so one `pip install -r` of the torch environment holds 3.1 GB of wheels beside
+    the 7 GB they unpack to: first resolve (`--dry-run --report`, metadata only), then install
+    the resolved files `--no-deps` in batches of at most BATCH_BYTES, then run the plain
+    `pip install -r`, which must find everything installed and pins it as before."""
     e = envs[name]
     venv = root / name
     # pip's downloads and builds go in the same folder (often bigger than /tmp), deleted with it.
@@ -257,8 +301,14 @@ def make_venv(name: str, envs: dict[str, EnvFile], root: pathlib.Path) -> pathli
         pth = site_packages(venv) / f"_layer_{e.layer}.pth"
         pth.write_text(f"{site_packages(root / e.layer)}\n")
     if e.pins or e.includes:
-        run(venv / "bin" / "pip", "install", "--no-cache-dir", "--no-compile", "--disable-pip-version-check", "-q",
-            *e.pip_options, "-r", e.path)
+        pip = [venv / "bin" / "pip", "install", "--no-cache-dir", "--no-compile", "--disable-pip-version-check",
+               "-q", *e.pip_options]
+        report = root / f"{name}-report.json"
+        run(*pip, "--dry-run", "--report", report, "-r", e.path)
+        for batch in wheel_batches(json.loads(report.read_text(encoding="utf-8"))):
+            run(*pip, "--no-deps", *batch)
+        report.unlink()
+        run(*pip, "-r", e.path)
     return venv
 
 
@@ -294,7 +344,7 @@ def run_imports(env: str, paths: list[str]) -> int:
     return failed
 
 
-def install_check(names: list[str], users: dict[str, list[pathlib.Path]], root: pathlib.Path) -> int:
+def install_check(names: list[str], users: dict[str, list[pathlib.Path]], root: pathlib.Path, keep: bool) -> int:
     errors: list[str] = []
     envs = load_envs(errors)
     order: list[str] = []
@@ -332,6 +382,14 @@ def install_check(names: list[str], users: dict[str, list[pathlib.Path]], root: 
         du = subprocess.run(["du", "-sh", str(root)], capture_output=True, text=True, check=True).stdout.split()[0]
         print(f"-- {name}: installed in {installed - start:.0f} s, imports of {len(paths)} scripts in "
               f"{time.monotonic() - installed:.0f} s; venvs so far {du}", flush=True)
+        # A venv no later environment is layered on is not needed any more: deleted now, so the
+        # disk holds at most one base and its layer (the disk is shared with the cargo build).
+        later = order[order.index(name) + 1:]
+        if not keep and not any(envs[n].layer == name for n in later):
+            shutil.rmtree(venv, ignore_errors=True)
+        base = envs[name].layer
+        if not keep and base and not any(envs[n].layer == base for n in later):
+            shutil.rmtree(root / base, ignore_errors=True)
     return failed
 
 
@@ -362,7 +420,7 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     before = set(root.iterdir())
     try:
-        failed = install_check(names, users, root)
+        failed = install_check(names, users, root, args.keep)
     finally:
         if not args.keep:  # what this run made there, and the folder if that leaves it empty
             for made in set(root.iterdir()) - before:

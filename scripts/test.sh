@@ -45,8 +45,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # Started first, in the background beside format, clippy and the wasm32 check, while the disk is
-# freest: the environments take up to 9.6 GB at their peak (PyPI's CUDA build of torch), deleted
-# when the check ends; 7 min on a 2-core machine, most of it downloads and unpacking. Its output
+# freest: the environments take up to 6.3 GB at their peak (PyPI's CUDA build of torch, 5.7 GB
+# installed, and one batch of downloads; each venv is deleted once no later one is layered on it);
+# 5-7 min on a 2-core machine, most of it downloads and unpacking. Its output
 # goes to a log printed (and its status checked) before the workspace tests.
 step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py), in the background"
 target=${CARGO_TARGET_DIR:-target}
