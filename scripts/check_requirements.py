@@ -259,9 +259,16 @@ def wheel_batches(report: dict) -> list[list[str]]:
     items = report["install"]
 
     def size(item: dict) -> int:
+        """The file's size by a HEAD request (three tries); where none answers, BATCH_BYTES:
+        the file then makes a batch of its own, which costs a pip run, not the check."""
         req = urllib.request.Request(item["download_info"]["url"], method="HEAD")
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return int(resp.headers.get("Content-Length", 0))
+        for attempt in range(3):
+            try:
+                with urllib.request.urlopen(req, timeout=60) as resp:
+                    return int(resp.headers.get("Content-Length", BATCH_BYTES))
+            except (OSError, ValueError):
+                time.sleep(1 + attempt)
+        return BATCH_BYTES
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         sizes = list(pool.map(size, items))
