@@ -15,6 +15,7 @@ mod diffusion_kandinsky3_parity;
 mod diffusion_parity;
 mod diffusion_sizes;
 mod efficientnet;
+mod embed_loop;
 mod gender_v1;
 mod half;
 mod jpeg;

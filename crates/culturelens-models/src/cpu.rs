@@ -98,7 +98,8 @@ pub(super) fn matmul_weight<const D: usize>(x: Tensor<D>, weight: Tensor<2>) -> 
     let xs = &x.storage::<f32>()[..m * k];
     let ws = &w.storage::<f32>()[offset..];
     let mut out = Vec::<f32>::with_capacity(m * n);
-    let parallelism = match m * n * k >= GEMM_PARALLEL_OPS {
+    // One thread (a worker of the embedding loop runs in a rayon pool of one) calls gemm serially.
+    let parallelism = match m * n * k >= GEMM_PARALLEL_OPS && rayon::current_num_threads() > 1 {
         true => gemm::Parallelism::Rayon(0),
         false => gemm::Parallelism::None,
     };
