@@ -81,8 +81,8 @@ impl ModelArgs {
 }
 
 /// Embeds the images `paths[row]` of every row of `todo`, `size` per forward pass, with the
-/// shared loop of [`culturelens_models_io::embed::embed_image_files`] (decoding on all cores one
-/// batch ahead of the model). Each finished batch's `(row, embedding)` pairs go to `sink`, and
+/// shared loop of [`culturelens_models_io::embed::embed_image_files`] (decoding on all cores
+/// ahead of the model; on the CPU, batches side by side). Each finished batch's `(row, embedding)` pairs go to `sink`, and
 /// count on `progress`. Returns the images that could not be read or decoded, with the reason.
 pub fn embed_images(
     encoder: &Encoder,

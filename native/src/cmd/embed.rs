@@ -1,7 +1,7 @@
 //! `culturelens embed` and `culturelens embed-text`: image and prompt embedding tables from a
 //! weights folder (transformers `save_pretrained` layout, OpenCLIP hub layout, or one written by
 //! `import-weights`), with the models of `culturelens-models` on the chosen device. Images are
-//! decoded on all cores, one batch ahead of the model.
+//! decoded on all cores ahead of the model; on the CPU, batches run side by side, one per thread.
 //!
 //! Rows follow the sorted file names of `--images DIR` (png/jpg/jpeg/webp) or the row order of a
 //! manifest CSV (column `image`, paths relative to the manifest; every column is carried into
