@@ -15,7 +15,7 @@ fn decode(row: usize) -> Result<PixelValues, String> {
         return Err(format!("row {row}: not an image"));
     }
     let side = if row == 9 || row == 10 { 40 } else { 56 };
-    let mut state = row as u64 * 0x9E37_79B9_7F4A_7C15 + 1;
+    let mut state = (row as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let data = (0..3 * side * side)
         .map(|_| {
             state ^= state << 13;
