@@ -247,8 +247,8 @@ def site_packages(venv: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(out)
 
 
-# Most wheels PyPI's CUDA build of torch pulls in: the install goes in batches of at most this many
-# bytes of downloads (see make_venv).
+# The install goes in batches of at most this many bytes of downloads (see make_venv): each of the
+# largest wheels of PyPI's CUDA build of torch (torch 539 MB, cudnn 519 MB) is a batch of its own.
 BATCH_BYTES = 600 * 1000 * 1000
 
 
@@ -291,7 +291,7 @@ def wheel_batches(report: dict) -> list[list[str]]:
 def make_venv(name: str, envs: dict[str, EnvFile], root: pathlib.Path) -> pathlib.Path:
     """A fresh venv with the environment's pins. pip keeps every file it downloads until its
     install ends, so one `pip install -r` of the torch environment holds 3.1 GB of wheels beside
-    the 7 GB they unpack to: first resolve (`--dry-run --report`, metadata only), then install
+    the 5.7 GB they unpack to: first resolve (`--dry-run --report`, metadata only), then install
     the resolved files `--no-deps` in batches of at most BATCH_BYTES, then run the plain
     `pip install -r`, which must find everything installed and pins it as before."""
     e = envs[name]
