@@ -71,15 +71,15 @@ test -f ../shared/data/upstream/SHA256SUMS || { echo "../shared/data/upstream is
 step "format check"
 cargo fmt --all --check
 
-# The Python wheel's build (scripts/test_python.sh) reuses the test build's compiled dependencies
-# only while crates/culturelens-workspace-hack asks for the features the test build gives them.
-step "workspace hack up to date (scripts/workspace_hack.py --check)"
-python3 scripts/workspace_hack.py --check
-
 # The tests run the CLI's wgpu paths (lavapipe), so the workspace is checked and tested with the
 # CLI's `wgpu` feature; web/ci.sh builds the CLI with the same features (no second build of Burn).
 # The Python crate's `gpu` (the wheel's wgpu device, tests/device.rs) rides on the same Burn build.
 FEATURES=(--features culturelens/wgpu,culturelens-py/gpu)
+
+# The Python wheel's build (scripts/test_python.sh) reuses the test build's compiled dependencies
+# only while crates/culturelens-workspace-hack asks for the features the test build gives them.
+step "workspace hack up to date (scripts/workspace_hack.py --check)"
+python3 scripts/workspace_hack.py --check "${FEATURES[@]}"
 
 step "clippy (all targets, warnings are errors; the CLI with wgpu, then as a default build)"
 cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
