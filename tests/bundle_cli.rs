@@ -192,6 +192,42 @@ fn corrupt_bundles_fail_without_output() {
     assert!(err.contains("exists and is not a bundle"), "{err}");
 }
 
+/// `bundle --piece-bytes`: the demo's 552,960-byte table in 65,536-byte pieces (eight whole ones
+/// and 28,672 bytes), each listed with its SHA-256; `sos --bundle` scores it as the unpieced
+/// bundle and names the piece a flipped byte lies in.
+#[test]
+fn large_files_are_hashed_piece_by_piece() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (demo, bundle) = (tmp.path().join("demo"), tmp.path().join("b"));
+    ok(&["demo", "--write", p(&demo)]);
+    ok(&strs(&bundle_args(&demo, &bundle, &["--piece-bytes", "65536"])));
+    let m = manifest(&bundle);
+    let emb = &m["files"][0];
+    assert_eq!((emb["path"].as_str(), emb["bytes"].as_u64()), (Some("embeddings.f32"), Some(552_960)));
+    assert_eq!(emb["pieces"]["bytes"], 65_536);
+    let pieces: Vec<&str> =
+        emb["pieces"]["sha256"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
+    assert_eq!(pieces.len(), 9);
+    let bytes = std::fs::read(bundle.join("embeddings.f32")).unwrap();
+    assert_eq!(pieces[8], culturelens_bundle::sha256_hex(&bytes[8 * 65_536..]));
+    let out = tmp.path().join("sos.csv");
+    ok(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    assert_eq!(joint_scores(&out), joint_scores(&demo.join("sos.csv")));
+
+    let mut bad = bytes.clone();
+    bad[300_000] ^= 1;
+    std::fs::write(bundle.join("embeddings.f32"), &bad).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    let err = fails(&["sos", "--bundle", p(&bundle), "--out", p(&out)]);
+    assert!(
+        err.contains("bundle file embeddings.f32: SHA-256 mismatch: piece 4 of 9 (bytes 262144..327680)"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let err = fails(&strs(&bundle_args(&demo, &tmp.path().join("c"), &["--piece-bytes", "4096"])));
+    assert!(err.contains("--piece-bytes") && err.contains("65536"), "{err}");
+}
+
 /// `bundle --magbig/--cultext2i`: the commands' tables travel unchanged under results/, listed in
 /// the manifest with size and SHA-256; a table that does not parse is refused naming the user's
 /// file, row and column, and no bundle is written.

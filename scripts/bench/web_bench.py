@@ -50,12 +50,22 @@ SAMPLE_ROWS = 4096  # culturelens_view::pca::SAMPLE_ROWS
 
 def build_bundle(args, workdir):
     bundle = os.path.join(workdir, "bundle" if args.dtype == "f32" else f"bundle-{args.dtype}")
-    if not os.path.exists(os.path.join(bundle, "manifest.json")):
+    manifest = os.path.join(bundle, "manifest.json")
+    # A bundle kept from before the manifest listed per-piece SHA-256s is written again: the page
+    # would hash it whole after the download instead of piece by piece during it.
+    if not os.path.exists(manifest) or not table_in_pieces(manifest):
         emb, meta = sos_bench.make_table(workdir, args.dim)
         subprocess.run([args.bin, "bundle", "--embeddings", emb, "--meta", meta, "--out", bundle,
                         "--title", "SoS-paper-scale synthetic table", "--synthetic", "--dtype", args.dtype],
                        check=True)
     return bundle
+
+
+def table_in_pieces(manifest_path):
+    """Whether the bundle's manifest lists its embeddings file piece by piece."""
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    return any("pieces" in e for e in manifest["files"] if e["path"] == manifest["embeddings"])
 
 
 def embeddings_of(manifest, data):

@@ -317,6 +317,17 @@ before(async () => {
   const bytes = fs.readFileSync(emb);
   bytes[1234] ^= 0x55;
   fs.writeFileSync(emb, bytes);
+  // The demo table in 65,536-byte pieces, each with its SHA-256 (the 552,960-byte table in 9, the
+  // metadata in 3), and a copy with a byte flipped in the table's piece 4.
+  const table = path.join(work, "demo-table");
+  cli("demo", "--write", table);
+  cli("bundle", "--embeddings", path.join(table, "embeddings.npy"), "--meta", path.join(table, "meta.csv"),
+    "--out", path.join(bundles, "pieced"), "--piece-bytes", "65536", "--synthetic");
+  fs.cpSync(path.join(bundles, "pieced"), path.join(bundles, "pieced-corrupt"), { recursive: true });
+  const pieced = path.join(bundles, "pieced-corrupt", "embeddings.f32");
+  const pieceBytes = fs.readFileSync(pieced);
+  pieceBytes[300000] ^= 0x01;
+  fs.writeFileSync(pieced, pieceBytes);
   fs.appendFileSync(path.join(bundles, "oversized", "meta.csv"), "x".repeat(100000));
   server = await serve({ "/bundles/": bundles, "/": DIST });
   origin = `http://127.0.0.1:${server.address().port}`;
@@ -625,6 +636,15 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
     // served over plain http from another host) the wasm hash makes the same checks; that page
     // also spreads the table over 9 parts of 256 rows (`part-bytes`), as WebGPU does.
     assert.equal(await served.page.getAttribute("body", "data-digest"), "webcrypto");
+    assert.equal(await served.page.getAttribute("body", "data-digests"), "2", "one digest per file below a piece");
+    // A bundle listed in pieces: each piece hashed as it arrives, every one checked.
+    const pieces = await openPage(browser, "?bundle=/bundles/pieced/&backend=cpu");
+    assertSameScores(await results(pieces.page), cliRows, "a bundle in 65,536-byte pieces");
+    const piecesMeta = JSON.parse(fs.readFileSync(path.join(work, "bundles", "pieced", "manifest.json"), "utf8"));
+    const listed = piecesMeta.files.reduce((n, f) => n + (f.pieces ? f.pieces.sha256.length : 1), 0);
+    assert.ok(listed > 9, `the pieces listed: ${listed}`);
+    assert.equal(await pieces.page.getAttribute("body", "data-digests"), String(listed));
+    const pieceMismatch = /embeddings\.f32: SHA-256 mismatch: piece 4 of 9 \(bytes 262144\.\.327680\)/;
     for (const [bundle, check] of [
       ["demo", async (page) => {
         assertSameScores(await results(page), cliRows, "wasm SHA-256, the table in 9 parts on the CPU");
@@ -633,6 +653,14 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
       ["corrupt", async (page) => {
         await page.waitForSelector("body[data-state=error]");
         assert.match(await page.textContent("#error"), /SHA-256 mismatch/);
+      }],
+      ["pieced", async (page) => {
+        assertSameScores(await results(page), cliRows, "wasm SHA-256 of 65,536-byte pieces");
+        assert.equal(await page.getAttribute("body", "data-digests"), String(listed));
+      }],
+      ["pieced-corrupt", async (page) => {
+        await page.waitForSelector("body[data-state=error]");
+        assert.match(await page.textContent("#error"), pieceMismatch);
       }],
     ]) {
       const plain = await openPage(browser, null);
@@ -647,10 +675,17 @@ test("CPU fallback (WebGPU disabled): demo, CLI parity, views, filters, errors",
     const dir = path.join(work, "bundles", "demo");
     await local.page.setInputFiles("#file-input", fs.readdirSync(dir).map((f) => path.join(dir, f)));
     assertSameScores(await results(local.page), cliRows, "local files");
+    const localPieced = await openPage(browser, "?backend=cpu");
+    await localPieced.page.waitForSelector("body[data-loader=ready]");
+    const piecedDir = path.join(work, "bundles", "pieced-corrupt");
+    await localPieced.page.setInputFiles("#file-input", fs.readdirSync(piecedDir).map((f) => path.join(piecedDir, f)));
+    await localPieced.page.waitForSelector("body[data-state=error]");
+    assert.match(await localPieced.page.textContent("#error"), pieceMismatch);
 
     // Bad bundles: a clear on-screen error, never a blank page.
     for (const [query, message] of [
       ["?bundle=/bundles/corrupt/&backend=cpu", /SHA-256 mismatch/],
+      ["?bundle=/bundles/pieced-corrupt/&backend=cpu", pieceMismatch],
       ["?bundle=/bundles/oversized/&backend=cpu", /larger than the \d+ bytes the manifest lists/],
       ["?bundle=/bundles/missing/&backend=cpu", /HTTP 404/],
     ]) {

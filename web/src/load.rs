@@ -5,17 +5,20 @@
 //! result tables the bundle carries (manifest field `results`), parsed for the result views.
 //!
 //! SHA-256 runs in the browser's native code, WebCrypto's `crypto.subtle.digest`, where the page
-//! has it. Browsers expose SubtleCrypto only in secure contexts (https, or http from localhost /
+//! has it, on each piece of a file as soon as the piece has arrived (a large file's manifest entry
+//! lists a digest per piece, `FileEntry::digests`), so that the hashing runs beside the download
+//! instead of after it. Browsers expose SubtleCrypto only in secure contexts (https, or http from localhost /
 //! 127.0.0.1): on a page served over plain http from another host the app hashes with the `sha2`
 //! crate compiled to wasm instead, the same check about 20 times slower (BENCHMARKS.md).
 //! `<body data-digest>` says which one ran (`webcrypto` or `wasm`).
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use culturelens_bundle::{
-    BundleError, BundleSpec, DType, F16Stream, MANIFEST, Manifest, build_bundle, check_digest, check_size,
-    decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i, parse_cultext2i_report,
-    parse_magbig, parse_metadata, read_bundle, sha256_hex,
+    BundleError, BundleSpec, FileEntry, MANIFEST, Manifest, TableStream, build_bundle, check_digest,
+    check_size, decode_embeddings_words, demo_spec, parse_attributes, parse_cultext2i,
+    parse_cultext2i_report, parse_magbig, parse_metadata, read_bundle, sha256_hex,
 };
 use culturelens_metrics::magbig::Gender;
 use culturelens_results::cultext2i::{Cultext2iReport, Cultext2iRow};
@@ -200,9 +203,10 @@ fn downloads(manifest: &Manifest) -> Result<(Vec<String>, u64), String> {
     Ok((paths, total))
 }
 
-/// The decoder of bundle file `path` while it is read: the embeddings of an f16 bundle.
-fn decoded_while_read(manifest: &Manifest, path: &str) -> Option<F16Stream> {
-    (path == manifest.embeddings && manifest.dtype == DType::F16).then(F16Stream::default)
+/// The decoder of bundle file `path` while it is read: the embeddings (f16 decoded, rows of
+/// either dtype checked as they arrive).
+fn decoded_while_read(manifest: &Manifest, path: &str) -> Option<TableStream> {
+    (path == manifest.embeddings).then(|| TableStream::new(manifest))
 }
 
 /// Base URL (ending in `/`) and manifest URL of a bundle address (a directory or its manifest).
@@ -222,26 +226,36 @@ fn bundle_urls(address: &str) -> Result<(String, String), String> {
 async fn load_url(address: &str) -> Result<Loaded, String> {
     let (base, manifest_url) = bundle_urls(address)?;
     let response = fetch(&manifest_url).await?;
-    let manifest_bytes =
-        read_stream(body(&response, &manifest_url)?, MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| (), None)
-            .await?;
+    let manifest_bytes = read_stream(
+        body(&response, &manifest_url)?,
+        MAX_MANIFEST_BYTES,
+        None,
+        MANIFEST,
+        &mut |_| (),
+        None,
+        None,
+    )
+    .await?;
     let manifest = Manifest::parse(manifest_bytes.bytes()).map_err(|e| e.to_string())?;
     let (paths, total) = downloads(&manifest)?;
+    let subtle = digest_engine();
     let mut done = 0u64;
     let mut files = Vec::new();
     for path in paths {
-        let expected = manifest.entry(&path).map_err(|e| e.to_string())?.bytes;
+        let entry = manifest.entry(&path).map_err(|e| e.to_string())?;
+        let expected = entry.bytes;
         let url = format!("{base}{path}");
         let response = fetch(&url).await?;
         let start = done;
-        let f16 = decoded_while_read(&manifest, &path);
+        let table = decoded_while_read(&manifest, &path);
         let bytes = read_stream(
             body(&response, &url)?,
             expected,
             Some(expected),
             &path,
             &mut |n| dom::progress("downloading bundle", start + n, total),
-            f16,
+            table,
+            Some(Hashes::new(entry, subtle.clone())),
         )
         .await?;
         done += expected;
@@ -271,9 +285,11 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
         return Err(format!("{MANIFEST} is too large ({})", dom::mib(manifest_file.size() as u64)));
     }
     let manifest_bytes =
-        read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| (), None).await?;
+        read_stream(manifest_file.stream(), MAX_MANIFEST_BYTES, None, MANIFEST, &mut |_| (), None, None)
+            .await?;
     let manifest = Manifest::parse(manifest_bytes.bytes()).map_err(|e| e.to_string())?;
     let (paths, total) = downloads(&manifest)?;
+    let subtle = digest_engine();
     let mut done = 0u64;
     let mut loaded = Vec::new();
     for path in paths {
@@ -281,16 +297,18 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
             .get(&path)
             .or_else(|| by_path.get(path.rsplit('/').next().unwrap_or(&path)))
             .ok_or_else(|| format!("bundle file {path} is missing among the chosen files"))?;
-        let expected = manifest.entry(&path).map_err(|e| e.to_string())?.bytes;
+        let entry = manifest.entry(&path).map_err(|e| e.to_string())?;
+        let expected = entry.bytes;
         let start = done;
-        let f16 = decoded_while_read(&manifest, &path);
+        let table = decoded_while_read(&manifest, &path);
         let bytes = read_stream(
             file.stream(),
             expected,
             Some(expected),
             &path,
             &mut |n| dom::progress("reading bundle", start + n, total),
-            f16,
+            table,
+            Some(Hashes::new(entry, subtle.clone())),
         )
         .await?;
         done += expected;
@@ -301,11 +319,11 @@ async fn load_files(files: Vec<File>) -> Result<Loaded, String> {
 
 /// Checksums and decoding, shared by the URL and file paths.
 ///
-/// With WebCrypto, every digest is started first: the browser copies the bytes at the call and
-/// hashes them on its own thread while the page parses the metadata and decodes the table here;
-/// the checks then wait for the digests. A file whose digest does not match is reported before
-/// any parse or decode error (a corrupted download is named as such), and nothing decoded is
-/// used before every digest has matched.
+/// Every piece's digest was started while the file was read ([`Hashes`]); with WebCrypto the
+/// browser hashes them on its own thread, so all but the last pieces are done by now, and the
+/// table is decoded here while the last ones finish. A file whose size or digest does not match
+/// is reported before any parse or decode error (a corrupted download is named as such), and
+/// nothing decoded is used before every digest has matched.
 async fn finish(
     manifest: Manifest,
     mut files: Vec<(String, Download)>,
@@ -313,20 +331,10 @@ async fn finish(
     source_label: String,
 ) -> Result<Loaded, String> {
     dom::status("verifying checksums…");
-    let t0 = dom::now_ms();
-    let subtle = subtle_crypto();
-    dom::set_body_attr("data-digest", if subtle.is_some() { "webcrypto" } else { "wasm" });
     let mut digests = Vec::with_capacity(files.len());
-    for (path, download) in &files {
-        let bytes = download.bytes();
-        check_size(&manifest, path, bytes.len() as u64).map_err(|e| e.to_string())?;
-        let digest = match &subtle {
-            Some(subtle) => {
-                Digest::Pending(start_webcrypto_sha256(subtle, bytes).map_err(|e| format!("{path}: {e}"))?)
-            }
-            None => Digest::Done(sha256_hex(bytes)),
-        };
-        digests.push((path.clone(), digest));
+    for (path, download) in &mut files {
+        check_size(&manifest, path, download.len as u64).map_err(|e| e.to_string())?;
+        digests.push((path.clone(), std::mem::take(&mut download.digests)));
     }
     let t1 = dom::now_ms();
     // The table leaves `files` to be decoded in place; WebCrypto has copied its bytes already.
@@ -335,20 +343,26 @@ async fn finish(
     let get = |p: &str| files.iter().find(|(q, _)| q == p).map(|(_, b)| b.bytes());
     let decoded = decode(&manifest, table, get);
     let t2 = dom::now_ms();
-    for (path, digest) in digests {
-        let digest = match digest {
-            Digest::Pending(promise) => webcrypto_hex(promise).await.map_err(|e| format!("{path}: {e}"))?,
-            Digest::Done(hex) => hex,
-        };
-        check_digest(&manifest, &path, &digest).map_err(|e| e.to_string())?;
+    let count: usize = digests.iter().map(|(_, d)| d.len()).sum();
+    for (path, digests) in digests {
+        for (piece, digest) in digests.into_iter().enumerate() {
+            let digest = match digest {
+                Digest::Pending(promise) => {
+                    webcrypto_hex(promise).await.map_err(|e| format!("{path}: {e}"))?
+                }
+                Digest::Done(hex) => hex,
+            };
+            check_digest(&manifest, &path, piece, &digest).map_err(|e| e.to_string())?;
+        }
     }
     let t3 = dom::now_ms();
     let (columns, embeddings, results) = decoded?;
-    // Phase timings for tests/web/bench.mjs: the hashing the decoding did not hide (starting the
-    // digests, which copies the bytes, and the wait for them after decoding), and the decoding;
-    // the rest of data-load-ms is reading the files.
-    dom::set_body_attr("data-verify-ms", &format!("{:.1}", (t1 - t0) + (t3 - t2)));
+    // Phase timings for tests/web/bench.mjs: the wait for the digests after decoding (the hashing
+    // the download and the decoding did not hide), and the decoding; the rest of data-load-ms is
+    // reading the files, which starts the digests.
+    dom::set_body_attr("data-verify-ms", &format!("{:.1}", t3 - t2));
     dom::set_body_attr("data-decode-ms", &format!("{:.1}", t2 - t1));
+    dom::set_body_attr("data-digests", &count.to_string());
     let has_thumbs = columns.iter().any(|(n, _)| n == culturelens_bundle::THUMBNAIL_COLUMN);
     Ok(Loaded {
         manifest,
@@ -360,10 +374,41 @@ async fn finish(
     })
 }
 
-/// A file's SHA-256: still being computed by WebCrypto, or already known (the wasm hash).
+/// A piece's SHA-256: still being computed by WebCrypto, or already known (the wasm hash).
 enum Digest {
     Pending(js_sys::Promise),
     Done(String),
+}
+
+/// The SHA-256s of a file being read, one per piece of its manifest entry
+/// ([`FileEntry::digests`]: the listed pieces, or the whole file as one), each started as soon
+/// as its last byte has arrived.
+struct Hashes {
+    /// WebCrypto where the page has it; the wasm `sha2` otherwise.
+    subtle: Option<web_sys::SubtleCrypto>,
+    pieces: Vec<Range<u64>>,
+    started: Vec<Digest>,
+}
+
+impl Hashes {
+    fn new(entry: &FileEntry, subtle: Option<web_sys::SubtleCrypto>) -> Hashes {
+        let pieces: Vec<_> = entry.digests().into_iter().map(|(range, _)| range).collect();
+        Hashes { subtle, started: Vec::with_capacity(pieces.len()), pieces }
+    }
+
+    /// Starts the digest of every piece that lies wholly within `bytes`, the file so far.
+    fn advance(&mut self, bytes: &[u8], file: &str) -> Result<(), String> {
+        while let Some(range) = self.pieces.get(self.started.len()).filter(|r| r.end <= bytes.len() as u64) {
+            let piece = &bytes[range.start as usize..range.end as usize];
+            self.started.push(match &self.subtle {
+                Some(subtle) => Digest::Pending(
+                    start_webcrypto_sha256(subtle, piece).map_err(|e| format!("{file}: {e}"))?,
+                ),
+                None => Digest::Done(sha256_hex(piece)),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The metadata columns, the decoded table and the result tables of fetched bundle files.
@@ -376,8 +421,8 @@ fn decode<'a>(
 ) -> Result<Decoded, String> {
     let metadata = get(&manifest.metadata).expect("fetched above");
     let columns = parse_metadata(manifest, metadata).map_err(|e| e.to_string())?;
-    let embeddings = match table.f16 {
-        Some(f16) => f16.finish(manifest, &table.words, table.len),
+    let embeddings = match table.table {
+        Some(stream) => stream.finish(manifest, table.words, table.len),
         None => decode_embeddings_words(manifest, table.words, table.len),
     }
     .map_err(|e| e.to_string())?;
@@ -418,6 +463,14 @@ fn read_results<'a, 'm>(
             .map(|(p, b)| parse_cultext2i_report(p, b))
             .transpose()?,
     })
+}
+
+/// The page's `crypto.subtle` for the bundle's digests, where the browser offers it, and
+/// `<body data-digest>` set to the engine that will hash (`webcrypto` or `wasm`).
+fn digest_engine() -> Option<web_sys::SubtleCrypto> {
+    let subtle = subtle_crypto();
+    dom::set_body_attr("data-digest", if subtle.is_some() { "webcrypto" } else { "wasm" });
+    subtle
 }
 
 /// The page's `crypto.subtle`, where the browser offers it (secure contexts only).
@@ -469,13 +522,15 @@ fn body(response: &Response, url: &str) -> Result<ReadableStream, String> {
 
 /// A file read into memory: its bytes in 4-byte words (memory order, the last word zero-padded),
 /// so that an f32 table can become the decoded table in place
-/// ([`decode_embeddings_words`]) instead of being copied a second time; an f16 table is decoded
-/// piece by piece as it arrives ([`F16Stream`]), behind the network.
+/// ([`decode_embeddings_words`]) instead of being copied a second time; a table is decoded (f16)
+/// and checked row by row as it arrives ([`TableStream`]), behind the network.
 pub struct Download {
     words: Vec<u32>,
     len: usize,
-    /// An f16 table decoded while it was read.
-    f16: Option<F16Stream>,
+    /// The embeddings table, decoded and checked while it was read.
+    table: Option<TableStream>,
+    /// The digests of the file's pieces, started while it was read ([`Hashes`]).
+    digests: Vec<Digest>,
 }
 
 impl Download {
@@ -485,14 +540,17 @@ impl Download {
 }
 
 /// Reads a stream into memory, failing as soon as it exceeds `limit` bytes; `exact` (when given)
-/// must match the final size. Calls `progress(bytes so far)` about every 1% of `limit`.
+/// must match the final size. Calls `progress(bytes so far)` about every 1% of `limit`. Starts
+/// the digest of each piece of `hashes` as soon as the piece has arrived.
+#[allow(clippy::too_many_arguments)]
 async fn read_stream(
     stream: ReadableStream,
     limit: u64,
     exact: Option<u64>,
     file: &str,
     progress: &mut dyn FnMut(u64),
-    mut f16: Option<F16Stream>,
+    mut table: Option<TableStream>,
+    mut hashes: Option<Hashes>,
 ) -> Result<Download, String> {
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     // Reserve what the manifest lists only up to PREALLOCATE_BYTES: a manifest that lies about a
@@ -503,8 +561,8 @@ async fn read_stream(
     let mut words: Vec<u32> = Vec::with_capacity(words_for(exact.unwrap_or(0).min(PREALLOCATE_BYTES)));
     // An f16 table's values get their room by the same rule, in one allocation of their final
     // size: at once for a file listed within PREALLOCATE_BYTES, below with the rest of a larger one.
-    if let (Some(f16), Some(n)) = (&mut f16, exact.filter(|&n| n <= PREALLOCATE_BYTES)) {
-        f16.reserve_for(n);
+    if let (Some(table), Some(n)) = (&mut table, exact.filter(|&n| n <= PREALLOCATE_BYTES)) {
+        table.reserve_for(n);
     }
     let mut len = 0usize;
     let step = (limit / 100).max(1 << 16);
@@ -535,16 +593,20 @@ async fn read_stream(
             && start as u64 >= PREALLOCATE_BYTES
         {
             words.reserve_exact(words_for(n).saturating_sub(words.len()));
-            if let Some(f16) = &mut f16 {
-                f16.reserve_for(n);
+            if let Some(table) = &mut table {
+                table.reserve_for(n);
             }
         }
         len = start + got;
         words.resize(words_for(len as u64), 0);
         value.copy_to(&mut bytemuck::cast_slice_mut(&mut words)[start..len]);
-        if let Some(f16) = &mut f16 {
-            // The complete words so far, decoded while the next piece is on its way.
-            f16.advance(&words[..len / 4]);
+        if let Some(hashes) = &mut hashes {
+            // First, so that WebCrypto hashes on its own thread while the page decodes.
+            hashes.advance(&bytemuck::cast_slice(&words)[..len], file)?;
+        }
+        if let Some(table) = &mut table {
+            // The complete words so far, decoded and checked while the next piece is on its way.
+            table.advance(&words[..len / 4]);
         }
         if len as u64 >= next_report {
             progress(len as u64);
@@ -552,7 +614,15 @@ async fn read_stream(
         }
     }
     progress(len as u64);
-    Ok(Download { words, len, f16 })
+    // An empty file's one piece has arrived without a chunk.
+    let digests = match hashes {
+        Some(mut hashes) => {
+            hashes.advance(&bytemuck::cast_slice(&words)[..len], file)?;
+            hashes.started
+        }
+        None => Vec::new(),
+    };
+    Ok(Download { words, len, table, digests })
 }
 
 pub fn js_error(e: &JsValue) -> String {

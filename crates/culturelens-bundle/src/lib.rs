@@ -22,11 +22,11 @@ mod write;
 pub use culturelens_files::sha256_hex;
 pub use error::BundleError;
 pub use manifest::{
-    DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, MAX_RESULT_BYTES, Manifest, REQUIRED_COLUMNS,
-    Results, THUMBNAIL_COLUMN,
+    DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, MAX_RESULT_BYTES, MIN_PIECE_BYTES, Manifest,
+    PIECE_BYTES, Pieces, REQUIRED_COLUMNS, Results, THUMBNAIL_COLUMN,
 };
 pub use read::{
-    Bundle, F16Stream, check_digest, check_file, check_size, decode_embeddings, decode_embeddings_words,
+    Bundle, TableStream, check_digest, check_file, check_size, decode_embeddings, decode_embeddings_words,
     parse_metadata, read_bundle,
 };
 pub use results::{

@@ -1,6 +1,9 @@
 //! `manifest.json`: what a bundle holds (shape, dtype, models, languages, cultures, embedding
 //! model, provenance) and the size and SHA-256 of every other file in it.
 
+use std::ops::Range;
+
+use culturelens_files::sha256_hex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BundleError;
@@ -33,12 +36,60 @@ impl DType {
     }
 }
 
-/// One file of the bundle: path relative to the bundle root, size in bytes, SHA-256 (hex).
+/// Size of the pieces the writer hashes one by one in files larger than one piece
+/// (`culturelens bundle --piece-bytes` sets another).
+pub const PIECE_BYTES: u64 = 16 * 1024 * 1024;
+/// Smallest piece size a manifest may list (bounds the number of digests per byte).
+pub const MIN_PIECE_BYTES: u64 = 64 * 1024;
+
+/// One file of the bundle: path relative to the bundle root, size in bytes, SHA-256 (hex), and for
+/// a file larger than one piece the SHA-256 of each piece.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
     pub path: String,
     pub bytes: u64,
+    /// SHA-256 of the whole file (what `sha256sum` prints).
     pub sha256: String,
+    /// The file's pieces and their SHA-256s, which readers check instead of the whole file's: a
+    /// browser hashes each piece as soon as it has arrived, while the rest downloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pieces: Option<Pieces>,
+}
+
+/// The SHA-256s of a file cut into consecutive pieces of `bytes` bytes (the last one shorter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pieces {
+    /// Size of every piece but the last (at least [`MIN_PIECE_BYTES`]).
+    pub bytes: u64,
+    /// Lower-case hex SHA-256 of each piece, in file order: `ceil(file bytes / bytes)` of them.
+    pub sha256: Vec<String>,
+}
+
+impl FileEntry {
+    /// The entry of file `path` holding `data`: its size and SHA-256, and the SHA-256 of each
+    /// `piece_bytes` piece when the file is larger than one piece.
+    pub fn new(path: &str, data: &[u8], piece_bytes: u64) -> FileEntry {
+        let pieces = (data.len() as u64 > piece_bytes).then(|| Pieces {
+            bytes: piece_bytes,
+            sha256: data.chunks(piece_bytes as usize).map(sha256_hex).collect(),
+        });
+        FileEntry { path: path.to_string(), bytes: data.len() as u64, sha256: sha256_hex(data), pieces }
+    }
+
+    /// What a reader hashes and compares, in file order: each listed piece's byte range and
+    /// SHA-256, or the whole file as one piece when no pieces are listed. Every byte of the
+    /// file lies in exactly one range.
+    pub fn digests(&self) -> Vec<(Range<u64>, &str)> {
+        match &self.pieces {
+            Some(p) => p
+                .sha256
+                .iter()
+                .enumerate()
+                .map(|(i, h)| (i as u64 * p.bytes..((i as u64 + 1) * p.bytes).min(self.bytes), h.as_str()))
+                .collect(),
+            None => vec![(0..self.bytes, self.sha256.as_str())],
+        }
+    }
 }
 
 /// The manifest, field by field as in `manifest.json` (see `web/BUNDLE.md`).
@@ -109,8 +160,29 @@ impl Manifest {
             if !is_safe_path(&f.path) {
                 return err(format!("files[{i}]: path `{}` must be relative, without `..` or `\\`", f.path));
             }
-            if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if !is_sha256_hex(&f.sha256) {
                 return err(format!("files[{i}] ({}): sha256 must be 64 hex digits", f.path));
+            }
+            if let Some(p) = &f.pieces {
+                if p.bytes < MIN_PIECE_BYTES {
+                    return err(format!(
+                        "files[{i}] ({}): pieces.bytes is {}, less than the {MIN_PIECE_BYTES}-byte minimum",
+                        f.path, p.bytes
+                    ));
+                }
+                let count = f.bytes.div_ceil(p.bytes);
+                if p.sha256.len() as u64 != count {
+                    return err(format!(
+                        "files[{i}] ({}): pieces.sha256 lists {} digests, but {} bytes in {}-byte pieces make {count}",
+                        f.path,
+                        p.sha256.len(),
+                        f.bytes,
+                        p.bytes
+                    ));
+                }
+                if let Some(k) = p.sha256.iter().position(|h| !is_sha256_hex(h)) {
+                    return err(format!("files[{i}] ({}): pieces.sha256[{k}] must be 64 hex digits", f.path));
+                }
             }
             if f.path == MANIFEST || self.files[..i].iter().any(|g| g.path == f.path) {
                 return err(format!("files[{i}]: `{}` is listed twice", f.path));
@@ -145,6 +217,10 @@ impl Manifest {
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.bytes).sum()
     }
+}
+
+fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn is_safe_path(path: &str) -> bool {

@@ -22,10 +22,15 @@ impl Bundle {
     }
 }
 
-/// Checks that `bytes` is the file `path` of the manifest: same size and SHA-256.
+/// Checks that `bytes` is the file `path` of the manifest: same size, and the same SHA-256 for
+/// each listed piece, or for the whole file when the manifest lists no pieces
+/// ([`FileEntry::digests`](crate::FileEntry::digests)).
 pub fn check_file(manifest: &Manifest, path: &str, bytes: &[u8]) -> Result<(), BundleError> {
     check_size(manifest, path, bytes.len() as u64)?;
-    check_digest(manifest, path, &sha256_hex(bytes))
+    for (piece, (range, _)) in manifest.entry(path)?.digests().into_iter().enumerate() {
+        check_digest(manifest, path, piece, &sha256_hex(&bytes[range.start as usize..range.end as usize]))?;
+    }
+    Ok(())
 }
 
 /// The size half of [`check_file`]: `len` bytes must be what the manifest lists for `path`.
@@ -41,19 +46,29 @@ pub fn check_size(manifest: &Manifest, path: &str, len: u64) -> Result<(), Bundl
 }
 
 /// The checksum half of [`check_file`], for a SHA-256 computed elsewhere (the browser app hashes
-/// with WebCrypto): `actual` (hex) must be what the manifest lists for `path`.
-pub fn check_digest(manifest: &Manifest, path: &str, actual: &str) -> Result<(), BundleError> {
+/// with WebCrypto, piece by piece as the file arrives): `actual` (hex) must be what the manifest
+/// lists for piece `piece` of [`FileEntry::digests`](crate::FileEntry::digests) of `path` (piece 0
+/// is the whole file when no pieces are listed).
+pub fn check_digest(manifest: &Manifest, path: &str, piece: usize, actual: &str) -> Result<(), BundleError> {
     let entry = manifest.entry(path)?;
-    if !actual.eq_ignore_ascii_case(&entry.sha256) {
+    let digests = entry.digests();
+    let Some((range, listed)) = digests.get(piece) else {
         return Err(BundleError::new(
             path,
-            format!(
-                "SHA-256 mismatch: the file is {actual}, the manifest lists {} (corrupt file)",
-                entry.sha256
-            ),
+            format!("piece {piece} is beyond the {} the manifest lists", digests.len()),
         ));
+    };
+    if actual.eq_ignore_ascii_case(listed) {
+        return Ok(());
     }
-    Ok(())
+    let what = match entry.pieces {
+        Some(_) => format!("piece {piece} of {} (bytes {}..{})", digests.len(), range.start, range.end),
+        None => "the file".to_string(),
+    };
+    Err(BundleError::new(
+        path,
+        format!("SHA-256 mismatch: {what} is {actual}, the manifest lists {listed} (corrupt file)"),
+    ))
 }
 
 /// Decodes the embeddings file to row-major f32 and checks every row: finite values, non-zero norm.
@@ -63,65 +78,121 @@ pub fn decode_embeddings(manifest: &Manifest, bytes: &[u8]) -> Result<Vec<f32>, 
         DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
         DType::F16 => bytes.chunks_exact(2).map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect(),
     };
-    check_embedding_rows(manifest, values)
+    check_embedding_rows(manifest, values, 0)
 }
 
-/// An f16 embeddings file decoded while it is still arriving (the browser app decodes each
-/// piece of the download as it lands, so the decoding hides behind the network).
+/// An embeddings file decoded and checked while it is still arriving: the browser app hands
+/// over each piece of the download as it lands, so the work hides behind the network. An f16
+/// table is decoded to f32 as it comes; the rows of either dtype are checked (finite values, a
+/// non-zero one) as soon as they are complete, so that little is left once the last byte is in.
 ///
-/// The values get one allocation, of their final size, made when the reader trusts the size
-/// ([`F16Stream::reserve_for`]): the browser reserves what a manifest lists only once that much
-/// could be real (at once for a small file, after its first 256 MiB for a large one), so a
-/// manifest that lies about a size cannot make the tab reserve memory for bytes that never
-/// come, and the values are never moved by a growing buffer. Until then
-/// [`F16Stream::advance`] decodes nothing; the backlog is decoded at the next call after it.
-/// [`F16Stream::finish`] decodes what is left and gives what [`decode_embeddings_words`] gives.
-#[derive(Default)]
-pub struct F16Stream {
+/// The decoded f16 values get one allocation, of their final size, made when the reader trusts
+/// the size ([`TableStream::reserve_for`]): the browser reserves what a manifest lists only once
+/// that much could be real (at once for a small file, after its first 256 MiB for a large one),
+/// so a manifest that lies about a size cannot make the tab reserve memory for bytes that never
+/// come, and the values are never moved by a growing buffer. Until then an f16 table's
+/// [`TableStream::advance`] does nothing; the backlog is done at the next call after it.
+/// [`TableStream::finish`] does what is left and gives what [`decode_embeddings_words`] gives,
+/// errors included (the first bad row, whenever it arrived).
+pub struct TableStream {
+    dtype: DType,
+    dim: usize,
+    /// The decoded values of an f16 table (an f32 table is decoded in place at the end).
     values: Vec<f32>,
-    /// Words decoded so far.
+    /// f16 words decoded so far.
     words: usize,
-    /// Whether the room for every value has been made.
+    /// Whether the room for every f16 value has been made.
     room: bool,
+    /// Leading rows found fit so far (the check stops at the first unfit row, which
+    /// [`TableStream::finish`] reports).
+    rows: usize,
 }
 
-impl F16Stream {
-    /// Makes room for the values of a file of `bytes` bytes; from now on [`F16Stream::advance`]
-    /// decodes.
+impl TableStream {
+    /// The stream of the embeddings file of `manifest` (its dtype and dim).
+    pub fn new(manifest: &Manifest) -> TableStream {
+        TableStream {
+            dtype: manifest.dtype,
+            dim: manifest.dim.max(1),
+            values: Vec::new(),
+            words: 0,
+            room: false,
+            rows: 0,
+        }
+    }
+
+    /// Makes room for the f16 values of a file of `bytes` bytes; from now on
+    /// [`TableStream::advance`] decodes.
     pub fn reserve_for(&mut self, bytes: u64) {
-        let values = usize::try_from(bytes.div_ceil(4) * 2).unwrap_or(usize::MAX);
-        self.values.reserve_exact(values.saturating_sub(self.values.len()));
+        if self.dtype == DType::F16 {
+            let values = usize::try_from(bytes.div_ceil(4) * 2).unwrap_or(usize::MAX);
+            self.values.reserve_exact(values.saturating_sub(self.values.len()));
+        }
         self.room = true;
     }
 
-    /// Decodes the words past those already decoded, once there is room: `words` is every word
-    /// of the file so far (memory order, as read), the last one complete.
+    /// Decodes (f16) and checks the rows past those already done: `words` is every word of the
+    /// file so far (memory order, as read), the last one complete.
     pub fn advance(&mut self, words: &[u32]) {
-        if !self.room {
-            return;
+        match self.dtype {
+            DType::F32 => {
+                // The file's words are the values: check every complete row, in place.
+                let complete = words.len() / self.dim;
+                while self.rows < complete && row_words_are_fit(&words[self.rows * self.dim..][..self.dim]) {
+                    self.rows += 1;
+                }
+            }
+            DType::F16 => {
+                if !self.room {
+                    return;
+                }
+                // In blocks, each a call of its own: a browser's wasm engine switches a function
+                // to optimised code only at a later call, never inside one long loop.
+                const BLOCK: usize = 1 << 16;
+                for block in words[self.words.min(words.len())..].chunks(BLOCK) {
+                    let at = self.values.len();
+                    self.values.resize(at + 2 * block.len(), 0.0);
+                    decode_f16_words(block, &mut self.values[at..]);
+                }
+                self.words = self.words.max(words.len());
+                let complete = self.values.len() / self.dim;
+                while self.rows < complete && row_is_fit(&self.values[self.rows * self.dim..][..self.dim]) {
+                    self.rows += 1;
+                }
+            }
         }
-        // In blocks, each a call of its own: a browser's wasm engine switches a function to
-        // optimised code only at a later call, never inside one long loop.
-        const BLOCK: usize = 1 << 16;
-        for block in words[self.words.min(words.len())..].chunks(BLOCK) {
-            let at = self.values.len();
-            self.values.resize(at + 2 * block.len(), 0.0);
-            decode_f16_words(block, &mut self.values[at..]);
-        }
-        self.words = self.words.max(words.len());
     }
 
     /// The decoded table of the file of `len` bytes held in `words` (its last, partial word
-    /// zero-padded), decoding what [`F16Stream::advance`] has not: checked as
-    /// [`decode_embeddings`] checks it.
-    pub fn finish(mut self, manifest: &Manifest, words: &[u32], len: usize) -> Result<Vec<f32>, BundleError> {
+    /// zero-padded), doing what [`TableStream::advance`] has not: checked as
+    /// [`decode_embeddings`] checks it. An f32 table becomes the result in place.
+    pub fn finish(
+        mut self,
+        manifest: &Manifest,
+        words: Vec<u32>,
+        len: usize,
+    ) -> Result<Vec<f32>, BundleError> {
         check_embedding_bytes(manifest, len)?;
-        if !self.room {
-            self.reserve_for(len as u64);
-        }
-        self.advance(&words[..len.div_ceil(4)]);
-        self.values.truncate(len / 2);
-        check_embedding_rows(manifest, self.values)
+        let values = match self.dtype {
+            DType::F32 => {
+                let mut words = words;
+                words.truncate(len / 4);
+                // Each word holds four file bytes in memory order; `u32::from_le` of it is the
+                // little-endian value (the identity on little-endian targets, so the collect
+                // reuses the buffer and the loop folds away).
+                words.into_iter().map(|w| f32::from_bits(u32::from_le(w))).collect()
+            }
+            DType::F16 => {
+                if !self.room {
+                    self.reserve_for(len as u64);
+                }
+                self.advance(&words[..len.div_ceil(4)]);
+                drop(words);
+                self.values.truncate(len / 2);
+                self.values
+            }
+        };
+        check_embedding_rows(manifest, values, self.rows.min(manifest.rows))
     }
 }
 
@@ -161,19 +232,7 @@ pub fn decode_embeddings_words(
     words: Vec<u32>,
     len: usize,
 ) -> Result<Vec<f32>, BundleError> {
-    check_embedding_bytes(manifest, len)?;
-    match manifest.dtype {
-        DType::F32 => {
-            let mut words = words;
-            words.truncate(len / 4);
-            // Each word holds four file bytes in memory order; `u32::from_le` of it is the
-            // little-endian value (the identity on little-endian targets, so the collect
-            // reuses the buffer and the loop folds away).
-            let values = words.into_iter().map(|w| f32::from_bits(u32::from_le(w))).collect();
-            check_embedding_rows(manifest, values)
-        }
-        DType::F16 => F16Stream::default().finish(manifest, &words, len),
-    }
+    TableStream::new(manifest).finish(manifest, words, len)
 }
 
 /// The embedding file holds exactly `rows × dim` values of the manifest's dtype.
@@ -197,10 +256,26 @@ fn row_is_fit(v: &[f32]) -> bool {
     finite && nonzero
 }
 
-/// Every value finite and no row all zeros; returns `values`.
-fn check_embedding_rows(manifest: &Manifest, values: Vec<f32>) -> Result<Vec<f32>, BundleError> {
+/// [`row_is_fit`] of a row of f32 held as the file's words (memory order): finite means an
+/// exponent below all ones, non-zero a bit set outside the sign.
+#[inline(never)]
+fn row_words_are_fit(v: &[u32]) -> bool {
+    let (finite, nonzero) = v.iter().fold((true, false), |(f, z), w| {
+        let bits = u32::from_le(*w);
+        (f & (bits & 0x7f80_0000 != 0x7f80_0000), z | (bits & 0x7fff_ffff != 0))
+    });
+    finite && nonzero
+}
+
+/// Every value finite and no row all zeros, past the first `checked` rows (already found fit);
+/// returns `values`.
+fn check_embedding_rows(
+    manifest: &Manifest,
+    values: Vec<f32>,
+    checked: usize,
+) -> Result<Vec<f32>, BundleError> {
     let path = manifest.embeddings.as_str();
-    for (row, v) in values.chunks_exact(manifest.dim).enumerate() {
+    for (row, v) in values.chunks_exact(manifest.dim).enumerate().skip(checked) {
         if row_is_fit(v) {
             continue;
         }

@@ -5,7 +5,6 @@
 //! `culturelens-results`, for the browser's result views (`web/src/views/magbig.rs`,
 //! `cultext2i.rs` and the educator's occupation slide).
 
-use culturelens_files::sha256_hex;
 use culturelens_results::cultext2i::{self, Cultext2iReport, Cultext2iRow};
 use culturelens_results::magbig::{self, MagbigRow};
 
@@ -23,8 +22,13 @@ pub struct ResultFiles {
 
 /// Adds `results` to the files of a bundle made by [`crate::build_bundle`] (manifest last): each
 /// is parsed first (a table that does not parse is refused, naming the file, row and column),
-/// stored under `results/`, listed in `files` and in the manifest's `results`.
-pub fn attach_results(files: &mut Vec<(String, Vec<u8>)>, results: ResultFiles) -> Result<(), BundleError> {
+/// stored under `results/`, listed in `files` (in pieces of `piece_bytes`, as
+/// [`crate::BundleSpec::piece_bytes`]) and in the manifest's `results`.
+pub fn attach_results(
+    files: &mut Vec<(String, Vec<u8>)>,
+    results: ResultFiles,
+    piece_bytes: u64,
+) -> Result<(), BundleError> {
     let (name, manifest_bytes) = files.pop().expect("build_bundle returns the manifest last");
     assert_eq!(name, MANIFEST, "build_bundle returns the manifest last");
     let mut manifest = Manifest::parse(&manifest_bytes)?;
@@ -58,11 +62,7 @@ pub fn attach_results(files: &mut Vec<(String, Vec<u8>)>, results: ResultFiles) 
             Kind::Cultext2iReport => &mut manifest.results.cultext2i_report,
         };
         *slot = Some(path.to_string());
-        manifest.files.push(FileEntry {
-            path: path.to_string(),
-            bytes: bytes.len() as u64,
-            sha256: sha256_hex(&bytes),
-        });
+        manifest.files.push(FileEntry::new(path, &bytes, piece_bytes));
         files.push((path.to_string(), bytes));
     }
     manifest.validate()?;

@@ -22,6 +22,7 @@ fn spec(dtype: DType) -> BundleSpec {
         embedding_model: "none".into(),
         provenance: "unit test".into(),
         dtype,
+        piece_bytes: PIECE_BYTES,
     }
 }
 
@@ -83,6 +84,73 @@ fn corrupt_and_truncated_files_are_rejected() {
     replace(&mut f, "meta.csv", short);
     let err = read(&f).unwrap_err().to_string();
     assert!(err.contains("meta.csv: has 10 bytes but the manifest lists"), "{err}");
+}
+
+/// A bundle of 20,000 × 4 f32 values (320,000 bytes) listed in pieces of [`MIN_PIECE_BYTES`].
+fn pieced() -> Vec<(String, Vec<u8>)> {
+    let rows = 20_000;
+    let emb: Vec<f32> = (0..rows * 4).map(|i| 1.0 + (i % 7) as f32).collect();
+    let cols = |v: &str| vec![v.to_string(); rows];
+    let columns =
+        vec![("model".into(), cols("A")), ("language".into(), cols("en")), ("culture".into(), cols("X"))];
+    let spec = BundleSpec { piece_bytes: MIN_PIECE_BYTES, ..spec(DType::F32) };
+    build_bundle(&spec, &emb, 4, &columns, vec![]).unwrap()
+}
+
+#[test]
+fn large_files_are_listed_and_checked_piece_by_piece() {
+    let f = pieced();
+    let m = Manifest::parse(&f.last().unwrap().1).unwrap();
+    let emb = m.entry("embeddings.f32").unwrap();
+    assert_eq!(emb.bytes, 320_000);
+    assert_eq!(emb.sha256, sha256_hex(&f[0].1), "the whole file's digest is still listed");
+    let pieces = emb.pieces.as_ref().expect("320,000 bytes are more than one 65,536-byte piece");
+    assert_eq!(pieces.bytes, 65_536);
+    // 320,000 = 4 × 65,536 + 57,856: four whole pieces and a shorter last one.
+    let ranges: Vec<_> = emb.digests().into_iter().map(|(r, _)| r).collect();
+    assert_eq!(ranges, [0..65_536, 65_536..131_072, 131_072..196_608, 196_608..262_144, 262_144..320_000]);
+    assert_eq!(pieces.sha256[4], sha256_hex(&f[0].1[262_144..]));
+    // Every file larger than one piece: the metadata (20,000 rows of `A,en,X`) too.
+    let meta = m.entry("meta.csv").unwrap();
+    assert_eq!((meta.bytes, meta.pieces.as_ref().map(|p| p.sha256.len())), (140_023, Some(3)));
+    assert_eq!(read(&f).unwrap().embeddings.len(), 80_000);
+
+    // A flipped byte is named by its piece.
+    let mut bad = f.clone();
+    bad[0].1[200_000] ^= 1;
+    let err = read(&bad).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "bundle file embeddings.f32: SHA-256 mismatch: piece 3 of 5 (bytes 196608..262144) is {}, the manifest lists {} (corrupt file)",
+            sha256_hex(&bad[0].1[196_608..262_144]),
+            pieces.sha256[3]
+        )
+    );
+    assert!(
+        check_digest(&m, "embeddings.f32", 5, &pieces.sha256[0])
+            .unwrap_err()
+            .to_string()
+            .contains("piece 5 is beyond the 5")
+    );
+
+    // Readers check the pieces where they are listed, not the whole file's digest (which only
+    // `sha256sum` and readers from before pieces use): the pieces cover every byte.
+    let mut v: serde_json::Value = serde_json::from_slice(&f.last().unwrap().1).unwrap();
+    v["files"][0]["sha256"] = "00".repeat(32).into();
+    let mut edited = f.clone();
+    edited.last_mut().unwrap().1 = serde_json::to_vec(&v).unwrap();
+    assert_eq!(read(&edited).unwrap().embeddings, read(&f).unwrap().embeddings);
+}
+
+#[test]
+fn a_file_of_exactly_whole_pieces_ends_on_a_piece_boundary() {
+    let data = vec![7u8; 3 * 65_536];
+    let e = FileEntry::new("x", &data, MIN_PIECE_BYTES);
+    let ranges: Vec<_> = e.digests().into_iter().map(|(r, _)| r).collect();
+    assert_eq!(ranges, [0..65_536, 65_536..131_072, 131_072..196_608]);
+    assert!(FileEntry::new("x", &data[..65_536], MIN_PIECE_BYTES).pieces.is_none());
+    assert!(FileEntry::new("x", b"", MIN_PIECE_BYTES).digests() == [(0..0, sha256_hex(b"").as_str())]);
 }
 
 /// Rewrites `meta.csv` and its manifest entry so only the content check can catch the problem.
@@ -184,6 +252,23 @@ fn manifest_problems_are_rejected() {
     check(&|v| v["metadata"] = "other.csv".into(), "`other.csv` is not listed");
     check(&|v| v["files"][0]["sha256"] = "xyz".into(), "64 hex digits");
     check(&|v| v.as_object_mut().unwrap().retain(|k, _| k != "dim"), "missing field `dim`");
+    let pieces =
+        |bytes: u64, n: usize| serde_json::json!({"bytes": bytes, "sha256": vec!["ab".repeat(32); n]});
+    check(
+        &|v| v["files"][0]["pieces"] = pieces(1024, 1),
+        "pieces.bytes is 1024, less than the 65536-byte minimum",
+    );
+    check(
+        &|v| v["files"][0]["pieces"] = pieces(MIN_PIECE_BYTES, 2),
+        "pieces.sha256 lists 2 digests, but 24 bytes in 65536-byte pieces make 1",
+    );
+    check(
+        &|v| {
+            v["files"][0]["pieces"] = pieces(MIN_PIECE_BYTES, 1);
+            v["files"][0]["pieces"]["sha256"][0] = "ab".into();
+        },
+        "files[0] (embeddings.f32): pieces.sha256[0] must be 64 hex digits",
+    );
     let err = Manifest::parse(b"<html>not found</html>").unwrap_err().to_string();
     assert!(err.contains("not a culturelens bundle manifest"), "{err}");
 }
@@ -203,7 +288,7 @@ fn with_results() -> Vec<(String, Vec<u8>)> {
         cultext2i: Some(CULTEXT2I.into()),
         cultext2i_report: Some(REPORT.into()),
     };
-    attach_results(&mut f, results).unwrap();
+    attach_results(&mut f, results, PIECE_BYTES).unwrap();
     f
 }
 
@@ -233,7 +318,9 @@ fn result_tables_travel_with_their_checksums() {
 
 #[test]
 fn bad_result_tables_are_refused() {
-    let bad = |results: ResultFiles| attach_results(&mut files(DType::F32), results).unwrap_err().to_string();
+    let bad = |results: ResultFiles| {
+        attach_results(&mut files(DType::F32), results, PIECE_BYTES).unwrap_err().to_string()
+    };
     let e = bad(ResultFiles { magbig: Some(b"model,language,set\nm,de,x\n".to_vec()), ..Default::default() });
     assert!(e.starts_with("bundle file results/magbig.csv: header is `model,language,set`"), "{e}");
     let e = bad(ResultFiles { magbig: Some(MAGBIG.replace("0.3125", "abc").into()), ..Default::default() });
@@ -283,31 +370,57 @@ fn f16_to_f32_is_halfs_on_every_bit_pattern() {
 /// in pieces of one word, none and the rest, gives what decoding the whole file gives; a NaN is
 /// named by row and column as there.
 #[test]
-fn an_f16_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
+fn a_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
     let emb = [1.0, 0.5, -0.25, 2.0, 0.0, 3.0, 65504.0, -6.1e-5, 1e-7];
-    let f = build_bundle(&spec(DType::F16), &emb, 3, &columns(), vec![]).unwrap();
-    let manifest = read(&f).unwrap().manifest;
-    let mut bytes = f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1.clone();
-    assert_eq!(bytes.len(), 18);
-    // Room made before the first piece, after the first (the backlog), or never (all at finish).
-    let streamed = |bytes: &[u8], room_after: usize| {
-        let words = words_of(bytes);
-        let mut stream = F16Stream::default();
-        for (piece, upto) in [1, 1, 2, words.len()].into_iter().enumerate() {
-            if piece == room_after {
-                stream.reserve_for(bytes.len() as u64);
+    for dtype in [DType::F16, DType::F32] {
+        let f = build_bundle(&spec(dtype), &emb, 3, &columns(), vec![]).unwrap();
+        let manifest = read(&f).unwrap().manifest;
+        let mut bytes = f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1.clone();
+        assert_eq!(bytes.len(), 9 * dtype.size());
+        // Room made before the first piece, after the first (the backlog), or never (all at
+        // finish); the pieces end mid-row.
+        let streamed = |bytes: &[u8], room_after: usize| {
+            let words = words_of(bytes);
+            let mut stream = TableStream::new(&manifest);
+            for (piece, upto) in [1, 1, 2, 5, words.len()].into_iter().enumerate() {
+                if piece == room_after {
+                    stream.reserve_for(bytes.len() as u64);
+                }
+                stream.advance(&words[..upto.min(words.len())]);
             }
-            stream.advance(&words[..upto]);
+            stream.finish(&manifest, words, bytes.len())
+        };
+        let whole = decode_embeddings(&manifest, &bytes).unwrap();
+        for room_after in [0, 2, 9] {
+            assert_eq!(
+                streamed(&bytes, room_after).unwrap(),
+                whole,
+                "{dtype:?}, room after piece {room_after}"
+            );
         }
-        stream.finish(&manifest, &words, bytes.len())
-    };
-    let whole = decode_embeddings(&manifest, &bytes).unwrap();
-    for room_after in [0, 2, 9] {
-        assert_eq!(streamed(&bytes, room_after).unwrap(), whole, "room after piece {room_after}");
+        assert_eq!(decode_embeddings_words(&manifest, words_of(&bytes), bytes.len()).unwrap(), whole);
+        assert_eq!(whole[6], 65504.0);
+        // A bad row found while the file arrives, or only at the end, is the error of the whole
+        // file: its first bad row (row 1, a NaN; row 2 is all zeros).
+        let at = |value: usize| value * dtype.size()..(value + 1) * dtype.size();
+        let nan = match dtype {
+            DType::F16 => half::f16::NAN.to_le_bytes().to_vec(),
+            DType::F32 => f32::NAN.to_le_bytes().to_vec(),
+        };
+        bytes[at(5)].copy_from_slice(&nan);
+        for v in 6..9 {
+            bytes[at(v)].fill(0);
+        }
+        let expected = decode_embeddings(&manifest, &bytes).unwrap_err().to_string();
+        let name = manifest.embeddings.as_str();
+        assert_eq!(expected, format!("bundle file {name}, row 1, column dim 2: non-finite value NaN"));
+        for room_after in [0, 2, 9] {
+            assert_eq!(streamed(&bytes, room_after).unwrap_err().to_string(), expected, "{dtype:?}");
+        }
+        bytes[at(5)].fill(0);
+        bytes[at(4)].fill(0);
+        bytes[at(3)].fill(0);
+        let zero = streamed(&bytes, 0).unwrap_err().to_string();
+        assert!(zero.starts_with(&format!("bundle file {name}, row 1: zero-norm embedding")), "{zero}");
     }
-    assert_eq!(decode_embeddings_words(&manifest, words_of(&bytes), bytes.len()).unwrap(), whole);
-    assert_eq!(whole[6], 65504.0);
-    bytes[10..12].copy_from_slice(&half::f16::NAN.to_le_bytes());
-    let nan = streamed(&bytes, 0).unwrap_err().to_string();
-    assert_eq!(nan, "bundle file embeddings.f16, row 1, column dim 2: non-finite value NaN");
 }

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use culturelens_files::sha256_hex;
 use half::f16;
 
 use crate::error::BundleError;
-use crate::manifest::{DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest};
+use crate::manifest::{DType, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, PIECE_BYTES};
 use crate::read::{decode_embeddings, parse_metadata};
 
 /// The descriptive fields of a new bundle's manifest.
@@ -19,6 +18,9 @@ pub struct BundleSpec {
     pub embedding_model: String,
     pub provenance: String,
     pub dtype: DType,
+    /// Files larger than this are also listed piece by piece ([`FileEntry::new`]); normally
+    /// [`PIECE_BYTES`].
+    pub piece_bytes: u64,
 }
 
 /// Manifest fields of the built-in synthetic demo bundle (`culturelens demo-bundle` and the browser
@@ -32,6 +34,7 @@ pub fn demo_spec() -> BundleSpec {
                      not data from any model or paper"
             .to_string(),
         dtype: DType::F32,
+        piece_bytes: PIECE_BYTES,
     }
 }
 
@@ -96,14 +99,7 @@ pub fn build_bundle(
         models: column("model")?,
         languages: column("language")?,
         cultures: column("culture")?,
-        files: files
-            .iter()
-            .map(|(path, bytes)| FileEntry {
-                path: path.clone(),
-                bytes: bytes.len() as u64,
-                sha256: sha256_hex(bytes),
-            })
-            .collect(),
+        files: files.iter().map(|(path, bytes)| FileEntry::new(path, bytes, spec.piece_bytes)).collect(),
         results: Default::default(),
     };
     manifest.validate()?;

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use culturelens_bundle::{
-    BundleSpec, DType, MANIFEST, ResultFiles, THUMBNAIL_COLUMN, attach_results, build_bundle, demo_spec,
+    BundleSpec, DType, MANIFEST, MIN_PIECE_BYTES, PIECE_BYTES, ResultFiles, THUMBNAIL_COLUMN, attach_results,
+    build_bundle, demo_spec,
 };
 use culturelens_files::write_dir_atomic;
 use culturelens_metrics::demo::demo_table;
@@ -48,6 +49,11 @@ pub struct BundleArgs {
     /// Element type of the stored embeddings (f16 halves the download; scores then use the f16 values).
     #[arg(long, value_enum, default_value_t = DTypeArg::F32)]
     pub dtype: DTypeArg,
+    /// Files larger than this many bytes are also listed piece by piece, with a SHA-256 per piece,
+    /// which the browser app checks while the rest of the file downloads (web/BUNDLE.md).
+    #[arg(long, value_name = "BYTES", default_value_t = PIECE_BYTES,
+          value_parser = clap::value_parser!(u64).range(MIN_PIECE_BYTES..))]
+    pub piece_bytes: u64,
     /// Title shown by the app.
     #[arg(long, default_value = "culturelens bundle")]
     pub title: String,
@@ -122,6 +128,7 @@ pub fn run(args: &BundleArgs) -> Result<()> {
             DTypeArg::F32 => DType::F32,
             DTypeArg::F16 => DType::F16,
         },
+        piece_bytes: args.piece_bytes,
     };
     let mut files = build_bundle(&spec, table.embeddings.data(), table.dim(), &columns, thumbnails)?;
     let read = |p: &Option<PathBuf>| -> Result<Option<Vec<u8>>> {
@@ -136,7 +143,7 @@ pub fn run(args: &BundleArgs) -> Result<()> {
         cultext2i_report: read(&args.cultext2i_report)?,
     };
     // Name the user's file, not only its place in the bundle, when a table is refused.
-    attach_results(&mut files, results).map_err(|e| {
+    attach_results(&mut files, results, args.piece_bytes).map_err(|e| {
         let given = [
             ("results/magbig.csv", &args.magbig),
             ("results/magbig-attributes.csv", &args.magbig_attributes),

@@ -33,7 +33,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use burn::tensor::FloatDType;
-use culturelens_bundle::{BundleSpec, DType};
+use culturelens_bundle::{BundleSpec, DType, PIECE_BYTES};
 use culturelens_models_io::decode_image;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, File, HtmlInputElement, HtmlTextAreaElement};
@@ -864,6 +864,7 @@ async fn show_table(
         embedding_model: label.to_string(),
         provenance: format!("embedded in this browser by {label}; nothing was uploaded"),
         dtype: DType::F32,
+        piece_bytes: PIECE_BYTES,
     };
     let source_label = format!("the classroom lens ({what})");
     app::run_load(Source::Table(Box::new(Table {
