@@ -7,9 +7,10 @@
 //! SHA-256 runs in the browser's native code, WebCrypto's `crypto.subtle.digest`, where the page
 //! has it, on each piece of a file as soon as the piece has arrived (a large file's manifest entry
 //! lists a digest per piece, `FileEntry::digests`), so that the hashing runs beside the download
-//! instead of after it. Browsers expose SubtleCrypto only in secure contexts (https, or http from localhost /
-//! 127.0.0.1): on a page served over plain http from another host the app hashes with the `sha2`
-//! crate compiled to wasm instead, the same check about 20 times slower (BENCHMARKS.md).
+//! instead of after it. Browsers expose SubtleCrypto only in secure contexts (https, or http from
+//! localhost / 127.0.0.1): on a page served over plain http from another host the app hashes with
+//! the `sha2` crate compiled to wasm instead, the same check about 20 times slower
+//! (BENCHMARKS.md).
 //! `<body data-digest>` says which one ran (`webcrypto` or `wasm`).
 
 use std::collections::HashMap;

@@ -80,14 +80,22 @@ impl FileEntry {
     /// SHA-256, or the whole file as one piece when no pieces are listed. Every byte of the
     /// file lies in exactly one range.
     pub fn digests(&self) -> Vec<(Range<u64>, &str)> {
+        (0..self.digest_count()).filter_map(|i| self.digest(i)).collect()
+    }
+
+    /// How many digests [`FileEntry::digests`] lists.
+    pub fn digest_count(&self) -> usize {
+        self.pieces.as_ref().map_or(1, |p| p.sha256.len())
+    }
+
+    /// Entry `i` of [`FileEntry::digests`], without listing the others.
+    pub fn digest(&self, i: usize) -> Option<(Range<u64>, &str)> {
         match &self.pieces {
-            Some(p) => p
-                .sha256
-                .iter()
-                .enumerate()
-                .map(|(i, h)| (i as u64 * p.bytes..((i as u64 + 1) * p.bytes).min(self.bytes), h.as_str()))
-                .collect(),
-            None => vec![(0..self.bytes, self.sha256.as_str())],
+            Some(p) => {
+                let start = i as u64 * p.bytes;
+                p.sha256.get(i).map(|h| (start..(start + p.bytes).min(self.bytes), h.as_str()))
+            }
+            None => (i == 0).then_some((0..self.bytes, self.sha256.as_str())),
         }
     }
 }

@@ -51,18 +51,18 @@ pub fn check_size(manifest: &Manifest, path: &str, len: u64) -> Result<(), Bundl
 /// is the whole file when no pieces are listed).
 pub fn check_digest(manifest: &Manifest, path: &str, piece: usize, actual: &str) -> Result<(), BundleError> {
     let entry = manifest.entry(path)?;
-    let digests = entry.digests();
-    let Some((range, listed)) = digests.get(piece) else {
+    let count = entry.digest_count();
+    let Some((range, listed)) = entry.digest(piece) else {
         return Err(BundleError::new(
             path,
-            format!("piece {piece} is beyond the {} the manifest lists", digests.len()),
+            format!("piece {piece} is beyond the {count} the manifest lists"),
         ));
     };
     if actual.eq_ignore_ascii_case(listed) {
         return Ok(());
     }
     let what = match entry.pieces {
-        Some(_) => format!("piece {piece} of {} (bytes {}..{})", digests.len(), range.start, range.end),
+        Some(_) => format!("piece {piece} of {count} (bytes {}..{})", range.start, range.end),
         None => "the file".to_string(),
     };
     Err(BundleError::new(
