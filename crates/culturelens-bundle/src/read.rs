@@ -252,18 +252,19 @@ fn check_embedding_bytes(manifest: &Manifest, len: usize) -> Result<(), BundleEr
 /// browser's wasm engine runs the check of a large table in optimised code after its first rows.
 #[inline(never)]
 fn row_is_fit(v: &[f32]) -> bool {
-    let (finite, nonzero) = v.iter().fold((true, false), |(f, z), x| (f & x.is_finite(), z | (*x != 0.0)));
-    finite && nonzero
+    values_are_fit(v.iter().copied())
 }
 
-/// [`row_is_fit`] of a row of f32 held as the file's words (memory order): finite means an
-/// exponent below all ones, non-zero a bit set outside the sign.
+/// [`row_is_fit`] of a row of f32 held as the file's words (memory order).
 #[inline(never)]
 fn row_words_are_fit(v: &[u32]) -> bool {
-    let (finite, nonzero) = v.iter().fold((true, false), |(f, z), w| {
-        let bits = u32::from_le(*w);
-        (f & (bits & 0x7f80_0000 != 0x7f80_0000), z | (bits & 0x7fff_ffff != 0))
-    });
+    values_are_fit(v.iter().map(|w| f32::from_bits(u32::from_le(*w))))
+}
+
+/// The one rule of both: every value finite, one non-zero.
+#[inline(always)]
+fn values_are_fit(values: impl Iterator<Item = f32>) -> bool {
+    let (finite, nonzero) = values.fold((true, false), |(f, z), x| (f & x.is_finite(), z | (x != 0.0)));
     finite && nonzero
 }
 
