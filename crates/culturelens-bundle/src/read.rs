@@ -2,6 +2,7 @@
 //! metadata (CSV with a header, required columns, consistent with the manifest).
 
 use std::collections::BTreeSet;
+use std::mem::MaybeUninit;
 
 use culturelens_files::sha256_hex;
 
@@ -146,21 +147,47 @@ impl TableStream {
                 if !self.room {
                     return;
                 }
-                // In blocks, each a call of its own: a browser's wasm engine switches a function
-                // to optimised code only at a later call, never inside one long loop.
-                const BLOCK: usize = 1 << 16;
-                for block in words[self.words.min(words.len())..].chunks(BLOCK) {
-                    let at = self.values.len();
-                    self.values.resize(at + 2 * block.len(), 0.0);
-                    decode_f16_words(block, &mut self.values[at..]);
-                }
-                self.words = self.words.max(words.len());
-                let complete = self.values.len() / self.dim;
-                while self.rows < complete && row_is_fit(&self.values[self.rows * self.dim..][..self.dim]) {
-                    self.rows += 1;
+                let new = &words[self.words.min(words.len())..];
+                if self.dim.is_multiple_of(2) {
+                    // Rows fill whole words: each complete row is decoded and checked in one pass
+                    // over its words, a call of its own (a browser's wasm engine switches a
+                    // function to optimised code only at a later call, never inside one long
+                    // loop). The rest waits for its row's last word.
+                    let per_row = self.dim / 2;
+                    for row in new.chunks_exact(per_row) {
+                        let fit = decode_f16_words(row, self.room_for(self.dim));
+                        // SAFETY: decode_f16_words wrote every value of the room.
+                        unsafe { self.values.set_len(self.values.len() + self.dim) };
+                        if fit && self.rows * self.dim + self.dim == self.values.len() {
+                            self.rows += 1;
+                        }
+                        self.words += per_row;
+                    }
+                } else {
+                    // Rows straddle words: decode in blocks, each a call of its own, then check
+                    // the complete rows' values (a block's own verdict spans parts of rows).
+                    const BLOCK: usize = 1 << 16;
+                    for block in new.chunks(BLOCK) {
+                        decode_f16_words(block, self.room_for(2 * block.len()));
+                        // SAFETY: decode_f16_words wrote every value of the room.
+                        unsafe { self.values.set_len(self.values.len() + 2 * block.len()) };
+                    }
+                    self.words += new.len();
+                    let complete = self.values.len() / self.dim;
+                    while self.rows < complete && row_is_fit(&self.values[self.rows * self.dim..][..self.dim])
+                    {
+                        self.rows += 1;
+                    }
                 }
             }
         }
+    }
+
+    /// The next `n` values' room, past the decoded ones (uninitialised: no zeros written first
+    /// only to be overwritten).
+    fn room_for(&mut self, n: usize) -> &mut [MaybeUninit<f32>] {
+        self.values.reserve(n);
+        &mut self.values.spare_capacity_mut()[..n]
     }
 
     /// The decoded table of the file of `len` bytes held in `words` (its last, partial word
@@ -196,14 +223,22 @@ impl TableStream {
     }
 }
 
-/// The f16 pairs of little-endian `words` (the first value of each in its low half) into `out`.
+/// Decodes the f16 pairs of little-endian `words` (the first value of each in its low half) into
+/// `out`, two values per word, every one written, and says whether the values are fit
+/// ([`row_is_fit`] of them), read from the f16 bits in the same pass: a value is finite unless its
+/// exponent bits are all ones, and non-zero when any bit but the sign is set (the conversion is
+/// exact, so this is the rule of the f32 values).
 #[inline(never)]
-fn decode_f16_words(words: &[u32], out: &mut [f32]) {
+fn decode_f16_words(words: &[u32], out: &mut [MaybeUninit<f32>]) -> bool {
+    let (mut special, mut nonzero) = (false, 0u32);
     for (pair, w) in out.chunks_exact_mut(2).zip(words) {
         let w = u32::from_le(*w);
-        pair[0] = f16_to_f32(w as u16);
-        pair[1] = f16_to_f32((w >> 16) as u16);
+        pair[0].write(f16_to_f32(w as u16));
+        pair[1].write(f16_to_f32((w >> 16) as u16));
+        special |= (w & 0x7c00 == 0x7c00) | (w & 0x7c00_0000 == 0x7c00_0000);
+        nonzero |= w & 0x7fff_7fff;
     }
+    !special && nonzero != 0
 }
 
 /// The f32 of the IEEE 754 binary16 `bits`, exactly as `half::f16::to_f32` (a NaN keeps its

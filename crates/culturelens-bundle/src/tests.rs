@@ -366,17 +366,20 @@ fn f16_to_f32_is_halfs_on_every_bit_pattern() {
     }
 }
 
-/// An f16 file of 3 × 3 values (18 bytes: the last word half padding) decoded while it arrives,
-/// in pieces of one word, none and the rest, gives what decoding the whole file gives; a NaN is
-/// named by row and column as there.
+/// An f16 file of 3 × 3 values (18 bytes: the last word half padding, rows straddling words) or
+/// of 3 × 4 (rows of whole words, each decoded and checked in one pass), and the f32 files of the
+/// same values, decoded while they arrive, in pieces of one word, none and the rest, give what
+/// decoding the whole file gives; a NaN is named by row and column as there, and a row of zeros
+/// of either sign is refused.
 #[test]
 fn a_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
-    let emb = [1.0, 0.5, -0.25, 2.0, 0.0, 3.0, 65504.0, -6.1e-5, 1e-7];
-    for dtype in [DType::F16, DType::F32] {
-        let f = build_bundle(&spec(dtype), &emb, 3, &columns(), vec![]).unwrap();
+    let values = [1.0, 0.5, -0.25, 2.0, 0.0, 3.0, 65504.0, -6.1e-5, 1e-7, -1.5, 0.125, 7.0];
+    for (dim, dtype) in [3, 4].into_iter().flat_map(|d| [(d, DType::F16), (d, DType::F32)]) {
+        let emb = &values[..3 * dim];
+        let f = build_bundle(&spec(dtype), emb, dim, &columns(), vec![]).unwrap();
         let manifest = read(&f).unwrap().manifest;
         let mut bytes = f.iter().find(|(p, _)| *p == manifest.embeddings).unwrap().1.clone();
-        assert_eq!(bytes.len(), 9 * dtype.size());
+        assert_eq!(bytes.len(), 3 * dim * dtype.size());
         // Room made before the first piece, after the first (the backlog), or never (all at
         // finish); the pieces end mid-row.
         let streamed = |bytes: &[u8], room_after: usize| {
@@ -395,7 +398,7 @@ fn a_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
             assert_eq!(
                 streamed(&bytes, room_after).unwrap(),
                 whole,
-                "{dtype:?}, room after piece {room_after}"
+                "{dtype:?} × {dim}, room after piece {room_after}"
             );
         }
         assert_eq!(decode_embeddings_words(&manifest, words_of(&bytes), bytes.len()).unwrap(), whole);
@@ -403,24 +406,27 @@ fn a_file_decoded_while_it_arrives_is_the_file_decoded_whole() {
         // A bad row found while the file arrives, or only at the end, is the error of the whole
         // file: its first bad row (row 1, a NaN; row 2 is all zeros).
         let at = |value: usize| value * dtype.size()..(value + 1) * dtype.size();
-        let nan = match dtype {
-            DType::F16 => half::f16::NAN.to_le_bytes().to_vec(),
-            DType::F32 => f32::NAN.to_le_bytes().to_vec(),
+        let (nan, negative_zero) = match dtype {
+            DType::F16 => (half::f16::NAN.to_le_bytes().to_vec(), half::f16::NEG_ZERO.to_le_bytes().to_vec()),
+            DType::F32 => (f32::NAN.to_le_bytes().to_vec(), (-0.0f32).to_le_bytes().to_vec()),
         };
-        bytes[at(5)].copy_from_slice(&nan);
-        for v in 6..9 {
+        bytes[at(dim + 2)].copy_from_slice(&nan);
+        for v in 2 * dim..3 * dim {
             bytes[at(v)].fill(0);
         }
         let expected = decode_embeddings(&manifest, &bytes).unwrap_err().to_string();
         let name = manifest.embeddings.as_str();
         assert_eq!(expected, format!("bundle file {name}, row 1, column dim 2: non-finite value NaN"));
         for room_after in [0, 2, 9] {
-            assert_eq!(streamed(&bytes, room_after).unwrap_err().to_string(), expected, "{dtype:?}");
+            assert_eq!(streamed(&bytes, room_after).unwrap_err().to_string(), expected, "{dtype:?} × {dim}");
         }
-        bytes[at(5)].fill(0);
-        bytes[at(4)].fill(0);
-        bytes[at(3)].fill(0);
-        let zero = streamed(&bytes, 0).unwrap_err().to_string();
-        assert!(zero.starts_with(&format!("bundle file {name}, row 1: zero-norm embedding")), "{zero}");
+        // Row 1 all zeros, negative ones among them (the sign bit alone is no value).
+        for v in dim..2 * dim {
+            bytes[at(v)].copy_from_slice(if v % 2 == 0 { &negative_zero } else { &[0; 4][..dtype.size()] });
+        }
+        for room_after in [0, 9] {
+            let zero = streamed(&bytes, room_after).unwrap_err().to_string();
+            assert!(zero.starts_with(&format!("bundle file {name}, row 1: zero-norm embedding")), "{zero}");
+        }
     }
 }
