@@ -24,7 +24,8 @@ use culturelens_bundle::{
 use culturelens_metrics::magbig::Gender;
 use culturelens_results::cultext2i::{Cultext2iReport, Cultext2iRow};
 use culturelens_results::magbig::{GENDER, MagbigRow};
-use js_sys::{Reflect, Uint8Array};
+use js_sys::{ArrayBuffer, Object, Promise, Reflect, Uint8Array};
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{File, ReadableStream, ReadableStreamDefaultReader, Response};
@@ -553,7 +554,7 @@ async fn read_stream(
     mut table: Option<TableStream>,
     mut hashes: Option<Hashes>,
 ) -> Result<Download, String> {
-    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut reader = Chunks::new(&stream);
     // Reserve what the manifest lists only up to PREALLOCATE_BYTES: a manifest that lies about a
     // size must not make the tab reserve memory for bytes that never arrive. Once that much has
     // arrived, the rest of the listed size is reserved in one step, so a large file moves at most
@@ -568,20 +569,13 @@ async fn read_stream(
     let mut len = 0usize;
     let step = (limit / 100).max(1 << 16);
     let mut next_report = 0u64;
-    loop {
-        let chunk = JsFuture::from(reader.read())
-            .await
-            .map_err(|e| format!("{file}: read error: {}", js_error(&e)))?;
-        if Reflect::get(&chunk, &"done".into()).ok().and_then(|v| v.as_bool()).unwrap_or(true) {
-            break;
-        }
-        let value: Uint8Array = Reflect::get(&chunk, &"value".into())
-            .map_err(|_| format!("{file}: bad stream chunk"))?
-            .unchecked_into();
+    while let Some(value) =
+        reader.next().await.map_err(|e| format!("{file}: read error: {}", js_error(&e)))?
+    {
         let start = len;
         let got = value.length() as usize;
         if (start + got) as u64 > limit {
-            let _ = reader.cancel();
+            reader.cancel();
             return Err(match exact {
                 Some(n) => format!(
                     "bundle file {file}: larger than the {n} bytes the manifest lists (oversized or wrong file)"
@@ -624,6 +618,83 @@ async fn read_stream(
         None => Vec::new(),
     };
     Ok(Download { words, len, table, digests })
+}
+
+/// The least a read of [`Chunks`] waits for: a fetch body arrives in pieces of about 64 KiB, and
+/// each read costs a promise, a round trip between JavaScript and wasm and a pass of the loop
+/// (about 6,000 of them for the paper-scale table).
+const READ_MIN_BYTES: u32 = 1 << 20;
+
+/// The pieces of a stream as `Uint8Array`s: read into one reused buffer with a "bring your own
+/// buffer" reader, each read waiting for at least [`READ_MIN_BYTES`] (the `min` option; the last
+/// read of a stream gives what is left) where the stream is a byte stream (fetch bodies and files
+/// in current browsers); the default reader's pieces otherwise. A browser that does not know
+/// `min` ignores it, and its reads give what has arrived.
+enum Chunks {
+    Byob { reader: ByobReader, buffer: Option<ArrayBuffer>, done: bool },
+    Default(ReadableStreamDefaultReader),
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `ReadableStreamBYOBReader`, with `read`'s options argument (web-sys's binding has none).
+    type ByobReader;
+    #[wasm_bindgen(method)]
+    fn read(this: &ByobReader, view: &Uint8Array, options: &Object) -> Promise;
+    #[wasm_bindgen(method)]
+    fn cancel(this: &ByobReader) -> Promise;
+    /// A `ReadableStream`, for `getReader`'s options argument.
+    type ByteStream;
+    #[wasm_bindgen(method, catch, js_name = getReader)]
+    fn get_reader_with(this: &ByteStream, options: &Object) -> Result<ByobReader, JsValue>;
+}
+
+impl Chunks {
+    fn new(stream: &ReadableStream) -> Chunks {
+        let options = Object::new();
+        let _ = Reflect::set(&options, &"mode".into(), &"byob".into());
+        match stream.unchecked_ref::<ByteStream>().get_reader_with(&options) {
+            Ok(reader) => Chunks::Byob { reader, buffer: None, done: false },
+            // Not a byte stream: that reader does not exist for it.
+            Err(_) => Chunks::Default(stream.get_reader().unchecked_into()),
+        }
+    }
+
+    /// The next piece, or `None` once the stream has ended.
+    async fn next(&mut self) -> Result<Option<Uint8Array>, JsValue> {
+        let result = match self {
+            Chunks::Byob { done: true, .. } => return Ok(None),
+            Chunks::Byob { reader, buffer, .. } => {
+                // The buffer is handed to the stream (detached here) and comes back in the result.
+                let buffer = buffer.take().unwrap_or_else(|| ArrayBuffer::new(READ_MIN_BYTES));
+                let view = Uint8Array::new_with_byte_offset_and_length(&buffer, 0, READ_MIN_BYTES);
+                let options = Object::new();
+                Reflect::set(&options, &"min".into(), &READ_MIN_BYTES.into())?;
+                JsFuture::from(reader.read(&view, &options)).await?
+            }
+            Chunks::Default(reader) => JsFuture::from(reader.read()).await?,
+        };
+        let value = Reflect::get(&result, &"value".into())?.dyn_into::<Uint8Array>().ok();
+        if let (Chunks::Byob { buffer, .. }, Some(value)) = (&mut *self, &value) {
+            *buffer = Some(value.buffer());
+        }
+        if Reflect::get(&result, &"done".into())?.as_bool().unwrap_or(true) {
+            // A BYOB read still waiting for `min` bytes when the stream closes ends it with the
+            // bytes it has: the last piece comes with `done`.
+            if let Chunks::Byob { done, .. } = self {
+                *done = true;
+            }
+            return Ok(value.filter(|v| v.length() > 0));
+        }
+        value.map(Some).ok_or_else(|| "a stream piece that is no Uint8Array".into())
+    }
+
+    fn cancel(&self) {
+        let _ = match self {
+            Chunks::Byob { reader, .. } => reader.cancel(),
+            Chunks::Default(reader) => reader.cancel(),
+        };
+    }
 }
 
 pub fn js_error(e: &JsValue) -> String {
