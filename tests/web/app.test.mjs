@@ -1339,6 +1339,28 @@ test("Bundles whose manifest lies about sizes get an on-screen error, and the ta
   }
 });
 
+// The app's module needs WebAssembly SIMD (web/.cargo/config.toml). A browser without it is told
+// so on the page instead of getting a page that never starts: index.html's check, here made to
+// fail by a WebAssembly.validate that refuses every module; unchanged, it passes and says nothing.
+test("A browser without WebAssembly SIMD is told why the app cannot run", { timeout: TIMEOUT }, async () => {
+  const browser = await launch(false);
+  try {
+    const old = await browser.newPage();
+    await old.addInitScript(() => { WebAssembly.validate = () => false; });
+    await old.goto(`${origin}/index.html`);
+    await old.waitForSelector("body[data-state=unsupported]", { timeout: 30000 });
+    assert.ok(await old.isVisible("#error"));
+    assert.match(await old.textContent("#error"),
+      /^This browser cannot run culturelens: the app needs WebAssembly with SIMD \(Chrome or Edge 91 or later, Firefox 89 or later, Safari 16\.4 or later\)\.$/);
+    const current = await browser.newPage();
+    await current.goto(`${origin}/index.html`, { waitUntil: "load" });
+    assert.equal(await current.getAttribute("body", "data-state"), "idle");
+    assert.ok(!(await current.isVisible("#error")));
+  } finally {
+    await browser.close();
+  }
+});
+
 /** splitmix64 (Steele, Lea & Flood), the generator of scripts/fixtures/make_vendi_wide.py's table. */
 function splitmix64(x) {
   const M = (1n << 64n) - 1n;
