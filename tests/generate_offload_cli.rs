@@ -5,7 +5,8 @@
 //! whose loop runs prompt by prompt) and issue 31's (Kandinsky 3 with its MoVQ, IF); on the CPU
 //! the flag changes nothing, checked for every family. Two batches of prompts (so each component
 //! moves twice), two images per prompt, guidance on, and a `--shard` of the offloaded run against
-//! the same rows of the resident one.
+//! the same rows of the resident one (every family on the CPU; on wgpu SD 1.x's only, as each
+//! wgpu process compiles its kernels again on lavapipe: 10 s a run).
 
 use std::path::{Path, PathBuf};
 
@@ -55,20 +56,22 @@ fn run(tmp: &Path, variant: &str, device: &str, extra: &[&str]) -> (Vec<u8>, Vec
     (std::fs::read(&npy).unwrap(), pngs)
 }
 
-/// The offloaded run's images against the resident run's, bit for bit, and its second shard
-/// against the resident run's PNGs of the same names.
-fn offload_is_bit_identical(variant: &str, device: &str) {
+/// The offloaded run's images against the resident run's, bit for bit, and (with `shard`) its
+/// second shard against the resident run's PNGs of the same names.
+fn offload_is_bit_identical(variant: &str, device: &str, shard: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let (npy, pngs) = run(tmp.path(), variant, device, &[]);
     let (npy_off, pngs_off) = run(tmp.path(), variant, device, &["--offload"]);
     assert_eq!(pngs.len(), 6, "{variant} on {device}");
     assert!(npy == npy_off, "{variant} on {device}: --offload changed the float images");
     assert_eq!(pngs, pngs_off, "{variant} on {device}: --offload changed the PNGs");
-    let (_, shard) = run(tmp.path(), variant, device, &["--offload", "--shard", "2/2"]);
-    assert!(!shard.is_empty() && shard.len() < pngs.len(), "{variant}: shard 2/2 made {}", shard.len());
-    for (name, bytes) in &shard {
-        let full = pngs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{variant}: {name}"));
-        assert!(&full.1 == bytes, "{variant} on {device}: the offloaded shard's {name} differs");
+    if shard {
+        let (_, part) = run(tmp.path(), variant, device, &["--offload", "--shard", "2/2"]);
+        assert!(!part.is_empty() && part.len() < pngs.len(), "{variant}: shard 2/2 made {}", part.len());
+        for (name, bytes) in &part {
+            let full = pngs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{variant}: {name}"));
+            assert!(&full.1 == bytes, "{variant} on {device}: the offloaded shard's {name} differs");
+        }
     }
     println!("{variant} on {device}: --offload gives the same {} images, bit for bit", pngs.len());
 }
@@ -77,7 +80,7 @@ fn offload_is_bit_identical(variant: &str, device: &str) {
 #[test]
 fn offload_gives_the_same_images_on_wgpu() {
     for variant in ["sd1", "sdxl", "flux-dev", "cogview4", "kandinsky3", "if", "kandinsky21"] {
-        offload_is_bit_identical(variant, "wgpu");
+        offload_is_bit_identical(variant, "wgpu", variant == "sd1");
     }
 }
 
@@ -86,6 +89,6 @@ fn offload_changes_nothing_on_the_cpu() {
     for variant in
         ["sd1", "alt", "sdxl", "sd3", "flux-dev", "cogview4", "lumina2", "kandinsky3", "if", "kandinsky21"]
     {
-        offload_is_bit_identical(variant, "cpu");
+        offload_is_bit_identical(variant, "cpu", true);
     }
 }
