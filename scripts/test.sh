@@ -45,11 +45,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
-# Started first, in the background beside format, clippy and the wasm32 check, while the disk is
-# freest: the environments take up to 6.3 GB at their peak (PyPI's CUDA build of torch, 5.7 GB
-# installed, and one batch of downloads; each venv is deleted once no later one is layered on it);
-# 5-7 min on a 2-core machine, most of it downloads and unpacking. Its output
-# goes to a log printed (and its status checked) before the workspace tests.
+# Started first, in the background beside format, clippy, the wasm32 check and the workspace
+# tests, while the disk is freest: the environments take up to 6.3 GB at their peak (PyPI's CUDA
+# build of torch, 5.7 GB installed, and one batch of downloads; each venv is deleted once no later
+# one is layered on it); 5-17 min on a 2-core machine, most of it downloads and unpacking. Its
+# output goes to a log printed (and its status checked) after the workspace tests: waited for
+# before them, on a slow day it kept the run idle for 168 s after clippy had finished.
 step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py), in the background"
 target=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target"
@@ -97,6 +98,12 @@ cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
 step "the generation crates check for wasm32-unknown-unknown (the app's crates: web/ci.sh)"
 cargo check --locked -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion --target wasm32-unknown-unknown
 
+step "real pretrained test weights (scripts/fetch_test_weights.sh)"
+scripts/fetch_test_weights.sh
+
+step "workspace tests (cargo test --workspace --features culturelens/wgpu,culturelens-py/gpu)"
+cargo test --locked --workspace "${FEATURES[@]}"
+
 step "Python scripts' pinned requirements (the background check started first)"
 pyreqs_status=0
 wait "$pyreqs_pid" || pyreqs_status=$?
@@ -106,12 +113,6 @@ if [ "$pyreqs_status" != 0 ]; then
   echo "scripts/test.sh: scripts/check_requirements.py failed (its output above)" >&2
   exit 1
 fi
-
-step "real pretrained test weights (scripts/fetch_test_weights.sh)"
-scripts/fetch_test_weights.sh
-
-step "workspace tests (cargo test --workspace --features culturelens/wgpu,culturelens-py/gpu)"
-cargo test --locked --workspace "${FEATURES[@]}"
 
 step "Python package: the wheel in a fresh virtualenv, pytest against the CLI (scripts/test_python.sh)"
 scripts/test_python.sh
