@@ -100,8 +100,6 @@ pub struct TableStream {
     dim: usize,
     /// The decoded values of an f16 table (an f32 table is decoded in place at the end).
     values: Vec<f32>,
-    /// f16 words decoded so far.
-    words: usize,
     /// Whether the room for every f16 value has been made.
     room: bool,
     /// Leading rows found fit so far (the check stops at the first unfit row, which
@@ -116,7 +114,6 @@ impl TableStream {
             dtype: manifest.dtype,
             dim: manifest.dim.max(1),
             values: Vec::new(),
-            words: 0,
             room: false,
             rows: 0,
         }
@@ -147,32 +144,25 @@ impl TableStream {
                 if !self.room {
                     return;
                 }
-                let new = &words[self.words.min(words.len())..];
+                // Two values per word decoded so far.
+                let new = &words[(self.values.len() / 2).min(words.len())..];
                 if self.dim.is_multiple_of(2) {
                     // Rows fill whole words: each complete row is decoded and checked in one pass
                     // over its words, a call of its own (a browser's wasm engine switches a
                     // function to optimised code only at a later call, never inside one long
                     // loop). The rest waits for its row's last word.
-                    let per_row = self.dim / 2;
-                    for row in new.chunks_exact(per_row) {
-                        let fit = decode_f16_words(row, self.room_for(self.dim));
-                        // SAFETY: decode_f16_words wrote every value of the room.
-                        unsafe { self.values.set_len(self.values.len() + self.dim) };
-                        if fit && self.rows * self.dim + self.dim == self.values.len() {
+                    for row in new.chunks_exact(self.dim / 2) {
+                        if self.push_f16(row) && (self.rows + 1) * self.dim == self.values.len() {
                             self.rows += 1;
                         }
-                        self.words += per_row;
                     }
                 } else {
                     // Rows straddle words: decode in blocks, each a call of its own, then check
                     // the complete rows' values (a block's own verdict spans parts of rows).
                     const BLOCK: usize = 1 << 16;
                     for block in new.chunks(BLOCK) {
-                        decode_f16_words(block, self.room_for(2 * block.len()));
-                        // SAFETY: decode_f16_words wrote every value of the room.
-                        unsafe { self.values.set_len(self.values.len() + 2 * block.len()) };
+                        self.push_f16(block);
                     }
-                    self.words += new.len();
                     let complete = self.values.len() / self.dim;
                     while self.rows < complete && row_is_fit(&self.values[self.rows * self.dim..][..self.dim])
                     {
@@ -183,11 +173,16 @@ impl TableStream {
         }
     }
 
-    /// The next `n` values' room, past the decoded ones (uninitialised: no zeros written first
-    /// only to be overwritten).
-    fn room_for(&mut self, n: usize) -> &mut [MaybeUninit<f32>] {
+    /// Decodes the f16 `words` onto the end of the values, straight into their uninitialised room
+    /// (no zeros written first only to be overwritten), and says whether the new values are fit
+    /// ([`decode_f16_words`]).
+    fn push_f16(&mut self, words: &[u32]) -> bool {
+        let n = 2 * words.len();
         self.values.reserve(n);
-        &mut self.values.spare_capacity_mut()[..n]
+        let fit = decode_f16_words(words, &mut self.values.spare_capacity_mut()[..n]);
+        // SAFETY: decode_f16_words wrote every one of the n values.
+        unsafe { self.values.set_len(self.values.len() + n) };
+        fit
     }
 
     /// The decoded table of the file of `len` bytes held in `words` (its last, partial word
