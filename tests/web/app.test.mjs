@@ -514,7 +514,7 @@ async function checkVendi(page, tol, label) {
   assert.deepEqual(weights, [["language", "0.250"], ["culture", "0.250"], ["person", "0.250"], ["template", "0.250"]]);
   const categorical = await vendiAfter(page, () => page.selectOption("#vendi-kernel", "categorical"));
   const cliCategorical = cliVendi("categorical", "--kernel", "categorical", "--meta", tables.all.csv,
-    "--columns", weights.map(([c]) => c).join(","), "--weights", weights.map(([, w]) => w).join(","));
+    "--columns", weights.map(([c]) => c).join(","), "--kernel-weights", weights.map(([, w]) => w).join(","));
   worst = Math.max(worst, assertSameVendi(categorical, cliCategorical, tol, `${label}: categorical`));
   await vendiAfter(page, () => page.selectOption("#vendi-kernel", "cosine"));
   return worst;
