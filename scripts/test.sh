@@ -47,10 +47,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # Started first, in the background beside format, clippy, the wasm32 check and the workspace
-# tests, while the disk is freest: the environments take up to 6.3 GB at their peak (PyPI's CUDA
-# build of torch, 5.7 GB installed, and one batch of downloads; each venv is deleted once no later
-# one is layered on it); 5-17 min on a 2-core machine, most of it downloads and unpacking. Its
-# output goes to a log printed (and its status checked) after the workspace tests: waited for
+# tests, while the disk is freest: the environments take up to 6.2 GB at their peak (PyPI's CUDA
+# build of torch, 5.7 GB installed; each venv is deleted once no later one is layered on it);
+# about 6 min and as much CPU on a quiet 2-core machine with uv (pip took 15-20 min beside the
+# build, most of it unpacking, CPU the build lost), 2 of them PyICU's C++ build and 2 the imports.
+# Its output goes to a log printed (and its status checked) after the workspace tests: waited for
 # before them, on a slow day it kept the run idle for 168 s after clippy had finished.
 step "Python scripts' pinned requirements: static check, then each environment in a fresh venv (scripts/check_requirements.py), in the background"
 target=${CARGO_TARGET_DIR:-target}
