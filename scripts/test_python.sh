@@ -6,16 +6,23 @@
 # binary on the same inputs (CULTURELENS_BIN, default $CARGO_TARGET_DIR/debug/culturelens, built
 # here when missing), and executes examples/notebook.ipynb (SoS and MAGBIG on the demo table);
 # then builds the GPU wheel (`--features gpu`) and runs test_wgpu.py against it.
-# maturin is installed, pinned, into $CARGO_TARGET_DIR/python-tools only when it is missing.
+# maturin and uv are installed, pinned, into $CARGO_TARGET_DIR/python-tools only when missing. uv
+# makes the virtualenv and installs into it, with its cache in $CARGO_TARGET_DIR/uv-cache: it
+# resolves the same versions as pip would, downloads in parallel and unpacks in Rust
+# (scripts/check_requirements.py uses it too, docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 python=${PYTHON:-python3}
 tools=$target/python-tools
-if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin 1.16.0"; then
+if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin 1.16.0" \
+  || ! "$tools/bin/uv" --version 2>/dev/null | grep -q "^uv 0.13.9\b"; then
   "$python" -m venv "$tools"
-  "$tools/bin/pip" install -q maturin==1.16.0
+  "$tools/bin/pip" install -q --disable-pip-version-check maturin==1.16.0 uv==0.13.9
 fi
+uv=$tools/bin/uv
+UV_CACHE_DIR=$(realpath -m "$target/uv-cache")
+export UV_CACHE_DIR UV_NO_CONFIG=1 UV_PYTHON_DOWNLOADS=never
 wheels=$target/python-wheels
 rm -rf "$wheels"
 "$tools/bin/maturin" build --locked -q -m crates/culturelens-py/Cargo.toml --out "$wheels"
@@ -25,8 +32,8 @@ bin=$(realpath "$bin")
 root=$(pwd)
 venv=$(mktemp -d)
 trap 'rm -rf "$venv"' EXIT
-"$python" -m venv "$venv"
-"$venv/bin/pip" install -q "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pillow==12.0.0 pytest==9.2.0 \
+"$uv" venv -q --python "$python" "$venv"
+"$uv" pip install -q --python "$venv/bin/python" "$wheels"/culturelens-*.whl numpy==2.4.6 pandas==3.1.1 pillow==12.0.0 pytest==9.2.0 \
   nbconvert==7.17.2 ipykernel==7.4.0
 # From a folder outside the checkout, so `import culturelens` can only find the installed wheel.
 cd "$venv"
@@ -40,7 +47,7 @@ CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/
 # wheel above, which instead is checked to refuse wgpu).
 cd "$root"
 "$tools/bin/maturin" build --locked -q -m crates/culturelens-py/Cargo.toml --features gpu --out "$wheels/gpu"
-"$venv/bin/pip" install -q --force-reinstall --no-deps "$wheels"/gpu/culturelens-*.whl
+"$uv" pip install -q --python "$venv/bin/python" --reinstall --no-deps "$wheels"/gpu/culturelens-*.whl
 cd "$venv"
 CULTURELENS_WHEEL_GPU=1 CULTURELENS_BIN=$bin "$venv/bin/python" -m pytest -q -p no:cacheprovider -s \
   "$root/crates/culturelens-py/tests/test_wgpu.py"
