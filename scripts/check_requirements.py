@@ -248,9 +248,14 @@ UV = "uv==0.13.9"
 
 
 def uv_tool(root: pathlib.Path) -> pathlib.Path:
+    """uv at the pinned version, installed unless a venv kept (--keep) by an earlier run has it."""
     tool = root / "uv-tool"
     uv = tool / "bin" / "uv"
-    if not uv.exists():
+    try:
+        found = subprocess.run([str(uv), "--version"], capture_output=True, text=True).stdout.split()[1:2]
+    except OSError:
+        found = []
+    if found != [UV.split("==")[1]]:
         subprocess.run([sys.executable, "-m", "venv", str(tool)], check=True)
         subprocess.run([str(tool / "bin" / "pip"), "install", "-q", "--no-cache-dir", "--disable-pip-version-check", UV],
                        check=True)
