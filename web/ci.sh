@@ -69,17 +69,18 @@ cargo fetch --locked --manifest-path web/Cargo.toml
 (cd web && CARGO_TARGET_DIR="$repo/target" trunk build --release --cargo-profile web-ci --locked --offline)
 
 step "wasm size budget"
-# The app's download, gzip-compressed as a static host serves it: the wasm module and its JS glue.
-# Measured on the web-ci profile (2026-11-27, wasm-bindgen 0.2.130 output, no wasm-opt, with sw.js):
-# WASM_GZIP_BEFORE bytes before the classroom lens brought the encoders (culturelens-models, the
-# byte-level loading of culturelens-models-io, libjpeg-turbo-rs, the image decoders), WASM_GZIP_AFTER
-# with them (+19%); the budget leaves 10% above the latter. Raise it only with a reason in the commit.
-WASM_GZIP_BEFORE=6318298
-WASM_GZIP_AFTER=7517399
-WASM_GZIP_BUDGET=$((WASM_GZIP_AFTER + WASM_GZIP_AFTER / 10))
+# The app's download, gzip-compressed as a static host serves it: the wasm module and its JS glue,
+# measured on the web-ci profile (wasm-bindgen 0.2.130 output, no wasm-opt, with sw.js). History:
+# 6,318,298 bytes before the classroom lens brought the encoders (culturelens-models, the
+# byte-level loading of culturelens-models-io, libjpeg-turbo-rs, the image decoders) and 7,517,399
+# with them (+19%, 2026-11-27), the budget 10% above the latter (8,269,138); 7,843,819 at eea3ac9.
+# Stop 52 put cubek-matmul at opt-level 0 in web-ci (web/Cargo.toml): eea3ac9's code then measured
+# 8,766,506 (x1.1176, none of it code), so the budget was scaled by that ratio and leaves the app
+# the same 5.4% headroom. Raise it only with a reason in the commit.
+WASM_GZIP_BUDGET=9241856
 size=$(cat web/dist/*.wasm web/dist/*.js | gzip -9 | wc -c)
-printf 'app (wasm + js), gzip -9: %d bytes; budget %d (before the encoders: %d, with them: %d)\n' \
-  "$size" "$WASM_GZIP_BUDGET" "$WASM_GZIP_BEFORE" "$WASM_GZIP_AFTER"
+printf 'app (wasm + js), gzip -9: %d bytes; budget %d (web-ci profile of stop 52; see the comment above)\n' \
+  "$size" "$WASM_GZIP_BUDGET"
 # Beside it, fetched only when a lens opens: CLIP's BPE vocabulary (gzip as open_clip ships it,
 # web/clip-vocab.sh) and the prompt index (scripts/make_prompt_index.py).
 for f in clip-bpe-16e6.txt.gz prompt-index.json; do
