@@ -75,9 +75,11 @@ step "wasm size budget"
 # byte-level loading of culturelens-models-io, libjpeg-turbo-rs, the image decoders) and 7,517,399
 # with them (+19%, 2026-11-27), the budget 10% above the latter (8,269,138); 7,843,819 at eea3ac9.
 # Stop 52 put cubek-matmul at opt-level 0 in web-ci (web/Cargo.toml): eea3ac9's code then measured
-# 8,766,506 (x1.1176 with no change of code), so the budget was scaled by that ratio, which leaves
-# the app the same 5.4% headroom. Raise it only with a reason in the commit.
-WASM_GZIP_BUDGET=9241856
+# 8,766,506 (x1.1176 with no change of code), so the budget is scaled by that ratio (9,241,856),
+# which leaves the app the same 5.4% headroom. Raise it only with a reason in the commit.
+WASM_GZIP_AFTER=7517399
+WASM_GZIP_BUDGET_OPT1=$((WASM_GZIP_AFTER + WASM_GZIP_AFTER / 10))
+WASM_GZIP_BUDGET=$((WASM_GZIP_BUDGET_OPT1 * 8766506 / 7843819))
 size=$(cat web/dist/*.wasm web/dist/*.js | gzip -9 | wc -c)
 printf 'app (wasm + js), gzip -9: %d bytes; budget %d (web-ci profile of stop 52; see the comment above)\n' \
   "$size" "$WASM_GZIP_BUDGET"
