@@ -79,7 +79,7 @@ cargo fmt --all --check
 # The Python crate's `gpu` (the wheel's wgpu device, tests/device.rs) rides on the same Burn build.
 FEATURES=(--features culturelens/wgpu,culturelens-py/gpu)
 
-# The Python wheel's build (scripts/test_python.sh) reuses the test build's compiled dependencies
+# The Python wheels' builds (scripts/test_python.sh) reuse the test build's compiled dependencies
 # only while crates/culturelens-workspace-hack asks for the features the test build gives them.
 step "workspace hack up to date (scripts/workspace_hack.py --check)"
 python3 scripts/workspace_hack.py --check "${FEATURES[@]}"
