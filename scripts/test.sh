@@ -121,9 +121,14 @@ rm -rf "$probe"
 # `cargo check`: type and borrow checking for the target, without code generation. Only the
 # generation crates: web/ci.sh builds the browser app's wasm32 module in full, and with it every
 # other shared crate as the browser uses it (metrics without ICU, compute, models, and models-io
-# without `native`: no file system, no C). Checking those here as well cost 70 s.
+# without `native`: no file system, no C). Checking those here as well cost 70 s. The build
+# scripts and proc-macros this compiles for the host land in target/debug, where the test build
+# below finds them, as long as their features agree: the workspace hack (checked here with them,
+# its `[build-dependencies]` the test build's host features) sees to that; without it the test
+# build compiled serde_derive, syn and every other proc-macro again. scripts/workspace_hack.py
+# names these packages too (WASM_CHECK).
 step "the generation crates check and clippy for wasm32-unknown-unknown (the app's crates: web/ci.sh)"
-cargo check --locked -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion --target wasm32-unknown-unknown
+cargo check --locked -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion -p culturelens-workspace-hack --target wasm32-unknown-unknown
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh

@@ -49,6 +49,15 @@ WHEELS = [
     ["-p", "culturelens-py", "--features", "extension-module"],
     ["-p", "culturelens-py", "--features", "gpu,extension-module"],
 ]
+# scripts/test.sh's wasm32 check, which runs before the test build. Its build scripts and
+# proc-macros are compiled for the host into the same target/debug as the test build's, so with the
+# test build's host features (the hack is one of the packages it checks) the test build finds
+# them compiled. Keep in step with scripts/test.sh.
+WASM = "wasm32-unknown-unknown"
+WASM_CHECK = [
+    "-p", "culturelens-diffusion-schedulers", "-p", "culturelens-diffusion-models", "-p", "culturelens-diffusion",
+    "-p", "culturelens-workspace-hack",
+]
 NODE = re.compile(
     r"^(?P<name>\S+) v(?P<version>\S+)(?P<path> \((?!proc-macro\))[^)]*\))?(?P<proc> \(proc-macro\))?"
     r" \[(?P<features>[^\]]*)\]( \(\*\))?$"
@@ -57,13 +66,13 @@ NODE = re.compile(
 Key = tuple[str, str, bool]
 
 
-def tree(args: list[str], locked: bool) -> dict[Key, set[str]]:
+def tree(args: list[str], locked: bool, target: str = TARGET) -> dict[Key, set[str]]:
     """(name, version, host) -> features, for the third-party packages of one build. `locked`:
     read Cargo.lock as it is (the check); a rewrite lets cargo add the hack's new edges to it.
 
     Reads cargo tree's indented output: a package is on the host side when it is a proc-macro,
     hangs below a `[build-dependencies]` heading, or below a package on the host side."""
-    cmd = ["cargo", "tree", *(["--locked"] if locked else []), "--charset", "ascii", "--target", TARGET, "-f", "{p} [{f}]", *args]
+    cmd = ["cargo", "tree", *(["--locked"] if locked else []), "--charset", "ascii", "--target", target, "-f", "{p} [{f}]", *args]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         # Under --locked, a hack manifest edited by hand no longer matches Cargo.lock.
@@ -202,23 +211,28 @@ def listed(text: str) -> set[Key]:
 
 def section(text: str, features: str, locked: bool) -> str:
     """The generated sections: every package listed already or built with fewer features by a
-    wheel than by the tests, asked for with the tests' features, unless those features switch on
-    an optional dependency that wheel does not. Listed packages stay while both builds have them
-    (with the hack in place their features agree, so they would not show up as different
-    again)."""
+    wheel (or, on the host side, by the wasm32 check) than by the tests, asked for with the
+    tests' features. Only packages both wheels build, on the same side, and only where the tests'
+    features switch on no optional dependency that any of those builds lacks. Listed packages stay
+    while the builds have them (with the hack in place their features agree, so they would not
+    show up as different again)."""
     workspace = tree(["--workspace", "--features", features, "-e", "normal,build,dev"], locked)
     wheels = [tree([*w, "-e", "normal,build"], locked) for w in WHEELS]
+    check = {k: f for k, f in tree([*WASM_CHECK, "-e", "normal,build"], locked, WASM).items() if k[2]}
+    builds = [*wheels, check]
     meta = packages()
     keep = listed(text)
     wanted: dict[Key, set[str]] = {}
-    for wheel in wheels:
-        for key, have in wheel.items():
-            want = workspace.get(key)
-            if want is None or not have <= want or (want == have and key not in keep):
-                continue
-            if key not in keep and switches_on_more(key, want, wheel, meta):
-                continue
-            wanted[key] = want
+    for key in sorted({k for build in builds for k in build}):
+        want = workspace.get(key)
+        if want is None or not all(key in wheel for wheel in wheels):
+            continue
+        have = [build[key] for build in builds if key in build]
+        if not all(h <= want for h in have) or (all(h == want for h in have) and key not in keep):
+            continue
+        if key not in keep and any(key in b and switches_on_more(key, want, b, meta) for b in builds):
+            continue
+        wanted[key] = want
     versions: dict[str, set[str]] = {}
     for name, version, _ in wanted:
         versions.setdefault(name, set()).add(version)
