@@ -19,15 +19,19 @@ rustc and cargo-hakari; cargo's own `resolver.feature-unification` is unstable.)
     python3 scripts/workspace_hack.py --check --features ...
         # exit 1 when they are out of date (scripts/test.sh passes its own FEATURES)
 
-Both wheels' dependencies on the host target are compared with the workspace's (`cargo tree -e
+Both wheels' dependencies (for x86_64 Linux) are compared with the workspace's (`cargo tree -e
 normal,build`; the workspace's side includes its dev-dependencies, which `cargo test` builds
-with). Cargo resolves features separately for the target and for the host (build scripts,
-proc-macros and everything they use), so each package is compared per side, and the hack asks for
-host features as `[build-dependencies]` (which is why it has an empty build script). Left out:
-workspace crates; packages whose wheel features are not a subset of the test build's (pyo3 with
+with), and so is the host side of scripts/test.sh's wasm32 check (WASM_CHECK), which runs first
+and leaves its build scripts and proc-macros in target/debug for the test build. Cargo resolves
+features separately for the target and for the host (build scripts, proc-macros and everything
+they use), so each package is compared per side, and the hack asks for host features as
+`[build-dependencies]` (which is why it has an empty build script). Left out: workspace crates;
+packages one of the wheels does not build (the hack would add them to it); packages whose
+features in one of these builds are not a subset of the test build's (pyo3 with
 `extension-module`: those rebuild, and they are small); and packages for which the test build's
-features would switch on an optional dependency the wheel does not use (Burn's and cubecl's
-crates under the default wheel: that wheel builds Burn without wgpu, its own feature set).
+features would switch on an optional dependency one of these builds does not compile (Burn's and
+cubecl's crates under the default wheel: that wheel builds Burn without wgpu, its own feature
+set).
 """
 
 from __future__ import annotations
