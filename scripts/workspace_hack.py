@@ -104,6 +104,10 @@ def tree(args: list[str], locked: bool, target: str = TARGET) -> dict[Key, set[s
             continue  # a workspace crate
         features = {f for f in m["features"].split(",") if f}
         packages.setdefault((m["name"], m["version"], host), set()).update(features)
+    # Every build here compiles proc-macros (serde_derive at least): a tree read with none on the
+    # host side means cargo tree's layout changed under this reader, not that there are none.
+    if not any(host for _, _, host in packages):
+        sys.exit(f"workspace_hack.py: `{' '.join(cmd)}` gave no host-side package: cannot read its tree")
     return packages
 
 
