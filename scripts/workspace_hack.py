@@ -171,30 +171,30 @@ def packages() -> dict[tuple[str, str], Package]:
     return out
 
 
-def switches_on_more(key: Key, want: set[str], wheel: dict[Key, set[str]], meta: dict[tuple[str, str], Package]) -> bool:
-    """Whether asking for `want` on `key` in this wheel's build would bring a package into the
-    wheel's build: an optional dependency it does not build at all, switched on there or in a
-    dependency it forwards features to. (One it builds already, `serde` for `bitflags/serde`,
+def switches_on_more(key: Key, want: set[str], build: dict[Key, set[str]], meta: dict[tuple[str, str], Package]) -> bool:
+    """Whether asking for `want` on `key` in `build` (one build's tree) would bring a package into
+    that build: an optional dependency it does not compile at all, switched on there or in a
+    dependency it forwards features to. (One it compiles already, `serde` for `bitflags/serde`,
     is followed with the features the new edge asks of it.)"""
     todo = [(key, want)]
     seen: set[tuple[Key, str]] = set()
     while todo:
         k, w = todo.pop()
-        have = wheel.get(k, set())
+        have = build.get(k, set())
         package = meta[k[:2]]
         on_w, asked_w = package.expand(w | have)
         on_h, asked_h = package.expand(have)
         for dep in on_w - on_h:
             if dep not in package.deps:
                 continue  # another platform's
-            if (*package.deps[dep], k[2]) not in wheel:
+            if (*package.deps[dep], k[2]) not in build:
                 return True
             asked_w |= {(dep, f) for f in package.asks[dep]}
         for dep, feature in asked_w - asked_h:
             if dep not in package.deps or (dep in package.optional and dep not in on_w | on_h):
                 continue  # a weak `dep?/f` on a dependency that stays off, or another platform's
             d = (*package.deps[dep], k[2])
-            if feature not in wheel.get(d, set()) and (d, feature) not in seen:
+            if feature not in build.get(d, set()) and (d, feature) not in seen:
                 seen.add((d, feature))
                 todo.append((d, {feature}))
     return False
