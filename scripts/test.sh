@@ -125,10 +125,12 @@ rm -rf "$probe"
 # scripts and proc-macros this compiles for the host land in target/debug, where the test build
 # below finds them, as long as their features agree: the workspace hack (checked here with them,
 # its `[build-dependencies]` the test build's host features) sees to that; without it the test
-# build compiled serde_derive, syn and every other proc-macro again. scripts/workspace_hack.py
-# names these packages too (WASM_CHECK).
+# build compiled serde_derive, syn and every other proc-macro again. The package list lives in
+# scripts/workspace_hack.py (WASM_CHECK), which compares this build's host side.
 step "the generation crates check and clippy for wasm32-unknown-unknown (the app's crates: web/ci.sh)"
-cargo check --locked -p culturelens-diffusion-schedulers -p culturelens-diffusion-models -p culturelens-diffusion -p culturelens-workspace-hack --target wasm32-unknown-unknown
+wasm_check=$(python3 scripts/workspace_hack.py --wasm-check-packages)
+mapfile -t wasm_check <<<"$wasm_check"
+cargo check --locked "${wasm_check[@]}" --target wasm32-unknown-unknown
 
 step "real pretrained test weights (scripts/fetch_test_weights.sh)"
 scripts/fetch_test_weights.sh

@@ -53,10 +53,10 @@ WHEELS = [
     ["-p", "culturelens-py", "--features", "extension-module"],
     ["-p", "culturelens-py", "--features", "gpu,extension-module"],
 ]
-# scripts/test.sh's wasm32 check, which runs before the test build. Its build scripts and
-# proc-macros are compiled for the host into the same target/debug as the test build's, so with the
-# test build's host features (the hack is one of the packages it checks) the test build finds
-# them compiled. Keep in step with scripts/test.sh.
+# The packages of scripts/test.sh's wasm32 check (it reads them from here, with
+# --wasm-check-packages), which runs before the test build. Its build scripts and proc-macros are
+# compiled for the host into the same target/debug as the test build's, so with the test build's
+# host features (the hack is one of the packages it checks) the test build finds them compiled.
 WASM = "wasm32-unknown-unknown"
 WASM_CHECK = [
     "-p", "culturelens-diffusion-schedulers", "-p", "culturelens-diffusion-models", "-p", "culturelens-diffusion",
@@ -146,7 +146,7 @@ class Package:
         return on, asked
 
 
-def packages() -> dict[tuple[str, str], Package]:
+def metadata() -> dict[tuple[str, str], Package]:
     """(name, version) -> Package, for every package cargo metadata resolves."""
     cmd = ["cargo", "metadata", "--format-version", "1", "--offline", "--filter-platform", TARGET]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -228,7 +228,7 @@ def section(text: str, features: str, locked: bool) -> str:
     wheels = [tree([*w, "-e", "normal,build"], locked) for w in WHEELS]
     check = {k: f for k, f in tree([*WASM_CHECK, "-e", "normal,build"], locked, WASM).items() if k[2]}
     builds = [*wheels, check]
-    meta = packages()
+    meta = metadata()
     keep = listed(text)
     wanted: dict[Key, set[str]] = {}
     for key in sorted({k for build in builds for k in build}):
@@ -260,9 +260,16 @@ def section(text: str, features: str, locked: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the hack's list is out of date")
-    parser.add_argument("--features", required=True,
+    parser.add_argument("--features",
                         help="the features of the workspace's test build (scripts/test.sh's FEATURES)")
+    parser.add_argument("--wasm-check-packages", action="store_true",
+                        help="print the packages of scripts/test.sh's wasm32 check (`-p NAME`, one word a line) and exit")
     args = parser.parse_args()
+    if args.wasm_check_packages:
+        print("\n".join(WASM_CHECK))
+        return
+    if not args.features:
+        parser.error("--features is required")
     text = HACK.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
     new = text[:start] + section(text, args.features, locked=args.check) + text[end:]
@@ -277,7 +284,7 @@ def main() -> None:
         sys.exit(
             "workspace_hack.py: crates/culturelens-workspace-hack/Cargo.toml is out of date: run "
             f"`python3 scripts/workspace_hack.py --features {args.features}` and commit it with Cargo.lock (without it the "
-            "Python wheel's build compiles Burn and wgpu a second time)"
+            "Python wheels' builds compile Burn and wgpu, or serde and every crate above it, a second time)"
         )
     print("workspace hack: up to date")
 
